@@ -1,0 +1,243 @@
+"""Runtime benchmark in the shape of the paper's Table 4 (DESIGN.md §5).
+
+Each method's time covers fit + gallery preprocessing + retrieval of the top ``k`` for every
+query, timed after warm-up runs as the best of ``repeats`` runs. Beside the seconds it reports the
+ratio to cosine and to the method's FLOP-bound time: the FLOPs of its dominant products divided
+by the machine's matmul throughput, measured in the same run with torch on the same device
+(float32 for retrieval, float64 for the GMM's EM, which fits in float64).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass
+from typing import Callable
+
+import torch
+
+from ._validation import check_positive_int, check_scale
+from .device import resolve_device
+from .models import EmpiricalAnchors, GaussianAnchors, GaussianMixtureAnchors
+from .search import AnchorIndex, CosineIndex, top_k_inner_product
+
+METHODS = ("cosine", "softmax", "gaussian", "gmm", "naive")
+
+
+@dataclass
+class BenchConfig:
+    queries: int = 2000
+    gallery: int = 10000
+    dim: int = 512
+    anchors: tuple[int, ...] = (1024, 4096, 16384)
+    k: int = 10
+    scale: float = 100.0
+    gmm_components: int = 4
+    repeats: int = 3
+    warmup: int = 1
+    methods: tuple[str, ...] = METHODS
+    naive_max_anchors: int = 4096
+    naive_queries: int = 100
+    gmm_max_anchors: int = 16384
+    device: str | None = None
+    seed: int = 0
+
+    def validate(self) -> "BenchConfig":
+        """Refuse sizes the run cannot honour before any time is spent measuring."""
+        for name in ("queries", "gallery", "dim", "k", "repeats", "gmm_components", "naive_queries"):
+            check_positive_int(getattr(self, name), name)
+        check_positive_int(self.warmup, "warmup", minimum=0)
+        if not self.anchors or min(self.anchors) < 2:
+            raise ValueError(f"anchors must list counts N >= 2; got {list(self.anchors)}.")
+        if self.k > self.gallery:
+            raise ValueError(f"k={self.k} must be an integer from 1 to {self.gallery} (the gallery size); lower k.")
+        unknown = set(self.methods) - set(METHODS)
+        if unknown:
+            raise ValueError(f"unknown methods {sorted(unknown)}; choose from {list(METHODS)}.")
+        check_scale(self.scale)
+        return self
+
+    @classmethod
+    def paper(cls) -> "BenchConfig":
+        """Table 4's size: 10,000 queries, 50,000 gallery, N = 2^10 ... 2^17 (meant for a GPU)."""
+        return cls(queries=10000, gallery=50000, anchors=(2**10, 2**12, 2**14, 2**16, 2**17),
+                   repeats=10, warmup=3, naive_queries=200, gmm_max_anchors=2**14)
+
+
+@dataclass
+class BenchRow:
+    method: str
+    anchors: int
+    seconds: float
+    vs_cosine: float
+    gflop: float
+    vs_flop_bound: float
+    note: str = ""
+
+
+def matmul_throughput(device: torch.device, dtype: torch.dtype = torch.float32, size: int = 2048,
+                      repeats: int = 5) -> float:
+    """Best observed FLOP/s of a square ``size`` torch matmul on ``device``."""
+    a = torch.randn(size, size, device=device, dtype=dtype)
+    run = lambda: _synchronised(device, lambda: a @ a)  # noqa: E731
+    run()
+    best = min(_seconds(run) for _ in range(repeats))
+    return 2.0 * size**3 / best
+
+
+def _synchronised(device: torch.device, function: Callable[[], object]) -> object:
+    result = function()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return result
+
+
+def _seconds(function: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    function()
+    return time.perf_counter() - start
+
+
+def clustered_unit_vectors(n: int, dim: int, centres: torch.Tensor, spread: float,
+                           generator: torch.Generator, device: torch.device) -> torch.Tensor:
+    """``n`` unit vectors scattered around random centres: CLIP-like clumps for EM to find."""
+    picks = torch.randint(0, centres.shape[0], (n,), generator=generator)
+    points = centres[picks] + spread * torch.randn(n, dim, generator=generator)
+    return torch.nn.functional.normalize(points, dim=1).to(device)
+
+
+def naive_softmax_search(anchors: torch.Tensor, gallery: torch.Tensor, queries: torch.Tensor,
+                         scale: float, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The reference the reduction replaces: explicit tilted probabilities and, per query block,
+    the ``(Q_b, G, N)`` array ``p_x (log p_x - log p_y)`` summed over the anchors."""
+    log_p_gallery = torch.log_softmax(scale * gallery @ anchors.T, dim=1)
+    log_p_queries = torch.log_softmax(scale * queries @ anchors.T, dim=1)
+    rows = max(1, 2**25 // (gallery.shape[0] * anchors.shape[0]))
+    values, ids = [], []
+    for start in range(0, queries.shape[0], rows):
+        log_p_x = log_p_queries[start:start + rows, None, :]
+        kl = (log_p_x.exp() * (log_p_x - log_p_gallery[None])).sum(dim=2)
+        top = torch.topk(kl, k, dim=1, largest=False)
+        values.append(top.values)
+        ids.append(top.indices)
+    return torch.cat(values), torch.cat(ids)
+
+
+def _flops(method: str, q: int, g: int, n: int, d: int, m: int, em_iterations: int) -> tuple[float, float]:
+    """(float32 FLOPs, float64 FLOPs) of a method's dominant products."""
+    search = 2.0 * q * g * d
+    if method == "cosine":
+        return search, 0.0
+    if method == "softmax":
+        return 2.0 * g * n * d + 4.0 * q * n * d + search, 0.0
+    if method == "gaussian":
+        return 2.0 * n * d * d + 2.0 * (g + q) * d * d + search, 0.0
+    if method == "gmm":
+        # Per component: each E-step is X @ prec_chol (2 N d^2) plus a Cholesky factor and its
+        # triangular inverse (4/3 d^3); each M-step a weighted scatter (2 N d^2). The k-means
+        # start adds one M-step.
+        em = m * (2.0 * n * d * d * (2 * em_iterations + 1) + em_iterations * 4.0 * d**3 / 3)
+        return 2.0 * (g + q) * m * d * d + search, em
+    raise ValueError(method)
+
+
+def run_benchmark(config: BenchConfig, log: Callable[[str], None] = lambda _: None) -> dict:
+    """Run every method at every anchor count; returns ``{"config", "machine", "rows"}``."""
+    config.validate()
+    device = resolve_device(config.device)
+    generator = torch.Generator().manual_seed(config.seed)
+    centres = torch.randn(64, config.dim, generator=generator)
+    queries = clustered_unit_vectors(config.queries, config.dim, centres, 0.6, generator, device)
+    gallery = clustered_unit_vectors(config.gallery, config.dim, centres, 0.6, generator, device)
+    rate32 = matmul_throughput(device)
+    rate64 = matmul_throughput(device, torch.float64)
+    machine = {"device": str(device), "threads": torch.get_num_threads(),
+               "gflops_float32": rate32 / 1e9, "gflops_float64": rate64 / 1e9}
+    log(f"matmul throughput on {device}: {rate32 / 1e9:.1f} GFLOP/s float32, "
+        f"{rate64 / 1e9:.1f} GFLOP/s float64 (EM)")
+
+    def timed(function: Callable[[], object]) -> float:
+        for _ in range(config.warmup):
+            _synchronised(device, function)
+        return min(_seconds(lambda: _synchronised(device, function)) for _ in range(config.repeats))
+
+    rows: list[BenchRow] = []
+    cosine_seconds = timed(lambda: CosineIndex(gallery, device=device).search(queries, config.k))
+    for n_anchors in config.anchors:
+        anchors = clustered_unit_vectors(n_anchors, config.dim, centres, 1.0, generator, device)
+        q, g, d, m = config.queries, config.gallery, config.dim, config.gmm_components
+        em_iterations = []
+
+        def anchor_search(model_factory: Callable[[], object]) -> Callable[[], object]:
+            def run() -> object:
+                model = model_factory().fit(anchors)
+                em_iterations.append(getattr(model, "n_iter_", 0))
+                return AnchorIndex(model, gallery, device=device).search(queries, config.k)
+            return run
+
+        pipelines = {
+            "cosine": None,
+            "softmax": anchor_search(lambda: EmpiricalAnchors(scale=config.scale)),
+            "gaussian": anchor_search(lambda: GaussianAnchors(scale=config.scale)),
+            "gmm": anchor_search(lambda: GaussianMixtureAnchors(config.gmm_components, scale=config.scale)),
+        }
+        for method in config.methods:
+            note = ""
+            if method == "cosine":
+                seconds = cosine_seconds
+            elif method == "naive":
+                if n_anchors > config.naive_max_anchors:
+                    continue
+                seconds, note = _time_naive(config, anchors, gallery, queries, timed)
+            elif method == "gmm" and n_anchors > config.gmm_max_anchors:
+                continue
+            else:
+                em_iterations.clear()
+                seconds = timed(pipelines[method])
+                if method == "gmm":
+                    note = f"EM iterations {min(em_iterations)}-{max(em_iterations)}"
+            iters = max(em_iterations) if method == "gmm" and em_iterations else 0
+            flops32, flops64 = _flops(method if method != "naive" else "softmax", q, g, n_anchors, d, m, iters)
+            if method == "naive":
+                flops32 += 2.0 * q * g * n_anchors  # the cross term, as a product it would be
+            bound = flops32 / rate32 + flops64 / rate64
+            row = BenchRow(method, n_anchors, seconds, seconds / cosine_seconds,
+                           (flops32 + flops64) / 1e9, seconds / bound, note)
+            rows.append(row)
+            log(format_row(row))
+    return {"config": asdict(config), "machine": machine, "rows": [asdict(row) for row in rows]}
+
+
+def _time_naive(config: BenchConfig, anchors: torch.Tensor, gallery: torch.Tensor, queries: torch.Tensor,
+                timed: Callable) -> tuple[float, str]:
+    """Naive time for all queries: measured on a query subset and scaled, with its gallery-side
+    part (the gallery log-probabilities) timed separately so that it is counted once."""
+    subset = queries[: min(config.naive_queries, config.queries)]
+    total = timed(lambda: naive_softmax_search(anchors, gallery, subset, config.scale, config.k))
+    gallery_part = timed(lambda: torch.log_softmax(config.scale * gallery @ anchors.T, dim=1))
+    per_query = max(total - gallery_part, 0.0) / subset.shape[0]
+    seconds = gallery_part + per_query * config.queries
+    return seconds, f"measured on {subset.shape[0]} queries, scaled to {config.queries}"
+
+
+def format_row(row: BenchRow) -> str:
+    return (f"{row.method:<9} N={row.anchors:<7} {row.seconds:9.3f} s  x{row.vs_cosine:7.2f} cosine  "
+            f"{row.gflop:9.1f} GFLOP  x{row.vs_flop_bound:5.2f} FLOP-bound  {row.note}")
+
+
+def summary(result: dict) -> list[str]:
+    """The issue's three checks, as measured: each a printed line, none asserted."""
+    rows = result["rows"]
+    lines = []
+    big = [r for r in rows if r["anchors"] >= 4096 and r["method"] != "naive"]
+    if big:
+        worst = max(big, key=lambda r: r["vs_flop_bound"])
+        lines.append(f"worst x FLOP-bound at N >= 4096: {worst['vs_flop_bound']:.2f} ({worst['method']}, N={worst['anchors']})")
+    gauss = [r for r in rows if r["method"] == "gaussian" and r["anchors"] <= 2**14]
+    if gauss:
+        lines.append(f"gaussian / cosine at N <= 2^14: max {max(r['vs_cosine'] for r in gauss):.2f}")
+    for n in sorted({r["anchors"] for r in rows if r["method"] == "naive"}):
+        soft = [r for r in rows if r["method"] == "softmax" and r["anchors"] == n]
+        naive = [r for r in rows if r["method"] == "naive" and r["anchors"] == n]
+        if soft and naive:
+            lines.append(f"softmax speed-up over naive at N={n}: {naive[0]['seconds'] / soft[0]['seconds']:.1f}x")
+    return lines

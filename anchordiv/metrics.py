@@ -1,0 +1,96 @@
+"""Retrieval quality: average precision per query and its mean with a bootstrap interval."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._validation import ArrayLike
+
+
+def _as_rows(scores: ArrayLike, relevant: ArrayLike) -> tuple[np.ndarray, np.ndarray, bool]:
+    score_array = np.asarray(scores.cpu() if hasattr(scores, "cpu") else scores, dtype=np.float64)
+    relevant_array = np.asarray(relevant.cpu() if hasattr(relevant, "cpu") else relevant).astype(bool)
+    if score_array.shape != relevant_array.shape or score_array.ndim not in (1, 2):
+        raise ValueError(
+            f"scores and relevant must have one shared shape, (G,) or (Q, G); got {score_array.shape} "
+            f"and {relevant_array.shape}."
+        )
+    if score_array.size == 0:
+        raise ValueError("scores is empty; pass at least one ranked item per query.")
+    if not np.all(np.isfinite(score_array)):
+        raise ValueError("scores contains NaN or infinite values; rank only finite scores.")
+    single = score_array.ndim == 1
+    return np.atleast_2d(score_array), np.atleast_2d(relevant_array), single
+
+
+def average_precision(scores: ArrayLike, relevant: ArrayLike) -> np.ndarray | float:
+    """Average precision (area under the precision–recall step curve) per row.
+
+    ``AP = sum_t (R_t - R_{t-1}) P_t`` over the distinct score thresholds ``t`` (higher score =
+    ranked earlier), with ``P_t`` and ``R_t`` the precision and recall of the items scoring
+    ``>= t``. Ties share a threshold, exactly as ``sklearn.metrics.average_precision_score``.
+
+    ``scores`` and ``relevant`` are ``(G,)`` or ``(Q, G)``; pass ``-divergence`` as the score for
+    divergences. Returns a float for 1-D input, else ``(Q,)``. A row with no relevant item has no
+    precision–recall curve and gives NaN (scikit-learn returns 0 with a warning), so it cannot
+    silently drag a mean down.
+    """
+    score_rows, relevant_rows, single = _as_rows(scores, relevant)
+    order = np.argsort(-score_rows, axis=1, kind="stable")
+    sorted_scores = np.take_along_axis(score_rows, order, axis=1)
+    hits = np.take_along_axis(relevant_rows, order, axis=1)
+    n_items = score_rows.shape[1]
+    true_positives = np.cumsum(hits, axis=1)
+    # Each item takes the precision at the end of its tie group, as a threshold curve does.
+    is_group_end = np.ones_like(hits)
+    is_group_end[:, :-1] = sorted_scores[:, :-1] != sorted_scores[:, 1:]
+    end_index = np.where(is_group_end, np.arange(n_items), n_items)
+    end_index = np.minimum.accumulate(end_index[:, ::-1], axis=1)[:, ::-1]
+    precision_at_end = np.take_along_axis(true_positives, end_index, axis=1) / (end_index + 1)
+    n_relevant = hits.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ap = np.where(n_relevant > 0, (precision_at_end * hits).sum(axis=1) / n_relevant, np.nan)
+    return float(ap[0]) if single else ap
+
+
+@dataclass(frozen=True)
+class MeanAP:
+    """Mean of per-query AP with a percentile-bootstrap confidence interval over queries."""
+
+    mean: float
+    low: float
+    high: float
+    confidence: float
+    per_query: np.ndarray
+    n_queries: int
+
+    def __str__(self) -> str:
+        return f"{self.mean:.4f} [{self.low:.4f}, {self.high:.4f}]"
+
+
+def bootstrap_interval(values: np.ndarray, n_bootstrap: int = 1000, confidence: float = 0.95,
+                       random_state: int | None = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of ``values`` ``(n,)``, resampling entries."""
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1); got {confidence!r}.")
+    rng = np.random.default_rng(random_state)
+    means = values[rng.integers(0, len(values), size=(n_bootstrap, len(values)))].mean(axis=1)
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(means, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def mean_average_precision(scores: ArrayLike, relevant: ArrayLike, n_bootstrap: int = 1000,
+                           confidence: float = 0.95, random_state: int | None = 0) -> MeanAP:
+    """Mean AP over the queries (rows) that have a relevant item, with a bootstrap interval.
+
+    ``scores``, ``relevant``: ``(Q, G)``. Queries with no relevant item are left out (and counted
+    out of ``n_queries``); if none is left a ``ValueError`` says so.
+    """
+    per_query = np.atleast_1d(average_precision(scores, relevant))
+    valid = per_query[~np.isnan(per_query)]
+    if len(valid) == 0:
+        raise ValueError("No query has a relevant gallery item, so mean AP is undefined; check the labels.")
+    low, high = bootstrap_interval(valid, n_bootstrap, confidence, random_state)
+    return MeanAP(float(valid.mean()), low, high, confidence, per_query, len(valid))

@@ -1,0 +1,184 @@
+"""The anchor-model contract shared by every model (DESIGN.md §1-3).
+
+An anchor model ``P`` is a distribution over text-anchor embeddings. Its cumulant generating
+function (CGF) is
+
+    kappa(eta) = log E_{gamma ~ P}[ exp(eta . gamma) ],     eta = scale * x,
+
+with ``x`` a unit-norm image embedding of dimension ``d`` and ``scale`` the contrastive model's
+logit scale. Tilting ``P`` by an image gives ``p(gamma | eta) ∝ P(gamma) exp(eta . gamma)``,
+whose mean is ``grad kappa(eta)``. The anchor divergence of ``y`` from ``x`` is
+
+    D(x -> y) = KL(p(.|eta_x) || p(.|eta_y))
+              = kappa(eta_y) - kappa(eta_x) - grad kappa(eta_x) . (eta_y - eta_x).
+
+Subclasses implement ``_fit``, ``_cgf_eta`` and ``_cgf_grad_eta`` on ``eta`` tensors; this class
+turns them into the public, validated, block-wise ``cgf``, ``grad_cgf`` and ``divergence``.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Hashable
+
+import torch
+
+from .._validation import ArrayLike, as_matrix, check_dimension, check_scale, unit_rows
+
+# Intermediate arrays are kept below this many elements (about 128 MB at float32).
+BLOCK_ELEMENTS = 2**25
+
+
+def like_input(result: torch.Tensor, original: ArrayLike) -> Any:
+    """Hand back a tensor for tensor input and a numpy array for anything else."""
+    return result if isinstance(original, torch.Tensor) else result.detach().cpu().numpy()
+
+
+def row_blocks(n_rows: int, elements_per_row: int) -> list[slice]:
+    """Row slices such that one block's intermediate stays under ``BLOCK_ELEMENTS``."""
+    rows = max(1, BLOCK_ELEMENTS // max(1, elements_per_row))
+    return [slice(start, min(start + rows, n_rows)) for start in range(0, n_rows, rows)]
+
+
+class AnchorModel:
+    """Base class: parameters in ``__init__``, ``fit(anchors)`` returns ``self``, fitted
+    attributes end in ``_``.
+
+    Inputs (anchors and image embeddings) may be numpy arrays or torch tensors of shape
+    ``(n, d)``; rows are L2-normalised inside, so raw embeddings are fine. float64 input is
+    computed in float64, anything else in float32, on the input's device. Outputs are torch
+    tensors for tensor input and numpy arrays otherwise.
+    """
+
+    def __init__(self, scale: float = 100.0):
+        self.scale = scale
+
+    # -- subclass hooks ------------------------------------------------------------------
+    def _fit(self, anchors: torch.Tensor) -> None:
+        """Set the fitted attributes from unit-norm anchors ``(N, d)``."""
+        raise NotImplementedError
+
+    def _cgf_eta(self, eta: torch.Tensor) -> torch.Tensor:
+        """``kappa(eta)`` for a block ``eta`` of shape ``(n, d)``: shape ``(n,)``."""
+        return self._cgf_grad_eta(eta)[0]
+
+    def _cgf_grad_eta(self, eta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(kappa(eta), grad kappa(eta))`` of shapes ``(n,)`` and ``(n, d)``."""
+        raise NotImplementedError
+
+    def _elements_per_row(self) -> int:
+        """Size of the per-row intermediate, used to choose block sizes."""
+        return self.n_features_in_
+
+    # -- fitting -------------------------------------------------------------------------
+    def fit(self, anchors: ArrayLike) -> "AnchorModel":
+        """Fit the model to an anchor set ``anchors`` of shape ``(N, d)`` (rows normalised)."""
+        check_scale(self.scale)
+        unit = unit_rows(as_matrix(anchors, "anchors"), "anchors")
+        self._fit(unit)
+        self._mark_fitted(unit.shape[1])
+        return self
+
+    def _mark_fitted(self, n_features: int) -> None:
+        self.n_features_in_ = n_features
+        self._param_cache: dict[tuple, dict[str, torch.Tensor]] = {}
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "n_features_in_"):
+            raise ValueError(
+                f"This {type(self).__name__} is not fitted yet; call fit(anchors) with an (N, d) "
+                "anchor set first."
+            )
+
+    def _param_tensors(self) -> dict[str, torch.Tensor]:
+        """The fitted tensors the evaluation needs, in any dtype and device."""
+        raise NotImplementedError
+
+    def _params(self, like: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Fitted tensors cast to ``like``'s dtype and device, cached per (dtype, device)."""
+        key = (like.dtype, like.device)
+        if key not in self._param_cache:
+            self._param_cache[key] = {
+                name: value.to(device=like.device, dtype=like.dtype)
+                for name, value in self._param_tensors().items()
+            }
+        return self._param_cache[key]
+
+    # -- evaluation on eta (internal, used by the search) -------------------------------
+    def natural_parameters(self, x: ArrayLike, name: str = "x") -> torch.Tensor:
+        """``eta = scale * x / ||x||`` as a tensor ``(n, d)``, after validating ``x``."""
+        self._check_fitted()
+        matrix = as_matrix(x, name)
+        check_dimension(matrix, self.n_features_in_, name)
+        return unit_rows(matrix, name, check_scale(self.scale))
+
+    def cgf_eta(self, eta: torch.Tensor) -> torch.Tensor:
+        """``kappa(eta)`` for validated ``eta`` ``(n, d)``, computed in memory-bounded blocks."""
+        return self._blockwise(self._cgf_eta, eta, outputs=1)[0]
+
+    def cgf_grad_eta(self, eta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(kappa(eta), grad kappa(eta))`` for validated ``eta`` ``(n, d)``, block-wise."""
+        return self._blockwise(self._cgf_grad_eta, eta, outputs=2)
+
+    def _blockwise(self, function: Callable, eta: torch.Tensor, outputs: int) -> tuple:
+        blocks = row_blocks(eta.shape[0], self._elements_per_row())
+        if len(blocks) == 1:
+            result = function(eta)
+            return result if outputs == 2 else (result,)
+        parts = [function(eta[block]) for block in blocks]
+        if outputs == 1:
+            return (torch.cat(parts),)
+        return tuple(torch.cat([part[i] for part in parts]) for i in range(outputs))
+
+    # -- hooks for AnchorIndex: what depends on mutable weights and what does not --------
+    def gallery_state(self, eta: torch.Tensor, with_grad: bool) -> tuple:
+        """Per-item quantities an index stores; mixtures keep per-component values here."""
+        return self.cgf_grad_eta(eta) if with_grad else (self.cgf_eta(eta), None)
+
+    def combine_state(self, state: tuple) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``(kappa, grad or None)`` from a ``gallery_state`` under the current weights."""
+        return state
+
+    def weights_token(self) -> Hashable:
+        """Changes whenever ``combine_state`` would give a different answer."""
+        return None
+
+    # -- public API ----------------------------------------------------------------------
+    def cgf(self, x: ArrayLike) -> Any:
+        """``kappa(scale * x)`` for image embeddings ``x`` ``(n, d)``; returns shape ``(n,)``."""
+        return like_input(self.cgf_eta(self.natural_parameters(x)), x)
+
+    def grad_cgf(self, x: ArrayLike) -> Any:
+        """``grad kappa(scale * x)``, the tilted anchor mean, for ``x`` ``(n, d)``; shape ``(n, d)``."""
+        return like_input(self.cgf_grad_eta(self.natural_parameters(x))[1], x)
+
+    def divergence(self, x: ArrayLike, y: ArrayLike, reverse: bool = False) -> Any:
+        """Anchor divergence matrix ``D`` of shape ``(len(x), len(y))``.
+
+        ``D[i, j] = KL(p(.|eta_x_i) || p(.|eta_y_j))
+                  = kappa(eta_y_j) - kappa(eta_x_i) - grad kappa(eta_x_i) . (eta_y_j - eta_x_i)``,
+        with ``eta = scale * x / ||x||``. ``reverse=True`` gives ``KL(p(.|eta_y_j) || p(.|eta_x_i))``.
+        Exact up to round-off, which can leave values a hair below 0 (not clamped).
+        """
+        eta_x = self.natural_parameters(x, "x")
+        eta_y = self.natural_parameters(y, "y")
+        if eta_x.device != eta_y.device:
+            raise ValueError(f"x is on {eta_x.device} and y on {eta_y.device}; move both to one device.")
+        eta_x, eta_y = _common_dtype(eta_x, eta_y)
+        if reverse:
+            eta_x, eta_y = eta_y, eta_x
+        kappa_x, grad_x = self.cgf_grad_eta(eta_x)
+        kappa_y = self.cgf_eta(eta_y)
+        conjugate_x = (grad_x * eta_x).sum(dim=1) - kappa_x
+        result = (kappa_y[None, :] - grad_x @ eta_y.T + conjugate_x[:, None])
+        return like_input(result.T if reverse else result, x)
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{key}={value!r}" for key, value in self._init_params().items())
+        return f"{type(self).__name__}({params})"
+
+    def _init_params(self) -> dict[str, Any]:
+        return {"scale": self.scale}
+
+
+def _common_dtype(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    dtype = torch.promote_types(a.dtype, b.dtype)
+    return a.to(dtype), b.to(dtype)

@@ -1,0 +1,233 @@
+"""Exact retrieval as maximum inner product search (DESIGN.md §4), plus the baselines.
+
+Every index follows one contract, in the manner of faiss: ``search(queries, k, exclude=None)``
+returns ``(values, ids)``, both ``(Q, k)``, best first. ``higher_is_closer`` states the sort
+direction: ``False`` for :class:`AnchorIndex` (divergences, ascending), ``True`` for
+:class:`CosineIndex` and :class:`ITIIndex` (similarities, descending). Score matrices are formed
+in blocks of at most ``BLOCK_ELEMENTS`` entries, so memory stays bounded for any gallery size.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ._validation import ArrayLike, as_matrix, check_dimension, unit_rows
+from .device import resolve_device
+from .models.base import BLOCK_ELEMENTS, AnchorModel, like_input
+
+GALLERY_CHUNK = 2**20
+
+
+def _exclusion_matrix(exclude: ArrayLike | None, n_queries: int, device: torch.device) -> torch.Tensor | None:
+    """``exclude`` as a ``(Q, m)`` long tensor of gallery ids (``-1`` pads rows)."""
+    if exclude is None:
+        return None
+    ids = torch.as_tensor(exclude, device=device).long()
+    ids = ids[:, None] if ids.ndim == 1 else ids
+    if ids.ndim != 2 or ids.shape[0] != n_queries:
+        raise ValueError(
+            f"exclude must hold one row of gallery ids per query, shape ({n_queries},) or ({n_queries}, m); "
+            f"got shape {tuple(ids.shape)}."
+        )
+    return ids
+
+
+def _mask_excluded(scores: torch.Tensor, exclude: torch.Tensor, start: int) -> None:
+    """Set ``scores[i, exclude[i] - start]`` to ``-inf`` where the id falls in this chunk."""
+    local = exclude - start
+    valid = (local >= 0) & (local < scores.shape[1])
+    rows = torch.arange(scores.shape[0], device=scores.device)[:, None].expand_as(local)
+    scores[rows[valid], local[valid]] = float("-inf")
+
+
+def top_k_inner_product(queries: torch.Tensor, keys: torch.Tensor, bias: torch.Tensor | None, k: int,
+                        exclude: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The ``k`` largest ``queries @ keys.T + bias`` per row: ``(scores, ids)``, both ``(Q, k)``.
+
+    ``queries`` ``(Q, d)``, ``keys`` ``(G, d)``, ``bias`` ``(G,)``; ``exclude`` ``(Q, m)`` gallery ids
+    to skip per query. Works in query blocks and gallery chunks of bounded size.
+    """
+    n_gallery = keys.shape[0]
+    chunk = min(n_gallery, GALLERY_CHUNK)
+    query_rows = max(1, BLOCK_ELEMENTS // chunk)
+    all_scores, all_ids = [], []
+    for q_start in range(0, queries.shape[0], query_rows):
+        q_block = queries[q_start:q_start + query_rows]
+        excluded = None if exclude is None else exclude[q_start:q_start + query_rows]
+        best_scores = best_ids = None
+        for g_start in range(0, n_gallery, chunk):
+            chunk_keys = keys[g_start:g_start + chunk]
+            scores = (q_block @ chunk_keys.T if bias is None
+                      else torch.addmm(bias[g_start:g_start + chunk], q_block, chunk_keys.T))
+            if excluded is not None:
+                _mask_excluded(scores, excluded, g_start)
+            top_scores, top_ids = torch.topk(scores, min(k, scores.shape[1]), dim=1)
+            top_ids += g_start
+            if best_scores is not None:
+                top_scores, order = torch.topk(torch.cat([best_scores, top_scores], 1), k, dim=1)
+                top_ids = torch.gather(torch.cat([best_ids, top_ids], 1), 1, order)
+            best_scores, best_ids = top_scores, top_ids
+        all_scores.append(best_scores)
+        all_ids.append(best_ids)
+    return torch.cat(all_scores), torch.cat(all_ids)
+
+
+class _InnerProductIndex:
+    """Shared search machinery: subclasses say how gallery and queries become vectors."""
+
+    higher_is_closer: bool
+
+    def __init__(self, device: str | torch.device | None):
+        self.device = resolve_device(device)
+
+    def __len__(self) -> int:
+        return self._n_gallery
+
+    def _keys_and_bias(self) -> tuple[torch.Tensor, torch.Tensor | None]:
+        raise NotImplementedError
+
+    def _query_vectors(self, queries: ArrayLike) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Query vectors ``(Q, d')`` and a per-query offset ``(Q,)`` used by ``_values``."""
+        raise NotImplementedError
+
+    def _values(self, scores: torch.Tensor, offset: torch.Tensor | None) -> torch.Tensor:
+        return scores
+
+    def _check_k(self, k: int, exclude: torch.Tensor | None) -> int:
+        width = 0 if exclude is None else exclude.shape[1]
+        available = self._n_gallery - width
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1 or k > available:
+            raise ValueError(
+                f"k={k!r} must be an integer from 1 to {available} (the gallery has {self._n_gallery} "
+                f"items{f', {width} excluded per query' if width else ''}); lower k."
+            )
+        return k
+
+    def search(self, queries: ArrayLike, k: int, exclude: ArrayLike | None = None) -> tuple[Any, Any]:
+        """The ``k`` nearest gallery items for each query ``(Q, d)``: ``(values, ids)``, both ``(Q, k)``,
+        best first (see ``higher_is_closer``). ``exclude`` gives gallery ids to skip per query,
+        shape ``(Q,)`` or ``(Q, m)`` with ``-1`` for none (e.g. the query's own position).
+        Returns numpy arrays for numpy queries, tensors for tensor queries."""
+        query_vectors, offset = self._query_vectors(queries)
+        excluded = _exclusion_matrix(exclude, query_vectors.shape[0], self.device)
+        k = self._check_k(k, excluded)
+        keys, bias = self._keys_and_bias()
+        scores, ids = top_k_inner_product(query_vectors, keys, bias, k, excluded)
+        return like_input(self._values(scores, offset), queries), like_input(ids, queries)
+
+    def _as_queries(self, queries: ArrayLike, dim: int) -> torch.Tensor:
+        matrix = as_matrix(queries, "queries")
+        check_dimension(matrix, dim, "queries")
+        return unit_rows(matrix, "queries").to(self.device)
+
+
+class AnchorIndex(_InnerProductIndex):
+    """Exact anchor-divergence retrieval: ranks the gallery by ``D(x -> y)`` ascending.
+
+    The gallery is stored once in augmented form (DESIGN.md §4). Query-first (default):
+    keys ``eta_y``, bias ``-kappa(eta_y)``, query ``grad kappa(eta_x)``, so
+    ``score = grad kappa(eta_x) . eta_y - kappa(eta_y)`` and ``D = kappa*(grad kappa(eta_x)) - score``.
+    Reverse (``D(y -> x) = KL(p_y || p_x)``): keys ``grad kappa(eta_y)``, bias
+    ``kappa(eta_y) - grad kappa(eta_y) . eta_y``, query ``eta_x``, and ``D = kappa(eta_x) - score``.
+    A query costs one ``grad kappa`` plus one inner-product search; the anchor count never
+    enters the query-by-gallery product.
+
+    When the model is a :class:`~anchordiv.MixtureAnchors`, per-component ``kappa_k`` (and, in
+    reverse, ``grad kappa_k``) are stored, so ``model.set_weights`` re-mixes them in
+    ``O(G K)`` (``O(G K d)`` reverse) at the next search instead of a pass over the anchors.
+    Refitting the model's anchors needs a new index.
+
+    Parameters
+    ----------
+    model : a fitted anchor model. gallery : embeddings ``(G, d)`` (rows normalised inside).
+    reverse : rank by ``KL(p_y || p_x)`` instead. device : where to keep the gallery
+        (``None``: CUDA when available, else CPU).
+    """
+
+    higher_is_closer = False
+
+    def __init__(self, model: AnchorModel, gallery: ArrayLike, reverse: bool = False,
+                 device: str | torch.device | None = None):
+        super().__init__(device)
+        self.model = model
+        self.reverse = bool(reverse)
+        self._eta = model.natural_parameters(gallery, "gallery").to(self.device)
+        self._n_gallery = self._eta.shape[0]
+        self._state = model.gallery_state(self._eta, with_grad=self.reverse)
+        self._token: Any = object()
+
+    def _keys_and_bias(self) -> tuple[torch.Tensor, torch.Tensor]:
+        token = self.model.weights_token()
+        if token != self._token:
+            kappa, grad = self.model.combine_state(self._state)
+            if self.reverse:
+                self._keys, self._bias = grad, kappa - (grad * self._eta).sum(dim=1)
+            else:
+                self._keys, self._bias = self._eta, -kappa
+            self._token = token
+        return self._keys, self._bias
+
+    def _query_vectors(self, queries: ArrayLike) -> tuple[torch.Tensor, torch.Tensor]:
+        eta = self.model.natural_parameters(queries, "queries").to(self.device, self._eta.dtype)
+        if self.reverse:
+            return eta, self.model.cgf_eta(eta)
+        kappa, grad = self.model.cgf_grad_eta(eta)
+        return grad, (grad * eta).sum(dim=1) - kappa
+
+    def _values(self, scores: torch.Tensor, offset: torch.Tensor) -> torch.Tensor:
+        return offset[:, None] - scores
+
+
+class CosineIndex(_InnerProductIndex):
+    """Cosine-similarity baseline: ranks the gallery by ``x . y`` (unit rows), descending."""
+
+    higher_is_closer = True
+
+    def __init__(self, gallery: ArrayLike, device: str | torch.device | None = None):
+        super().__init__(device)
+        self._keys = unit_rows(as_matrix(gallery, "gallery"), "gallery").to(self.device)
+        self._n_gallery = self._keys.shape[0]
+
+    def _keys_and_bias(self) -> tuple[torch.Tensor, None]:
+        return self._keys, None
+
+    def _query_vectors(self, queries: ArrayLike) -> tuple[torch.Tensor, None]:
+        return self._as_queries(queries, self._keys.shape[1]).to(self._keys.dtype), None
+
+
+class ITIIndex(_InnerProductIndex):
+    """Image -> text -> image baseline (our reading of the paper's ITI), similarity descending.
+
+    Each image is represented by its cosine profile over the anchors, ``Gamma x`` ``(N,)``, and
+    profiles are compared by cosine: ``sim(x, y) = (Gamma x) . (Gamma y) / (||Gamma x|| ||Gamma y||)``.
+    With ``M = Gamma^T Gamma`` ``(d, d)``, ``(Gamma x) . (Gamma y) = x^T M y`` and
+    ``||Gamma x||^2 = x^T M x``, so the gallery is stored as ``M y / ||Gamma y||`` ``(G, d)`` and a
+    query as ``x / ||Gamma x||``: ``O(d)`` per pair, whatever the number of anchors.
+    """
+
+    higher_is_closer = True
+
+    def __init__(self, anchors: ArrayLike, gallery: ArrayLike, device: str | torch.device | None = None):
+        super().__init__(device)
+        gallery_t = unit_rows(as_matrix(gallery, "gallery"), "gallery").to(self.device)
+        anchors_t = unit_rows(as_matrix(anchors, "anchors"), "anchors")
+        check_dimension(gallery_t, anchors_t.shape[1], "gallery")
+        anchors_t = anchors_t.to(self.device, gallery_t.dtype)
+        self._gram = anchors_t.T @ anchors_t
+        projected = gallery_t @ self._gram
+        self._keys = projected / self._profile_norms(projected, gallery_t)[:, None]
+        self._n_gallery = gallery_t.shape[0]
+
+    @staticmethod
+    def _profile_norms(projected: torch.Tensor, unit: torch.Tensor) -> torch.Tensor:
+        """``||Gamma x|| = sqrt(x^T M x)`` from ``projected = x M``; floored to stay finite."""
+        squared = (projected * unit).sum(dim=1)
+        return squared.clamp_min(torch.finfo(squared.dtype).tiny).sqrt()
+
+    def _keys_and_bias(self) -> tuple[torch.Tensor, None]:
+        return self._keys, None
+
+    def _query_vectors(self, queries: ArrayLike) -> tuple[torch.Tensor, None]:
+        unit = self._as_queries(queries, self._gram.shape[0]).to(self._keys.dtype)
+        return unit / self._profile_norms(unit @ self._gram, unit)[:, None], None

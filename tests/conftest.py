@@ -1,0 +1,59 @@
+import numpy as np
+import pytest
+
+import anchordiv as ad
+
+SCALE = 12.0
+
+
+def clustered(rng: np.random.Generator, n: int, centres: np.ndarray, spread: float) -> np.ndarray:
+    """Unit vectors around random centres: a small stand-in for CLIP embeddings."""
+    points = centres[rng.integers(0, len(centres), n)] + spread * rng.standard_normal((n, centres.shape[1]))
+    return points / np.linalg.norm(points, axis=1, keepdims=True)
+
+
+@pytest.fixture(scope="session")
+def data():
+    """float64 anchors (two sets), queries and gallery in d=24 with shared cluster structure."""
+    rng = np.random.default_rng(0)
+    centres = rng.standard_normal((6, 24))
+    return {
+        "anchors": clustered(rng, 60, centres, 0.8),
+        "style": clustered(rng, 8, centres[:2], 0.3),
+        "queries": clustered(rng, 9, centres, 0.7),
+        "gallery": clustered(rng, 70, centres, 0.7),
+    }
+
+
+MODEL_NAMES = [
+    "empirical", "weighted", "gaussian", "gaussian-ridge", "gmm", "gmm-diag", "latent-empirical",
+    "latent-gaussian", "mixture", "mixture-balanced", "posterior-empirical", "posterior-gaussian",
+]
+
+
+def all_models(data):
+    """One fitted instance of every model kind, on the same anchors."""
+    anchors, style = data["anchors"], data["style"]
+    weights = np.random.default_rng(1).uniform(0.1, 1.0, len(anchors))
+    return {
+        "empirical": ad.EmpiricalAnchors(scale=SCALE).fit(anchors),
+        "weighted": ad.EmpiricalAnchors(scale=SCALE, weights=weights).fit(anchors),
+        "gaussian": ad.GaussianAnchors(scale=SCALE).fit(anchors),
+        "gaussian-ridge": ad.GaussianAnchors(scale=SCALE, shrinkage=0.01).fit(anchors),
+        "gmm": ad.GaussianMixtureAnchors(n_components=3, scale=SCALE).fit(anchors),
+        "gmm-diag": ad.GaussianMixtureAnchors(n_components=2, covariance_type="diag", scale=SCALE).fit(anchors),
+        "latent-empirical": ad.LatentEmpiricalAnchors(rank=5, scale=SCALE).fit(anchors),
+        "latent-gaussian": ad.LatentGaussianAnchors(rank=5, scale=SCALE).fit(anchors),
+        "mixture": ad.MixtureAnchors([ad.EmpiricalAnchors(scale=SCALE), ad.GaussianAnchors(scale=SCALE)],
+                                     [0.3, 0.7]).fit([anchors, style]),
+        "mixture-balanced": ad.MixtureAnchors([ad.EmpiricalAnchors(scale=SCALE), ad.EmpiricalAnchors(scale=SCALE)],
+                                              [0.5, 0.5]).fit([anchors, style]).balance(data["gallery"]),
+        "posterior-empirical": ad.posterior_empirical(anchors, style, alpha=2.0, scale=SCALE),
+        "posterior-gaussian": ad.posterior_gaussian(anchors, style, alpha=2.0, scale=SCALE),
+    }
+
+
+@pytest.fixture(scope="session")
+def models(data):
+    """Fitted once per session; tests must not refit or reweight them."""
+    return all_models(data)

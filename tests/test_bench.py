@@ -1,0 +1,52 @@
+"""The benchmark command runs end to end at toy size; its naive reference is a true reference."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import torch
+
+import anchordiv as ad
+from anchordiv.bench import BenchConfig, _flops, naive_softmax_search
+from anchordiv.cli import main
+
+
+def test_naive_reference_returns_what_the_index_returns(data):
+    anchors, gallery, queries = (torch.tensor(data[key]) for key in ("anchors", "gallery", "queries"))
+    values, ids = naive_softmax_search(anchors, gallery, queries, scale=12.0, k=6)
+    index_values, index_ids = ad.AnchorIndex(ad.EmpiricalAnchors(scale=12.0).fit(anchors), gallery).search(queries, 6)
+    np.testing.assert_allclose(values, index_values, rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(ids, index_ids)
+
+
+def test_flop_counts_follow_the_cost_model():
+    q, g, n, d = 10, 100, 64, 8
+    assert _flops("cosine", q, g, n, d, 4, 0) == (2 * q * g * d, 0)
+    assert _flops("softmax", q, g, n, d, 4, 0)[0] == 2 * (g + 2 * q) * n * d + 2 * q * g * d
+    assert _flops("gaussian", q, g, n, d, 4, 0)[0] == 2 * n * d * d + 2 * (g + q) * d * d + 2 * q * g * d
+    assert _flops("gmm", q, g, n, d, 4, 9)[1] > 0
+
+
+def test_paper_size_is_table_4():
+    paper = BenchConfig.paper()
+    assert (paper.queries, paper.gallery, paper.anchors[0], paper.anchors[-1]) == (10000, 50000, 2**10, 2**17)
+
+
+def test_bench_command_prints_and_writes_every_method(tmp_path):
+    out = tmp_path / "bench.json"
+    completed = subprocess.run(
+        [sys.executable, "-m", "anchordiv", "bench", "--queries", "40", "--gallery", "300", "--dim", "16",
+         "--anchors", "32", "64", "--repeats", "1", "--warmup", "0", "--naive-queries", "10", "--json", str(out)],
+        capture_output=True, text=True, timeout=300, check=True,
+    )
+    assert "matmul throughput" in completed.stdout and "softmax speed-up over naive at N=64" in completed.stdout
+    result = json.loads(out.read_text())
+    methods = {(row["method"], row["anchors"]) for row in result["rows"]}
+    assert methods == {(m, n) for m in ("cosine", "softmax", "gaussian", "gmm", "naive") for n in (32, 64)}
+    assert all(row["seconds"] > 0 and row["vs_flop_bound"] > 0 for row in result["rows"])
+
+
+def test_bench_command_reports_bad_options_without_a_traceback(capsys):
+    code = main(["bench", "--queries", "4", "--gallery", "5", "--dim", "8", "--anchors", "16", "--k", "10"])
+    assert code == 2
+    assert "anchordiv bench: k=10 must be an integer from 1 to 5 (the gallery size)" in capsys.readouterr().err

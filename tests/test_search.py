@@ -1,0 +1,127 @@
+"""Search returns exactly what brute-force sorting of the divergence returns."""
+import numpy as np
+import pytest
+import torch
+
+import anchordiv as ad
+import anchordiv.search as search_module
+from conftest import MODEL_NAMES
+
+
+def assert_matches_brute_force(values, ids, full, k, ascending=True, tol=1e-8):
+    """``values`` are the k best of each row of ``full`` in order, and ``ids`` point at them
+    (any order among ties)."""
+    ordered = np.sort(full, axis=1) if ascending else -np.sort(-full, axis=1)
+    np.testing.assert_allclose(values, ordered[:, :k], rtol=tol, atol=tol)
+    np.testing.assert_allclose(np.take_along_axis(full, ids, axis=1), values, rtol=tol, atol=tol)
+    assert all(len(set(row)) == k for row in ids.tolist())
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("name", MODEL_NAMES)
+def test_anchor_index_equals_brute_force(data, models, name, reverse):
+    model = models[name]
+    full = model.divergence(data["queries"], data["gallery"], reverse=reverse)
+    values, ids = ad.AnchorIndex(model, data["gallery"], reverse=reverse).search(data["queries"], 10)
+    assert values.shape == ids.shape == (9, 10) and ids.dtype == np.int64
+    assert_matches_brute_force(values, ids, full, 10)
+
+
+def test_whole_gallery_order_equals_argsort(data):
+    model = ad.EmpiricalAnchors(scale=12.0).fit(data["anchors"])
+    full = model.divergence(data["queries"], data["gallery"])
+    _, ids = ad.AnchorIndex(model, data["gallery"]).search(data["queries"], 70)
+    np.testing.assert_array_equal(ids, np.argsort(full, axis=1, kind="stable"))
+
+
+def test_blocks_and_gallery_chunks_give_the_same_answer(data, monkeypatch):
+    model = ad.GaussianMixtureAnchors(2, scale=12.0).fit(data["anchors"])
+    index = ad.AnchorIndex(model, data["gallery"], reverse=True)
+    expected = index.search(data["queries"], 7, exclude=np.arange(9))
+    monkeypatch.setattr(search_module, "GALLERY_CHUNK", 16)  # 5 chunks, the last one short
+    monkeypatch.setattr(search_module, "BLOCK_ELEMENTS", 40)  # 2 queries per block
+    monkeypatch.setattr("anchordiv.models.base.BLOCK_ELEMENTS", 50)
+    chunked = ad.AnchorIndex(model, data["gallery"], reverse=True).search(data["queries"], 7, exclude=np.arange(9))
+    np.testing.assert_allclose(chunked[0], expected[0], rtol=1e-12)
+    np.testing.assert_array_equal(chunked[1], expected[1])
+
+
+def test_exclude_skips_the_query_itself(data):
+    gallery = data["gallery"]
+    model = ad.EmpiricalAnchors(scale=12.0).fit(data["anchors"])
+    own = np.arange(5)
+    values, ids = ad.AnchorIndex(model, gallery).search(gallery[:5], 3, exclude=own)
+    assert not (ids == own[:, None]).any()
+    full = model.divergence(gallery[:5], gallery)
+    full[own, own] = np.inf
+    assert_matches_brute_force(values, ids, full, 3)
+    # Several ids per query, padded with -1.
+    exclude = np.array([[0, 10], [1, -1], [2, 3], [3, -1], [4, 40]])
+    _, ids = ad.AnchorIndex(model, gallery).search(gallery[:5], 60, exclude=exclude)
+    for row, skipped in zip(ids, exclude):
+        assert not set(row) & set(skipped[skipped >= 0])
+
+
+def test_set_weights_remixes_without_a_pass_over_the_anchors(data):
+    style = ad.EmpiricalAnchors(scale=12.0).fit(data["style"])
+    objects = ad.EmpiricalAnchors(scale=12.0).fit(data["anchors"])
+    mixture = ad.MixtureAnchors([objects, style], [0.9, 0.1]).balance(data["gallery"])
+    indexes = {reverse: ad.AnchorIndex(mixture, data["gallery"], reverse=reverse) for reverse in (False, True)}
+    rows_seen = []
+    for component in (objects, style):
+        original = component.cgf_eta
+        component.cgf_eta = lambda eta, original=original: rows_seen.append(len(eta)) or original(eta)
+        original_grad = component.cgf_grad_eta
+        component.cgf_grad_eta = lambda eta, original=original_grad: rows_seen.append(len(eta)) or original(eta)
+    for p in (0.0, 0.3, 1.0):
+        mixture.set_weights([p, 1 - p])
+        for reverse, index in indexes.items():
+            rows_seen.clear()
+            values, ids = index.search(data["queries"], 5)
+            # Each component sees the 9 query rows once, never the 70 gallery rows.
+            assert rows_seen == [len(data["queries"])] * 2
+            full = mixture.divergence(data["queries"], data["gallery"], reverse=reverse)
+            assert_matches_brute_force(values, ids, full, 5)
+
+
+def test_cosine_index_is_cosine(data):
+    q, g = data["queries"], data["gallery"]
+    values, ids = ad.CosineIndex(3 * g).search(q, 4)
+    assert ad.CosineIndex.higher_is_closer and not ad.AnchorIndex.higher_is_closer
+    assert_matches_brute_force(values, ids, q @ g.T, 4, ascending=False)
+
+
+def test_iti_index_is_cosine_between_anchor_profiles(data):
+    q, g, anchors = data["queries"], data["gallery"], data["anchors"]
+    profile_q, profile_g = q @ anchors.T, g @ anchors.T
+    profile_q /= np.linalg.norm(profile_q, axis=1, keepdims=True)
+    profile_g /= np.linalg.norm(profile_g, axis=1, keepdims=True)
+    values, ids = ad.ITIIndex(anchors, g).search(q, 6)
+    assert_matches_brute_force(values, ids, profile_q @ profile_g.T, 6, ascending=False)
+
+
+def test_tensor_queries_give_tensors_and_float32_works(data):
+    model = ad.EmpiricalAnchors(scale=12.0).fit(data["anchors"])
+    index = ad.AnchorIndex(model, torch.tensor(data["gallery"], dtype=torch.float32))
+    values, ids = index.search(torch.tensor(data["queries"], dtype=torch.float32), 5)
+    assert isinstance(values, torch.Tensor) and values.dtype == torch.float32 and ids.dtype == torch.int64
+    full = model.divergence(data["queries"], data["gallery"])
+    np.testing.assert_allclose(values.numpy(), np.sort(full, axis=1)[:, :5], rtol=1e-4, atol=1e-4)
+
+
+def test_index_defaults_to_the_device_choice(data, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert ad.default_device() == torch.device("cpu")
+    assert ad.CosineIndex(data["gallery"]).device == torch.device("cpu")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert ad.default_device() == torch.device("cuda")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("reverse", [False, True])
+def test_cuda_equals_cpu(data, reverse):
+    model = ad.GaussianMixtureAnchors(2, scale=12.0).fit(data["anchors"])
+    cpu = ad.AnchorIndex(model, data["gallery"], reverse=reverse, device="cpu").search(data["queries"], 5)
+    cuda = ad.AnchorIndex(model, data["gallery"], reverse=reverse, device="cuda").search(data["queries"], 5)
+    np.testing.assert_allclose(cuda[0], cpu[0], rtol=1e-9)
+    np.testing.assert_array_equal(cuda[1], cpu[1])
