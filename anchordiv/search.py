@@ -155,9 +155,15 @@ class AnchorIndex(_InnerProductIndex):
         self._eta = model.natural_parameters(gallery, "gallery").to(self.device)
         self._n_gallery = self._eta.shape[0]
         self._state = model.gallery_state(self._eta, with_grad=self.reverse)
+        self._fit_token = model.fit_token()
         self._token: Any = object()
 
     def _keys_and_bias(self) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.model.fit_token() != self._fit_token:
+            raise ValueError(
+                "The anchor model was refitted after this AnchorIndex was built, so the stored gallery "
+                "terms are stale; build a new AnchorIndex(model, gallery)."
+            )
         token = self.model.weights_token()
         if token != self._token:
             kappa, grad = self.model.combine_state(self._state)

@@ -84,6 +84,16 @@ def test_set_weights_remixes_without_a_pass_over_the_anchors(data):
             assert_matches_brute_force(values, ids, full, 5)
 
 
+def test_a_refitted_model_makes_its_index_refuse_to_answer(data):
+    model = ad.EmpiricalAnchors(scale=12.0).fit(data["anchors"])
+    mixture = ad.MixtureAnchors([model, ad.EmpiricalAnchors(scale=12.0).fit(data["style"])])
+    indexes = [ad.AnchorIndex(model, data["gallery"]), ad.AnchorIndex(mixture, data["gallery"], reverse=True)]
+    model.fit(data["style"])
+    for index in indexes:
+        with pytest.raises(ValueError, match=r"refitted after this AnchorIndex was built.*build a new"):
+            index.search(data["queries"], 3)
+
+
 def test_cosine_index_is_cosine(data):
     q, g = data["queries"], data["gallery"]
     values, ids = ad.CosineIndex(3 * g).search(q, 4)

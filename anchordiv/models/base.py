@@ -80,6 +80,12 @@ class AnchorModel:
     def _mark_fitted(self, n_features: int) -> None:
         self.n_features_in_ = n_features
         self._param_cache: dict[tuple, dict[str, torch.Tensor]] = {}
+        self._fit_id = object()
+
+    def fit_token(self) -> Hashable:
+        """Changes on every fit, so an index can tell that its stored gallery terms are stale."""
+        self._check_fitted()
+        return self._fit_id
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "n_features_in_"):

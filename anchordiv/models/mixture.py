@@ -131,6 +131,9 @@ class MixtureAnchors(AnchorModel):
         responsibilities = torch.exp(terms - kappa[:, None])
         return kappa, torch.einsum("nk,nkd->nd", responsibilities, component_grad)
 
+    def fit_token(self) -> Hashable:
+        return tuple(model.fit_token() for model in self.models)
+
     def weights_token(self) -> Hashable:
         return tuple(self.log_weights_.tolist())
 
