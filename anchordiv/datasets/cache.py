@@ -1,0 +1,78 @@
+"""Where rendered data is cached, and how cache files are written so that they can be trusted."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+
+def cache_dir() -> Path:
+    """``$ANCHORDIV_CACHE`` when set (and non-empty), else ``~/.cache/anchordiv``; not created here."""
+    configured = os.environ.get("ANCHORDIV_CACHE")
+    return Path(configured).expanduser() if configured else Path.home() / ".cache" / "anchordiv"
+
+
+def sha256_file(path: Path) -> str:
+    """Hex sha256 of a file's bytes, read in 1 MiB chunks so large files need no extra memory."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def atomic_write(path: Path, write: Callable[[object], None]) -> None:
+    """Call ``write(binary_file)`` on a temporary file next to ``path``, then rename it over ``path``.
+
+    The rename is atomic on POSIX and Windows, so a reader sees either the old file or the
+    complete new one; a run killed mid-write leaves only a stray ``*.tmp`` that nothing reads.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False)
+    try:
+        with handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        # NamedTemporaryFile creates 0600 files; cache and data files are meant to be shared.
+        os.chmod(handle.name, 0o644)
+        os.replace(handle.name, path)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise
+
+
+def cached_array(path: Path, key: str, build: Callable[[], np.ndarray]) -> np.ndarray:
+    """The array stored at ``path`` (memory-mapped, read-only) if it was built for ``key``, else ``build()``'s.
+
+    Beside ``path`` lives ``<path>.json`` recording the key, shape, dtype and sha256 of the
+    ``.npy`` file. It is written after the array, so it vouches only for a complete file; any
+    mismatch (other key, truncated or altered bytes, missing file) rebuilds and rewrites both.
+    """
+    meta_path = path.with_name(path.name + ".json")
+    if _is_valid(path, meta_path, key):
+        return np.load(path, mmap_mode="r")
+    array = np.ascontiguousarray(build())
+    atomic_write(path, lambda handle: np.save(handle, array))
+    meta = {"key": key, "shape": list(array.shape), "dtype": array.dtype.str, "sha256": sha256_file(path)}
+    atomic_write(meta_path, lambda handle: handle.write(json.dumps(meta, indent=1).encode()))
+    return np.load(path, mmap_mode="r")
+
+
+def _is_valid(path: Path, meta_path: Path, key: str) -> bool:
+    """Whether ``meta_path`` vouches for ``path`` under ``key`` and the file's bytes agree with it."""
+    try:
+        meta = json.loads(meta_path.read_text())
+        if meta.get("key") != key or sha256_file(path) != meta.get("sha256"):
+            return False
+        # The hash already proves the bytes; the header check guards against a meta file
+        # that was copied next to a different array by hand.
+        header = np.load(path, mmap_mode="r")
+        return list(header.shape) == meta["shape"] and header.dtype.str == meta["dtype"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
