@@ -16,7 +16,7 @@ from PIL import Image
 
 from anchordiv.datasets import STYLES, ShippedDataError, cache_dir, load_emoji_world
 from anchordiv.datasets import emoji as emoji_module
-from anchordiv.datasets.cache import atomic_write, cached_array
+from anchordiv.cache import atomic_write, cached_array
 from anchordiv.datasets.emoji import LAYOUT
 from anchordiv.datasets.shipped import DEFAULT_DATA_DIR, VENDORS, read_shipped, write_shipped
 from anchordiv.datasets.styles import RENDITIONS, render, style_seed

@@ -2,7 +2,7 @@
 
 * :func:`load_emoji_world`: emoji from two vendors in several styles, labelled by object and style.
 """
-from .cache import cache_dir
+from ..cache import cache_dir
 from .emoji import EmojiWorld, load_emoji_world
 from .shipped import ShippedDataError
 from .styles import STYLES

@@ -17,7 +17,7 @@ import pandas as pd
 import PIL
 from PIL import Image
 
-from .cache import cache_dir, cached_array
+from ..cache import cache_dir, cached_array
 from .shipped import CELL, DEFAULT_DATA_DIR, SPLITS, VENDORS, ShippedEmoji, read_shipped
 from .styles import RENDERER_VERSION, RENDITIONS, STYLES, render, style_seed
 

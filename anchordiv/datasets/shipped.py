@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from .cache import atomic_write, sha256_file
+from ..cache import atomic_write, sha256_file
 
 VENDORS: tuple[str, ...] = ("google", "twitter")
 CELL = 64
