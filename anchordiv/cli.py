@@ -29,6 +29,44 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _embed(args: argparse.Namespace) -> int:
+    from .embeddings import embed_folder, export_npz
+    from .encoders import load_encoder
+
+    if not Path(args.folder).is_dir():  # before loading a model, which can take a while
+        raise ValueError(f"image folder {args.folder!r} does not exist or is not a folder")
+    encoder = load_encoder(args.model, pretrained=args.pretrained, device=args.device,
+                           allow_download=args.allow_download)
+    print(f"anchordiv embed: {args.folder} with {encoder.name} on {encoder.device}", flush=True)
+    gallery = embed_folder(args.folder, encoder, labels_csv=args.labels, batch_size=args.batch_size)
+    count = len(gallery.paths)
+    print(f"embedded {count} images: {gallery.reused} reused from the cache, {count - gallery.reused} newly encoded "
+          f"(cache: {gallery.cache_path})")
+    if gallery.skipped:
+        print(f"skipped {len(gallery.skipped)} file{'s' * (len(gallery.skipped) != 1)} (not in the gallery):")
+        for path, reason in gallery.skipped:
+            print(f"  {path}: {reason}")
+    if args.out:
+        print(f"wrote {export_npz(gallery, args.out)}")
+    return 0
+
+
+def _train_builtin(args: argparse.Namespace) -> int:
+    from .builtin.commands import train_command
+    from .builtin.train import TrainConfig
+
+    config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, seed=args.seed, max_emoji=args.max_emoji)
+    train_command(config, Path(args.out), device=args.device)
+    return 0
+
+
+def _evaluate_builtin(args: argparse.Namespace) -> int:
+    from .builtin.commands import evaluate_command
+
+    evaluate_command(Path(args.weights), scales=args.scales, json_path=args.json, device=args.device)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="anchordiv", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -49,6 +87,34 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--device", help="cpu or cuda (default: CUDA when available)")
     bench.add_argument("--json", help="also write the rows to this JSON file")
     bench.set_defaults(handler=_bench)
+    embed = commands.add_parser("embed", help="embed a folder of images (subfolders are labels), cached by file content")
+    embed.add_argument("folder", help="folder of images, searched recursively")
+    embed.add_argument("--model", required=True, help="encoder spec: builtin or open_clip:<arch>, e.g. open_clip:ViT-B-32")
+    embed.add_argument("--pretrained", help="open_clip checkpoint file or pretrained tag (its file must be on disk)")
+    embed.add_argument("--allow-download", action="store_true", dest="allow_download",
+                       help="let open_clip fetch missing weights from the network (off: nothing is downloaded)")
+    embed.add_argument("--labels", help="CSV with a path (or filename) column and label columns")
+    embed.add_argument("--batch-size", type=int, default=64, dest="batch_size")
+    embed.add_argument("--device", help="cpu or cuda (default: CUDA when available)")
+    embed.add_argument("--out", help="also write embeddings, paths and labels to this .npz file")
+    embed.set_defaults(handler=_embed)
+    from .builtin.train import TrainConfig
+    from .builtin.weights import ASSETS_DIR
+
+    train = commands.add_parser("train-builtin", help="retrain the built-in model on the emoji world (seeded)")
+    train.add_argument("--epochs", type=int, default=TrainConfig.epochs)
+    train.add_argument("--batch-size", type=int, default=TrainConfig.batch_size, dest="batch_size")
+    train.add_argument("--seed", type=int, default=TrainConfig.seed)
+    train.add_argument("--max-emoji", type=int, dest="max_emoji", help="train on the first N emoji only (a toy run)")
+    train.add_argument("--out", default=str(ASSETS_DIR), help="folder for the weights and manifest (default: assets/)")
+    train.add_argument("--device", help="cpu or cuda (default: CUDA when available)")
+    train.set_defaults(handler=_train_builtin)
+    evaluate = commands.add_parser("evaluate-builtin", help="zero-shot and retrieval figures on the held-out emoji")
+    evaluate.add_argument("--weights", default=str(ASSETS_DIR), help="folder with the weights and manifest")
+    evaluate.add_argument("--scales", type=float, nargs="+", help="extra scales s for the sweep (default 5 10 20 50)")
+    evaluate.add_argument("--json", help="also write the figures to this JSON file")
+    evaluate.add_argument("--device", help="cpu or cuda (default: CUDA when available)")
+    evaluate.set_defaults(handler=_evaluate_builtin)
     return parser
 
 

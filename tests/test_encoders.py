@@ -1,0 +1,243 @@
+"""The encoder interface and the real open_clip loading path, on a tiny random open_clip model."""
+from __future__ import annotations
+
+import hashlib
+import socket
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from anchordiv.cache import sha256_file
+from anchordiv.encoders import CheckpointNotFound, Encoder, load_encoder
+from anchordiv.encoders.open_clip_encoder import checkpoint_folder, resolve_checkpoint
+from tiny_open_clip import TINY_ARCH, TINY_EMBED_DIM, TINY_LOGIT_SCALE, make_tiny_checkpoint
+
+TINY = f"open_clip:{TINY_ARCH}"
+B32_REPO = "laion/CLIP-ViT-B-32-laion2B-s34B-b79K"
+B32_TAG = "laion2b_s34b_b79k"
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """(checkpoint path, the in-memory model it was saved from)."""
+    return make_tiny_checkpoint(tmp_path_factory.mktemp("tiny"))
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """Records (and refuses) every attempt to open a connection; tests assert it stays empty."""
+    attempts = []
+
+    def refuse(*args, **kwargs):
+        attempts.append(args)
+        raise OSError("network disabled in tests")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    return attempts
+
+
+@pytest.fixture(autouse=True)
+def isolated_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("ANCHORDIV_CACHE", str(tmp_path / "anchordiv-cache"))
+
+
+def images(count: int, seed: int = 0) -> list[Image.Image]:
+    rng = np.random.default_rng(seed)
+    return [Image.fromarray(rng.integers(0, 256, (40 + 3 * i, 50, 3), dtype=np.uint8)) for i in range(count)]
+
+
+TEXTS = ["a husky", "a pencil sketch", "pleural effusion", "a cat", "a cat on a mat"]
+
+
+def test_tiny_checkpoint_loads_exactly(tiny, no_network):
+    path, model = tiny
+    encoder = load_encoder(TINY, pretrained=str(path), device="cpu")
+    import open_clip
+    from open_clip.transform import PreprocessCfg, image_transform_v2
+
+    preprocess = image_transform_v2(PreprocessCfg(**open_clip.get_model_preprocess_cfg(model)), is_train=False)
+    pictures = images(5)
+    with torch.no_grad():
+        expected_images = model.encode_image(torch.stack([preprocess(image) for image in pictures]))
+        expected_texts = model.encode_text(open_clip.get_tokenizer(TINY_ARCH)(TEXTS))
+    got_images, got_texts = encoder.encode_images(pictures), encoder.encode_texts(TEXTS)
+
+    for got, expected in ((got_images, expected_images), (got_texts, expected_texts)):
+        assert got.dtype == torch.float32 and got.device.type == "cpu"
+        assert got.shape == (5, TINY_EMBED_DIM)
+        torch.testing.assert_close(got.norm(dim=1), torch.ones(5))
+        torch.testing.assert_close(got, torch.nn.functional.normalize(expected, dim=-1), rtol=1e-5, atol=1e-6)
+    assert encoder.dim == TINY_EMBED_DIM
+    assert encoder.logit_scale == pytest.approx(TINY_LOGIT_SCALE, rel=1e-5)
+    assert encoder.name == f"{TINY}@{sha256_file(path)[:16]}"
+    assert no_network == []
+
+
+def test_deterministic_and_batch_independent(tiny):
+    encoder = load_encoder(TINY, pretrained=str(tiny[0]), device="cpu")
+    pictures = images(7, seed=1)
+    whole = encoder.encode_images(pictures, batch_size=64)
+    torch.testing.assert_close(encoder.encode_images(pictures, batch_size=64), whole, rtol=0, atol=0)
+    torch.testing.assert_close(encoder.encode_images(pictures, batch_size=3), whole, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(encoder.encode_texts(TEXTS, batch_size=2), encoder.encode_texts(TEXTS), rtol=1e-5, atol=1e-6)
+
+
+def test_safetensors_checkpoint_and_name_tracks_content(tiny, tmp_path):
+    same_weights, _ = make_tiny_checkpoint(tmp_path, seed=0, suffix=".safetensors")
+    other_weights, _ = make_tiny_checkpoint(tmp_path, seed=1)
+    reference = load_encoder(TINY, pretrained=str(tiny[0]), device="cpu")
+    from_safetensors = load_encoder(TINY, pretrained=str(same_weights), device="cpu")
+    other = load_encoder(TINY, pretrained=str(other_weights), device="cpu")
+    pictures = images(3)
+    torch.testing.assert_close(from_safetensors.encode_images(pictures), reference.encode_images(pictures))
+    assert len({reference.name, from_safetensors.name, other.name}) == 3  # names follow the file bytes
+    assert not torch.allclose(other.encode_images(pictures), reference.encode_images(pictures))
+
+
+def test_empty_inputs_and_bad_texts(tiny):
+    encoder = load_encoder(TINY, pretrained=str(tiny[0]), device="cpu")
+    assert encoder.encode_images([]).shape == (0, TINY_EMBED_DIM)
+    assert encoder.encode_texts([]).shape == (0, TINY_EMBED_DIM)
+    with pytest.raises(ValueError, match=r"texts\[1\] is a int"):
+        encoder.encode_texts(["a dog", 3])
+    with pytest.raises(ValueError, match="not one string"):
+        encoder.encode_texts("a dog")
+    with pytest.raises(ValueError, match="not a PIL image"):
+        encoder.encode_images([np.zeros((4, 4, 3))])
+    with pytest.raises(ValueError, match="batch_size"):
+        encoder.encode_texts(["a dog"], batch_size=0)
+
+
+def test_missing_checkpoint_file_is_one_clear_error(tmp_path, no_network):
+    missing = tmp_path / "nowhere" / "weights.pt"
+    with pytest.raises(CheckpointNotFound) as caught:
+        load_encoder(TINY, pretrained=str(missing))
+    message = str(caught.value)
+    assert TINY_ARCH in message and str(missing) in message and "pretrained=/path/to/checkpoint" in message
+    assert isinstance(caught.value, ValueError)
+    with pytest.raises(CheckpointNotFound, match="needs pretrained="):
+        load_encoder(TINY)
+    assert no_network == []
+
+
+def test_tag_not_on_disk_says_where_to_put_it(tmp_path, no_network):
+    with pytest.raises(CheckpointNotFound) as caught:
+        load_encoder("open_clip:ViT-B-32", pretrained=B32_TAG, cache_dir=tmp_path / "empty-hub")
+    message = str(caught.value)
+    assert "ViT-B-32" in message and B32_TAG in message
+    assert str(checkpoint_folder("ViT-B-32", B32_TAG) / "open_clip_pytorch_model.bin") in message
+    assert f"https://huggingface.co/{B32_REPO}/resolve/main/open_clip_pytorch_model.bin" in message
+    assert "allow_download=True" in message and "pretrained=/path/to/" in message
+    assert no_network == []
+
+
+def test_tag_found_in_anchordiv_checkpoint_folder(no_network):
+    folder = checkpoint_folder("ViT-B-32", B32_TAG)  # under the test's $ANCHORDIV_CACHE
+    folder.mkdir(parents=True)
+    (folder / "open_clip_pytorch_model.bin").write_bytes(b"weights")
+    found = resolve_checkpoint("ViT-B-32", B32_TAG)
+    assert found.path == folder / "open_clip_pytorch_model.bin"
+    assert found.tag == B32_TAG and found.tag_cfg["hf_hub"].startswith(B32_REPO)
+    assert no_network == []
+
+
+def fake_hub_cache(root, repo_id: str, filename: str, content: bytes, blob_name: str | None = None):
+    """The Hugging Face cache layout: snapshots/<commit>/<file> links to blobs/<sha256 of content>."""
+    repo = root / f"models--{repo_id.replace('/', '--')}"
+    commit = "0" * 40
+    blob = repo / "blobs" / (blob_name or hashlib.sha256(content).hexdigest())
+    blob.parent.mkdir(parents=True)
+    blob.write_bytes(content)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    snapshot = repo / "snapshots" / commit / filename
+    snapshot.parent.mkdir(parents=True)
+    snapshot.symlink_to(blob)
+    return snapshot
+
+
+def test_tag_found_in_hub_cache_offline_with_checksum(tmp_path, no_network):
+    snapshot = fake_hub_cache(tmp_path, B32_REPO, "open_clip_pytorch_model.bin", b"weights")
+    found = resolve_checkpoint("ViT-B-32", B32_TAG, cache_dir=tmp_path)
+    assert found.path == snapshot
+    assert found.expected_sha256 == hashlib.sha256(b"weights").hexdigest()
+
+    damaged = tmp_path / "damaged"
+    fake_hub_cache(damaged, B32_REPO, "open_clip_pytorch_model.bin", b"cut off", blob_name=hashlib.sha256(b"x").hexdigest())
+    with pytest.raises(ValueError, match="damaged or incomplete"):
+        load_encoder("open_clip:ViT-B-32", pretrained=B32_TAG, cache_dir=damaged)
+    assert no_network == []
+
+
+def test_bad_specs_and_architectures(no_network):
+    for spec in ("clip", "open_clip:", "open_clip", "builtin:ViT"):
+        with pytest.raises(ValueError, match="use 'builtin' or 'open_clip:<arch>'"):
+            load_encoder(spec)
+    for arch in ("ViT-Z-99", f"hf-hub:{B32_REPO}"):  # hub-hosted configs would need the network
+        with pytest.raises(ValueError, match=f"open_clip has no architecture '{arch}'"):
+            load_encoder(f"open_clip:{arch}", pretrained="x.pt")
+    with pytest.raises(ValueError, match="allow_download=True"):
+        load_encoder("open_clip:mt5-base-ViT-B-32", pretrained="x.pt")
+    with pytest.raises(ValueError, match="own weights"):
+        load_encoder("builtin", pretrained="x.pt")
+    assert no_network == []
+
+
+def test_file_that_does_not_fit_the_architecture(tmp_path):
+    wrong = tmp_path / "wrong.pt"
+    torch.save({"not_a_clip_weight": torch.zeros(3)}, wrong)
+    with pytest.raises(ValueError, match=f"could not load .*wrong.pt as open_clip '{TINY_ARCH}' weights"):
+        load_encoder(TINY, pretrained=str(wrong))
+
+
+def test_base_class_contract():
+    class Constant(Encoder):
+        """Minimal subclass: un-normalised float64 outputs must come back unit-norm float32."""
+
+        def _encode_image_batch(self, images):
+            return torch.full((len(images), self.dim), 3.0, dtype=torch.float64)
+
+        def _encode_text_batch(self, texts):
+            return torch.ones((len(texts), self.dim + 1))
+
+    encoder = Constant(name="test:constant", dim=4, logit_scale=10, device="cpu")
+    out = encoder.encode_images(images(3), batch_size=2)
+    assert out.dtype == torch.float32 and out.shape == (3, 4)
+    torch.testing.assert_close(out, torch.full((3, 4), 0.5))
+    with pytest.raises(RuntimeError, match=r"expected \(1, 4\)"):
+        encoder.encode_texts(["wrong width"])
+
+
+def test_download_happens_only_when_allowed(tmp_path, monkeypatch, no_network):
+    import open_clip.pretrained
+
+    fetched = tmp_path / "fetched.bin"
+    fetched.write_bytes(b"weights")
+    calls = []
+    monkeypatch.setattr(open_clip.pretrained, "download_pretrained", lambda cfg, cache_dir=None: calls.append(cfg) or str(fetched))
+    with pytest.raises(CheckpointNotFound):
+        resolve_checkpoint("ViT-B-32", B32_TAG, cache_dir=tmp_path / "empty-hub")
+    assert calls == []
+    found = resolve_checkpoint("ViT-B-32", B32_TAG, allow_download=True, cache_dir=tmp_path / "empty-hub")
+    assert found.path == fetched and calls[0]["hf_hub"].startswith(B32_REPO)
+
+
+def test_default_device_is_the_library_default(tiny):
+    from anchordiv.device import default_device
+
+    assert load_encoder(TINY, pretrained=str(tiny[0])).device == default_device()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_matches_cpu(tiny):
+    pictures = images(4)
+    on_cpu = load_encoder(TINY, pretrained=str(tiny[0]), device="cpu")
+    on_gpu = load_encoder(TINY, pretrained=str(tiny[0]), device="cuda")
+    got = on_gpu.encode_images(pictures)
+    assert got.device.type == "cpu"
+    # Loose: cuDNN may run the patch convolution in TF32.
+    torch.testing.assert_close(got, on_cpu.encode_images(pictures), rtol=1e-2, atol=2e-3)
+    torch.testing.assert_close(on_gpu.encode_texts(TEXTS), on_cpu.encode_texts(TEXTS), rtol=1e-2, atol=2e-3)
