@@ -89,6 +89,12 @@ def mean_average_precision(scores: ArrayLike, relevant: ArrayLike, n_bootstrap: 
     out of ``n_queries``); if none is left a ``ValueError`` says so.
     """
     per_query = np.atleast_1d(average_precision(scores, relevant))
+    return summarize_average_precision(per_query, n_bootstrap, confidence, random_state)
+
+
+def summarize_average_precision(per_query: np.ndarray, n_bootstrap: int = 1000, confidence: float = 0.95,
+                                random_state: int | None = 0) -> MeanAP:
+    """:class:`MeanAP` of per-query APs ``(Q,)``; NaN entries (no relevant item) are left out."""
     valid = per_query[~np.isnan(per_query)]
     if len(valid) == 0:
         raise ValueError("No query has a relevant gallery item, so mean AP is undefined; check the labels.")
