@@ -1,0 +1,69 @@
+"""The built-in model's commands: ``train-builtin`` and ``evaluate-builtin``."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..datasets import load_emoji_world
+from .evaluate import geometries, retrieval_table, zero_shot_table
+from .train import TrainConfig, train_builtin
+from .weights import ASSETS_DIR, save_builtin
+
+
+def first_emoji(world, max_emoji: int | None) -> tuple[pd.DataFrame, np.ndarray]:
+    """Labels and images of the first ``max_emoji`` emoji of ``world`` (all when ``None``)."""
+    if max_emoji is None:
+        return world.labels, world.array
+    keep = world.labels["emoji_id"].isin(world.labels["emoji_id"].drop_duplicates()[:max_emoji]).to_numpy()
+    return world.labels[keep].reset_index(drop=True), np.asarray(world.array[keep])
+
+
+def train_command(config: TrainConfig, out: Path = ASSETS_DIR, device: str | None = None) -> Path:
+    """Train on the training split, write the weights and manifest to ``out``; returns the weights path."""
+    started = time.perf_counter()
+    labels, array = first_emoji(load_emoji_world("train"), config.max_emoji)
+    model, report = train_builtin(config, labels, array, device=device, log=lambda line: print(line, flush=True))
+    path = save_builtin(model, report, out)
+    print(f"wrote {path} after {time.perf_counter() - started:.0f} s")
+    return path
+
+
+def evaluate_command(weights_dir: Path = ASSETS_DIR, scales: list[float] | None = None,
+                     json_path: Path | None = None, device: str | None = None) -> dict:
+    """Print the held-out figures of the issue; return them as plain data (and write JSON)."""
+    from ..encoders.builtin import load_builtin_encoder
+
+    encoder = load_builtin_encoder(device=device, directory=weights_dir)
+    world = load_emoji_world("heldout")
+    styles, names = list(world.styles), world.names
+    print(f"{encoder.name}: logit scale {encoder.logit_scale:.1f}; held-out: {len(world)} images of "
+          f"{len(names)} emoji in {len(styles)} styles", flush=True)
+    images = encoder.encode_images(world.images, progress=True)
+    style_texts, name_texts = encoder.encode_texts(styles), encoder.encode_texts(names)
+    zero_shot = zero_shot_table(images, world.labels, style_texts, styles, name_texts, names)
+    print("\nzero-shot (bare style phrases; object names among the held-out names)")
+    print(zero_shot.to_string(float_format=lambda v: f"{v:.3f}"))
+    scale_list = sorted({round(encoder.logit_scale, 1), *(scales or [5.0, 10.0, 20.0, 50.0])})
+    print(f"\nmAP, queries = every held-out image (excluded from its own gallery); scales {scale_list}", flush=True)
+    builders = geometries({"object": name_texts, "style": style_texts}, images, scale_list)
+    retrieval = retrieval_table(images, world.labels, builders)
+    result = {"encoder": encoder.name, "logit_scale": encoder.logit_scale, "zero_shot": zero_shot.to_dict(),
+              "retrieval": retrieval.to_dict()}
+    _print_headline(retrieval, encoder.logit_scale)
+    if json_path is not None:
+        Path(json_path).write_text(json.dumps(result, indent=1, default=float))
+        print(f"wrote {json_path}")
+    return result
+
+
+def _print_headline(retrieval: pd.DataFrame, scale: float) -> None:
+    cosine = retrieval.loc["cosine"]
+    print(f"\nat the model's own scale s={scale:.1f}, softmax minus cosine:")
+    for target, anchors in (("same emoji", "object"), ("same style", "style")):
+        row = retrieval.loc[f"softmax, {anchors} anchors, s={round(scale, 1):g}"]
+        print(f"  {target} with {anchors} anchors: {row[target]:.3f} - {cosine[target]:.3f} = "
+              f"{row[target] - cosine[target]:+.3f}")

@@ -1,0 +1,47 @@
+"""The built-in model's shipped weights: ``assets/builtin-model.safetensors`` and a manifest
+(``assets/builtin-model.json``) recording its sha256, architecture and how it was trained."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save
+
+from ..cache import atomic_write, sha256_file
+from .model import BuiltinConfig, BuiltinModel
+from .text_tower import WeightsError
+
+ASSETS_DIR = Path(__file__).resolve().parents[2] / "assets"
+WEIGHTS_NAME = "builtin-model.safetensors"
+MANIFEST_NAME = "builtin-model.json"
+RETRAIN_HINT = "restore it with `git checkout assets/` or retrain with `python -m anchordiv train-builtin`"
+
+
+def save_builtin(model: BuiltinModel, report: dict, directory: Path = ASSETS_DIR) -> Path:
+    """Write the weights (atomically) and then the manifest that vouches for them."""
+    directory = Path(directory)
+    weights = directory / WEIGHTS_NAME
+    tensors = {name: value.detach().cpu().contiguous() for name, value in model.state_dict().items()}
+    atomic_write(weights, lambda handle: handle.write(save(tensors)))
+    manifest = {"sha256": sha256_file(weights), "config": model.config.to_json(), "training": report}
+    atomic_write(directory / MANIFEST_NAME, lambda handle: handle.write(json.dumps(manifest, indent=1).encode()))
+    return weights
+
+
+def load_builtin(directory: Path = ASSETS_DIR, device: str | torch.device = "cpu") -> tuple[BuiltinModel, str]:
+    """The shipped model (eval mode) and its sha256, after checking the file against the manifest."""
+    directory = Path(directory)
+    weights, manifest_path = directory / WEIGHTS_NAME, directory / MANIFEST_NAME
+    for path in (weights, manifest_path):
+        if not path.is_file():
+            raise WeightsError(f"The built-in model file {path} is missing; {RETRAIN_HINT}.")
+    manifest = json.loads(manifest_path.read_text())
+    actual = sha256_file(weights)
+    if actual != manifest.get("sha256"):
+        raise WeightsError(
+            f"{weights} has sha256 {actual} but {manifest_path} records {manifest.get('sha256')}; {RETRAIN_HINT}."
+        )
+    model = BuiltinModel(BuiltinConfig.from_json(manifest["config"]))
+    model.load_state_dict(load_file(weights))
+    return model.to(device).eval(), actual

@@ -1,0 +1,50 @@
+"""The built-in encoder: the shipped emoji-world CNN with the frozen MiniLM text tower."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+from PIL import Image
+
+from ..builtin.model import BuiltinModel
+from ..builtin.text_tower import MiniLMTextTower
+from ..builtin.weights import ASSETS_DIR, load_builtin
+from .base import Encoder
+
+
+def image_tensor(image: Image.Image, size: int) -> torch.Tensor:
+    """RGB float ``(3, size, size)`` in [0, 1]: shorter side resized to ``size``, centre-cropped."""
+    image = image.convert("RGB")
+    if image.size != (size, size):
+        scale = size / min(image.size)
+        resized = image.resize((max(size, round(image.width * scale)), max(size, round(image.height * scale))),
+                               Image.Resampling.BICUBIC)
+        left, top = (resized.width - size) // 2, (resized.height - size) // 2
+        image = resized.crop((left, top, left + size, top + size))
+    return torch.from_numpy(np.asarray(image, dtype=np.uint8).copy()).permute(2, 0, 1).float().div_(255)
+
+
+class BuiltinEncoder(Encoder):
+    """Images through the trained CNN, texts through MiniLM and the trained projection."""
+
+    def __init__(self, model: BuiltinModel, text_tower: MiniLMTextTower, weights_sha256: str,
+                 device: str | torch.device | None = None):
+        super().__init__(name=f"builtin@{weights_sha256[:12]}", dim=model.config.embed_dim,
+                         logit_scale=float(model.logit_scale), device=device)
+        self.model = self._prepare(model)
+        self.text_tower = self._prepare(text_tower)
+
+    def _encode_image_batch(self, images: Sequence[Image.Image]) -> torch.Tensor:
+        size = self.model.config.image_size
+        batch = torch.stack([image_tensor(image, size) for image in images]).to(self.device)
+        return self.model.encode_images(batch)
+
+    def _encode_text_batch(self, texts: Sequence[str]) -> torch.Tensor:
+        return self.model.encode_text_features(self.text_tower(texts))
+
+
+def load_builtin_encoder(device: str | torch.device | None = None, directory=ASSETS_DIR) -> BuiltinEncoder:
+    """The shipped built-in encoder (weights checked by sha256; no network)."""
+    model, sha256 = load_builtin(directory)
+    return BuiltinEncoder(model, MiniLMTextTower(), sha256, device=device)

