@@ -1,3 +1,5 @@
+import socket
+
 import numpy as np
 import pytest
 
@@ -57,3 +59,17 @@ def all_models(data):
 def models(data):
     """Fitted once per session; tests must not refit or reweight them."""
     return all_models(data)
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """Records (and refuses) every attempt to open a connection; tests assert it stays empty."""
+    attempts = []
+
+    def refuse(*args, **kwargs):
+        attempts.append(args)
+        raise OSError("network disabled in tests")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    return attempts

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import hashlib
-import socket
 
 import numpy as np
 import pytest
@@ -23,20 +22,6 @@ B32_TAG = "laion2b_s34b_b79k"
 def tiny(tmp_path_factory):
     """(checkpoint path, the in-memory model it was saved from)."""
     return make_tiny_checkpoint(tmp_path_factory.mktemp("tiny"))
-
-
-@pytest.fixture
-def no_network(monkeypatch):
-    """Records (and refuses) every attempt to open a connection; tests assert it stays empty."""
-    attempts = []
-
-    def refuse(*args, **kwargs):
-        attempts.append(args)
-        raise OSError("network disabled in tests")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket, "create_connection", refuse)
-    return attempts
 
 
 @pytest.fixture(autouse=True)

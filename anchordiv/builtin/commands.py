@@ -1,7 +1,6 @@
 """The built-in model's commands: ``train-builtin`` and ``evaluate-builtin``."""
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -33,8 +32,8 @@ def train_command(config: TrainConfig, out: Path = ASSETS_DIR, device: str | Non
 
 
 def evaluate_command(weights_dir: Path = ASSETS_DIR, scales: list[float] | None = None,
-                     json_path: Path | None = None, device: str | None = None) -> dict:
-    """Print the held-out figures of the issue; return them as plain data (and write JSON)."""
+                     device: str | None = None) -> dict:
+    """Print the held-out figures of the issue and return them as plain data."""
     from ..encoders.builtin import load_builtin_encoder
 
     encoder = load_builtin_encoder(device=device, directory=weights_dir)
@@ -54,13 +53,18 @@ def evaluate_command(weights_dir: Path = ASSETS_DIR, scales: list[float] | None 
     result = {"encoder": encoder.name, "logit_scale": encoder.logit_scale, "zero_shot": zero_shot.to_dict(),
               "retrieval": retrieval.to_dict()}
     _print_headline(retrieval, encoder.logit_scale)
-    if json_path is not None:
-        Path(json_path).write_text(json.dumps(result, indent=1, default=float))
-        print(f"wrote {json_path}")
     return result
 
 
 def _print_headline(retrieval: pd.DataFrame, scale: float) -> None:
+    own = f"s={round(scale, 1):g}"
+    for target, anchors in (("same emoji", "object"), ("same style", "style")):
+        rows = ["cosine", f"ITI, {anchors} anchors", f"softmax, {anchors} anchors, {own}",
+                f"Gaussian, {anchors} anchors, {own}"]
+        columns = [c for c in retrieval.columns if c.startswith(f"{target} | ")]
+        table = retrieval.loc[rows, columns].rename(columns=lambda c: c.split(" | ")[1])
+        print(f"\n{target} mAP per query style, {anchors} anchors")
+        print(table.to_string(float_format=lambda v: f"{v:.3f}"))
     cosine = retrieval.loc["cosine"]
     print(f"\nat the model's own scale s={scale:.1f}, softmax minus cosine:")
     for target, anchors in (("same emoji", "object"), ("same style", "style")):

@@ -140,7 +140,7 @@ class ClassTargets:
     @classmethod
     def build(cls, labels, column: str, device: torch.device) -> "ClassTargets":
         values = sorted(labels[column].unique())
-        index = labels[column].map({value: i for i, value in enumerate(values)}).to_numpy()
+        index = labels[column].map({value: i for i, value in enumerate(values)}).to_numpy(copy=True)
         return cls(torch.from_numpy(caption_features(values)).to(device), torch.from_numpy(index).to(device))
 
     def loss(self, model: BuiltinModel, image_embeddings: torch.Tensor, batch: np.ndarray) -> torch.Tensor:

@@ -31,7 +31,7 @@ class BuiltinEncoder(Encoder):
     def __init__(self, model: BuiltinModel, text_tower: MiniLMTextTower, weights_sha256: str,
                  device: str | torch.device | None = None):
         super().__init__(name=f"builtin@{weights_sha256[:12]}", dim=model.config.embed_dim,
-                         logit_scale=float(model.logit_scale), device=device)
+                         logit_scale=float(model.logit_scale.detach()), device=device)
         self.model = self._prepare(model)
         self.text_tower = self._prepare(text_tower)
 
