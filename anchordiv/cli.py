@@ -21,12 +21,17 @@ def _bench(args: argparse.Namespace) -> int:
     result = run_benchmark(config, log=lambda line: print(line, flush=True))
     for line in summary(result):
         print(line)
-    if args.json:
-        path = Path(args.json)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(result, indent=2))
-        print(f"wrote {path}")
+    _write_json(args.json, result)
     return 0
+
+
+def _write_json(path: str | None, result: object) -> None:
+    """Write ``result`` as JSON when a ``--json`` path was given."""
+    if path:
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(result, indent=2, default=float))
+        print(f"wrote {target}")
 
 
 def _embed(args: argparse.Namespace) -> int:
@@ -63,7 +68,20 @@ def _train_builtin(args: argparse.Namespace) -> int:
 def _evaluate_builtin(args: argparse.Namespace) -> int:
     from .builtin.commands import evaluate_command
 
-    evaluate_command(Path(args.weights), scales=args.scales, json_path=args.json, device=args.device)
+    _write_json(args.json, evaluate_command(Path(args.weights), scales=args.scales, device=args.device))
+    return 0
+
+
+def _explorer_bench(args: argparse.Namespace) -> int:
+    import torch
+
+    from .explorer import benchmark
+
+    print(f"anchordiv explorer-bench: G={args.gallery}, N={args.anchors}, d={args.dim}, UMAP {args.umap_points} "
+          f"points, CPU, {torch.get_num_threads()} torch threads", flush=True)
+    results = benchmark(gallery_size=args.gallery, n_anchors=args.anchors, dim=args.dim, umap_points=args.umap_points,
+                        repeats=args.repeats, log=lambda line: print(line, flush=True))
+    _write_json(args.json, results)
     return 0
 
 
@@ -115,6 +133,14 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--json", help="also write the figures to this JSON file")
     evaluate.add_argument("--device", help="cpu or cuda (default: CUDA when available)")
     evaluate.set_defaults(handler=_evaluate_builtin)
+    explorer_bench = commands.add_parser("explorer-bench", help="the explorer's interactive timings (move p, new query, UMAP)")
+    explorer_bench.add_argument("--gallery", type=int, default=20_000, help="gallery size G (default 20,000)")
+    explorer_bench.add_argument("--anchors", type=int, default=4_000, help="anchors in set A (default 4,000)")
+    explorer_bench.add_argument("--dim", type=int, default=256, help="embedding dimension (default 256, the built-in model's)")
+    explorer_bench.add_argument("--umap-points", type=int, default=10_000, dest="umap_points")
+    explorer_bench.add_argument("--repeats", type=int, default=20)
+    explorer_bench.add_argument("--json", help="also write the figures to this JSON file")
+    explorer_bench.set_defaults(handler=_explorer_bench)
     return parser
 
 

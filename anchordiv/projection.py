@@ -1,0 +1,81 @@
+"""2-D layouts of a gallery under any geometry: UMAP on the geometry's own kNN graph.
+
+The kNN graph comes from the index's exact search (anchor divergence, cosine or ITI), and
+umap-learn lays it out through ``precomputed_knn``, so UMAP never computes a metric of its own.
+Divergences are not symmetric; UMAP symmetrises the fuzzy graph itself (its fuzzy union).
+Layouts can be cached on disk by a caller-supplied key (:func:`cached_layout`).
+"""
+from __future__ import annotations
+
+import hashlib
+import warnings
+from typing import Callable
+
+import numpy as np
+import torch
+
+DEFAULT_NEIGHBOURS = 15
+
+
+def sample_ids(n_items: int, limit: int, seed: int = 0) -> np.ndarray:
+    """Sorted ids of at most ``limit`` of ``n_items`` items, a fixed random subset when smaller."""
+    if n_items <= limit:
+        return np.arange(n_items)
+    return np.sort(np.random.default_rng(seed).choice(n_items, size=limit, replace=False))
+
+
+def knn_graph(index, embeddings: torch.Tensor, n_neighbors: int = DEFAULT_NEIGHBOURS,
+              batch: int = 2048) -> tuple[np.ndarray, np.ndarray]:
+    """Each item's ``n_neighbors`` nearest items (itself first), from ``index`` built over
+    ``embeddings`` ``(n, d)``: ``(indices (n, n_neighbors) int64, distances (n, n_neighbors) float32)``.
+
+    Distances are the index's divergences (clamped at 0 against round-off) or ``1 - similarity``
+    for similarity indexes, so that smaller is closer, as UMAP expects.
+    """
+    n_items = len(embeddings)
+    if n_items < 3:
+        raise ValueError(f"a layout needs at least 3 images; the gallery has {n_items}")
+    k = max(2, min(int(n_neighbors), n_items))
+    all_ids, all_dists = [], []
+    for start in range(0, n_items, batch):
+        block = embeddings[start:start + batch]
+        own = torch.arange(start, start + len(block))
+        values, ids = index.search(block, k - 1, exclude=own)
+        distances = (1.0 - values) if index.higher_is_closer else values
+        all_ids.append(torch.cat([own[:, None], ids], dim=1))
+        all_dists.append(torch.cat([torch.zeros(len(block), 1, dtype=distances.dtype), distances.clamp_min(0)], dim=1))
+    return torch.cat(all_ids).numpy().astype(np.int64), torch.cat(all_dists).numpy().astype(np.float32)
+
+
+def umap_from_knn(indices: np.ndarray, distances: np.ndarray, seed: int = 0, n_epochs: int | None = None,
+                  min_dist: float = 0.1) -> np.ndarray:
+    """UMAP layout ``(n, 2)`` float32 of a precomputed kNN graph (``indices``/``distances`` ``(n, k)``,
+    each row starting with the item itself)."""
+    import umap  # imported here: it is slow to import and only the layout needs it
+
+    n_items, k = indices.shape
+    with warnings.catch_warnings():
+        # umap warns that precomputed_knn without a search index cannot transform new points; we never do.
+        warnings.simplefilter("ignore")
+        reducer = umap.UMAP(n_neighbors=k, n_components=2, metric="euclidean", min_dist=min_dist,
+                            random_state=seed, n_epochs=n_epochs, precomputed_knn=(indices, distances, None),
+                            n_jobs=1, init="spectral" if n_items > k + 1 else "random")
+        layout = reducer.fit_transform(np.zeros((n_items, 1), dtype=np.float32))
+    return np.asarray(layout, dtype=np.float32)
+
+
+def layout(index, embeddings: torch.Tensor, n_neighbors: int = DEFAULT_NEIGHBOURS, seed: int = 0,
+           n_epochs: int | None = None) -> np.ndarray:
+    """UMAP layout ``(n, 2)`` of ``embeddings`` ``(n, d)`` under the geometry of ``index`` (built
+    over the same ``embeddings``)."""
+    indices, distances = knn_graph(index, embeddings, n_neighbors)
+    return umap_from_knn(indices, distances, seed=seed, n_epochs=n_epochs)
+
+
+def cached_layout(key: str, build: Callable[[], np.ndarray]) -> np.ndarray:
+    """``build()``'s layout, stored under the anchordiv cache by ``key`` (which must name everything
+    the layout depends on: data, encoder, anchors, model, weights, sample, seed) and reused."""
+    from .cache import cache_dir, cached_array
+
+    name = hashlib.sha256(key.encode()).hexdigest()[:24]
+    return np.asarray(cached_array(cache_dir() / "layouts" / f"{name}.npy", key, build))

@@ -1,0 +1,431 @@
+"""anchordiv explorer: one query, two anchor sets, and the neighbourhoods they induce.
+
+Run with ``streamlit run app/streamlit_app.py`` (or ``make demo``). The app is thin: widgets pass
+plain arguments to :mod:`anchordiv.explorer`, :mod:`anchordiv.explain` and
+:mod:`anchordiv.projection`, and draw what they return. Shared state lives in ``st.cache_resource``
+(encoders, galleries, fitted geometries: never mutated after they are built); everything a user
+changes lives in ``st.session_state``, so two browser sessions never see each other's settings.
+
+Environment (for tests and small machines): ``ANCHORDIV_APP_GALLERY_SPLIT`` ("all", "train",
+"heldout"; default "all") and ``ANCHORDIV_APP_GALLERY_LIMIT`` (first N images of the world).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+import plotly.express as px
+import streamlit as st
+import torch
+
+from anchordiv import explain
+from anchordiv import explorer as ex
+from anchordiv.encoders import load_encoder
+
+st.set_page_config(page_title="anchordiv explorer", page_icon="⚓", layout="wide")
+
+GALLERY_SPLIT = os.environ.get("ANCHORDIV_APP_GALLERY_SPLIT", "all")
+GALLERY_LIMIT = int(os.environ["ANCHORDIV_APP_GALLERY_LIMIT"]) if os.environ.get("ANCHORDIV_APP_GALLERY_LIMIT") else None
+DEFAULT_SCALE = 10.0  # DESIGN.md §3: the softmax model retrieves best well below the learned logit scale
+GRID_WIDTH = 96
+WORLD, FOLDER = "Built-in emoji world", "Image folder"
+BUILTIN, OPEN_CLIP = "Built-in", "open_clip (local checkpoint)"
+DIRECTIONS = {"Query first: KL(p_query ‖ p_neighbour)": False, "Reverse: KL(p_neighbour ‖ p_query)": True}
+
+
+def attempt(action: Callable[[], Any], what: str, stop: bool = False) -> Any:
+    """Run a user-triggered ``action``; a ``ValueError`` (the library's way of saying the input is
+    wrong) becomes an error box instead of a traceback. ``stop`` halts the page after it."""
+    try:
+        return action()
+    except ValueError as error:
+        st.error(f"{what}: {error}")
+        if stop:
+            st.stop()
+        return None
+
+
+# -- shared, cached resources (never mutated after creation) ------------------------------------
+@st.cache_resource(show_spinner="Loading the model…", max_entries=4)
+def get_encoder(spec: str, pretrained: str | None):
+    return load_encoder(spec, pretrained=pretrained or None, device="cpu")
+
+
+@st.cache_resource(show_spinner=False)
+def world_gallery_registry() -> tuple[dict, threading.Lock]:
+    """Process-wide memo of world galleries. Not a cached function of its own because the first
+    start draws a progress bar while embedding, which cached functions cannot replay."""
+    return {}, threading.Lock()
+
+
+def get_world_gallery(encoder, split: str, limit: int | None, progress) -> ex.Gallery:
+    galleries, lock = world_gallery_registry()
+    key = (encoder.name, split, limit)
+    with lock:  # two sessions starting at once embed the world once
+        if key not in galleries:
+            galleries[key] = ex.world_gallery(encoder, split=split, limit=limit, progress=progress)
+    return galleries[key]
+
+
+@st.cache_resource(show_spinner="Embedding the image folder (cached for later starts)…", max_entries=4)
+def get_folder_gallery(encoder_name: str, _encoder, folder: str, labels_csv: str | None) -> ex.Gallery:
+    return ex.folder_gallery(folder, _encoder, labels_csv=labels_csv or None)
+
+
+@st.cache_resource(show_spinner="Encoding anchors…", max_entries=64)
+def encode_texts(encoder_name: str, _encoder, texts: tuple[str, ...]) -> torch.Tensor:
+    return _encoder.encode_texts(list(texts)) if texts else torch.zeros((0, _encoder.dim))
+
+
+@st.cache_resource(show_spinner="Fitting the anchor model and indexing the gallery…", max_entries=16)
+def get_geometry(gallery_key: str, _gallery: ex.Gallery, encoder_name: str, _encoder, texts_a: tuple[str, ...],
+                 texts_b: tuple[str, ...], spec: ex.GeometrySpec, prior_texts: tuple[str, ...]) -> ex.ExplorerGeometry:
+    anchors = [encode_texts(encoder_name, _encoder, texts) for texts in (texts_a, texts_b)]
+    prior = encode_texts(encoder_name, _encoder, prior_texts) if spec.kind.startswith("posterior") else None
+    return ex.ExplorerGeometry(_gallery.embeddings, anchors, [texts_a, texts_b], spec, prior=prior,
+                               prior_texts=prior_texts)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def get_baseline(kind: str, gallery_key: str, _gallery: ex.Gallery, encoder_name: str, _encoder,
+                 texts: tuple[str, ...]):
+    anchors = encode_texts(encoder_name, _encoder, texts) if kind == "iti" else None
+    return ex.baseline_index(kind, _gallery.embeddings, anchors)
+
+
+@st.cache_data(show_spinner="Embedding the uploaded image…", max_entries=32)
+def embed_upload(encoder_name: str, _encoder, data: bytes, name: str) -> np.ndarray:
+    image = ex.query_image_from_upload(data, name)
+    return _encoder.encode_images([image])[0].numpy()
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def embed_text_query(encoder_name: str, _encoder, text: str) -> np.ndarray:
+    return _encoder.encode_texts([text])[0].numpy()
+
+
+@st.cache_data(show_spinner="Laying out the gallery with UMAP (cached per geometry)…", max_entries=16)
+def get_layout(key: str, method: str, _gallery: ex.Gallery, _geometry, p: float, balanced: bool,
+               _iti_anchors, max_points: int) -> tuple[np.ndarray, np.ndarray]:
+    return ex.geometry_layout(_gallery, method, _geometry, p, balanced, _iti_anchors, max_points, cache_key=key)
+
+
+# -- sidebar: data, model, geometry -------------------------------------------------------------
+def sidebar() -> dict[str, Any]:
+    """Every sidebar choice as plain values."""
+    bar = st.sidebar
+    bar.title("⚓ anchordiv explorer")
+    choices: dict[str, Any] = {}
+    bar.subheader("Data and model")
+    choices["source"] = bar.radio("Gallery", [WORLD, FOLDER], key="gallery_source")
+    if choices["source"] == FOLDER:
+        choices["folder"] = bar.text_input("Image folder (subfolders are labels)", key="folder_path")
+        choices["labels_csv"] = bar.text_input("Labels CSV (optional)", key="folder_labels")
+    choices["model"] = bar.radio("Model", [BUILTIN, OPEN_CLIP], key="model_source")
+    if choices["model"] == OPEN_CLIP:
+        choices["arch"] = bar.text_input("Architecture", value="ViT-B-32", key="openclip_arch")
+        choices["checkpoint"] = bar.text_input("Checkpoint file or pretrained tag", key="openclip_checkpoint")
+    bar.subheader("Geometry")
+    choices["kind"] = bar.selectbox("Anchor model", list(ex.MODEL_KINDS), format_func=ex.MODEL_KINDS.get,
+                                    key="model_kind")
+    choices["scale"] = bar.slider("Scale s (inverse temperature)", 1.0, 100.0, DEFAULT_SCALE, 1.0, key="scale")
+    choices["n_components"] = (bar.number_input("GMM components", 1, 16, 2, key="gmm_components")
+                               if choices["kind"] == "gmm" else 2)
+    choices["rank"] = (bar.number_input("Latent rank", 1, 256, 8, key="latent_rank")
+                       if choices["kind"].startswith("latent") else 8)
+    choices["alpha"], choices["prior_text"] = 1.0, ""
+    if choices["kind"].startswith("posterior"):
+        choices["prior_text"] = bar.text_area("Prior anchor set (one per line)", key="prior_anchors", height=120)
+        choices["alpha"] = bar.number_input("alpha (prior pseudo-count)", 0.0, 1e6, 1.0, key="alpha")
+    choices["reverse"] = DIRECTIONS[bar.radio("Direction", list(DIRECTIONS), key="direction")]
+    choices["k"] = int(bar.number_input("Top-k", 1, 50, 10, key="top_k"))
+    choices["show_iti"] = bar.checkbox("Also show ITI (image → text → image)", key="show_iti")
+    return choices
+
+
+def load_encoder_for(choices: dict[str, Any]):
+    if choices["model"] == BUILTIN:
+        return attempt(lambda: get_encoder("builtin", None), "Could not load the built-in model", stop=True)
+    if not choices.get("checkpoint"):
+        st.info("Give an open_clip checkpoint file (or a pretrained tag whose file is on this machine) in the sidebar.")
+        st.stop()
+    return attempt(lambda: get_encoder(f"open_clip:{choices['arch']}", choices["checkpoint"]),
+                   "Could not load the open_clip model", stop=True)
+
+
+def load_gallery_for(choices: dict[str, Any], encoder) -> ex.Gallery:
+    if choices["source"] == FOLDER:
+        if not choices.get("folder"):
+            st.info("Type the path of an image folder in the sidebar.")
+            st.stop()
+        gallery = attempt(lambda: get_folder_gallery(encoder.name, encoder, choices["folder"], choices.get("labels_csv")),
+                          "Could not use that image folder", stop=True)
+        if gallery.skipped:
+            with st.sidebar.expander(f"⚠️ {len(gallery.skipped)} file(s) skipped"):
+                st.dataframe(pd.DataFrame(gallery.skipped, columns=["file", "reason"]), hide_index=True)
+        return gallery
+    progress = st.empty()
+    # Shown only while the first start embeds the world; later starts read the disk cache.
+    gallery = get_world_gallery(encoder, GALLERY_SPLIT, GALLERY_LIMIT,
+                                lambda fraction, text: progress.progress(fraction, text))
+    progress.empty()
+    return gallery
+
+
+# -- query ----------------------------------------------------------------------------------------
+def choose_query(gallery: ex.Gallery, encoder) -> tuple[np.ndarray | None, int | None, pd.Series | None, Any, str]:
+    """The query as ``(embedding (d,), gallery id or None, labels or None, image or None, description)``."""
+    state = st.session_state
+    if "query_id" not in state or state.query_id >= len(gallery):
+        state.query_id = ex.default_query_id(gallery)
+    st.subheader("Query")
+    if "pending_query_mode" in state:
+        state.query_mode = state.pop("pending_query_mode")
+    mode = st.radio("Query from", ["Gallery image", "Upload", "Text"], horizontal=True, key="query_mode")
+    if mode == "Upload":
+        upload = st.file_uploader("Upload an image (PNG, JPEG or WebP)", key="query_upload")
+        if upload is None:
+            st.info("Upload an image to use it as the query.")
+            return None, None, None, None, ""
+        vector = attempt(lambda: embed_upload(encoder.name, encoder, upload.getvalue(), upload.name),
+                         "That upload cannot be used")
+        if vector is None:
+            return None, None, None, None, ""
+        image = ex.query_image_from_upload(upload.getvalue(), upload.name)
+        return vector, None, None, image, f"upload {upload.name}"
+    if mode == "Text":
+        text = st.text_input("Text query", value="a dog in watercolor", key="query_text").strip()
+        if not text:
+            st.warning("Type a text query.")
+            return None, None, None, None, ""
+        return embed_text_query(encoder.name, encoder, text), None, None, None, f"text “{text}”"
+
+    search_col, pick_col, random_col = st.columns([2, 3, 1])
+    needle = search_col.text_input("Search by name", key="query_search", placeholder="e.g. cat, rocket, pizza")
+    options = gallery.find(needle) if needle.strip() else []
+    if needle.strip() and not options:
+        search_col.caption("No gallery image matches.")
+
+    def picked() -> None:
+        if state.get("query_pick") is not None:
+            state.query_id = int(state.query_pick)
+
+    pick_col.selectbox("Matches", options, index=None, format_func=gallery.caption, key="query_pick",
+                       on_change=picked, placeholder=f"{len(options)} match(es)" if options else "search first")
+
+    def draw_random() -> None:
+        state.query_id = int(np.random.default_rng().integers(len(gallery)))
+
+    random_col.button("Random", key="query_random", on_click=draw_random)
+    item = int(state.query_id)
+    return (gallery.embeddings[item].numpy(), item, gallery.labels.iloc[item], gallery.image(item),
+            f"#{item} {gallery.caption(item)}")
+
+
+# -- anchors --------------------------------------------------------------------------------------
+def anchor_column(column, name: str, label: str, presets: dict[str, tuple[str, ...]], default: str) -> ex.AnchorText:
+    """One anchor set: a preset menu that fills a text area (one anchor per line), and its count."""
+    text_key, preset_key = f"anchors_{name}", f"preset_{name}"
+    if text_key not in st.session_state:
+        st.session_state[text_key] = "\n".join(presets[default])
+
+    def apply_preset() -> None:
+        st.session_state[text_key] = "\n".join(presets[st.session_state[preset_key]])
+
+    column.selectbox(f"Preset for {label}", list(presets), index=list(presets).index(default), key=preset_key,
+                     on_change=apply_preset)
+    column.text_area(f"Anchor set {label} (one per line)", key=text_key, height=160)
+    parsed = ex.parse_anchor_text(st.session_state[text_key])
+    (column.caption if len(parsed) else column.warning)(parsed.summary())
+    return parsed
+
+
+# -- results --------------------------------------------------------------------------------------
+def draw_grid(column, title: str, table: pd.DataFrame, gallery: ex.Gallery, value_name: str) -> None:
+    column.markdown(f"**{title}**  \n{ex.agreement_text(table)}")
+    images, captions = [], []
+    for row in table.itertuples(index=False):
+        # Plain text marks: emoji glyphs are missing from many systems' fonts.
+        marks = ("✓obj " if getattr(row, "same_object") is True else "") + ("✓sty" if getattr(row, "same_style") is True else "")
+        images.append(gallery.image(row.gallery_id))
+        captions.append(f"{row.rank}. {gallery.caption(row.gallery_id)[:28]} {value_name[0]}={getattr(row, value_name):.3g} {marks}")
+    column.image(images, caption=captions, width=GRID_WIDTH)
+
+
+def main() -> None:
+    choices = sidebar()
+    encoder = load_encoder_for(choices)
+    gallery = load_gallery_for(choices, encoder)
+    st.sidebar.caption(f"{gallery.description} · {encoder.name} (d = {encoder.dim}, logit scale "
+                       f"{encoder.logit_scale:.1f}) on CPU")
+
+    query_col, anchor_col = st.columns([1.3, 3])
+    with query_col:
+        query, query_id, query_labels, query_image, query_text = choose_query(gallery, encoder)
+        if query_image is not None:
+            st.image(query_image, caption=query_text, width=160)
+        elif query is not None:
+            st.caption(f"Query: {query_text}")
+
+    presets = ex.anchor_presets(gallery)
+    with anchor_col:
+        st.subheader("Anchors")
+        col_a, col_b = st.columns(2)
+        parsed_a = anchor_column(col_a, "a", "A (object)", presets, "Gallery object names")
+        parsed_b = anchor_column(col_b, "b", "B (style)", presets, "Gallery styles")
+        slider_col, balance_col = st.columns([3, 1])
+        p = slider_col.slider("p: weight of A against B (p = 1: only A, p = 0: only B)", 0.0, 1.0, 0.5, 0.05, key="p")
+        balanced = balance_col.checkbox("Balanced weights", value=True, key="balanced",
+                                        help="w_k ∝ p_k exp(−c_k), c_k = mean κ_k over the gallery, so p moves the "
+                                             "neighbours gradually. Off: the paper's literal weights (p, 1 − p).")
+    if query is None:
+        return
+    spec = attempt(lambda: ex.GeometrySpec(kind=choices["kind"], scale=float(choices["scale"]),
+                                           n_components=int(choices["n_components"]), rank=int(choices["rank"]),
+                                           alpha=float(choices["alpha"]), reverse=choices["reverse"]),
+                   "Invalid geometry", stop=True)
+    prior = ex.parse_anchor_text(choices["prior_text"]).anchors
+    geometry = attempt(lambda: get_geometry(gallery.key, gallery, encoder.name, encoder, parsed_a.anchors,
+                                            parsed_b.anchors, spec, prior), "Cannot build the geometry", stop=True)
+    for note in geometry.notes:
+        st.info(note)
+    if not geometry.is_mixture:
+        st.caption(f"Only set {geometry.component_names[0]} has anchors, so p has no effect.")
+
+    k = choices["k"]
+    index = geometry.index_at(p, balanced)
+    result = attempt(lambda: ex.search_one(index, query, k, exclude=query_id), "Cannot rank the gallery", stop=True)
+    anchor_table = ex.neighbour_table(*result, gallery, query_labels, "divergence")
+    cosine = get_baseline("cosine", gallery.key, gallery, encoder.name, encoder, ())
+    cosine_table = ex.neighbour_table(*ex.search_one(cosine, query, k, exclude=query_id), gallery, query_labels,
+                                      "similarity")
+    st.session_state["neighbour_ids"] = anchor_table["gallery_id"].tolist()
+    st.session_state["cosine_ids"] = cosine_table["gallery_id"].tolist()
+
+    st.subheader("Neighbours")
+    st.caption("✓obj: same object as the query · ✓sty: same style · d = anchor divergence (lower is closer), "
+               "s = similarity (higher is closer)")
+    grid_cols = st.columns(3 if choices["show_iti"] else 2)
+    draw_grid(grid_cols[0], f"Anchor divergence ({ex.MODEL_KINDS[spec.kind].split(' (')[0]}, p = {p:.2f})",
+              anchor_table, gallery, "divergence")
+    draw_grid(grid_cols[1], "Cosine similarity", cosine_table, gallery, "similarity")
+    tables = {"anchor divergence": anchor_table, "cosine": cosine_table}
+    if choices["show_iti"]:
+        iti_texts = parsed_a.anchors + parsed_b.anchors
+        iti = attempt(lambda: get_baseline("iti", gallery.key, gallery, encoder.name, encoder, iti_texts), "ITI")
+        if iti is not None:
+            tables["iti"] = ex.neighbour_table(*ex.search_one(iti, query, k, exclude=query_id), gallery, query_labels,
+                                               "similarity")
+            draw_grid(grid_cols[2], "ITI (our reading: cosine of anchor profiles)", tables["iti"], gallery, "similarity")
+
+    export = pd.concat([table.assign(method=name) for name, table in tables.items()], ignore_index=True)
+    down_csv, down_png = st.columns(2)
+    down_csv.download_button("Download neighbour table (CSV)", export.to_csv(index=False).encode(), "neighbours.csv",
+                             "text/csv", key="download_csv")
+    grid = ex.grid_png([gallery.image(i) for i in anchor_table["gallery_id"]],
+                       [f"{r}. {gallery.caption(i)}\nd={v:.3g}" for r, i, v in
+                        anchor_table[["rank", "gallery_id", "divergence"]].itertuples(index=False)],
+                       title=f"Query: {query_text} · p = {p:.2f}")
+    down_png.download_button("Download neighbour grid (PNG)", grid, "neighbours.png", "image/png", key="download_png")
+
+    explain_section(geometry, p, balanced, gallery, query, anchor_table)
+    sweep_section(geometry, query, k, gallery, query_labels, query_id, balanced)
+    umap_section(gallery, geometry, p, balanced, encoder, parsed_a, parsed_b, spec, query_id, anchor_table)
+
+
+def explain_section(geometry: ex.ExplorerGeometry, p: float, balanced: bool, gallery: ex.Gallery,
+                    query: np.ndarray, table: pd.DataFrame) -> None:
+    st.subheader("Why this neighbour?")
+    rank = st.selectbox("Neighbour", table["rank"].tolist(), key="explain_rank",
+                        format_func=lambda r: f"{r}. {gallery.caption(table.gallery_id.iloc[r - 1])}")
+    neighbour = int(table.gallery_id.iloc[rank - 1])
+    model = geometry.model_at(p, balanced)
+    query_tilt, neighbour_tilt, divergence, shown = explain.explain_pair(
+        model, geometry.component_anchors, geometry.component_texts, geometry.component_names,
+        torch.as_tensor(query), gallery.embeddings[neighbour], reverse=geometry.spec.reverse)
+    left, middle, right = st.columns([2, 1, 2])
+    left.markdown("**Query's tilted anchor distribution**")
+    left.dataframe(query_tilt.top(8), hide_index=True, key="explain_query")
+    right.markdown(f"**Neighbour {rank}'s tilted anchor distribution**")
+    right.dataframe(neighbour_tilt.top(8), hide_index=True, key="explain_neighbour")
+    middle.image(gallery.image(neighbour), width=96)
+    middle.metric("Anchor divergence (model)", f"{divergence:.4f}")
+    if query_tilt.exact:
+        middle.caption("Exact tilted distributions p(anchor | x) ∝ w · exp(s γ·x); their KL equals the divergence.")
+    else:
+        middle.metric("KL of the shown tilts", f"{shown:.4f}")
+        middle.caption("This model is not supported on the anchors: the tables show the empirical tilt over the "
+                       "anchors in use (a stand-in); the divergence above is the model's own.")
+
+
+def sweep_section(geometry: ex.ExplorerGeometry, query: np.ndarray, k: int, gallery: ex.Gallery,
+                  query_labels: pd.Series | None, query_id: int | None, balanced: bool) -> None:
+    st.subheader("p sweep")
+    if not geometry.is_mixture or query_labels is None:
+        st.caption("Needs both anchor sets and a query from the gallery (whose labels are known).")
+        return
+    sweep = ex.p_sweep(geometry, torch.as_tensor(query), k, gallery, query_labels, exclude=query_id, balanced=balanced)
+    st.line_chart(sweep.set_index("p").rename(columns={"object": "same object", "style": "same style"}),
+                  height=220, x_label="p (weight of A)", y_label=f"fraction of top-{k}")
+
+
+def umap_section(gallery: ex.Gallery, geometry: ex.ExplorerGeometry, p: float, balanced: bool, encoder,
+                 parsed_a: ex.AnchorText, parsed_b: ex.AnchorText, spec: ex.GeometrySpec,
+                 query_id: int | None, table: pd.DataFrame) -> None:
+    st.subheader("UMAP of the geometry")
+    controls = st.columns(4)
+    show = controls[0].checkbox("Show the layout", key="umap_show",
+                                help="UMAP of the anchor-divergence kNN graph; computed once per geometry and cached.")
+    max_points = int(controls[1].number_input("Points (fixed sample)", 10, 20_000, min(len(gallery), 4000),
+                                              step=500, key="umap_points"))
+    colour_columns = [c for c in gallery.labels.columns if gallery.labels[c].nunique() < 200] or [gallery.name_column]
+    colour = controls[2].selectbox("Colour by", colour_columns, key="umap_colour",
+                                   index=colour_columns.index(gallery.style_column) if gallery.style_column in colour_columns else 0)
+    with_cosine = controls[3].checkbox("Cosine layout beside it", key="umap_cosine")
+    if not show:
+        return
+    base_key = ex.layout_key(gallery.key, encoder.name, parsed_a.anchors, parsed_b.anchors, spec, round(p, 4), balanced)
+    layouts = [("anchor", "Anchor divergence", base_key)]
+    if with_cosine:
+        layouts.append(("cosine", "Cosine", ex.layout_key(gallery.key, encoder.name)))
+    columns = st.columns(len(layouts))
+    highlighted = set(table.gallery_id.tolist())
+    for column, (method, title, key) in zip(columns, layouts):
+        ids, xy = attempt(lambda: get_layout(key, method, gallery, geometry, p, balanced, None, max_points),
+                          "Cannot lay out the gallery") or (None, None)
+        if ids is None:
+            continue
+        frame = gallery.labels.iloc[ids].reset_index(drop=True).assign(x=xy[:, 0], y=xy[:, 1], gallery_id=ids)
+        frame["role"] = np.where(frame.gallery_id == query_id, "query",
+                                 np.where(frame.gallery_id.isin(highlighted), "neighbour", "gallery"))
+        frame[colour] = frame[colour].astype(str)
+        figure = px.scatter(frame, x="x", y="y", color=colour, symbol="role", custom_data=["gallery_id"],
+                            hover_data={gallery.name_column: True, "x": False, "y": False},
+                            symbol_map={"gallery": "circle", "neighbour": "diamond", "query": "star"},
+                            title=title, height=520)
+        figure.update_traces(marker={"size": 5, "opacity": 0.7})
+        figure.for_each_trace(lambda trace: trace.update(marker={"size": 14, "opacity": 1.0, "line": {"width": 1}})
+                              if "query" in trace.name or "neighbour" in trace.name else None)
+        event = column.plotly_chart(figure, key=f"umap_chart_{method}", on_select="rerun", selection_mode="points")
+        points = (event or {}).get("selection", {}).get("points", []) if isinstance(event, dict) else \
+            getattr(getattr(event, "selection", None), "points", []) or []
+        if points:
+            picked = int(points[0]["customdata"][0])
+            # A selection persists across reruns; act on it once, then it is the query.
+            if st.session_state.get(f"umap_chart_{method}_handled") != picked:
+                st.session_state[f"umap_chart_{method}_handled"] = picked
+                st.session_state.query_id = picked
+                st.session_state.pending_query_mode = "Gallery image"  # the radio exists already this run
+                st.rerun()
+    if ids is None:
+        return
+    missing = [i for i in ([query_id] if query_id is not None else []) + sorted(highlighted) if i not in set(ids.tolist())]
+    if missing:
+        st.caption(f"{len(missing)} of the query and its neighbours are outside the sampled {len(ids):,} points.")
+
+
+main()

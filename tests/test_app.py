@@ -1,0 +1,232 @@
+"""The Streamlit explorer through streamlit.testing.v1.AppTest, on a small slice of the emoji world.
+
+Every test checks the app against the library: the neighbours the app shows are the ones
+anchordiv.explorer computes for the same query, anchors, p and model.
+"""
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from anchordiv import explorer as ex
+from anchordiv.builtin.weights import ASSETS_DIR, MANIFEST_NAME, WEIGHTS_NAME
+from anchordiv.cache import cache_dir
+
+streamlit_testing = pytest.importorskip("streamlit.testing.v1")
+AppTest = streamlit_testing.AppTest
+
+APP = Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py"
+SPLIT, LIMIT = "heldout", 96  # 8 emoji x 12 renditions: seconds to embed, enough to rank
+TIMEOUT = 240
+
+pytestmark = pytest.mark.skipif(not (ASSETS_DIR / WEIGHTS_NAME).is_file() or not (ASSETS_DIR / MANIFEST_NAME).is_file(),
+                                reason="the built-in model weights (assets/builtin-model.*) are not there yet")
+
+
+@pytest.fixture(scope="module")
+def app_env(tmp_path_factory):
+    """A private anchordiv cache (sharing the rendered world, which is slow to rebuild) and a small gallery."""
+    cache = tmp_path_factory.mktemp("anchordiv-cache")
+    rendered = cache_dir() / "emoji_world"
+    if rendered.is_dir():
+        (cache / "emoji_world").symlink_to(rendered, target_is_directory=True)
+    saved = {name: os.environ.get(name) for name in ("ANCHORDIV_CACHE", "ANCHORDIV_APP_GALLERY_SPLIT",
+                                                     "ANCHORDIV_APP_GALLERY_LIMIT")}
+    os.environ.update(ANCHORDIV_CACHE=str(cache), ANCHORDIV_APP_GALLERY_SPLIT=SPLIT,
+                      ANCHORDIV_APP_GALLERY_LIMIT=str(LIMIT))
+    yield cache
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+@pytest.fixture(scope="module")
+def library(app_env):
+    """The same encoder and gallery the app uses, for computing the expected neighbours."""
+    from anchordiv.encoders import load_encoder
+
+    encoder = load_encoder("builtin", device="cpu")
+    gallery = ex.world_gallery(encoder, split=SPLIT, limit=LIMIT)
+    presets = ex.anchor_presets(gallery)
+    return {"encoder": encoder, "gallery": gallery, "presets": presets}
+
+
+def start() -> AppTest:
+    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    assert not app.exception, app.exception
+    return app
+
+
+def expected_ids(library, texts_a, texts_b, p=0.5, query_id=None, kind="softmax", balanced=True, k=10) -> list[int]:
+    encoder, gallery = library["encoder"], library["gallery"]
+    texts_a, texts_b = tuple(texts_a), tuple(texts_b)
+    anchors = [encoder.encode_texts(list(t)) if t else np.zeros((0, encoder.dim), np.float32) for t in (texts_a, texts_b)]
+    import torch
+
+    anchors = [torch.as_tensor(a) for a in anchors]
+    geometry = ex.ExplorerGeometry(gallery.embeddings, anchors, [texts_a, texts_b],
+                                   ex.GeometrySpec(kind=kind, scale=10.0))
+    query_id = ex.default_query_id(gallery) if query_id is None else query_id
+    return ex.search_one(geometry.index_at(p, balanced), gallery.embeddings[query_id], k, exclude=query_id)[1].tolist()
+
+
+def neighbours(app: AppTest) -> list[int]:
+    return list(app.session_state["neighbour_ids"])
+
+
+def messages(app: AppTest) -> str:
+    return " ".join(str(e.value) for kind in (app.error, app.warning, app.info, app.caption) for e in kind)
+
+
+def test_app_starts_on_the_builtin_world(library):
+    app = start()
+    presets = library["presets"]
+    assert neighbours(app) == expected_ids(library, presets["Gallery object names"], presets["Gallery styles"])
+    assert app.session_state["query_id"] == ex.default_query_id(library["gallery"])
+    assert len(app.session_state["cosine_ids"]) == 10
+    assert not app.error
+    assert "anchors in use" in messages(app)
+
+
+def test_p_moves_the_neighbours_as_the_library_says(library):
+    app = start()
+    presets = library["presets"]
+    for p in (1.0, 0.0):
+        app.slider(key="p").set_value(p).run()
+        assert not app.exception
+        assert neighbours(app) == expected_ids(library, presets["Gallery object names"], presets["Gallery styles"], p=p)
+    app.checkbox(key="balanced").uncheck().run()  # the paper's literal weights
+    assert neighbours(app) == expected_ids(library, presets["Gallery object names"], presets["Gallery styles"], p=0.0,
+                                           balanced=False)
+
+
+def test_changing_anchors_changes_the_neighbours(library):
+    app = start()
+    names = library["presets"]["Gallery object names"]
+    app.text_area(key="anchors_b").set_value("pixel art\n\npixel art\n\nwatercolor painting").run()
+    assert not app.exception
+    assert "2 anchors in use (1 duplicate, 2 blank lines ignored)" in messages(app)
+    assert neighbours(app) == expected_ids(library, names, ["pixel art", "watercolor painting"])
+    app.selectbox(key="preset_a").set_value("Paper: dog breeds").run()
+    assert app.text_area(key="anchors_a").value.splitlines()[0] == "husky"
+    assert neighbours(app) == expected_ids(library, ex.DOG_BREEDS, ["pixel art", "watercolor painting"])
+
+
+def test_changing_the_model_and_query(library):
+    app = start()
+    presets = library["presets"]
+    app.selectbox(key="model_kind").set_value("gaussian").run()
+    assert not app.exception
+    assert neighbours(app) == expected_ids(library, presets["Gallery object names"], presets["Gallery styles"],
+                                           kind="gaussian")
+    app.text_input(key="query_search").set_value("pixel art").run()
+    choice = app.selectbox(key="query_pick").options[3]
+    app.selectbox(key="query_pick").set_value(choice).run()
+    query_id = app.session_state["query_id"]
+    assert library["gallery"].caption(query_id) == choice and "pixel art" in choice
+    assert neighbours(app) == expected_ids(library, presets["Gallery object names"], presets["Gallery styles"],
+                                           kind="gaussian", query_id=query_id)
+    app.button(key="query_random").click().run()
+    assert not app.exception and len(neighbours(app)) == 10
+
+
+def test_text_query_and_iti(library):
+    app = start()
+    app.radio(key="query_mode").set_value("Text").run()
+    app.text_input(key="query_text").set_value("a pixel art cat").run()
+    app.checkbox(key="show_iti").check().run()
+    assert not app.exception and not app.error and len(neighbours(app)) == 10
+
+
+def _png() -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (64, 64), (200, 30, 30)).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def test_uploads_good_and_bad(library):
+    app = start()
+    app.radio(key="query_mode").set_value("Upload").run()
+    app.file_uploader(key="query_upload").set_value(("broken.png", b"\x89PNG\r\n\x1a\nbroken", "image/png")).run()
+    assert not app.exception
+    assert any("broken.png" in error.value for error in app.error)
+    app.file_uploader(key="query_upload").set_value(("notes.txt", b"just text", "text/plain")).run()
+    assert not app.exception and any("not an image" in error.value for error in app.error)
+    app.file_uploader(key="query_upload").set_value(("red.png", _png(), "image/png")).run()
+    assert not app.exception and not app.error and len(neighbours(app)) == 10
+
+
+def test_bad_anchor_sets_never_raise(library):
+    app = start()
+    app.text_area(key="anchors_a").set_value("\n  \n").run()
+    assert not app.exception and "p has no effect" in messages(app)
+    app.text_area(key="anchors_b").set_value("").run()
+    assert not app.exception and any("both anchor sets are empty" in error.value for error in app.error)
+    app.text_area(key="anchors_b").set_value("pixel art").run()  # one anchor
+    assert not app.exception and "one anchor" in messages(app)
+    app.selectbox(key="model_kind").set_value("gaussian").run()
+    assert not app.exception and "ridge" in messages(app) and len(neighbours(app)) == 10
+    app.selectbox(key="model_kind").set_value("latent-gaussian").run()
+    assert not app.exception and any("latent model needs at least two" in error.value for error in app.error)
+    app.selectbox(key="model_kind").set_value("posterior-softmax").run()
+    assert not app.exception and any("prior" in error.value for error in app.error)
+    app.number_input(key="top_k").set_value(50).run()
+    assert not app.exception
+
+
+@pytest.mark.slow
+def test_five_thousand_anchors(library):
+    app = start()
+    app.text_area(key="anchors_a").set_value("\n".join(f"object number {i}" for i in range(5000))).run()
+    assert not app.exception and "5,000 anchors in use" in messages(app) and len(neighbours(app)) == 10
+
+
+def test_missing_checkpoint_and_broken_folder(library, tmp_path):
+    app = start()
+    app.radio(key="model_source").set_value("open_clip (local checkpoint)").run()
+    assert not app.exception
+    app.text_input(key="openclip_checkpoint").set_value(str(tmp_path / "missing.pt")).run()
+    assert not app.exception and any("open_clip" in error.value for error in app.error)
+    app.radio(key="model_source").set_value("Built-in").run()
+    folder = tmp_path / "images"
+    for label, colour in (("red", (220, 20, 20)), ("blue", (20, 20, 220))):
+        (folder / label).mkdir(parents=True)
+        for i in range(6):
+            Image.new("RGB", (64, 64), tuple(max(0, c - 15 * i) for c in colour)).save(folder / label / f"{i}.png")
+    (folder / "red" / "broken.jpg").write_bytes(b"\xff\xd8\xff not a jpeg")
+    app.radio(key="gallery_source").set_value("Image folder").run()
+    app.text_input(key="folder_path").set_value(str(folder)).run()
+    assert not app.exception and not app.error
+    assert any("1 file(s) skipped" in expander.label for expander in app.sidebar.expander)
+    assert len(neighbours(app)) == 10
+    app.text_input(key="folder_path").set_value(str(tmp_path / "nowhere")).run()
+    assert not app.exception and any("does not exist" in error.value for error in app.error)
+
+
+def test_two_sessions_do_not_share_state(library):
+    first, second = start(), start()
+    first.slider(key="p").set_value(0.0).run()
+    before = neighbours(first)
+    second.slider(key="p").set_value(1.0).run()
+    second.text_area(key="anchors_b").set_value("neon on black").run()
+    first.run()
+    assert neighbours(first) == before
+    assert first.slider(key="p").value == 0.0 and second.slider(key="p").value == 1.0
+    presets = library["presets"]
+    assert before == expected_ids(library, presets["Gallery object names"], presets["Gallery styles"], p=0.0)
+
+
+@pytest.mark.slow
+def test_umap_layout_and_p_sweep(library):
+    app = start()
+    app.checkbox(key="umap_show").check().run()
+    assert not app.exception and not app.error
+    app.checkbox(key="umap_cosine").check().run()
+    assert not app.exception and not app.error

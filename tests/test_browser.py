@@ -1,0 +1,134 @@
+"""The explorer in a real browser: headless system Chromium driven by Playwright.
+
+Starts ``streamlit run app/streamlit_app.py`` on a free localhost port (small gallery, private
+cache), types anchors, moves the p slider, checks that the neighbour grid changes, and saves
+screenshots (also copied to /tmp/anchordiv_app.png). Skipped, with the reason, when Chromium or
+the playwright package is missing. Needs: ``apt-get install -y chromium`` and ``pip install playwright``
+(never ``playwright install``: the system Chromium is used).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from anchordiv.builtin.weights import ASSETS_DIR, WEIGHTS_NAME
+from anchordiv.cache import cache_dir
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = os.environ.get("ANCHORDIV_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+STARTUP_SECONDS = 240
+
+pytestmark = [pytest.mark.slow]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for(url: str, process: subprocess.Popen, seconds: float) -> None:
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"streamlit exited early with code {process.returncode}")
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise TimeoutError(f"streamlit did not answer at {url} within {seconds:.0f} s")
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory):
+    if not Path(CHROMIUM).is_file():
+        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install -y chromium)")
+    pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (pip install playwright)")
+    if not (ASSETS_DIR / WEIGHTS_NAME).is_file():
+        pytest.skip("the built-in model weights are not there yet")
+    cache = tmp_path_factory.mktemp("browser-cache")
+    if (cache_dir() / "emoji_world").is_dir():  # reuse the rendered world; it is slow to rebuild
+        (cache / "emoji_world").symlink_to(cache_dir() / "emoji_world", target_is_directory=True)
+    port = free_port()
+    env = {**os.environ, "ANCHORDIV_CACHE": str(cache), "ANCHORDIV_APP_GALLERY_SPLIT": "heldout",
+           "ANCHORDIV_APP_GALLERY_LIMIT": "96"}
+    log = open(cache / "streamlit.log", "w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "streamlit_app.py"), "--server.headless=true",
+         f"--server.port={port}", "--server.address=127.0.0.1", "--browser.gatherUsageStats=false",
+         "--server.fileWatcherType=none"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_for(url, process, 60)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
+
+
+def neighbour_captions(page) -> list[str]:
+    """Captions of the first image grid (the anchor-divergence neighbours)."""
+    return page.locator('[data-testid="stImageCaption"]').all_inner_texts()
+
+
+def wait_until_idle(page, seconds: float = STARTUP_SECONDS) -> None:
+    """Wait for the script run to finish (the status widget says 'Running' meanwhile)."""
+    page.wait_for_timeout(500)
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
+        " || !document.querySelector('[data-testid=\"stStatusWidget\"]').innerText.includes('Running')",
+        timeout=seconds * 1000)
+    page.wait_for_timeout(500)
+
+
+def test_browser_types_anchors_moves_p_and_sees_the_grid_change(app_url, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1500, "height": 2600})
+            page.goto(app_url)
+            page.get_by_text("Cosine similarity", exact=False).first.wait_for(timeout=STARTUP_SECONDS * 1000)
+            wait_until_idle(page)
+            start = neighbour_captions(page)
+            assert len(start) >= 20, start  # two grids of 10
+            page.screenshot(path=str(tmp_path / "start.png"), full_page=True)
+
+            style_box = page.get_by_label("Anchor set B (style) (one per line)")
+            style_box.fill("pixel art\nneon on black\npixel art\n")
+            style_box.press("Control+Enter")  # Streamlit's shortcut to apply a text area
+            wait_until_idle(page)
+            page.get_by_text("2 anchors in use").first.wait_for(timeout=60_000)
+            typed = neighbour_captions(page)
+
+            slider = page.locator('[data-testid="stSlider"]').filter(has_text="weight of A").get_by_role("slider")
+            slider.focus()
+            for _ in range(10):  # 0.5 -> 1.0 in steps of 0.05: only A
+                slider.press("ArrowRight")
+            wait_until_idle(page)
+            page.get_by_text("p = 1.00").first.wait_for(timeout=60_000)
+            moved = neighbour_captions(page)
+            assert moved[:10] != typed[:10] or typed[:10] != start[:10], "the neighbour grid never changed"
+            shot = tmp_path / "after.png"
+            page.screenshot(path=str(shot), full_page=True)
+            shutil.copy(shot, "/tmp/anchordiv_app.png")
+            assert not page.get_by_text("Traceback").count()
+        finally:
+            browser.close()

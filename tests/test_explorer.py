@@ -1,0 +1,267 @@
+"""The explorer's library helpers (anchordiv.explorer, .explain, .projection) on small synthetic data."""
+from __future__ import annotations
+
+import io
+import threading
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from PIL import Image
+
+import anchordiv as ad
+from anchordiv import explain
+from anchordiv import explorer as ex
+from anchordiv import projection
+from anchordiv.encoders.base import Encoder
+from anchordiv.images import ImageLoadError
+
+SCALE = 12.0
+
+
+def unit(rng: np.random.Generator, n: int, d: int = 16) -> torch.Tensor:
+    return torch.nn.functional.normalize(torch.as_tensor(rng.standard_normal((n, d)), dtype=torch.float32), dim=1)
+
+
+@pytest.fixture(scope="module")
+def world():
+    """A labelled synthetic gallery (60 images: 6 objects x 5 styles x 2) and two anchor sets."""
+    rng = np.random.default_rng(0)
+    objects, styles = unit(rng, 6), unit(rng, 5)
+    rows = [(o, s) for o in range(6) for s in range(5) for _ in range(2)]
+    embeddings = torch.stack([objects[o] + 0.8 * styles[s] for o, s in rows]) + 0.15 * unit(rng, len(rows))
+    embeddings = torch.nn.functional.normalize(embeddings, dim=1)
+    labels = pd.DataFrame({"obj": [f"object {o}" for o, _ in rows], "sty": [f"style {s}" for _, s in rows]})
+    images = [Image.new("RGB", (8, 8), (o * 40, s * 50, 0)) for o, s in rows]
+    gallery = ex.Gallery(embeddings=embeddings, labels=labels, load=lambda i: images[i], object_column="obj",
+                         name_column="obj", style_column="sty", key="synthetic", description="synthetic")
+    object_anchors = torch.nn.functional.normalize(objects + 0.05 * unit(rng, 6), dim=1)
+    style_anchors = torch.nn.functional.normalize(styles + 0.05 * unit(rng, 5), dim=1)
+    texts = ([f"object {i}" for i in range(6)], [f"style {i}" for i in range(5)])
+    return gallery, (object_anchors, style_anchors), texts
+
+
+def geometry(world, kind: str = "softmax", reverse: bool = False) -> ex.ExplorerGeometry:
+    gallery, anchors, texts = world
+    return ex.ExplorerGeometry(gallery.embeddings, anchors, texts, ex.GeometrySpec(kind=kind, scale=SCALE, reverse=reverse))
+
+
+def test_parse_anchor_text_strips_dedupes_and_counts():
+    parsed = ex.parse_anchor_text("dog\n\n  cat  \ndog\n\t\nbig   dog\ncat")
+    assert parsed.anchors == ("dog", "cat", "big dog")
+    assert (parsed.duplicates, parsed.blank_lines) == (2, 2)
+    assert parsed.summary() == "3 anchors in use (2 duplicates, 2 blank lines ignored)"
+    assert len(ex.parse_anchor_text("")) == 0 and len(ex.parse_anchor_text(None)) == 0
+    many = ex.parse_anchor_text("\n".join(f"thing {i}" for i in range(6000)))
+    assert len(many) == ex.MAX_ANCHORS and many.truncated == 1000 and "limit" in many.summary()
+
+
+def test_presets_include_gallery_and_paper_examples(world):
+    presets = ex.anchor_presets(world[0])
+    assert presets["Gallery object names"][:2] == ("object 0", "object 1")
+    assert presets["Gallery styles"] == tuple(f"style {i}" for i in range(5))
+    assert "Pleural Effusion" in presets["Paper: CheXpert pathologies (Table 2)"]
+    assert "husky" in presets["Paper: dog breeds"]
+    assert presets["Animals"] and presets["Food"] and presets["Vehicles"]
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("balanced", [True, False])
+def test_index_at_matches_a_fresh_mixture(world, reverse, balanced):
+    gallery, anchors, _ = world
+    shared = geometry(world, reverse=reverse)
+    for p in (0.0, 0.3, 1.0):
+        mixture = ad.MixtureAnchors([ad.EmpiricalAnchors(scale=SCALE), ad.EmpiricalAnchors(scale=SCALE)],
+                                    [p, 1 - p]).fit(anchors)
+        if balanced:
+            mixture.balance(gallery.embeddings)
+        expected = ad.AnchorIndex(mixture, gallery.embeddings, reverse=reverse).search(gallery.embeddings[:5], 8)
+        got = shared.index_at(p, balanced).search(gallery.embeddings[:5], 8)
+        torch.testing.assert_close(got[0], expected[0], rtol=1e-4, atol=1e-5)
+        assert torch.equal(got[1], expected[1])
+
+
+def test_index_at_never_mutates_the_shared_geometry(world):
+    """Per-request copies: concurrent users at different p see their own rankings."""
+    gallery = world[0]
+    shared = geometry(world)
+    weights_before = np.array(shared.model.effective_weights_)
+    expected = {p: shared.index_at(p).search(gallery.embeddings[:3], 6)[1] for p in (0.0, 1.0)}
+    results: dict[float, list] = {0.0: [], 1.0: []}
+
+    def user(p: float) -> None:
+        for _ in range(20):
+            results[p].append(shared.index_at(p).search(gallery.embeddings[:3], 6)[1])
+
+    threads = [threading.Thread(target=user, args=(p,)) for p in (0.0, 1.0)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for p, found in results.items():
+        assert all(torch.equal(ids, expected[p]) for ids in found)
+    np.testing.assert_array_equal(shared.model.effective_weights_, weights_before)
+    assert not torch.equal(expected[0.0], expected[1.0])
+
+
+def test_p_moves_neighbours_from_style_to_object(world):
+    gallery = world[0]
+    shared = geometry(world)
+    sweep = ex.p_sweep(shared, gallery.embeddings[0], 6, gallery, gallery.labels.iloc[0], exclude=0)
+    assert list(sweep.columns) == ["p", "object", "style"] and len(sweep) == 11
+    assert sweep["object"].iloc[-1] > sweep["object"].iloc[0]
+    assert sweep["style"].iloc[0] > sweep["style"].iloc[-1]
+
+
+def test_neighbour_table_and_agreement(world):
+    gallery = world[0]
+    values, ids = ex.search_one(geometry(world).index_at(1.0), gallery.embeddings[0], 4, exclude=0)
+    assert 0 not in ids and np.all(np.diff(values) >= -1e-6)
+    table = ex.neighbour_table(values, ids, gallery, gallery.labels.iloc[0], "divergence")
+    assert list(table["rank"]) == [1, 2, 3, 4] and table["same_object"].dtype == bool
+    hits = int(table["same_object"].sum())
+    assert ex.agreement(table)["object"] == (hits, 4)
+    assert f"{hits}/4 same object" in ex.agreement_text(table)
+    unknown = ex.neighbour_table(values, ids, gallery, None, "divergence")
+    assert ex.agreement_text(unknown) == "query labels unknown"
+    with pytest.raises(ValueError, match="top-k"):
+        ex.search_one(geometry(world).index, gallery.embeddings[0], len(gallery), exclude=0)
+
+
+@pytest.mark.parametrize("kind", list(ex.MODEL_KINDS))
+def test_every_model_kind_builds_and_ranks(world, kind):
+    gallery, anchors, texts = world
+    prior = torch.cat(anchors)
+    shared = ex.ExplorerGeometry(gallery.embeddings, anchors, texts, ex.GeometrySpec(kind=kind, scale=SCALE, rank=3),
+                                 prior=prior, prior_texts=[f"prior {i}" for i in range(len(prior))])
+    values, ids = ex.search_one(shared.index_at(0.5), gallery.embeddings[1], 5, exclude=1)
+    brute = shared.model_at(0.5).divergence(gallery.embeddings[1:2], gallery.embeddings)[0]
+    brute[1] = float("inf")
+    assert set(ids.tolist()) == set(torch.argsort(brute)[:5].tolist())
+
+
+def test_small_and_empty_anchor_sets(world):
+    gallery, (objects, styles), _ = world
+    with pytest.raises(ValueError, match="both anchor sets are empty"):
+        ex.ExplorerGeometry(gallery.embeddings, [objects[:0], styles[:0]], [[], []], ex.GeometrySpec())
+    single = ex.ExplorerGeometry(gallery.embeddings, [objects[:0], styles], [[], ["s"] * 5], ex.GeometrySpec())
+    assert not single.is_mixture and single.component_names == ["B"]
+    one = ex.ExplorerGeometry(gallery.embeddings, [objects[:1], styles[:0]], [["o"], []], ex.GeometrySpec(kind="gaussian"))
+    assert any("ridge" in note for note in one.notes)
+    ex.search_one(one.index_at(0.3), gallery.embeddings[0], 3)
+    softmax_one = ex.ExplorerGeometry(gallery.embeddings, [objects[:1], styles[:0]], [["o"], []], ex.GeometrySpec())
+    assert any("one anchor" in note for note in softmax_one.notes)
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        geometry(world).model_at(1.5)
+    with pytest.raises(ValueError, match="unknown anchor model"):
+        ex.GeometrySpec(kind="nope")
+    with pytest.raises(ValueError, match="prior"):
+        ex.fit_anchor_model(ex.GeometrySpec(kind="posterior-softmax"), objects)
+
+
+def test_explain_softmax_tilt_is_exact(world):
+    """For softmax mixtures the shown distributions are the model's own: their KL is the divergence."""
+    gallery = world[0]
+    shared = geometry(world)
+    model = shared.model_at(0.7)
+    query_tilt, neighbour_tilt, divergence, shown = explain.explain_pair(
+        model, shared.component_anchors, shared.component_texts, shared.component_names,
+        gallery.embeddings[0], gallery.embeddings[7])
+    assert query_tilt.exact and shown == pytest.approx(divergence, rel=1e-3, abs=1e-5)
+    assert query_tilt.probabilities.sum() == pytest.approx(1.0)
+    top = query_tilt.top(3)
+    assert list(top.columns) == ["anchor", "set", "probability"] and top["probability"].is_monotonic_decreasing
+    reverse = explain.explain_pair(model, shared.component_anchors, shared.component_texts, shared.component_names,
+                                   gallery.embeddings[0], gallery.embeddings[7], reverse=True)
+    assert reverse[3] == pytest.approx(reverse[2], rel=1e-3, abs=1e-5)
+
+
+def test_explain_gaussian_is_labelled_approximate(world):
+    gallery = world[0]
+    shared = geometry(world, kind="gaussian")
+    query_tilt, _, divergence, _ = explain.explain_pair(
+        shared.model_at(0.5), shared.component_anchors, shared.component_texts, shared.component_names,
+        gallery.embeddings[0], gallery.embeddings[3])
+    assert not query_tilt.exact and divergence >= -1e-6
+
+
+def test_grid_png_is_a_png(world):
+    gallery = world[0]
+    data = ex.grid_png([gallery.image(i) for i in range(7)], [gallery.caption(i) for i in range(7)], columns=3,
+                       title="query")
+    image = Image.open(io.BytesIO(data))
+    assert image.format == "PNG" and image.size[0] == 3 * 128
+
+
+def test_query_upload_validation():
+    buffer = io.BytesIO()
+    Image.new("RGB", (20, 10), "red").save(buffer, format="PNG")
+    assert ex.query_image_from_upload(buffer.getvalue(), "red.png").size == (20, 10)
+    with pytest.raises(ImageLoadError, match="broken.png"):
+        ex.query_image_from_upload(b"\x89PNG\r\n\x1a\n garbage", "broken.png")
+    with pytest.raises(ImageLoadError, match="not an image"):
+        ex.query_image_from_upload(b"hello, world", "notes.txt")
+    gif = io.BytesIO()
+    Image.new("RGB", (4, 4)).save(gif, format="GIF")
+    with pytest.raises(ImageLoadError, match="PNG, JPEG or WebP"):
+        ex.query_image_from_upload(gif.getvalue(), "anim.gif")
+
+
+class PixelEncoder(Encoder):
+    """A stand-in encoder for folder tests: mean colour per quadrant (12 numbers)."""
+
+    def __init__(self):
+        super().__init__(name="pixel-test", dim=12, logit_scale=10.0, device="cpu")
+
+    def _encode_image_batch(self, images):
+        arrays = [np.asarray(image.resize((2, 2)), dtype=np.float32).reshape(-1) + 1.0 for image in images]
+        return torch.as_tensor(np.stack(arrays))
+
+    def _encode_text_batch(self, texts):
+        return torch.ones((len(texts), 12))
+
+
+def test_folder_gallery_reports_broken_files(tmp_path, monkeypatch):
+    monkeypatch.setenv("ANCHORDIV_CACHE", str(tmp_path / "cache"))
+    for label, colour in (("red", (255, 0, 0)), ("blue", (0, 0, 255))):
+        (tmp_path / "images" / label).mkdir(parents=True)
+        for i in range(2):
+            Image.new("RGB", (16, 16), colour).save(tmp_path / "images" / label / f"{i}.png")
+    (tmp_path / "images" / "red" / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n not really")
+    gallery = ex.folder_gallery(tmp_path / "images", PixelEncoder())
+    assert len(gallery) == 4 and [path for path, _ in gallery.skipped] == ["red/broken.png"]
+    assert set(gallery.labels["label"]) == {"red", "blue"} and gallery.style_column is None
+    assert gallery.image(0).size == (16, 16)
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "junk.png").write_bytes(b"junk")
+    with pytest.raises(ValueError, match="no readable image"):
+        ex.folder_gallery(tmp_path / "empty", PixelEncoder())
+    with pytest.raises(ValueError, match="does not exist"):
+        ex.folder_gallery(tmp_path / "missing", PixelEncoder())
+
+
+def test_default_query_prefers_a_recognisable_image(world):
+    gallery = world[0]
+    assert ex.default_query_id(gallery, name="object 2", style="style 3") == 26
+    assert ex.default_query_id(gallery, name="zebra") == 0
+    assert gallery.find("object 5")[:2] == [50, 51]
+
+
+def test_knn_graph_and_layout(world, tmp_path, monkeypatch):
+    monkeypatch.setenv("ANCHORDIV_CACHE", str(tmp_path))
+    gallery = world[0]
+    shared = geometry(world)
+    index = shared.index_at(0.5)
+    indices, distances = projection.knn_graph(index, gallery.embeddings, n_neighbors=5)
+    assert indices.shape == (60, 5) and np.array_equal(indices[:, 0], np.arange(60))
+    assert np.all(distances >= 0) and np.all(distances[:, 0] == 0) and np.all(np.diff(distances, axis=1) >= -1e-6)
+    cosine_indices, cosine_distances = projection.knn_graph(ex.baseline_index("cosine", gallery.embeddings),
+                                                            gallery.embeddings, n_neighbors=5)
+    assert np.all(np.diff(cosine_distances, axis=1) >= -1e-6)
+    key = ex.layout_key("synthetic", 0.5)
+    ids, xy = ex.geometry_layout(gallery, "anchor", shared, p=0.5, max_points=40, n_neighbors=5, cache_key=key)
+    assert ids.shape == (40,) and xy.shape == (40, 2) and np.all(np.isfinite(xy))
+    again = ex.geometry_layout(gallery, "anchor", shared, p=0.5, max_points=40, n_neighbors=5, cache_key=key)
+    np.testing.assert_array_equal(again[1], xy)  # read back from the disk cache
+    assert projection.sample_ids(10, 20).tolist() == list(range(10))
