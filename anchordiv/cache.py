@@ -26,6 +26,18 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+def verified_sha256(path: Path, expected: str | None, record: str, hint: str,
+                    error: type[Exception] = ValueError) -> str:
+    """The sha256 of ``path`` after checking that it exists and equals ``expected`` (what
+    ``record`` says it should be); otherwise ``error`` naming the file, both hashes and ``hint``."""
+    if not path.is_file():
+        raise error(f"{path} is missing; {hint}")
+    actual = sha256_file(path)
+    if actual != expected:
+        raise error(f"{path} has sha256 {actual} but {record} records {expected} (damaged or changed); {hint}")
+    return actual
+
+
 def atomic_write(path: Path, write: Callable[[object], None]) -> None:
     """Call ``write(binary_file)`` on a temporary file next to ``path``, then rename it over ``path``.
 

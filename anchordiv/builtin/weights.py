@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save
 
-from ..cache import atomic_write, sha256_file
+from ..cache import atomic_write, sha256_file, verified_sha256
 from .model import BuiltinConfig, BuiltinModel
 from .text_tower import WeightsError
 
@@ -33,15 +33,10 @@ def load_builtin(directory: Path = ASSETS_DIR, device: str | torch.device = "cpu
     """The shipped model (eval mode) and its sha256, after checking the file against the manifest."""
     directory = Path(directory)
     weights, manifest_path = directory / WEIGHTS_NAME, directory / MANIFEST_NAME
-    for path in (weights, manifest_path):
-        if not path.is_file():
-            raise WeightsError(f"The built-in model file {path} is missing; {RETRAIN_HINT}.")
+    if not manifest_path.is_file():
+        raise WeightsError(f"The built-in model manifest {manifest_path} is missing; {RETRAIN_HINT}.")
     manifest = json.loads(manifest_path.read_text())
-    actual = sha256_file(weights)
-    if actual != manifest.get("sha256"):
-        raise WeightsError(
-            f"{weights} has sha256 {actual} but {manifest_path} records {manifest.get('sha256')}; {RETRAIN_HINT}."
-        )
+    actual = verified_sha256(weights, manifest.get("sha256"), str(manifest_path), RETRAIN_HINT, WeightsError)
     model = BuiltinModel(BuiltinConfig.from_json(manifest["config"]))
     model.load_state_dict(load_file(weights))
     return model.to(device).eval(), actual

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from ..cache import atomic_write, sha256_file
+from ..cache import atomic_write, sha256_file, verified_sha256
 
 VENDORS: tuple[str, ...] = ("google", "twitter")
 CELL = 64
@@ -59,15 +59,7 @@ def read_shipped(data_dir: Path = DEFAULT_DATA_DIR) -> ShippedEmoji:
         raise ShippedDataError(f"{manifest_path} is missing; {REBUILD_HINT}")
     manifest = json.loads(manifest_path.read_text())
     for name, expected in manifest["files"].items():
-        path = data_dir / name
-        if not path.is_file():
-            raise ShippedDataError(f"{path} is missing; {REBUILD_HINT}")
-        actual = sha256_file(path)
-        if actual != expected:
-            raise ShippedDataError(
-                f"{path} has sha256 {actual} but manifest.json records {expected}; "
-                f"the file is damaged or was changed by hand; {REBUILD_HINT}"
-            )
+        verified_sha256(data_dir / name, expected, "manifest.json", REBUILD_HINT, ShippedDataError)
     index = pd.read_csv(data_dir / "index.csv", dtype=str, keep_default_na=False)
     return ShippedEmoji(data_dir=data_dir, index=index, digest=sha256_file(manifest_path), columns=manifest["columns"])
 
