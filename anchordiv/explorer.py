@@ -212,15 +212,13 @@ def world_gallery(encoder, split: str = "all", limit: int | None = None,
     only the first start on a machine encodes images."""
     from .cache import cache_dir, cached_array
     from .datasets import load_emoji_world
-    from .datasets.shipped import DEFAULT_DATA_DIR, read_shipped
     from .datasets.styles import RENDERER_VERSION
 
     world = load_emoji_world(split)
     count = len(world) if limit is None else max(1, min(int(limit), len(world)))
     array = world.array[:count]
     labels = world.labels.iloc[:count].reset_index(drop=True)
-    digest = read_shipped(DEFAULT_DATA_DIR).digest
-    key = f"world|{encoder.name}|{digest}|renderer={RENDERER_VERSION}|{split}|{count}"
+    key = f"world|{encoder.name}|{world.digest}|renderer={RENDERER_VERSION}|{split}|{count}"
     name = hashlib.sha256(key.encode()).hexdigest()[:20]
     path = cache_dir() / "explorer" / f"world-{name}.npy"
 

@@ -57,12 +57,14 @@ class EmojiWorld:
 
     ``array`` is uint8 (n, 64, 64, 3) RGB (a read-only memory map for ``split="all"``);
     ``labels`` has one row per image with :data:`LABEL_COLUMNS`, where ``source`` is the vendor
-    whose drawing the image was made from; ``styles`` lists every style label in row order.
+    whose drawing the image was made from; ``styles`` lists every style label in row order;
+    ``digest`` is the sha256 of the shipped data's manifest, which pins every file.
     """
 
     array: np.ndarray
     labels: pd.DataFrame
     styles: tuple[str, ...]
+    digest: str
 
     @property
     def images(self) -> EmojiImages:
@@ -102,7 +104,7 @@ def load_emoji_world(split: str = "all", data_dir: Path | str | None = None) -> 
     if split != "all":
         keep = (labels["split"] == split).to_numpy()
         array, labels = array[keep], labels[keep].reset_index(drop=True)
-    return EmojiWorld(array=array, labels=labels, styles=STYLES)
+    return EmojiWorld(array=array, labels=labels, styles=STYLES, digest=shipped.digest)
 
 
 def world_labels(index: pd.DataFrame) -> pd.DataFrame:
