@@ -7,7 +7,7 @@ import numpy as np
 import torch
 
 from .._validation import ArrayLike, check_probability_vector
-from .base import AnchorModel, like_input
+from .base import AnchorModel
 
 
 class MixtureAnchors(AnchorModel):
@@ -110,10 +110,6 @@ class MixtureAnchors(AnchorModel):
     # -- evaluation --------------------------------------------------------------------------
     def _elements_per_row(self) -> int:
         return len(self.models) * self.n_features_in_
-
-    def component_cgf(self, x: ArrayLike) -> Any:
-        """``kappa_k(scale * x)`` for each component: shape ``(n, K)``."""
-        return like_input(self.gallery_state(self.natural_parameters(x), with_grad=False)[0], x)
 
     def gallery_state(self, eta: torch.Tensor, with_grad: bool) -> tuple:
         if not with_grad:
