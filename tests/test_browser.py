@@ -72,7 +72,7 @@ def app_url(tmp_path_factory):
     try:
         url = f"http://127.0.0.1:{port}"
         wait_for(url, process, 60)
-        yield url
+        yield url, cache / "streamlit.log"
     finally:
         process.terminate()
         try:
@@ -83,52 +83,76 @@ def app_url(tmp_path_factory):
 
 
 def neighbour_captions(page) -> list[str]:
-    """Captions of the first image grid (the anchor-divergence neighbours)."""
+    """Captions of the image grids, the anchor-divergence grid first."""
     return page.locator('[data-testid="stImageCaption"]').all_inner_texts()
 
 
 def wait_until_idle(page, seconds: float = STARTUP_SECONDS) -> None:
-    """Wait for the script run to finish (the status widget says 'Running' meanwhile)."""
+    """Wait for the script run to finish: Streamlit shows a running icon in its status widget meanwhile."""
     page.wait_for_timeout(500)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
-        " || !document.querySelector('[data-testid=\"stStatusWidget\"]').innerText.includes('Running')",
-        timeout=seconds * 1000)
+    page.wait_for_function("() => !document.querySelector('[data-testid^=\"stStatusWidgetRunning\"]')",
+                           timeout=seconds * 1000)
     page.wait_for_timeout(500)
+
+
+def wait_for_grids(page, count: int, seconds: float = STARTUP_SECONDS) -> list[str]:
+    """Wait until at least ``count`` neighbour captions are drawn: the heading can come before the images."""
+    page.wait_for_function(f"() => document.querySelectorAll('[data-testid=\"stImageCaption\"]').length >= {count}",
+                           timeout=seconds * 1000)
+    return neighbour_captions(page)
+
+
+def wait_for_change(page, before: list[str], seconds: float = 30) -> list[str]:
+    """The captions once they differ from ``before``, or the current ones after ``seconds`` (they may not move)."""
+    deadline = time.time() + seconds
+    while time.time() < deadline and neighbour_captions(page)[:10] == before[:10]:
+        page.wait_for_timeout(250)
+    return neighbour_captions(page)
+
+
+def page_report(page, log_path: Path) -> str:
+    """What the page showed and what streamlit logged, for a failing assertion."""
+    body = page.locator("body").inner_text()[-3000:]
+    log = log_path.read_text(errors="replace")[-3000:] if log_path.is_file() else "(no log)"
+    return f"page text:\n{body}\nstreamlit log:\n{log}"
 
 
 def test_browser_types_anchors_moves_p_and_sees_the_grid_change(app_url, tmp_path):
+    from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import sync_playwright
 
+    url, log_path = app_url
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         try:
             page = browser.new_page(viewport={"width": 1500, "height": 2600})
-            page.goto(app_url)
-            page.get_by_text("Cosine similarity", exact=False).first.wait_for(timeout=STARTUP_SECONDS * 1000)
-            wait_until_idle(page)
-            start = neighbour_captions(page)
-            assert len(start) >= 20, start  # two grids of 10
+            page.goto(url)
+            try:
+                start = wait_for_grids(page, 20)  # two grids of 10
+                wait_until_idle(page)
+            except PlaywrightError as error:
+                pytest.fail(f"the neighbour grids never appeared ({error})\n{page_report(page, log_path)}")
             page.screenshot(path=str(tmp_path / "start.png"), full_page=True)
 
             style_box = page.get_by_label("Anchor set B (style) (one per line)")
             style_box.fill("pixel art\nneon on black\npixel art\n")
             style_box.press("Control+Enter")  # Streamlit's shortcut to apply a text area
-            wait_until_idle(page)
             page.get_by_text("2 anchors in use").first.wait_for(timeout=60_000)
-            typed = neighbour_captions(page)
+            wait_until_idle(page)
+            typed = wait_for_change(page, start)
 
             slider = page.locator('[data-testid="stSlider"]').filter(has_text="weight of A").get_by_role("slider")
             slider.focus()
             for _ in range(10):  # 0.5 -> 1.0 in steps of 0.05: only A
                 slider.press("ArrowRight")
-            wait_until_idle(page)
             page.get_by_text("p = 1.00").first.wait_for(timeout=60_000)
-            moved = neighbour_captions(page)
-            assert moved[:10] != typed[:10] or typed[:10] != start[:10], "the neighbour grid never changed"
+            wait_until_idle(page)
+            moved = wait_for_change(page, typed)
+            assert moved[:10] != typed[:10] or typed[:10] != start[:10], \
+                f"the neighbour grid never changed\n{page_report(page, log_path)}"
             shot = tmp_path / "after.png"
             page.screenshot(path=str(shot), full_page=True)
             shutil.copy(shot, "/tmp/anchordiv_app.png")
-            assert not page.get_by_text("Traceback").count()
+            assert not page.get_by_text("Traceback").count(), page_report(page, log_path)
         finally:
             browser.close()
