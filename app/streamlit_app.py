@@ -24,6 +24,7 @@ import torch
 
 from anchordiv import explain
 from anchordiv import explorer as ex
+from anchordiv import projection
 from anchordiv.encoders import load_encoder
 
 st.set_page_config(page_title="anchordiv explorer", page_icon="⚓", layout="wide")
@@ -108,6 +109,14 @@ def embed_upload(encoder_name: str, _encoder, data: bytes, name: str) -> np.ndar
 @st.cache_data(show_spinner=False, max_entries=32)
 def embed_text_query(encoder_name: str, _encoder, text: str) -> np.ndarray:
     return _encoder.encode_texts([text])[0].numpy()
+
+
+@st.cache_resource(show_spinner=False)
+def umap_warm_up() -> threading.Thread:
+    """Compile UMAP's kernels once per server, in the background, before anyone asks for a layout."""
+    thread = threading.Thread(target=projection.warm_up, name="umap-warm-up", daemon=True)
+    thread.start()
+    return thread
 
 
 @st.cache_data(show_spinner="Laying out the gallery with UMAP (cached per geometry)…", max_entries=16)
@@ -206,7 +215,7 @@ def choose_query(gallery: ex.Gallery, encoder) -> tuple[np.ndarray | None, int |
             return None, None, None, None, ""
         return embed_text_query(encoder.name, encoder, text), None, None, None, f"text “{text}”"
 
-    search_col, pick_col, random_col = st.columns([2, 3, 1])
+    search_col, pick_col = st.columns([2, 3])
     needle = search_col.text_input("Search by name", key="query_search", placeholder="e.g. cat, rocket, pizza")
     options = gallery.find(needle) if needle.strip() else []
     if needle.strip() and not options:
@@ -222,7 +231,8 @@ def choose_query(gallery: ex.Gallery, encoder) -> tuple[np.ndarray | None, int |
     def draw_random() -> None:
         state.query_id = int(np.random.default_rng().integers(len(gallery)))
 
-    random_col.button("Random", key="query_random", on_click=draw_random)
+    # On its own row: beside the two inputs, the narrow query column squeezed its label to "R.".
+    st.button("Random gallery image", key="query_random", on_click=draw_random)
     item = int(state.query_id)
     return (gallery.embeddings[item].numpy(), item, gallery.labels.iloc[item], gallery.image(item),
             f"#{item} {gallery.caption(item)}")
@@ -388,6 +398,7 @@ def umap_section(gallery: ex.Gallery, geometry: ex.ExplorerGeometry, p: float, b
     colour = controls[2].selectbox("Colour by", colour_columns, key="umap_colour",
                                    index=colour_columns.index(gallery.style_column) if gallery.style_column in colour_columns else 0)
     with_cosine = controls[3].checkbox("Cosine layout beside it", key="umap_cosine")
+    umap_warm_up()  # started here, after the grids are drawn, so that it never delays them
     if not show:
         return
     base_key = ex.layout_key(gallery.key, encoder.name, parsed_a.anchors, parsed_b.anchors, spec, round(p, 4), balanced)

@@ -230,3 +230,20 @@ def test_umap_layout_and_p_sweep(library):
     assert not app.exception and not app.error
     app.checkbox(key="umap_cosine").check().run()
     assert not app.exception and not app.error
+    # Selecting a point makes it the query. AppTest cannot click a plotly chart, so the test sets the
+    # selection state the browser would send for a click on image `picked` (its custom data).
+    picked = 5
+    assert app.session_state["query_id"] != picked
+    app.session_state["umap_chart_anchor"] = {"selection": {"points": [{"customdata": [picked]}], "point_indices": [0],
+                                                            "box": [], "lasso": []}}
+    app.run()
+    assert not app.exception and not app.error
+    assert app.session_state["query_id"] == picked
+    presets = library["presets"]
+    assert neighbours(app) == expected_ids(library, presets["Gallery object names"], presets["Gallery styles"],
+                                           query_id=picked)
+    # The selection persists across reruns but is acted on once, so a query picked afterwards sticks.
+    app.button(key="query_random").click().run()
+    chosen = app.session_state["query_id"]
+    app.run()
+    assert app.session_state["query_id"] == chosen and not app.exception
