@@ -1,0 +1,151 @@
+"""Galleries: image embeddings with labels and a way to show each image, from the built-in emoji
+world (:func:`world_gallery`) or a folder of images (:func:`folder_gallery`), and query images."""
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+from PIL import Image
+
+ProgressCallback = Callable[[float, str], None]
+
+
+@dataclass
+class Gallery:
+    """Image embeddings with labels and a way to show each image.
+
+    ``embeddings`` ``(G, d)`` float32 CPU tensor, unit rows; ``labels`` has ``G`` rows.
+    ``object_column`` / ``style_column`` say which label columns define "same object" and
+    "same style" (``style_column`` may be ``None``); ``name_column`` is shown to people.
+    ``key`` identifies the content (encoder and data), for cache keys. ``skipped`` lists
+    ``(path, reason)`` for files that could not be read.
+    """
+
+    embeddings: torch.Tensor
+    labels: pd.DataFrame
+    load: Callable[[int], Image.Image]
+    object_column: str
+    name_column: str
+    style_column: str | None
+    key: str
+    description: str
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return int(self.embeddings.shape[0])
+
+    def image(self, item: int) -> Image.Image:
+        """Gallery image ``item`` as RGB PIL."""
+        return self.load(int(item))
+
+    def caption(self, item: int) -> str:
+        """``"name · style"`` (style when known) for image ``item``."""
+        row = self.labels.iloc[int(item)]
+        name = str(row[self.name_column])
+        return f"{name} · {row[self.style_column]}" if self.style_column else name
+
+    def find(self, text: str, limit: int = 200) -> list[int]:
+        """Gallery ids whose caption contains ``text`` (case-insensitive), at most ``limit``."""
+        needle = text.strip().lower()
+        captions = self.labels[self.name_column].astype(str).str.lower()
+        if self.style_column:
+            captions = captions + " · " + self.labels[self.style_column].astype(str).str.lower()
+        hits = np.flatnonzero(captions.str.contains(needle, regex=False).to_numpy())
+        return hits[:limit].tolist()
+
+
+def _encode_in_chunks(encoder, images: Sequence[Image.Image] | Callable[[int], Image.Image], count: int,
+                      progress: ProgressCallback | None, chunk: int = 512) -> np.ndarray:
+    """``(count, d)`` float32 embeddings of ``images(i)``, reporting progress per chunk."""
+    parts = []
+    for start in range(0, count, chunk):
+        stop = min(start + chunk, count)
+        parts.append(encoder.encode_images([images(i) for i in range(start, stop)]).numpy())
+        if progress is not None:
+            progress(stop / count, f"Embedding the gallery: {stop:,} / {count:,} images")
+    return np.concatenate(parts) if parts else np.zeros((0, encoder.dim), np.float32)
+
+
+def world_gallery(encoder, split: str = "all", limit: int | None = None,
+                  progress: ProgressCallback | None = None) -> Gallery:
+    """The built-in emoji world (``split`` "all", "train" or "heldout"), first ``limit`` images,
+    embedded with ``encoder``. Embeddings are cached on disk by encoder name and data digest, so
+    only the first start on a machine encodes images."""
+    from ..cache import cache_dir, cached_array
+    from ..datasets import load_emoji_world
+    from ..datasets.styles import RENDERER_VERSION
+
+    world = load_emoji_world(split)
+    count = len(world) if limit is None else max(1, min(int(limit), len(world)))
+    array = world.array[:count]
+    labels = world.labels.iloc[:count].reset_index(drop=True)
+    key = f"world|{encoder.name}|{world.digest}|renderer={RENDERER_VERSION}|{split}|{count}"
+    name = hashlib.sha256(key.encode()).hexdigest()[:20]
+    path = cache_dir() / "explorer" / f"world-{name}.npy"
+
+    def load(item: int) -> Image.Image:
+        return Image.fromarray(np.asarray(array[item]), "RGB")
+
+    vectors = cached_array(path, key, lambda: _encode_in_chunks(encoder, load, count, progress))
+    return Gallery(
+        embeddings=torch.from_numpy(np.array(vectors, dtype=np.float32)), labels=labels, load=load,
+        object_column="emoji_id", name_column="name", style_column="style", key=key,
+        description=f"Emoji world ({split}, {count:,} images)",
+    )
+
+
+def folder_gallery(folder: str | os.PathLike, encoder, labels_csv: str | os.PathLike | None = None) -> Gallery:
+    """A folder of images (subfolders are object labels; a CSV may add columns, e.g. ``style``),
+    embedded with ``encoder`` through :func:`anchordiv.embeddings.embed_folder` and its cache.
+    Raises ``ValueError`` for a missing folder or one with no readable image."""
+    from ..embeddings import embed_folder
+    from ..images import load_image
+
+    root = Path(folder).expanduser()
+    embedded = embed_folder(root, encoder, labels_csv=labels_csv, progress=False)
+    if len(embedded.paths) == 0:
+        reasons = "; ".join(f"{path}: {reason}" for path, reason in embedded.skipped[:3])
+        raise ValueError(f"no readable image in {str(folder)!r}" + (f" (skipped {reasons})" if reasons else ""))
+    labels = embedded.labels.copy()
+    labels["label"] = labels["label"].fillna("(top folder)")
+    paths = list(embedded.paths)
+    style = "style" if "style" in labels.columns else None
+    key = f"folder|{embedded.encoder_name}|{embedded.cache_path.name}|{len(paths)}|" + hashlib.sha256(
+        "\n".join(paths).encode()).hexdigest()[:16]
+    return Gallery(
+        embeddings=embedded.embeddings, labels=labels, load=lambda item: load_image(root / paths[item], name=paths[item]),
+        object_column="label", name_column="label", style_column=style, key=key,
+        description=f"{root} ({len(paths):,} images)", skipped=list(embedded.skipped),
+    )
+
+
+def query_image_from_upload(data: bytes, name: str = "upload") -> Image.Image:
+    """An uploaded query image (PNG, JPEG or WebP) as RGB PIL; ``ImageLoadError`` (a ``ValueError``)
+    with a message for the user for anything else, corrupt or truncated files included."""
+    from ..images import ImageLoadError, load_image
+
+    image = load_image(data, name=name)  # refuses non-images, damaged data, oversized files
+    with Image.open(io.BytesIO(data)) as header:
+        if header.format not in ("PNG", "JPEG", "WEBP"):
+            raise ImageLoadError(name, f"{header.format} images are not accepted as queries; upload a PNG, JPEG or WebP")
+    return image
+
+
+
+def default_query_id(gallery: Gallery, name: str = "dog", style: str = "watercolor painting") -> int:
+    """A sensible first query: the first image whose name contains ``name`` in ``style`` (then any
+    style, then any image), so the app opens on something recognisable."""
+    names = gallery.labels[gallery.name_column].astype(str).str.lower()
+    matches = names.str.contains(name, regex=False).to_numpy()
+    if gallery.style_column is not None:
+        styled = matches & (gallery.labels[gallery.style_column].astype(str) == style).to_numpy()
+        if styled.any():
+            return int(np.flatnonzero(styled)[0])
+    return int(np.flatnonzero(matches)[0]) if matches.any() else 0

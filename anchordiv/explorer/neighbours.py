@@ -1,0 +1,74 @@
+"""Results: the top-``k`` of one query (:func:`search_one`), its table of neighbours with label
+agreement (:func:`neighbour_table`, :func:`agreement`) and agreement as ``p`` moves (:func:`p_sweep`)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+import torch
+
+if TYPE_CHECKING:
+    from .gallery import Gallery
+    from .geometry import ExplorerGeometry
+
+
+def search_one(index, query: torch.Tensor, k: int, exclude: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Top-``k`` of one query ``(d,)`` or ``(1, d)``: ``(values (k,), ids (k,))`` as numpy, best first.
+    ``exclude`` is a gallery id to skip (the query itself when it comes from the gallery)."""
+    vector = torch.as_tensor(query, dtype=torch.float32).reshape(1, -1)
+    k = int(k)
+    available = len(index) - (exclude is not None)
+    if k > available:
+        raise ValueError(f"top-k={k} is larger than the {available} gallery images available; lower k")
+    excluded = None if exclude is None else torch.tensor([int(exclude)])
+    values, ids = index.search(vector, k, exclude=excluded)
+    return values[0].numpy(), ids[0].numpy()
+
+
+def neighbour_table(values: np.ndarray, ids: np.ndarray, gallery: Gallery, query_labels: pd.Series | None,
+                    value_name: str) -> pd.DataFrame:
+    """One row per neighbour: rank, gallery id, labels, ``value_name`` (divergence or similarity),
+    and ``same_object`` / ``same_style`` against ``query_labels`` (``None`` when unknown)."""
+    rows = gallery.labels.iloc[ids].reset_index(drop=True)
+    table = pd.DataFrame({"rank": np.arange(1, len(ids) + 1), "gallery_id": ids.astype(int)})
+    for column in dict.fromkeys([gallery.name_column, gallery.object_column] +
+                                ([gallery.style_column] if gallery.style_column else [])):
+        table[column] = rows[column].to_numpy()
+    table[value_name] = np.asarray(values, dtype=np.float64)
+    for flag, column in (("same_object", gallery.object_column), ("same_style", gallery.style_column)):
+        if query_labels is not None and column is not None:
+            table[flag] = (rows[column].to_numpy() == query_labels[column])
+        else:
+            table[flag] = pd.Series([pd.NA] * len(ids), dtype="boolean")
+    return table
+
+
+def agreement(table: pd.DataFrame) -> dict[str, tuple[int, int] | None]:
+    """``{"object": (hits, k), "style": (hits, k)}`` from a :func:`neighbour_table`; ``None`` where unknown."""
+    result: dict[str, tuple[int, int] | None] = {}
+    for name in ("object", "style"):
+        column = table[f"same_{name}"]
+        result[name] = None if column.isna().any() else (int(column.sum()), len(column))
+    return result
+
+
+def agreement_text(table: pd.DataFrame) -> str:
+    """E.g. ``"7/10 same object · 3/10 same style"``."""
+    parts = [f"{hits}/{k} same {name}" for name, value in agreement(table).items() if value is not None
+             for hits, k in [value]]
+    return " · ".join(parts) if parts else "query labels unknown"
+
+
+def p_sweep(geometry: ExplorerGeometry, query: torch.Tensor, k: int, gallery: Gallery,
+            query_labels: pd.Series | None, exclude: int | None = None, balanced: bool = True,
+            steps: int = 11) -> pd.DataFrame:
+    """Object and style agreement of the top-``k`` as ``p`` goes from 0 to 1 (paper Fig. 3, left).
+    Columns ``p``, ``object``, ``style`` (fractions; NaN where labels are unknown)."""
+    rows = []
+    for p in np.linspace(0.0, 1.0, steps):
+        values, ids = search_one(geometry.index_at(float(p), balanced), query, k, exclude)
+        score = agreement(neighbour_table(values, ids, gallery, query_labels, "divergence"))
+        rows.append({"p": float(p), **{name: (np.nan if value is None else value[0] / value[1])
+                                       for name, value in score.items()}})
+    return pd.DataFrame(rows)

@@ -1,0 +1,99 @@
+"""Speed: :func:`benchmark` times the explorer's interactive steps
+(``python -m anchordiv explorer-bench``)."""
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+import torch
+from PIL import Image
+
+from .gallery import Gallery
+from .geometry import ExplorerGeometry, GeometrySpec
+from .layout import geometry_layout, layout_key
+from .neighbours import search_one
+
+
+def benchmark(gallery_size: int = 20_000, n_anchors: int = 4_000, dim: int = 256, k: int = 10,
+              umap_points: int = 10_000, repeats: int = 20, seed: int = 0,
+              log: Callable[[str], None] = print) -> dict[str, float]:
+    """Time the explorer's interactive steps on synthetic unit vectors (CPU, one process).
+
+    ``gallery_size`` G images, A = ``n_anchors`` object anchors and B = 7 style anchors, softmax
+    mixture. Reports seconds to index the gallery, the median milliseconds to re-rank after moving
+    ``p`` and for a new query, seconds for UMAP's one-off numba compile, and seconds for a
+    ``umap_points`` UMAP layout after that compile and when cached on disk.
+    """
+    import statistics
+    import tempfile
+    import time
+
+    generator = torch.Generator().manual_seed(seed)
+
+    def unit(n: int) -> torch.Tensor:
+        return torch.nn.functional.normalize(torch.randn(n, dim, generator=generator), dim=1)
+
+    centres = unit(64)
+    gallery = torch.nn.functional.normalize(
+        centres[torch.randint(0, 64, (gallery_size,), generator=generator)] + 0.7 * unit(gallery_size), dim=1)
+    texts_a, texts_b = [f"object {i}" for i in range(n_anchors)], [f"style {i}" for i in range(7)]
+    labels = pd.DataFrame({"name": [f"item {i % 500}" for i in range(gallery_size)]})
+    view = Gallery(embeddings=gallery, labels=labels, load=lambda i: Image.new("RGB", (8, 8)), object_column="name",
+                   name_column="name", style_column=None, key=f"bench-{seed}", description="synthetic")
+    results: dict[str, float] = {}
+
+    start = time.perf_counter()
+    geometry = ExplorerGeometry(gallery, [unit(n_anchors), unit(7)], [texts_a, texts_b], GeometrySpec(scale=10.0))
+    results["index_s"] = time.perf_counter() - start
+    log(f"index the gallery (fit A and B, kappa_k of G = {gallery_size:,} items, N = {n_anchors:,} + 7 anchors): "
+        f"{results['index_s']:.2f} s")
+
+    query = gallery[0]
+    timings = []
+    for p in np.linspace(0.02, 0.98, repeats):
+        start = time.perf_counter()
+        search_one(geometry.index_at(float(p)), query, k, exclude=0)
+        timings.append(time.perf_counter() - start)
+    results["move_p_ms"] = 1000 * statistics.median(timings)
+    log(f"move p and re-rank (per-request copy, re-mix, top-{k}): median {results['move_p_ms']:.1f} ms "
+        f"(max {1000 * max(timings):.1f} ms) over {repeats}")
+
+    index = geometry.index_at(0.5)
+    search_one(index, query, k)
+    timings = []
+    for item in torch.randint(0, gallery_size, (repeats,), generator=generator).tolist():
+        start = time.perf_counter()
+        search_one(index, gallery[item], k, exclude=item)
+        timings.append(time.perf_counter() - start)
+    results["new_query_ms"] = 1000 * statistics.median(timings)
+    log(f"new query (grad kappa over N anchors + one pass over G): median {results['new_query_ms']:.1f} ms "
+        f"(max {1000 * max(timings):.1f} ms) over {repeats}")
+
+    from .. import projection
+
+    results["umap_compile_s"] = projection.warm_up()
+    log(f"UMAP's numba compile (once per process; the app does it in the background at start-up): "
+        f"{results['umap_compile_s']:.1f} s")
+    saved = os.environ.get("ANCHORDIV_CACHE")
+    with tempfile.TemporaryDirectory() as folder:
+        os.environ["ANCHORDIV_CACHE"] = folder
+        try:
+            key = layout_key("bench", seed, gallery_size, n_anchors, dim)
+            start = time.perf_counter()
+            geometry_layout(view, "anchor", geometry, 0.5, max_points=umap_points, cache_key=key)
+            results["umap_s"] = time.perf_counter() - start
+            start = time.perf_counter()
+            geometry_layout(view, "anchor", geometry, 0.5, max_points=umap_points, cache_key=key)
+            results["umap_cached_s"] = time.perf_counter() - start
+        finally:
+            if saved is None:
+                os.environ.pop("ANCHORDIV_CACHE", None)
+            else:
+                os.environ["ANCHORDIV_CACHE"] = saved
+    log(f"UMAP of {min(umap_points, gallery_size):,} points (kNN graph + {projection.DEFAULT_EPOCHS} epochs): "
+        f"{results['umap_s']:.1f} s after the compile ({results['umap_s'] + results['umap_compile_s']:.1f} s "
+        f"when nothing compiled it beforehand); "
+        f"cached on disk: {results['umap_cached_s']:.2f} s (in the app's memory cache: instant)")
+    return results
