@@ -4,7 +4,8 @@
 """
 from ..cache import cache_dir
 from .emoji import EmojiWorld, load_emoji_world
+from .layouts import LAYOUTS, ImageLayout, load_layout
 from .shipped import ShippedDataError
 from .styles import STYLES
 
-__all__ = ["STYLES", "EmojiWorld", "ShippedDataError", "cache_dir", "load_emoji_world"]
+__all__ = ["LAYOUTS", "STYLES", "EmojiWorld", "ImageLayout", "ShippedDataError", "cache_dir", "load_emoji_world", "load_layout"]
