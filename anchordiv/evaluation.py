@@ -5,7 +5,7 @@ import numpy as np
 import torch
 
 from ._validation import ArrayLike
-from .metrics import MeanAP, average_precision, summarize_average_precision
+from .metrics import MeanAP, ranked_average_precision, summarize_average_precision, tie_group_ends
 from .search import _InnerProductIndex
 
 
@@ -31,10 +31,12 @@ def retrieval_average_precision(index: _InnerProductIndex, queries: ArrayLike, q
         rows = slice(start, start + batch_size)
         values, ids = index.search(query_matrix[rows], k, None if excluded is None else excluded[rows])
         values, ids = np.asarray(values), np.asarray(ids)
-        scores = values if index.higher_is_closer else -values
+        if not np.all(np.isfinite(values)):
+            raise ValueError("the index returned NaN or infinite scores; check the embeddings and the model's scale.")
+        group_ends = tie_group_ends(values)  # the search returns each ranking sorted best first
         for kind in range(query_labels.shape[1]):
             relevant = gallery_labels[ids, kind] == query_labels[rows, kind, None]
-            result[rows, kind] = average_precision(scores, relevant)
+            result[rows, kind] = ranked_average_precision(group_ends, relevant)
     return result[:, 0] if single else result
 
 

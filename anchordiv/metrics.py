@@ -39,19 +39,28 @@ def average_precision(scores: ArrayLike, relevant: ArrayLike) -> np.ndarray | fl
     score_rows, relevant_rows, single = _as_rows(scores, relevant)
     order = np.argsort(-score_rows, axis=1, kind="stable")
     sorted_scores = np.take_along_axis(score_rows, order, axis=1)
-    hits = np.take_along_axis(relevant_rows, order, axis=1)
-    n_items = score_rows.shape[1]
-    true_positives = np.cumsum(hits, axis=1)
-    # Each item takes the precision at the end of its tie group, as a threshold curve does.
-    is_group_end = np.ones_like(hits)
+    ap = ranked_average_precision(tie_group_ends(sorted_scores), np.take_along_axis(relevant_rows, order, axis=1))
+    return float(ap[0]) if single else ap
+
+
+def tie_group_ends(sorted_scores: np.ndarray) -> np.ndarray:
+    """For rows ``(Q, G)`` sorted best first, the position of the last item of each item's tie group."""
+    n_items = sorted_scores.shape[1]
+    is_group_end = np.ones(sorted_scores.shape, dtype=bool)
     is_group_end[:, :-1] = sorted_scores[:, :-1] != sorted_scores[:, 1:]
     end_index = np.where(is_group_end, np.arange(n_items), n_items)
-    end_index = np.minimum.accumulate(end_index[:, ::-1], axis=1)[:, ::-1]
-    precision_at_end = np.take_along_axis(true_positives, end_index, axis=1) / (end_index + 1)
+    return np.minimum.accumulate(end_index[:, ::-1], axis=1)[:, ::-1]
+
+
+def ranked_average_precision(group_ends: np.ndarray, hits: np.ndarray) -> np.ndarray:
+    """AP ``(Q,)`` of rankings already sorted best first: ``hits`` ``(Q, G)`` bool, ``group_ends``
+    from :func:`tie_group_ends`. Each item takes the precision at the end of its tie group, as a
+    threshold curve does; NaN where a row has no hit."""
+    true_positives = np.cumsum(hits, axis=1)
+    precision_at_end = np.take_along_axis(true_positives, group_ends, axis=1) / (group_ends + 1)
     n_relevant = hits.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        ap = np.where(n_relevant > 0, (precision_at_end * hits).sum(axis=1) / n_relevant, np.nan)
-    return float(ap[0]) if single else ap
+        return np.where(n_relevant > 0, (precision_at_end * hits).sum(axis=1) / n_relevant, np.nan)
 
 
 @dataclass(frozen=True)
@@ -100,3 +109,33 @@ def summarize_average_precision(per_query: np.ndarray, n_bootstrap: int = 1000, 
         raise ValueError("No query has a relevant gallery item, so mean AP is undefined; check the labels.")
     low, high = bootstrap_interval(valid, n_bootstrap, confidence, random_state)
     return MeanAP(float(valid.mean()), low, high, confidence, per_query, len(valid))
+
+
+def two_way_bootstrap_interval(values: np.ndarray, n_bootstrap: int = 1000, confidence: float = 0.95,
+                               random_state: int | None = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of the grand mean of ``values`` ``(R, Q)``, resampling rows
+    (e.g. ``R`` random anchor subsets) and columns (``Q`` queries) independently.
+
+    Each replicate draws ``R`` rows and ``Q`` columns with replacement and takes the mean of the
+    ``R x Q`` sub-table, so the interval carries both sources of variation: which queries were
+    asked and which anchors were drawn. With ``R = 1`` it is :func:`bootstrap_interval` over queries.
+    NaN entries are not allowed (drop queries with no relevant item before).
+    """
+    table = np.asarray(values, dtype=np.float64)
+    if table.ndim != 2 or 0 in table.shape:
+        raise ValueError(f"values must be a non-empty (R, Q) table; got shape {table.shape}.")
+    if not np.all(np.isfinite(table)):
+        raise ValueError("values contains NaN or infinite entries; drop queries with no relevant item first.")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1); got {confidence!r}.")
+    n_rows, n_columns = table.shape
+    rng = np.random.default_rng(random_state)
+    means = np.empty(n_bootstrap)
+    for replicate in range(n_bootstrap):
+        rows = rng.integers(0, n_rows, n_rows)
+        columns = rng.integers(0, n_columns, n_columns)
+        # Mean over the drawn rows of the per-row means over the drawn columns.
+        means[replicate] = table[rows][:, columns].mean()
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(means, [tail, 100 - tail])
+    return float(low), float(high)

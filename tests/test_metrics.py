@@ -72,3 +72,35 @@ def test_constant_per_query_ap_gives_a_degenerate_interval():
     result = mean_average_precision(np.tile([2.0, 1.0], (30, 1)), np.tile([1, 0], (30, 1)))
     assert (result.mean, result.low, result.high) == (1.0, 1.0, 1.0)
     assert str(result) == "1.0000 [1.0000, 1.0000]"
+
+
+def test_two_way_bootstrap_covers_a_known_mean_that_query_only_intervals_miss():
+    """Simulated per-query AP differences: true mean 0.05, a random effect per anchor subset
+    (sd 0.05, 8 subsets), per query (sd 0.1) and noise. The two-way interval must cover the true
+    mean about 95% of the time; resampling queries alone ignores the subset draw and under-covers."""
+    from anchordiv.metrics import bootstrap_interval, two_way_bootstrap_interval
+
+    rng = np.random.default_rng(1)
+    true_mean, trials, covered, covered_queries_only = 0.05, 100, 0, 0
+    for trial in range(trials):
+        table = (true_mean + 0.05 * rng.standard_normal((8, 1)) + 0.1 * rng.standard_normal((1, 150))
+                 + 0.05 * rng.standard_normal((8, 150)))
+        low, high = two_way_bootstrap_interval(table, 300, random_state=trial)
+        covered += low <= true_mean <= high
+        low, high = bootstrap_interval(table.mean(axis=0), 300, random_state=trial)
+        covered_queries_only += low <= true_mean <= high
+    assert covered / trials >= 0.85
+    assert covered_queries_only / trials <= 0.8
+
+
+def test_two_way_bootstrap_with_one_row_is_the_query_bootstrap_and_rejects_nan():
+    from anchordiv.metrics import bootstrap_interval, two_way_bootstrap_interval
+
+    values = np.random.default_rng(0).random(50)
+    two_way = two_way_bootstrap_interval(values[None, :], 400, random_state=3)
+    assert two_way[0] < values.mean() < two_way[1]
+    assert np.allclose(two_way, bootstrap_interval(values, 400, random_state=3), atol=0.02)
+    with pytest.raises(ValueError, match="NaN"):
+        two_way_bootstrap_interval(np.array([[0.1, np.nan]]))
+    with pytest.raises(ValueError, match="non-empty"):
+        two_way_bootstrap_interval(np.zeros((0, 3)))
