@@ -72,6 +72,59 @@ def _evaluate_builtin(args: argparse.Namespace) -> int:
     return 0
 
 
+def _read_lines(path: str | None) -> list[str]:
+    if path is None:
+        return []
+    if not Path(path).is_file():
+        raise ValueError(f"anchor file {path!r} does not exist; give a text file with one anchor per line")
+    return [line.strip() for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def _reproduce_study(args: argparse.Namespace, encoder):
+    """The study the options name: a dataset layout, an image folder, or the built-in world."""
+    from .reproduce import layout_study, make_study, world_study
+
+    if args.layout:
+        from .datasets.layouts import load_layout
+
+        if not args.root:
+            raise ValueError("--layout needs --root, the dataset's folder")
+        return layout_study(load_layout(args.layout, args.root), encoder)
+    if args.folder:
+        from .explorer import folder_gallery
+
+        gallery = folder_gallery(args.folder, encoder, labels_csv=args.labels)
+        object_column = args.object_column or gallery.object_column
+        style_column = args.style_column or gallery.style_column
+        labels = gallery.labels
+        return make_study(str(args.folder), gallery, encoder, object_column, style_column,
+                          object_texts=_read_lines(args.object_anchors) or labels[object_column],
+                          style_texts=_read_lines(args.style_anchors) or (labels[style_column] if style_column else ()),
+                          prior_texts=_read_lines(args.prior_anchors), group_column=args.group_column)
+    return world_study(encoder, limit=args.settings.world_limit)
+
+
+def _reproduce(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from .encoders import load_encoder
+    from .reproduce import Settings, run_reproduction
+
+    settings = Settings.quick() if args.quick else Settings.full()
+    overrides = {name: getattr(args, name) for name in ("queries", "scale", "seed") if getattr(args, name) is not None}
+    args.settings = dataclasses.replace(settings, **overrides)
+    for path in (args.root, args.folder):
+        if path and not Path(path).is_dir():  # before loading a model, which can take a while
+            raise ValueError(f"folder {path!r} does not exist or is not a folder")
+    encoder = load_encoder(args.model, pretrained=args.pretrained, device=args.device, allow_download=args.allow_download)
+    study = _reproduce_study(args, encoder)
+    print(f"anchordiv reproduce ({'quick' if args.quick else 'full'}): {study.name}, {len(study.gallery):,} images, "
+          f"{encoder.name}", flush=True)
+    report = run_reproduction(study, args.out, args.settings, log=lambda line: print(line, flush=True))
+    print(f"wrote {report}")
+    return 0
+
+
 def _explorer_bench(args: argparse.Namespace) -> int:
     import torch
 
@@ -141,6 +194,28 @@ def build_parser() -> argparse.ArgumentParser:
     explorer_bench.add_argument("--repeats", type=int, default=20)
     explorer_bench.add_argument("--json", help="also write the figures to this JSON file")
     explorer_bench.set_defaults(handler=_explorer_bench)
+    reproduce = commands.add_parser("reproduce", help="the paper's experiments, written as a report (Markdown, PNG, CSV)")
+    reproduce.add_argument("--quick", action="store_true", help="smaller sweeps and samples (about 3 minutes on 2 cores)")
+    reproduce.add_argument("--out", default="reports", help="folder for report.md, its figures and tables (default reports/)")
+    reproduce.add_argument("--model", default="builtin", help="encoder spec: builtin (default) or open_clip:<arch>")
+    reproduce.add_argument("--pretrained", help="open_clip checkpoint file or pretrained tag (its file must be on disk)")
+    reproduce.add_argument("--allow-download", action="store_true", dest="allow_download",
+                           help="let open_clip fetch missing weights from the network (off: nothing is downloaded)")
+    reproduce.add_argument("--device", help="cpu or cuda for encoding (default: CUDA when available)")
+    reproduce.add_argument("--layout", help="a published dataset's layout under --root: imagenet-r, cub-200, sketchy, chexpert")
+    reproduce.add_argument("--root", help="the dataset's folder, for --layout")
+    reproduce.add_argument("--folder", help="instead: a folder of images (subfolders are object labels)")
+    reproduce.add_argument("--labels", help="with --folder: a CSV with a path (or filename) column and label columns")
+    reproduce.add_argument("--object-column", dest="object_column", help="with --folder: the object label column")
+    reproduce.add_argument("--style-column", dest="style_column", help="with --folder: the style label column")
+    reproduce.add_argument("--group-column", dest="group_column", help="with --folder: groups for the condition table")
+    for role in ("object", "style", "prior"):
+        reproduce.add_argument(f"--{role}-anchors", dest=f"{role}_anchors",
+                               help=f"with --folder: text file of {role} anchors, one per line")
+    reproduce.add_argument("--queries", type=int, help="number of queries sampled from the gallery")
+    reproduce.add_argument("--scale", type=float, help="logit scale s of the anchor models (default 10)")
+    reproduce.add_argument("--seed", type=int, help="seed of every random draw (default 0)")
+    reproduce.set_defaults(handler=_reproduce)
     return parser
 
 

@@ -1,0 +1,302 @@
+"""The paper's experiments (figures 3-7, tables 2-4) as functions from a study to tidy tables.
+
+Every function takes a :class:`~anchordiv.reproduce.study.Study`, a
+:class:`~anchordiv.reproduce.evaluate.QuerySample` and :class:`Settings`, and returns a
+``pandas.DataFrame`` with one row per estimate: ``mean``, ``low``, ``high`` (a 95% bootstrap
+interval over queries, and over random anchor subsets where anchors are drawn), ``draws`` and
+``queries``. Seeds are fixed by ``Settings.seed``, so two runs give the same numbers.
+"""
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+import torch
+from PIL import Image
+
+from ..explorer import grid_png
+from ..models import (AnchorModel, EmpiricalAnchors, GaussianAnchors, GaussianMixtureAnchors, LatentEmpiricalAnchors,
+                      LatentGaussianAnchors, MixtureAnchors, posterior_empirical, posterior_gaussian)
+from ..search import AnchorIndex, CosineIndex, ITIIndex
+from .evaluate import QuerySample, estimate
+from .study import Study
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Sizes of a reproduction run; :meth:`quick` fits in about 3 minutes on 2 cores, :meth:`full` in 20."""
+
+    queries: int = 2000
+    scale: float = 10.0
+    p_grid: tuple[float, ...] = tuple(np.round(np.linspace(0, 1, 11), 2))
+    scales: tuple[float, ...] = (2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
+    budgets: tuple[int, ...] = (2, 4, 8, 16, 32, 64, 128, 256)
+    budget_seeds: int = 3
+    components: tuple[int, ...] = (1, 2, 4, 8, 16)
+    component_seeds: int = 2
+    posterior_budgets: tuple[int, ...] = (2, 4, 8, 16, 32, 64, 128)
+    posterior_seeds: int = 3
+    posterior_alpha: float = 16.0
+    condition_subsets: int = 5
+    condition_fraction: float = 0.8
+    grid_queries: int = 4
+    grid_k: int = 8
+    bench_queries: int = 2000
+    bench_gallery: int = 10000
+    bench_anchors: tuple[int, ...] = (1024, 4096, 16384)
+    n_bootstrap: int = 1000
+    world_limit: int | None = None
+    seed: int = 0
+
+    @classmethod
+    def full(cls) -> "Settings":
+        return cls()
+
+    @classmethod
+    def quick(cls) -> "Settings":
+        return cls(queries=400, p_grid=(0.0, 0.25, 0.5, 0.75, 1.0), scales=(5.0, 10.0, 50.0), budgets=(4, 16, 64),
+                   budget_seeds=2, components=(1, 2, 4), component_seeds=1, posterior_budgets=(4, 16, 64),
+                   posterior_seeds=2, condition_subsets=2, grid_queries=2, bench_queries=500, bench_gallery=2000,
+                   bench_anchors=(256, 1024), n_bootstrap=300, world_limit=1800)
+
+
+ModelFactory = Callable[[int], AnchorModel]
+
+
+def anchor_models(scale: float) -> dict[str, ModelFactory]:
+    """The anchor models compared across budgets, each built for ``n`` anchors (sizes that the
+    model can fit from ``n`` anchors: GMM components and latent ranks shrink with ``n``)."""
+    return {
+        "softmax": lambda n: EmpiricalAnchors(scale=scale),
+        "Gaussian": lambda n: GaussianAnchors(scale=scale),
+        "GMM": lambda n: GaussianMixtureAnchors(n_components=max(1, min(4, n // 8)), scale=scale, reg_covar=1e-4),
+        "latent Gaussian": lambda n: LatentGaussianAnchors(rank=max(1, min(32, n - 1)), scale=scale),
+        "latent softmax": lambda n: LatentEmpiricalAnchors(rank=max(1, min(32, n - 1)), scale=scale),
+    }
+
+
+def _subset(anchors: torch.Tensor, size: int, rng: np.random.Generator) -> torch.Tensor:
+    return anchors[torch.as_tensor(np.sort(rng.choice(len(anchors), size=size, replace=False)))]
+
+
+def _reference_rows(sample: QuerySample, study: Study, settings: Settings, targets: tuple[str, ...]) -> list[dict]:
+    """Cosine, and ITI over every object and style anchor, for each target."""
+    both = torch.cat([study.object_anchors, study.style_anchors])
+    rows = []
+    for name, index in (("cosine", CosineIndex(study.embeddings)), ("ITI", ITIIndex(both, study.embeddings))):
+        ap = sample.average_precision(index)
+        rows += [{"method": name, "target": target, **estimate(ap[target], settings.n_bootstrap).row()}
+                 for target in targets]
+    return rows
+
+
+def p_sweep(study: Study, sample: QuerySample, settings: Settings) -> pd.DataFrame:
+    """Fig. 3 (left): object- and style-mAP of ``MixtureAnchors([object, style], [p, 1 - p])`` as
+    ``p`` goes 0 -> 1, softmax and Gaussian, literal and balanced weights; cosine and ITI rows."""
+    rows = _reference_rows(sample, study, settings, ("object", "style"))
+    for name, factory in (("softmax", EmpiricalAnchors), ("Gaussian", GaussianAnchors)):
+        mixture = MixtureAnchors([factory(scale=settings.scale), factory(scale=settings.scale)])
+        mixture.fit([study.object_anchors, study.style_anchors])
+        index = AnchorIndex(mixture, study.embeddings, device="cpu")
+        for weighting, reference in (("balanced", study.embeddings), ("literal", None)):
+            mixture.balance(reference)
+            for p in settings.p_grid:
+                mixture.set_weights([p, 1 - p])
+                ap = sample.average_precision(index)
+                rows += [{"method": name, "weighting": weighting, "p": p, "target": target,
+                          **estimate(ap[target], settings.n_bootstrap).row()} for target in ("object", "style")]
+    return pd.DataFrame(rows)
+
+
+def scale_sweep(study: Study, sample: QuerySample, settings: Settings) -> pd.DataFrame:
+    """mAP of softmax on object anchors (object target) and on style anchors (style target) per
+    logit scale ``s``, the encoder's learned scale included; cosine rows for reference."""
+    rows = [row for row in _reference_rows(sample, study, settings, ("object", "style")) if row["method"] == "cosine"]
+    scales = sorted({*settings.scales, round(study.learned_scale, 1)})
+    for target, anchors in (("object", study.object_anchors), ("style", study.style_anchors)):
+        if target not in sample.targets or len(anchors) < 2:
+            continue
+        for scale in scales:
+            ap = sample.average_precision(AnchorIndex(EmpiricalAnchors(scale=scale).fit(anchors), study.embeddings,
+                                                      device="cpu"))
+            rows.append({"method": "softmax", "target": target, "scale": scale,
+                         "learned": scale == round(study.learned_scale, 1),
+                         **estimate(ap[target], settings.n_bootstrap).row()})
+    return pd.DataFrame(rows)
+
+
+def _budget_table(sample: QuerySample, study: Study, settings: Settings, budgets: list[int], seeds: int,
+                  models: dict[str, Callable[[torch.Tensor], AnchorModel]], draw: Callable[[int, np.random.Generator], torch.Tensor]
+                  ) -> list[dict]:
+    """Object-mAP of each model fitted to ``draw(budget, rng)`` anchors, ``seeds`` draws per budget
+    (one at the full budget, where every draw is the same)."""
+    rows = []
+    for budget in budgets:
+        draws = 1 if budget >= len(study.object_anchors) else seeds
+        tables: dict[str, list[np.ndarray]] = {name: [] for name in models}
+        for draw_no in range(draws):
+            anchors = draw(budget, np.random.default_rng([settings.seed, budget, draw_no]))
+            for name, fit in models.items():
+                index = AnchorIndex(fit(anchors), study.embeddings, device="cpu")
+                tables[name].append(sample.average_precision(index)["object"])
+        rows += [{"method": name, "budget": budget, **estimate(np.stack(table), settings.n_bootstrap).row()}
+                 for name, table in tables.items()]
+    return rows
+
+
+def _budgets(requested: tuple[int, ...], available: int) -> list[int]:
+    return sorted({b for b in requested if 2 <= b < available} | {available})
+
+
+def anchor_budget(study: Study, sample: QuerySample, settings: Settings) -> pd.DataFrame:
+    """Fig. 4 (left) / Fig. 6: object-mAP against the number of object anchors, random subsets
+    (``budget_seeds`` per budget), for softmax, Gaussian, GMM and the latent models; cosine row."""
+    factories = anchor_models(settings.scale)
+    models = {name: (lambda anchors, f=factory: f(len(anchors)).fit(anchors)) for name, factory in factories.items()}
+    rows = [row for row in _reference_rows(sample, study, settings, ("object",)) if row["method"] == "cosine"]
+    rows += _budget_table(sample, study, settings, _budgets(settings.budgets, len(study.object_anchors)),
+                          settings.budget_seeds, models, lambda b, rng: _subset(study.object_anchors, b, rng))
+    return pd.DataFrame(rows)
+
+
+def mixture_components(study: Study, sample: QuerySample, settings: Settings) -> pd.DataFrame:
+    """Fig. 7: object-mAP of a Gaussian mixture fitted to every object anchor against its number
+    of components ``M`` (``component_seeds`` k-means starts each); ``M = 1`` is one Gaussian fitted by EM."""
+    rows = []
+    anchors = study.object_anchors
+    for n_components in [m for m in settings.components if m <= len(anchors) // 2]:
+        table = []
+        for seed in range(settings.component_seeds):
+            model = GaussianMixtureAnchors(n_components=n_components, scale=settings.scale, reg_covar=1e-4,
+                                           random_state=settings.seed + seed).fit(anchors)
+            table.append(sample.average_precision(AnchorIndex(model, study.embeddings, device="cpu"))["object"])
+        rows.append({"method": "GMM", "components": n_components, **estimate(np.stack(table), settings.n_bootstrap).row()})
+    return pd.DataFrame(rows)
+
+
+def posterior_anchors(study: Study, sample: QuerySample, settings: Settings) -> pd.DataFrame:
+    """Fig. 5: posterior anchor models (prior = the broad vocabulary, ``posterior_alpha``) adapted
+    with few target anchors, against target-only models, across target budgets; prior-only rows."""
+    prior, alpha, scale = study.prior_anchors, settings.posterior_alpha, settings.scale
+    models = {
+        "softmax, target only": lambda target: EmpiricalAnchors(scale=scale).fit(target),
+        "softmax, posterior": lambda target: posterior_empirical(prior, target, alpha=alpha, scale=scale),
+        "Gaussian, target only": lambda target: GaussianAnchors(scale=scale).fit(target),
+        "Gaussian, posterior": lambda target: posterior_gaussian(prior, target, alpha=alpha, scale=scale),
+    }
+    rows = []
+    for name, model in (("softmax, prior only", EmpiricalAnchors(scale=scale)),
+                        ("Gaussian, prior only", GaussianAnchors(scale=scale))):
+        ap = sample.average_precision(AnchorIndex(model.fit(prior), study.embeddings, device="cpu"))["object"]
+        rows.append({"method": name, **estimate(ap, settings.n_bootstrap).row()})
+    rows += _budget_table(sample, study, settings, _budgets(settings.posterior_budgets, len(study.object_anchors)),
+                          settings.posterior_seeds, models, lambda b, rng: _subset(study.object_anchors, b, rng))
+    return pd.DataFrame(rows)
+
+
+def condition_groups(study: Study, sample: QuerySample, max_per_condition: int) -> list[tuple[str, str, np.ndarray]]:
+    """``(group, target, query ids)`` for the condition-wise table: per condition column, its
+    positive images (at most ``max_per_condition``); otherwise the sample grouped by ``group_column``."""
+    if study.condition_columns:
+        groups = []
+        for column in study.condition_columns:
+            positives = np.flatnonzero(study.labels[column].to_numpy(dtype=bool))
+            if len(positives) >= 2:
+                rng = np.random.default_rng(0)
+                chosen = np.sort(rng.choice(positives, size=min(max_per_condition, len(positives)), replace=False))
+                groups.append((column, column, chosen))
+        return groups
+    values = study.labels[study.group_column].to_numpy()[sample.ids]
+    return [(str(group), "object", sample.ids[values == group]) for group in pd.unique(values)]
+
+
+def condition_table(study: Study, sample: QuerySample, settings: Settings) -> pd.DataFrame:
+    """Tables 2-3: per group, AUPRC differences of each anchor divergence minus cosine (and softmax
+    minus ITI), fitted to ``condition_subsets`` random subsets of ``condition_fraction`` of the
+    anchors; 95% intervals from a two-way bootstrap over queries and anchor subsets."""
+    groups = condition_groups(study, sample, settings.queries)
+    queries = QuerySample(study, 0, ids=np.unique(np.concatenate([ids for _, _, ids in groups])))
+    position = {int(item): i for i, item in enumerate(queries.ids)}
+    factories = anchor_models(settings.scale)
+    methods = {"ITI": None, **{name: factories[name] for name in
+                               ("softmax", "Gaussian", "latent Gaussian", "latent softmax")}}
+    cosine = queries.average_precision(CosineIndex(study.embeddings))
+    per_method: dict[str, list[dict[str, np.ndarray]]] = {name: [] for name in methods}
+    size = max(2, int(round(settings.condition_fraction * len(study.object_anchors))))
+    for draw_no in range(settings.condition_subsets):
+        anchors = _subset(study.object_anchors, size, np.random.default_rng([settings.seed, 7, draw_no]))
+        for name, factory in methods.items():
+            index = (ITIIndex(anchors, study.embeddings) if factory is None else
+                     AnchorIndex(factory(len(anchors)).fit(anchors), study.embeddings, device="cpu"))
+            per_method[name].append(queries.average_precision(index))
+    rows = []
+    for group, target, ids in groups:
+        columns = [position[int(item)] for item in ids]
+
+        def table(name: str) -> np.ndarray:
+            return np.stack([draw[target][columns] for draw in per_method[name]])
+
+        comparisons = {f"{name} − cosine": table(name) - cosine[target][columns] for name in methods}
+        comparisons["softmax − ITI"] = table("softmax") - table("ITI")
+        for comparison, values in comparisons.items():
+            rows.append({"group": group, "comparison": comparison, **estimate(values, settings.n_bootstrap).row()})
+    return pd.DataFrame(rows)
+
+
+def runtime(study: Study, settings: Settings, log: Callable[[str], None]) -> pd.DataFrame:
+    """Table 4: seconds for fit + gallery preprocessing + top-10 retrieval, from
+    :func:`anchordiv.bench.run_benchmark` at the study's dimension, on this machine."""
+    from ..bench import BenchConfig, run_benchmark
+
+    config = BenchConfig(queries=settings.bench_queries, gallery=settings.bench_gallery, dim=study.embeddings.shape[1],
+                         anchors=settings.bench_anchors, scale=settings.scale, methods=("cosine", "softmax", "gaussian"),
+                         repeats=2, warmup=1, device="cpu", seed=settings.seed)
+    result = run_benchmark(config, log)
+    return pd.DataFrame(result["rows"])[["method", "anchors", "seconds", "vs_cosine"]]
+
+
+def grid_query_ids(study: Study, sample: QuerySample, count: int) -> list[int]:
+    """``count`` queries from the sample, from different groups (or objects) where there are any."""
+    column = study.group_column or study.object_column
+    if column is None:
+        return sample.ids[:count].tolist()
+    values = study.labels[column].to_numpy()[sample.ids]
+    firsts = [int(sample.ids[np.flatnonzero(values == value)[0]]) for value in pd.unique(values)]
+    return sorted(firsts[:: max(1, len(firsts) // count)][:count])
+
+
+def qualitative_grids(study: Study, sample: QuerySample, settings: Settings) -> dict[int, bytes]:
+    """Fig. 1 / Fig. 8: per query, one PNG with a row of top-``grid_k`` neighbours under each of
+    cosine, object anchors, style anchors and their balanced mixture at ``p = 1/2`` (softmax)."""
+    gallery, scale = study.gallery, settings.scale
+    indexes = {"cosine": CosineIndex(study.embeddings),
+               "object anchors": AnchorIndex(EmpiricalAnchors(scale=scale).fit(study.object_anchors), study.embeddings,
+                                             device="cpu")}
+    if len(study.style_anchors) >= 2:
+        indexes["style anchors"] = AnchorIndex(EmpiricalAnchors(scale=scale).fit(study.style_anchors),
+                                               study.embeddings, device="cpu")
+        mixture = MixtureAnchors([EmpiricalAnchors(scale=scale), EmpiricalAnchors(scale=scale)])
+        mixture.fit([study.object_anchors, study.style_anchors]).balance(study.embeddings)
+        indexes["mixture, p = 0.5"] = AnchorIndex(mixture, study.embeddings, device="cpu")
+    grids = {}
+    for query_id in grid_query_ids(study, sample, settings.grid_queries):
+        rows = [Image.open(io.BytesIO(grid_png([gallery.image(query_id)], [gallery.caption(query_id)], 1,
+                                               title="query")))]
+        for name, index in indexes.items():
+            _, ids = index.search(study.embeddings[query_id:query_id + 1], settings.grid_k,
+                                  exclude=torch.tensor([query_id]))
+            ids = ids[0].tolist()
+            rows.append(Image.open(io.BytesIO(grid_png([gallery.image(i) for i in ids],
+                                                       [gallery.caption(i) for i in ids], settings.grid_k, title=name))))
+        canvas = Image.new("RGB", (max(row.width for row in rows), sum(row.height for row in rows)), "white")
+        top = 0
+        for row in rows:
+            canvas.paste(row, (0, top))
+            top += row.height
+        buffer = io.BytesIO()
+        canvas.save(buffer, format="PNG")
+        grids[query_id] = buffer.getvalue()
+    return grids
