@@ -3,8 +3,9 @@
 The same algorithm, initialisation and stopping rule as ``sklearn.mixture.GaussianMixture``
 (k-means labels as the first responsibilities; stop when the mean log-likelihood changes by less
 than ``tol``; one last E-step), so the fits agree to round-off. It runs in float64 on the
-anchors' device: the E-step is one ``(N, d) @ (d, M d)`` product and the M-step one product per
-component, which keeps EM close to the machine's matmul throughput and lets it run on a GPU.
+anchors' device: the E-step is one ``(N, d) @ (d, M d)`` product and the M-step one
+``(d, N) @ (N, M d)`` product, which keeps EM close to the machine's matmul throughput and lets
+it run on a GPU.
 """
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from sklearn.cluster import KMeans
+
+SCATTER_BLOCK_ELEMENTS = 2**25  # rows of the M-step's weighted copy of x per product (256 MB in float64)
 
 
 @dataclass
@@ -38,10 +41,10 @@ def _m_step(x: torch.Tensor, resp: torch.Tensor, covariance_type: str, reg_covar
     means = resp.T @ x / nk[:, None]
     eye = torch.eye(d, dtype=x.dtype, device=x.device)
     if covariance_type == "full":
-        covariances = torch.empty(m, d, d, dtype=x.dtype, device=x.device)
-        for k in range(m):
-            centred = x - means[k]
-            torch.mm((centred * (resp[:, k:k + 1] / nk[k])).T, centred, out=covariances[k])
+        # sum_i r_ik (x_i - mu_k)(x_i - mu_k)^T / n_k = sum_i r_ik x_i x_i^T / n_k - c_k mu_k mu_k^T, with
+        # c_k = 2 - sum_i r_ik / n_k (1 up to the eps in n_k): no centred copies of x, and one product.
+        mass = 2 - resp.sum(dim=0) / nk
+        covariances = _weighted_scatter(x, resp / nk) - mass[:, None, None] * (means[:, :, None] * means[:, None, :])
         covariances += reg_covar * eye
     elif covariance_type == "tied":
         tied = (x.T @ x - (nk[:, None] * means).T @ means) / nk.sum() + reg_covar * eye
@@ -52,6 +55,20 @@ def _m_step(x: torch.Tensor, resp: torch.Tensor, covariance_type: str, reg_covar
             variances = variances.mean(dim=1, keepdim=True).expand(m, d)
         covariances = torch.diag_embed(variances)
     return nk / n, means, covariances
+
+
+def _weighted_scatter(x: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """``sum_i weights[i, k] x_i x_i^T`` for every ``k``: ``(M, d, d)`` from ``x`` ``(N, d)`` and
+    ``weights`` ``(N, M)``, as one ``(d, N) @ (N, M d)`` product per block of rows (a better shape
+    for BLAS than ``M`` products with inner dimension ``N``, and memory bounded by the block)."""
+    n, d = x.shape
+    m = weights.shape[1]
+    scatter = torch.zeros(d, m * d, dtype=x.dtype, device=x.device)
+    rows = max(1, SCATTER_BLOCK_ELEMENTS // (m * d))
+    for start in range(0, n, rows):
+        block = x[start:start + rows]
+        scatter.addmm_(block.T, (block[:, None, :] * weights[start:start + rows, :, None]).reshape(-1, m * d))
+    return scatter.reshape(d, m, d).permute(1, 0, 2).contiguous()
 
 
 def _precision_cholesky(covariances: torch.Tensor) -> torch.Tensor:
@@ -71,9 +88,12 @@ def _e_step(x: torch.Tensor, weights: torch.Tensor, means: torch.Tensor, precisi
     """Per-anchor ``log sum_m pi_m N(x | mu_m, Sigma_m)`` ``(N,)`` and log responsibilities ``(N, M)``."""
     m, d = means.shape
     stacked = precision_chol.permute(1, 0, 2).reshape(d, m * d)
-    projected = (x @ stacked).reshape(-1, m, d).sub_(torch.einsum("md,mde->me", means, precision_chol))
+    shift = torch.einsum("md,mde->me", means, precision_chol).reshape(1, m * d)
+    # (x - mu_m)^T P_m for every m in one product, the shift riding along as addmm's bias, then one
+    # reduction: two passes over the (N, M d) result instead of four.
+    projected = torch.addmm(shift, x, stacked, beta=-1).reshape(-1, m, d)
     log_det = torch.log(torch.diagonal(precision_chol, dim1=1, dim2=2)).sum(dim=1)
-    squared_distance = projected.square_().sum(dim=2)
+    squared_distance = torch.linalg.vector_norm(projected, dim=2).square_()
     log_gauss = -0.5 * (d * math.log(2 * math.pi) + squared_distance) + log_det
     weighted = log_gauss + torch.log(weights)
     log_norm = torch.logsumexp(weighted, dim=1)
