@@ -60,7 +60,8 @@ def _train_builtin(args: argparse.Namespace) -> int:
     from .builtin.commands import train_command
     from .builtin.train import TrainConfig
 
-    config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, seed=args.seed, max_emoji=args.max_emoji)
+    config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, seed=args.seed, max_emoji=args.max_emoji,
+                         name_smoothing=args.name_smoothing)
     train_command(config, Path(args.out), device=args.device)
     return 0
 
@@ -176,6 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--epochs", type=int, default=TrainConfig.epochs)
     train.add_argument("--batch-size", type=int, default=TrainConfig.batch_size, dest="batch_size")
     train.add_argument("--seed", type=int, default=TrainConfig.seed)
+    train.add_argument("--name-smoothing", type=float, default=TrainConfig.name_smoothing, dest="name_smoothing",
+                       help="target mass spread over semantically close training names (0: hard targets)")
     train.add_argument("--max-emoji", type=int, dest="max_emoji", help="train on the first N emoji only (a toy run)")
     train.add_argument("--out", default=str(ASSETS_DIR), help="folder for the weights and manifest (default: assets/)")
     train.add_argument("--device", help="cpu or cuda (default: CUDA when available)")

@@ -9,7 +9,7 @@ import torch
 from anchordiv.builtin.captions import build_caption_bank, describes, image_codes
 from anchordiv.builtin.model import BuiltinConfig, BuiltinModel
 from anchordiv.builtin.text_tower import MINILM_SHA256, MiniLMTextTower, WeightsError, minilm_dir
-from anchordiv.builtin.train import augment, contrastive_loss, parameter_groups
+from anchordiv.builtin.train import ClassTargets, augment, contrastive_loss, parameter_groups
 from anchordiv.builtin.weights import MANIFEST_NAME, WEIGHTS_NAME, load_builtin, save_builtin
 
 LABELS = pd.DataFrame({
@@ -119,3 +119,16 @@ def test_train_builtin_runs_at_toy_size_and_its_weights_load(tmp_path, capsys):
     assert manifest["training"]["images"] == 6 * 12 and manifest["config"]["embed_dim"] == 256
     encoder = load_builtin_encoder(directory=tmp_path)
     assert encoder.encode_texts(["dog face"]).shape == (1, 256)
+
+
+def test_soft_name_targets_spread_mass_over_the_semantically_closest_other_names():
+    labels = pd.DataFrame({"name": ["monkey", "monkey face", "gorilla", "rocket", "red apple", "green apple"]})
+    hard = ClassTargets.build(labels, "name", torch.device("cpu"))
+    assert hard.soft is None
+    soft = ClassTargets.build(labels, "name", torch.device("cpu"), smoothing=0.3, temperature=0.05).soft
+    names = sorted(labels["name"])
+    torch.testing.assert_close(soft.sum(dim=1), torch.ones(len(names)))
+    torch.testing.assert_close(soft.diagonal(), torch.full((len(names),), 0.7))
+    others = soft.clone().fill_diagonal_(0)
+    nearest = {names[i]: names[int(others[i].argmax())] for i in range(len(names))}
+    assert nearest["monkey"] == "monkey face" and nearest["red apple"] == "green apple"

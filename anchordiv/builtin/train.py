@@ -7,7 +7,10 @@ Two terms, both at the model's learnable logit scale:
   on *all* captions that describe the image (and symmetrically for each caption);
 * zero-shot classification: each image against *every* training name and every style phrase,
   embedded by the text side (cross-entropy). Names then shape the text projection the same way
-  held-out names will be used, which is what zero-shot transfer to unseen emoji needs.
+  held-out names will be used, which is what zero-shot transfer to unseen emoji needs. With
+  ``name_smoothing`` the name targets are soft: part of each image's target mass goes to the
+  names whose MiniLM embeddings are close to its own ("gorilla" for "orangutan"), so the image
+  tower learns the semantic neighbourhoods an unseen name will fall into, not just its 1,225 names.
 
 The MiniLM text tower is frozen, so caption features are computed once and cached.
 """
@@ -36,6 +39,8 @@ class TrainConfig:
     learning_rate: float = 2e-3
     weight_decay: float = 0.05
     warmup_fraction: float = 0.05
+    name_smoothing: float = 0.0  # target mass spread over the semantically closest other training names
+    smoothing_temperature: float = 0.05  # of the softmax over MiniLM cosine similarities
     seed: int = 0
     max_emoji: int | None = None  # train on the first N training emoji only (toy runs, tests)
     model: BuiltinConfig = field(default_factory=BuiltinConfig)
@@ -100,7 +105,8 @@ def train_builtin(config: TrainConfig, labels, array: np.ndarray, device: str | 
     bank = build_caption_bank(labels)
     features = torch.from_numpy(caption_features(bank.texts)).to(target)
     codes, _ = image_codes(labels)
-    classes = {column: ClassTargets.build(labels, column, target) for column in ("name", "style")}
+    classes = {"name": ClassTargets.build(labels, "name", target, config.name_smoothing, config.smoothing_temperature),
+               "style": ClassTargets.build(labels, "style", target)}
     # channels_last runs the CNN about 20% faster on CPUs (and on tensor cores).
     model = BuiltinModel(config.model).to(target, memory_format=torch.channels_last)
     optimiser = torch.optim.AdamW(parameter_groups(model, config.weight_decay), lr=config.learning_rate)
@@ -132,20 +138,34 @@ def train_builtin(config: TrainConfig, labels, array: np.ndarray, device: str | 
 
 @dataclass
 class ClassTargets:
-    """Every distinct value of a label column as text features ``(K, 384)``, and each image's class ``(n,)``."""
+    """Every distinct value of a label column as text features ``(K, 384)``, each image's class
+    ``(n,)`` and, optionally, soft targets ``(K, K)`` (row ``k``: the target distribution of class ``k``)."""
 
     features: torch.Tensor
     index: torch.Tensor
+    soft: torch.Tensor | None = None
 
     @classmethod
-    def build(cls, labels, column: str, device: torch.device) -> "ClassTargets":
+    def build(cls, labels, column: str, device: torch.device, smoothing: float = 0.0,
+              temperature: float = 0.05) -> "ClassTargets":
+        """Soft targets when ``smoothing > 0``: ``(1 - smoothing) onehot + smoothing softmax(cos / temperature)``,
+        the softmax over the MiniLM cosine similarities between a class name and every other one."""
         values = sorted(labels[column].unique())
         index = labels[column].map({value: i for i, value in enumerate(values)}).to_numpy(copy=True)
-        return cls(torch.from_numpy(caption_features(values)).to(device), torch.from_numpy(index).to(device))
+        features = torch.from_numpy(caption_features(values))
+        soft = None
+        if smoothing > 0:
+            unit = torch.nn.functional.normalize(features, dim=1)
+            # Over the *other* names: with itself included a name keeps nearly all the mass at any
+            # temperature that still separates neighbours from strangers.
+            similar = torch.softmax((unit @ unit.T).fill_diagonal_(-math.inf) / temperature, dim=1)
+            soft = ((1 - smoothing) * torch.eye(len(values)) + smoothing * similar).to(device)
+        return cls(features.to(device), torch.from_numpy(index).to(device), soft)
 
     def loss(self, model: BuiltinModel, image_embeddings: torch.Tensor, batch: np.ndarray) -> torch.Tensor:
         logits = model.logit_scale * image_embeddings @ model.encode_text_features(self.features).T
-        return torch.nn.functional.cross_entropy(logits, self.index[torch.from_numpy(batch)])
+        classes = self.index[torch.from_numpy(batch)]
+        return torch.nn.functional.cross_entropy(logits, classes if self.soft is None else self.soft[classes])
 
 
 def _train_step(model: BuiltinModel, optimiser: torch.optim.Optimizer, array: np.ndarray, batch: np.ndarray,
