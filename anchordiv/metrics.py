@@ -81,10 +81,19 @@ class MeanAP:
 def bootstrap_interval(values: np.ndarray, n_bootstrap: int = 1000, confidence: float = 0.95,
                        random_state: int | None = 0) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean of ``values`` ``(n,)``, resampling entries."""
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1); got {confidence!r}.")
+    _check_confidence(confidence)
     rng = np.random.default_rng(random_state)
     means = values[rng.integers(0, len(values), size=(n_bootstrap, len(values)))].mean(axis=1)
+    return _percentile_interval(means, confidence)
+
+
+def _check_confidence(confidence: float) -> None:
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1); got {confidence!r}.")
+
+
+def _percentile_interval(means: np.ndarray, confidence: float) -> tuple[float, float]:
+    """The central ``confidence`` interval of bootstrap replicate ``means``."""
     tail = (1 - confidence) / 2 * 100
     low, high = np.percentile(means, [tail, 100 - tail])
     return float(low), float(high)
@@ -126,8 +135,7 @@ def two_way_bootstrap_interval(values: np.ndarray, n_bootstrap: int = 1000, conf
         raise ValueError(f"values must be a non-empty (R, Q) table; got shape {table.shape}.")
     if not np.all(np.isfinite(table)):
         raise ValueError("values contains NaN or infinite entries; drop queries with no relevant item first.")
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1); got {confidence!r}.")
+    _check_confidence(confidence)
     n_rows, n_columns = table.shape
     rng = np.random.default_rng(random_state)
     means = np.empty(n_bootstrap)
@@ -136,6 +144,4 @@ def two_way_bootstrap_interval(values: np.ndarray, n_bootstrap: int = 1000, conf
         columns = rng.integers(0, n_columns, n_columns)
         # Mean over the drawn rows of the per-row means over the drawn columns.
         means[replicate] = table[rows][:, columns].mean()
-    tail = (1 - confidence) / 2 * 100
-    low, high = np.percentile(means, [tail, 100 - tail])
-    return float(low), float(high)
+    return _percentile_interval(means, confidence)

@@ -64,6 +64,9 @@ class Settings:
 
 
 ModelFactory = Callable[[int], AnchorModel]
+# Added to each GMM variance. The library's 1e-6 leaves near-singular covariances when a component
+# holds a handful of anchors in d = 256, as it does at small budgets.
+GMM_REG_COVAR = 1e-4
 
 
 def anchor_models(scale: float) -> dict[str, ModelFactory]:
@@ -72,7 +75,7 @@ def anchor_models(scale: float) -> dict[str, ModelFactory]:
     return {
         "softmax": lambda n: EmpiricalAnchors(scale=scale),
         "Gaussian": lambda n: GaussianAnchors(scale=scale),
-        "GMM": lambda n: GaussianMixtureAnchors(n_components=max(1, min(4, n // 8)), scale=scale, reg_covar=1e-4),
+        "GMM": lambda n: GaussianMixtureAnchors(n_components=max(1, min(4, n // 8)), scale=scale, reg_covar=GMM_REG_COVAR),
         "latent Gaussian": lambda n: LatentGaussianAnchors(rank=max(1, min(32, n - 1)), scale=scale),
         "latent softmax": lambda n: LatentEmpiricalAnchors(rank=max(1, min(32, n - 1)), scale=scale),
     }
@@ -82,12 +85,14 @@ def _subset(anchors: torch.Tensor, size: int, rng: np.random.Generator) -> torch
     return anchors[torch.as_tensor(np.sort(rng.choice(len(anchors), size=size, replace=False)))]
 
 
-def _reference_rows(sample: QuerySample, study: Study, settings: Settings, targets: tuple[str, ...]) -> list[dict]:
-    """Cosine, and ITI over every object and style anchor, for each target."""
-    both = torch.cat([study.object_anchors, study.style_anchors])
+def _reference_rows(sample: QuerySample, study: Study, settings: Settings, targets: tuple[str, ...],
+                    methods: tuple[str, ...] = ("cosine", "ITI")) -> list[dict]:
+    """Rows for ``methods`` among cosine and ITI over every object and style anchor, for each target."""
+    builders = {"cosine": lambda: CosineIndex(study.embeddings),
+                "ITI": lambda: ITIIndex(torch.cat([study.object_anchors, study.style_anchors]), study.embeddings)}
     rows = []
-    for name, index in (("cosine", CosineIndex(study.embeddings)), ("ITI", ITIIndex(both, study.embeddings))):
-        ap = sample.average_precision(index)
+    for name in methods:
+        ap = sample.average_precision(builders[name]())
         rows += [{"method": name, "target": target, **estimate(ap[target], settings.n_bootstrap).row()}
                  for target in targets]
     return rows
@@ -114,7 +119,7 @@ def p_sweep(study: Study, sample: QuerySample, settings: Settings) -> pd.DataFra
 def scale_sweep(study: Study, sample: QuerySample, settings: Settings) -> pd.DataFrame:
     """mAP of softmax on object anchors (object target) and on style anchors (style target) per
     logit scale ``s``, the encoder's learned scale included; cosine rows for reference."""
-    rows = [row for row in _reference_rows(sample, study, settings, ("object", "style")) if row["method"] == "cosine"]
+    rows = _reference_rows(sample, study, settings, ("object", "style"), methods=("cosine",))
     scales = sorted({*settings.scales, round(study.learned_scale, 1)})
     for target, anchors in (("object", study.object_anchors), ("style", study.style_anchors)):
         if target not in sample.targets or len(anchors) < 2:
@@ -128,17 +133,17 @@ def scale_sweep(study: Study, sample: QuerySample, settings: Settings) -> pd.Dat
     return pd.DataFrame(rows)
 
 
-def _budget_table(sample: QuerySample, study: Study, settings: Settings, budgets: list[int], seeds: int,
-                  models: dict[str, Callable[[torch.Tensor], AnchorModel]], draw: Callable[[int, np.random.Generator], torch.Tensor]
-                  ) -> list[dict]:
-    """Object-mAP of each model fitted to ``draw(budget, rng)`` anchors, ``seeds`` draws per budget
-    (one at the full budget, where every draw is the same)."""
+def _budget_table(sample: QuerySample, study: Study, settings: Settings, requested: tuple[int, ...], seeds: int,
+                  models: dict[str, Callable[[torch.Tensor], AnchorModel]]) -> list[dict]:
+    """Object-mAP of each model fitted to random subsets of the object anchors, ``seeds`` subsets
+    per budget: the ``requested`` budgets below the anchor count, and every anchor once."""
+    available = len(study.object_anchors)
     rows = []
-    for budget in budgets:
-        draws = 1 if budget >= len(study.object_anchors) else seeds
+    for budget in sorted({b for b in requested if 2 <= b < available} | {available}):
+        draws = 1 if budget == available else seeds
         tables: dict[str, list[np.ndarray]] = {name: [] for name in models}
         for draw_no in range(draws):
-            anchors = draw(budget, np.random.default_rng([settings.seed, budget, draw_no]))
+            anchors = _subset(study.object_anchors, budget, np.random.default_rng([settings.seed, budget, draw_no]))
             for name, fit in models.items():
                 index = AnchorIndex(fit(anchors), study.embeddings, device="cpu")
                 tables[name].append(sample.average_precision(index)["object"])
@@ -147,18 +152,13 @@ def _budget_table(sample: QuerySample, study: Study, settings: Settings, budgets
     return rows
 
 
-def _budgets(requested: tuple[int, ...], available: int) -> list[int]:
-    return sorted({b for b in requested if 2 <= b < available} | {available})
-
-
 def anchor_budget(study: Study, sample: QuerySample, settings: Settings) -> pd.DataFrame:
     """Fig. 4 (left) / Fig. 6: object-mAP against the number of object anchors, random subsets
     (``budget_seeds`` per budget), for softmax, Gaussian, GMM and the latent models; cosine row."""
     factories = anchor_models(settings.scale)
     models = {name: (lambda anchors, f=factory: f(len(anchors)).fit(anchors)) for name, factory in factories.items()}
-    rows = [row for row in _reference_rows(sample, study, settings, ("object",)) if row["method"] == "cosine"]
-    rows += _budget_table(sample, study, settings, _budgets(settings.budgets, len(study.object_anchors)),
-                          settings.budget_seeds, models, lambda b, rng: _subset(study.object_anchors, b, rng))
+    rows = _reference_rows(sample, study, settings, ("object",), methods=("cosine",))
+    rows += _budget_table(sample, study, settings, settings.budgets, settings.budget_seeds, models)
     return pd.DataFrame(rows)
 
 
@@ -170,7 +170,7 @@ def mixture_components(study: Study, sample: QuerySample, settings: Settings) ->
     for n_components in [m for m in settings.components if m <= len(anchors) // 2]:
         table = []
         for seed in range(settings.component_seeds):
-            model = GaussianMixtureAnchors(n_components=n_components, scale=settings.scale, reg_covar=1e-4,
+            model = GaussianMixtureAnchors(n_components=n_components, scale=settings.scale, reg_covar=GMM_REG_COVAR,
                                            random_state=settings.seed + seed).fit(anchors)
             table.append(sample.average_precision(AnchorIndex(model, study.embeddings, device="cpu"))["object"])
         rows.append({"method": "GMM", "components": n_components, **estimate(np.stack(table), settings.n_bootstrap).row()})
@@ -192,8 +192,7 @@ def posterior_anchors(study: Study, sample: QuerySample, settings: Settings) -> 
                         ("Gaussian, prior only", GaussianAnchors(scale=scale))):
         ap = sample.average_precision(AnchorIndex(model.fit(prior), study.embeddings, device="cpu"))["object"]
         rows.append({"method": name, **estimate(ap, settings.n_bootstrap).row()})
-    rows += _budget_table(sample, study, settings, _budgets(settings.posterior_budgets, len(study.object_anchors)),
-                          settings.posterior_seeds, models, lambda b, rng: _subset(study.object_anchors, b, rng))
+    rows += _budget_table(sample, study, settings, settings.posterior_budgets, settings.posterior_seeds, models)
     return pd.DataFrame(rows)
 
 
