@@ -60,7 +60,7 @@ def _print_headline(retrieval: pd.DataFrame, scale: float) -> None:
     own = f"s={round(scale, 1):g}"
     for target, anchors in (("same emoji", "object"), ("same style", "style")):
         rows = ["cosine", f"ITI, {anchors} anchors", f"softmax, {anchors} anchors, {own}",
-                f"Gaussian, {anchors} anchors, {own}"]
+                f"Gaussian, {anchors} anchors, any s"]
         columns = [c for c in retrieval.columns if c.startswith(f"{target} | ")]
         table = retrieval.loc[rows, columns].rename(columns=lambda c: c.split(" | ")[1])
         print(f"\n{target} mAP per query style, {anchors} anchors")

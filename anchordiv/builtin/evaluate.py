@@ -34,14 +34,18 @@ def _with_overall(per_style: pd.DataFrame, overall: pd.Series) -> pd.DataFrame:
 
 def geometries(anchor_sets: dict[str, torch.Tensor], gallery: torch.Tensor, scales: list[float]
                ) -> dict[str, Callable[[], object]]:
-    """Index builders by name: cosine, ITI per anchor set, softmax and Gaussian per anchor set and scale."""
+    """Index builders by name: cosine; per anchor set ITI, softmax per scale, and Gaussian once.
+
+    The Gaussian divergence is ``s^2/2 (x - y)^T Sigma (x - y)``: the scale multiplies every
+    value alike, so one ranking serves every s (named "any s")."""
     builders: dict[str, Callable[[], object]] = {"cosine": lambda: CosineIndex(gallery)}
     for anchor_name, anchors in anchor_sets.items():
         builders[f"ITI, {anchor_name} anchors"] = lambda a=anchors: ITIIndex(a, gallery)
         for scale in scales:
-            for model_name, model in (("softmax", EmpiricalAnchors), ("Gaussian", GaussianAnchors)):
-                builders[f"{model_name}, {anchor_name} anchors, s={scale:g}"] = (
-                    lambda m=model, a=anchors, s=scale: AnchorIndex(m(scale=s).fit(a), gallery))
+            builders[f"softmax, {anchor_name} anchors, s={scale:g}"] = (
+                lambda a=anchors, s=scale: AnchorIndex(EmpiricalAnchors(scale=s).fit(a), gallery))
+        builders[f"Gaussian, {anchor_name} anchors, any s"] = (
+            lambda a=anchors: AnchorIndex(GaussianAnchors(scale=1.0).fit(a), gallery))
     return builders
 
 
