@@ -25,6 +25,7 @@ import torch
 from anchordiv import explain
 from anchordiv import explorer as ex
 from anchordiv import projection
+from anchordiv.datasets import ShippedDataError
 from anchordiv.encoders import load_encoder
 
 st.set_page_config(page_title="anchordiv explorer", page_icon="⚓", layout="wide")
@@ -40,12 +41,16 @@ BUILTIN, OPEN_CLIP = "Built-in", "open_clip (local checkpoint)"
 DIRECTIONS = {"Query first: KL(p_query ‖ p_neighbour)": False, "Reverse: KL(p_neighbour ‖ p_query)": True}
 
 
+# The library's ways of saying "the input (or the shipped data) is wrong, and here is the fix".
+FIXABLE_ERRORS = (ValueError, ShippedDataError)
+
+
 def attempt(action: Callable[[], Any], what: str, stop: bool = False) -> Any:
-    """Run a user-triggered ``action``; a ``ValueError`` (the library's way of saying the input is
-    wrong) becomes an error box instead of a traceback. ``stop`` halts the page after it."""
+    """Run ``action``; a :data:`FIXABLE_ERRORS` error becomes an error box (its message names the
+    fix) instead of a traceback. ``stop`` halts the page after it."""
     try:
         return action()
-    except ValueError as error:
+    except FIXABLE_ERRORS as error:
         st.error(f"{what}: {error}")
         if stop:
             st.stop()
@@ -181,8 +186,9 @@ def load_gallery_for(choices: dict[str, Any], encoder) -> ex.Gallery:
         return gallery
     progress = st.empty()
     # Shown only while the first start embeds the world; later starts read the disk cache.
-    gallery = get_world_gallery(encoder, GALLERY_SPLIT, GALLERY_LIMIT,
-                                lambda fraction, text: progress.progress(fraction, text))
+    gallery = attempt(lambda: get_world_gallery(encoder, GALLERY_SPLIT, GALLERY_LIMIT,
+                                                lambda fraction, text: progress.progress(fraction, text)),
+                      "Could not load the built-in emoji world", stop=True)
     progress.empty()
     return gallery
 

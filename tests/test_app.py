@@ -210,6 +210,23 @@ def test_missing_checkpoint_and_broken_folder(library, tmp_path):
     assert not app.exception and any("does not exist" in error.value for error in app.error)
 
 
+def test_broken_shipped_world_is_an_error_box(library, monkeypatch):
+    """A test double: the real check (sha256 of every shipped file, tests/test_datasets.py) runs
+    before the render cache, which this module shares; here its error is raised where the app
+    loads the world. A new gallery size keeps the app from reusing the gallery it has."""
+    from anchordiv.datasets import ShippedDataError
+
+    def broken(*args, **kwargs):
+        raise ShippedDataError("data/emoji/index.csv has sha256 0123 but manifest.json records 4567; "
+                               "rebuild it with `python data/build_emoji_world.py`")
+
+    monkeypatch.setattr(ex, "world_gallery", broken)
+    monkeypatch.setenv("ANCHORDIV_APP_GALLERY_LIMIT", str(LIMIT - 1))
+    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    assert not app.exception
+    assert any("Could not load the built-in emoji world" in e.value and "build_emoji_world" in e.value for e in app.error)
+
+
 def test_two_sessions_do_not_share_state(library):
     first, second = start(), start()
     first.slider(key="p").set_value(0.0).run()
