@@ -61,7 +61,7 @@ def _train_builtin(args: argparse.Namespace) -> int:
     from .builtin.train import TrainConfig
 
     config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, seed=args.seed, max_emoji=args.max_emoji,
-                         name_smoothing=args.name_smoothing)
+                         name_smoothing=args.name_smoothing, classify_subcategory=args.classify_subcategory)
     train_command(config, Path(args.out), device=args.device)
     return 0
 
@@ -179,6 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--seed", type=int, default=TrainConfig.seed)
     train.add_argument("--name-smoothing", type=float, default=TrainConfig.name_smoothing, dest="name_smoothing",
                        help="target mass spread over semantically close training names (0: hard targets)")
+    train.add_argument("--classify-subcategory", action=argparse.BooleanOptionalAction,
+                       default=TrainConfig.classify_subcategory, dest="classify_subcategory",
+                       help="also classify each image among the subcategory phrases")
     train.add_argument("--max-emoji", type=int, dest="max_emoji", help="train on the first N emoji only (a toy run)")
     train.add_argument("--out", default=str(ASSETS_DIR), help="folder for the weights and manifest (default: assets/)")
     train.add_argument("--device", help="cpu or cuda (default: CUDA when available)")

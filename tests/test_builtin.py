@@ -9,7 +9,7 @@ import torch
 from anchordiv.builtin.captions import build_caption_bank, describes, image_codes
 from anchordiv.builtin.model import BuiltinConfig, BuiltinModel
 from anchordiv.builtin.text_tower import MINILM_SHA256, MiniLMTextTower, WeightsError, minilm_dir
-from anchordiv.builtin.train import ClassTargets, augment, contrastive_loss, parameter_groups
+from anchordiv.builtin.train import ClassTargets, TrainConfig, augment, contrastive_loss, parameter_groups
 from anchordiv.builtin.weights import MANIFEST_NAME, WEIGHTS_NAME, load_builtin, save_builtin
 
 LABELS = pd.DataFrame({
@@ -117,6 +117,8 @@ def test_train_builtin_runs_at_toy_size_and_its_weights_load(tmp_path, capsys):
     assert "epoch 1/1" in capsys.readouterr().out
     manifest = json.loads((tmp_path / MANIFEST_NAME).read_text())
     assert manifest["training"]["images"] == 6 * 12 and manifest["config"]["embed_dim"] == 256
+    assert manifest["training"]["torch_threads"] == torch.get_num_threads()
+    assert manifest["training"]["config"]["classify_subcategory"] == TrainConfig.classify_subcategory
     encoder = load_builtin_encoder(directory=tmp_path)
     assert encoder.encode_texts(["dog face"]).shape == (1, 256)
 
@@ -132,3 +134,10 @@ def test_soft_name_targets_spread_mass_over_the_semantically_closest_other_names
     others = soft.clone().fill_diagonal_(0)
     nearest = {names[i]: names[int(others[i].argmax())] for i in range(len(names))}
     assert nearest["monkey"] == "monkey face" and nearest["red apple"] == "green apple"
+
+
+def test_subcategory_targets_are_the_subcategory_phrases():
+    labels = LABELS.assign(subcategory=["animal-mammal", "animal-mammal", "food-asian", "animal-mammal"])
+    targets = ClassTargets.build(labels, "subcategory", torch.device("cpu"))
+    torch.testing.assert_close(targets.features, MiniLMTextTower()(["animal mammal", "food asian"]))
+    assert targets.index.tolist() == [0, 0, 1, 0] and targets.soft is None

@@ -1,6 +1,6 @@
 """Contrastive training of the built-in model on the emoji world's training split.
 
-Two terms, both at the model's learnable logit scale:
+Two terms (three with ``classify_subcategory``), all at the model's learnable logit scale:
 
 * multi-positive InfoNCE between images and sampled captions: a caption such as "pencil
   sketch" is true of many images in a batch, so each row's loss is ``-log`` of the softmax mass
@@ -10,7 +10,13 @@ Two terms, both at the model's learnable logit scale:
   held-out names will be used, which is what zero-shot transfer to unseen emoji needs. With
   ``name_smoothing`` the name targets are soft: part of each image's target mass goes to the
   names whose MiniLM embeddings are close to its own ("gorilla" for "orangutan"), so the image
-  tower learns the semantic neighbourhoods an unseen name will fall into, not just its 1,225 names.
+  tower learns the semantic neighbourhoods an unseen name will fall into, not just its 1,225 names;
+* with ``classify_subcategory``, the same against every subcategory phrase ("animal mammal",
+  "food asian"). An unseen emoji shares its subcategory with training emoji, so this is ordinary
+  generalisation, and it puts the image among the right names. Measured on the held-out emoji
+  with a model trained without this term (name smoothing 0.3): the true name is among the top 5
+  of its own subcategory's names 89% of the time, but the nearest held-out name is from the
+  right subcategory only 37% of the time.
 
 The MiniLM text tower is frozen, so caption features are computed once and cached.
 """
@@ -27,7 +33,7 @@ import torch
 
 from ..cache import cache_dir, cached_array
 from ..device import resolve_device
-from .captions import CaptionBank, build_caption_bank, describes, image_codes
+from .captions import CaptionBank, build_caption_bank, describes, image_codes, subcategory_words
 from .model import BuiltinConfig, BuiltinModel
 from .text_tower import MINILM_SHA256, MiniLMTextTower
 
@@ -41,6 +47,7 @@ class TrainConfig:
     warmup_fraction: float = 0.05
     name_smoothing: float = 0.0  # target mass spread over the semantically closest other training names
     smoothing_temperature: float = 0.05  # of the softmax over MiniLM cosine similarities
+    classify_subcategory: bool = False  # a third zero-shot term: each image against every subcategory phrase
     seed: int = 0
     max_emoji: int | None = None  # train on the first N training emoji only (toy runs, tests)
     model: BuiltinConfig = field(default_factory=BuiltinConfig)
@@ -107,6 +114,8 @@ def train_builtin(config: TrainConfig, labels, array: np.ndarray, device: str | 
     codes, _ = image_codes(labels)
     classes = {"name": ClassTargets.build(labels, "name", target, config.name_smoothing, config.smoothing_temperature),
                "style": ClassTargets.build(labels, "style", target)}
+    if config.classify_subcategory:
+        classes["subcategory"] = ClassTargets.build(labels, "subcategory", target)
     # channels_last runs the CNN about 20% faster on CPUs (and on tensor cores).
     model = BuiltinModel(config.model).to(target, memory_format=torch.channels_last)
     optimiser = torch.optim.AdamW(parameter_groups(model, config.weight_decay), lr=config.learning_rate)
@@ -131,8 +140,10 @@ def train_builtin(config: TrainConfig, labels, array: np.ndarray, device: str | 
         if on_epoch is not None:
             on_epoch(epoch + 1, model.eval())
             model.train()
+    # Float sums run in a thread-count-dependent order: a rerun matches bit for bit only with as many threads.
     report = {"config": asdict(config), "epoch_losses": losses, "seconds": time.perf_counter() - started,
-              "images": len(array), "captions": len(bank.texts), "device": str(target)}
+              "images": len(array), "captions": len(bank.texts), "device": str(target),
+              "torch_threads": torch.get_num_threads()}
     return model.eval(), report
 
 
@@ -152,7 +163,8 @@ class ClassTargets:
         the softmax over the MiniLM cosine similarities between a class name and every other one."""
         values = sorted(labels[column].unique())
         index = labels[column].map({value: i for i, value in enumerate(values)}).to_numpy(copy=True)
-        features = torch.from_numpy(caption_features(values))
+        features = torch.from_numpy(caption_features(
+            [subcategory_words(v) for v in values] if column == "subcategory" else values))
         soft = None
         if smoothing > 0:
             unit = torch.nn.functional.normalize(features, dim=1)
