@@ -40,14 +40,14 @@ from .text_tower import MINILM_SHA256, MiniLMTextTower
 
 @dataclass
 class TrainConfig:
-    epochs: int = 12
+    epochs: int = 16
     batch_size: int = 256
     learning_rate: float = 2e-3
     weight_decay: float = 0.05
     warmup_fraction: float = 0.05
-    name_smoothing: float = 0.0  # target mass spread over the semantically closest other training names
+    name_smoothing: float = 0.3  # target mass spread over the semantically closest other training names
     smoothing_temperature: float = 0.05  # of the softmax over MiniLM cosine similarities
-    classify_subcategory: bool = False  # a third zero-shot term: each image against every subcategory phrase
+    classify_subcategory: bool = True  # a third zero-shot term: each image against every subcategory phrase
     seed: int = 0
     max_emoji: int | None = None  # train on the first N training emoji only (toy runs, tests)
     model: BuiltinConfig = field(default_factory=BuiltinConfig)
