@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import torch
 
-from anchordiv.builtin.captions import build_caption_bank, describes, image_codes
+from anchordiv.builtin.captions import build_caption_bank, describes, image_codes, subcategory_words
 from anchordiv.builtin.model import BuiltinConfig, BuiltinModel
 from anchordiv.builtin.text_tower import MINILM_SHA256, MiniLMTextTower, WeightsError, minilm_dir
 from anchordiv.builtin.train import ClassTargets, TrainConfig, augment, contrastive_loss, parameter_groups
@@ -138,6 +138,6 @@ def test_soft_name_targets_spread_mass_over_the_semantically_closest_other_names
 
 def test_subcategory_targets_are_the_subcategory_phrases():
     labels = LABELS.assign(subcategory=["animal-mammal", "animal-mammal", "food-asian", "animal-mammal"])
-    targets = ClassTargets.build(labels, "subcategory", torch.device("cpu"))
+    targets = ClassTargets.build(labels, "subcategory", torch.device("cpu"), phrase=subcategory_words)
     torch.testing.assert_close(targets.features, MiniLMTextTower()(["animal mammal", "food asian"]))
     assert targets.index.tolist() == [0, 0, 1, 0] and targets.soft is None

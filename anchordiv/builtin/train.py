@@ -115,7 +115,7 @@ def train_builtin(config: TrainConfig, labels, array: np.ndarray, device: str | 
     classes = {"name": ClassTargets.build(labels, "name", target, config.name_smoothing, config.smoothing_temperature),
                "style": ClassTargets.build(labels, "style", target)}
     if config.classify_subcategory:
-        classes["subcategory"] = ClassTargets.build(labels, "subcategory", target)
+        classes["subcategory"] = ClassTargets.build(labels, "subcategory", target, phrase=subcategory_words)
     # channels_last runs the CNN about 20% faster on CPUs (and on tensor cores).
     model = BuiltinModel(config.model).to(target, memory_format=torch.channels_last)
     optimiser = torch.optim.AdamW(parameter_groups(model, config.weight_decay), lr=config.learning_rate)
@@ -157,14 +157,14 @@ class ClassTargets:
     soft: torch.Tensor | None = None
 
     @classmethod
-    def build(cls, labels, column: str, device: torch.device, smoothing: float = 0.0,
-              temperature: float = 0.05) -> "ClassTargets":
-        """Soft targets when ``smoothing > 0``: ``(1 - smoothing) onehot + smoothing softmax(cos / temperature)``,
-        the softmax over the MiniLM cosine similarities between a class name and every other one."""
+    def build(cls, labels, column: str, device: torch.device, smoothing: float = 0.0, temperature: float = 0.05,
+              phrase: Callable[[str], str] = str) -> "ClassTargets":
+        """Classes are the values of ``column``, embedded as the text ``phrase(value)``. Soft targets
+        when ``smoothing > 0``: ``(1 - smoothing) onehot + smoothing softmax(cos / temperature)``, the
+        softmax over the MiniLM cosine similarities between a class's phrase and every other one."""
         values = sorted(labels[column].unique())
         index = labels[column].map({value: i for i, value in enumerate(values)}).to_numpy(copy=True)
-        features = torch.from_numpy(caption_features(
-            [subcategory_words(v) for v in values] if column == "subcategory" else values))
+        features = torch.from_numpy(caption_features([phrase(value) for value in values]))
         soft = None
         if smoothing > 0:
             unit = torch.nn.functional.normalize(features, dim=1)

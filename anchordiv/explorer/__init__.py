@@ -13,7 +13,7 @@ Streamlit. The modules, all re-exported here:
   any weight ``p`` (:meth:`ExplorerGeometry.index_at`), so a shared, cached geometry is never mutated;
 * :mod:`.neighbours`: results, :func:`search_one`, :func:`neighbour_table`, :func:`agreement`,
   :func:`p_sweep`;
-* :mod:`.export`: :func:`grid_png`;
+* :mod:`.export`: :func:`grid_image`, :func:`grid_png`, :func:`png_bytes`;
 * :mod:`.layout`: UMAP layouts, :func:`geometry_layout` and :func:`layout_key`;
 * :mod:`.speed`: :func:`benchmark`, behind ``python -m anchordiv explorer-bench``.
 """
@@ -31,7 +31,7 @@ from .anchors import (
     anchor_presets,
     parse_anchor_text,
 )
-from .export import grid_png
+from .export import grid_image, grid_png, png_bytes
 from .gallery import (
     Gallery,
     ProgressCallback,
@@ -56,7 +56,7 @@ __all__ = [
     "ANIMALS", "BACKGROUNDS", "CHEXPERT_PATHOLOGIES", "CLOTHING", "DOG_BREEDS", "FOOD", "GENERIC_STYLES",
     "MAX_ANCHORS", "MODEL_KINDS", "SINGLE_ANCHOR_RIDGE", "VEHICLES", "AnchorText", "ExplorerGeometry", "Gallery",
     "GeometrySpec", "ProgressCallback", "agreement", "agreement_text", "anchor_presets", "baseline_index",
-    "benchmark", "default_query_id", "fit_anchor_model", "folder_gallery", "geometry_layout", "grid_png",
-    "layout_key", "neighbour_table", "p_sweep", "parse_anchor_text", "query_image_from_upload", "search_one",
-    "world_gallery",
+    "benchmark", "default_query_id", "fit_anchor_model", "folder_gallery", "geometry_layout", "grid_image",
+    "grid_png", "layout_key", "neighbour_table", "p_sweep", "parse_anchor_text", "png_bytes",
+    "query_image_from_upload", "search_one", "world_gallery",
 ]

@@ -138,7 +138,6 @@ def query_image_from_upload(data: bytes, name: str = "upload") -> Image.Image:
     return image
 
 
-
 def default_query_id(gallery: Gallery, name: str = "dog", style: str = "watercolor painting") -> int:
     """A sensible first query: the first image whose name contains ``name`` in ``style`` (then any
     style, then any image), so the app opens on something recognisable."""

@@ -8,7 +8,6 @@ interval over queries, and over random anchor subsets where anchors are drawn), 
 """
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 from typing import Callable
 
@@ -17,7 +16,7 @@ import pandas as pd
 import torch
 from PIL import Image
 
-from ..explorer import grid_png
+from ..explorer import grid_image, png_bytes
 from ..models import (AnchorModel, EmpiricalAnchors, GaussianAnchors, GaussianMixtureAnchors, LatentEmpiricalAnchors,
                       LatentGaussianAnchors, MixtureAnchors, posterior_empirical, posterior_gaussian)
 from ..search import AnchorIndex, CosineIndex, ITIIndex
@@ -196,7 +195,8 @@ def posterior_anchors(study: Study, sample: QuerySample, settings: Settings) -> 
     return pd.DataFrame(rows)
 
 
-def condition_groups(study: Study, sample: QuerySample, max_per_condition: int) -> list[tuple[str, str, np.ndarray]]:
+def condition_groups(study: Study, sample: QuerySample, max_per_condition: int,
+                     seed: int = 0) -> list[tuple[str, str, np.ndarray]]:
     """``(group, target, query ids)`` for the condition-wise table: per condition column, its
     positive images (at most ``max_per_condition``); otherwise the sample grouped by ``group_column``."""
     if study.condition_columns:
@@ -204,7 +204,7 @@ def condition_groups(study: Study, sample: QuerySample, max_per_condition: int) 
         for column in study.condition_columns:
             positives = np.flatnonzero(study.labels[column].to_numpy(dtype=bool))
             if len(positives) >= 2:
-                rng = np.random.default_rng(0)
+                rng = np.random.default_rng(seed)
                 chosen = np.sort(rng.choice(positives, size=min(max_per_condition, len(positives)), replace=False))
                 groups.append((column, column, chosen))
         return groups
@@ -216,7 +216,7 @@ def condition_table(study: Study, sample: QuerySample, settings: Settings) -> pd
     """Tables 2-3: per group, AUPRC differences of each anchor divergence minus cosine (and softmax
     minus ITI), fitted to ``condition_subsets`` random subsets of ``condition_fraction`` of the
     anchors; 95% intervals from a two-way bootstrap over queries and anchor subsets."""
-    groups = condition_groups(study, sample, settings.queries)
+    groups = condition_groups(study, sample, settings.queries, settings.seed)
     queries = QuerySample(study, 0, ids=np.unique(np.concatenate([ids for _, _, ids in groups])))
     position = {int(item): i for i, item in enumerate(queries.ids)}
     factories = anchor_models(settings.scale)
@@ -282,20 +282,17 @@ def qualitative_grids(study: Study, sample: QuerySample, settings: Settings) -> 
         indexes["mixture, p = 0.5"] = AnchorIndex(mixture, study.embeddings, device="cpu")
     grids = {}
     for query_id in grid_query_ids(study, sample, settings.grid_queries):
-        rows = [Image.open(io.BytesIO(grid_png([gallery.image(query_id)], [gallery.caption(query_id)], 1,
-                                               title="query")))]
+        rows = [grid_image([gallery.image(query_id)], [gallery.caption(query_id)], 1, title="query")]
         for name, index in indexes.items():
             _, ids = index.search(study.embeddings[query_id:query_id + 1], settings.grid_k,
                                   exclude=torch.tensor([query_id]))
             ids = ids[0].tolist()
-            rows.append(Image.open(io.BytesIO(grid_png([gallery.image(i) for i in ids],
-                                                       [gallery.caption(i) for i in ids], settings.grid_k, title=name))))
+            rows.append(grid_image([gallery.image(i) for i in ids], [gallery.caption(i) for i in ids], settings.grid_k,
+                                   title=name))
         canvas = Image.new("RGB", (max(row.width for row in rows), sum(row.height for row in rows)), "white")
         top = 0
         for row in rows:
             canvas.paste(row, (0, top))
             top += row.height
-        buffer = io.BytesIO()
-        canvas.save(buffer, format="PNG")
-        grids[query_id] = buffer.getvalue()
+        grids[query_id] = png_bytes(canvas)
     return grids
