@@ -12,7 +12,7 @@ def unit(rows: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.normalize(rows, dim=1)
 
 
-def test_zero_shot_table_scores_each_style_and_the_whole():
+def test_zero_shot_table_scores_each_group_and_the_whole():
     names, styles = [f"thing {i}" for i in range(8)], ["sketch", "photo"]
     orthonormal = torch.linalg.qr(torch.randn(16, 16, generator=torch.Generator().manual_seed(0)))[0]
     name_texts, style_texts = orthonormal[:8], orthonormal[8:10]
@@ -26,6 +26,13 @@ def test_zero_shot_table_scores_each_style_and_the_whole():
     assert table.loc["sketch", "object top-1"] == 7 / 8 and table.loc["photo", "object top-1"] == 1.0
     assert table.loc["all", "object top-1"] == 15 / 16
     assert table.loc["all", "object top-5"] >= table.loc["all", "object top-1"]
+    assert table["images"].tolist() == [16, 8, 8]
+    # Any label column can split the table: here the first four names form one group.
+    grouped = labels.assign(group=["a"] * 4 + ["b"] * 4 + ["a"] * 4 + ["b"] * 4)
+    by_group = zero_shot_table(unit(parts[0] + 0.5 * parts[1]), grouped, style_texts, styles, name_texts, names,
+                               by="group")
+    assert list(by_group.index) == ["all", "a", "b"] and by_group["images"].tolist() == [16, 8, 8]
+    assert by_group.loc["a", "object top-1"] == 7 / 8 and by_group.loc["b", "object top-1"] == 1.0
 
 
 def test_one_gaussian_ranking_serves_every_scale():

@@ -44,13 +44,18 @@ def evaluate_command(weights_dir: Path = ASSETS_DIR, scales: list[float] | None 
     images = encoder.encode_images(world.images, progress=True)
     style_texts, name_texts = encoder.encode_texts(styles), encoder.encode_texts(names)
     zero_shot = zero_shot_table(images, world.labels, style_texts, styles, name_texts, names)
+    by_category = zero_shot_table(images, world.labels, style_texts, styles, name_texts, names, by="category")
     print("\nzero-shot (bare style phrases; object names among the held-out names)")
     print(zero_shot.to_string(float_format=lambda v: f"{v:.3f}"))
+    print("\nthe same by emoji category (where unseen objects are hard to name)")
+    hardest_first = pd.concat([by_category.loc[["all"]], by_category.drop(index="all").sort_values("object top-5")])
+    print(hardest_first.to_string(float_format=lambda v: f"{v:.3f}"))
     scale_list = sorted({round(encoder.logit_scale, 1), *(scales or [5.0, 10.0, 20.0, 50.0])})
     print(f"\nmAP, queries = every held-out image (excluded from its own gallery); scales {scale_list}", flush=True)
     builders = geometries({"object": name_texts, "style": style_texts}, images, scale_list)
     retrieval = retrieval_table(images, world.labels, builders)
     result = {"encoder": encoder.name, "logit_scale": encoder.logit_scale, "zero_shot": zero_shot.to_dict(),
+              "zero_shot_by_category": by_category.to_dict(),
               "retrieval": retrieval.to_dict()}
     _print_headline(retrieval, encoder.logit_scale)
     return result

@@ -17,15 +17,20 @@ TARGETS = {"same emoji": "emoji_id", "same style": "style"}
 
 
 def zero_shot_table(images: torch.Tensor, labels: pd.DataFrame, style_texts: torch.Tensor, styles: list[str],
-                    name_texts: torch.Tensor, names: list[str]) -> pd.DataFrame:
-    """Per style (and "all"): style accuracy over the bare style phrases, object top-1/top-5
-    among ``names``. ``images`` ``(n, d)``, ``style_texts`` ``(S, d)``, ``name_texts`` ``(K, d)``."""
+                    name_texts: torch.Tensor, names: list[str], by: str = "style") -> pd.DataFrame:
+    """Per value of the label column ``by`` (and "all"): style accuracy over the bare style
+    phrases, object top-1/top-5 among ``names``, and the number of images. ``images`` ``(n, d)``,
+    ``style_texts`` ``(S, d)``, ``name_texts`` ``(K, d)``."""
     style_hit = np.array(styles)[(images @ style_texts.T).argmax(dim=1).numpy()] == labels["style"].to_numpy()
     top5 = np.array(names)[(images @ name_texts.T).topk(min(5, len(names)), dim=1).indices.numpy()]
     truth = labels["name"].to_numpy()[:, None]
-    frame = pd.DataFrame({"style": labels["style"].to_numpy(), "style accuracy": style_hit,
+    frame = pd.DataFrame({by: labels[by].to_numpy(), "style accuracy": style_hit,
                           "object top-1": top5[:, 0] == truth[:, 0], "object top-5": (top5 == truth).any(axis=1)})
-    return _with_overall(frame.groupby("style").mean(), frame.drop(columns="style").mean())
+    grouped = frame.groupby(by)
+    overall = frame.drop(columns=by).mean()
+    overall["images"] = len(frame)
+    table = _with_overall(grouped.mean().assign(images=grouped.size()), overall)
+    return table.astype({"images": int})
 
 
 def _with_overall(per_style: pd.DataFrame, overall: pd.Series) -> pd.DataFrame:
