@@ -3,7 +3,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from anchordiv.builtin.evaluate import geometries, retrieval_table, zero_shot_table
+from anchordiv.builtin.evaluate import geometries, retrieval_table, zero_shot_hits, zero_shot_table
 from anchordiv.models import GaussianAnchors
 from anchordiv.search import AnchorIndex
 
@@ -20,7 +20,8 @@ def test_zero_shot_table_scores_each_group_and_the_whole():
     # Each image is its name plus its style; image 0's name part points at name 1 instead.
     parts = [name_texts[[i % 8 for i in range(16)]], style_texts[[i // 8 for i in range(16)]]]
     parts[0][0] = name_texts[1]
-    table = zero_shot_table(unit(parts[0] + 0.5 * parts[1]), labels, style_texts, styles, name_texts, names)
+    hits = zero_shot_hits(unit(parts[0] + 0.5 * parts[1]), labels, style_texts, styles, name_texts, names)
+    table = zero_shot_table(hits, labels["style"])
     assert list(table.index) == ["all", "photo", "sketch"]
     assert table.loc["all", "style accuracy"] == 1.0
     assert table.loc["sketch", "object top-1"] == 7 / 8 and table.loc["photo", "object top-1"] == 1.0
@@ -28,9 +29,7 @@ def test_zero_shot_table_scores_each_group_and_the_whole():
     assert table.loc["all", "object top-5"] >= table.loc["all", "object top-1"]
     assert table["images"].tolist() == [16, 8, 8]
     # Any label column can split the table: here the first four names form one group.
-    grouped = labels.assign(group=["a"] * 4 + ["b"] * 4 + ["a"] * 4 + ["b"] * 4)
-    by_group = zero_shot_table(unit(parts[0] + 0.5 * parts[1]), grouped, style_texts, styles, name_texts, names,
-                               by="group")
+    by_group = zero_shot_table(hits, pd.Series(["a"] * 4 + ["b"] * 4 + ["a"] * 4 + ["b"] * 4))
     assert list(by_group.index) == ["all", "a", "b"] and by_group["images"].tolist() == [16, 8, 8]
     assert by_group.loc["a", "object top-1"] == 7 / 8 and by_group.loc["b", "object top-1"] == 1.0
 

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..datasets import load_emoji_world
-from .evaluate import geometries, retrieval_table, zero_shot_table
+from .evaluate import geometries, retrieval_table, zero_shot_hits, zero_shot_table
 from .train import TrainConfig, train_builtin
 from .weights import ASSETS_DIR, save_builtin
 
@@ -43,8 +43,9 @@ def evaluate_command(weights_dir: Path = ASSETS_DIR, scales: list[float] | None 
           f"{len(names)} emoji in {len(styles)} styles", flush=True)
     images = encoder.encode_images(world.images, progress=True)
     style_texts, name_texts = encoder.encode_texts(styles), encoder.encode_texts(names)
-    zero_shot = zero_shot_table(images, world.labels, style_texts, styles, name_texts, names)
-    by_category = zero_shot_table(images, world.labels, style_texts, styles, name_texts, names, by="category")
+    hits = zero_shot_hits(images, world.labels, style_texts, styles, name_texts, names)
+    zero_shot = zero_shot_table(hits, world.labels["style"])
+    by_category = zero_shot_table(hits, world.labels["category"])
     print("\nzero-shot (bare style phrases; object names among the held-out names)")
     print(zero_shot.to_string(float_format=lambda v: f"{v:.3f}"))
     print("\nthe same by emoji category (where unseen objects are hard to name)")

@@ -16,25 +16,25 @@ from ..search import AnchorIndex, CosineIndex, ITIIndex
 TARGETS = {"same emoji": "emoji_id", "same style": "style"}
 
 
-def zero_shot_table(images: torch.Tensor, labels: pd.DataFrame, style_texts: torch.Tensor, styles: list[str],
-                    name_texts: torch.Tensor, names: list[str], by: str = "style") -> pd.DataFrame:
-    """Per value of the label column ``by`` (and "all"): style accuracy over the bare style
-    phrases, object top-1/top-5 among ``names``, and the number of images. ``images`` ``(n, d)``,
-    ``style_texts`` ``(S, d)``, ``name_texts`` ``(K, d)``."""
+def zero_shot_hits(images: torch.Tensor, labels: pd.DataFrame, style_texts: torch.Tensor, styles: list[str],
+                   name_texts: torch.Tensor, names: list[str]) -> pd.DataFrame:
+    """Per image, booleans ``(n, 3)``: style right over the bare style phrases, object top-1 and
+    top-5 among ``names``. ``images`` ``(n, d)``, ``style_texts`` ``(S, d)``, ``name_texts`` ``(K, d)``."""
     style_hit = np.array(styles)[(images @ style_texts.T).argmax(dim=1).numpy()] == labels["style"].to_numpy()
     top5 = np.array(names)[(images @ name_texts.T).topk(min(5, len(names)), dim=1).indices.numpy()]
     truth = labels["name"].to_numpy()[:, None]
-    frame = pd.DataFrame({by: labels[by].to_numpy(), "style accuracy": style_hit,
-                          "object top-1": top5[:, 0] == truth[:, 0], "object top-5": (top5 == truth).any(axis=1)})
-    grouped = frame.groupby(by)
-    overall = frame.drop(columns=by).mean()
-    overall["images"] = len(frame)
-    table = _with_overall(grouped.mean().assign(images=grouped.size()), overall)
+    return pd.DataFrame({"style accuracy": style_hit, "object top-1": top5[:, 0] == truth[:, 0],
+                         "object top-5": (top5 == truth).any(axis=1)})
+
+
+def zero_shot_table(hits: pd.DataFrame, groups: pd.Series) -> pd.DataFrame:
+    """:func:`zero_shot_hits` averaged per value of ``groups`` ``(n,)`` (e.g. each image's style)
+    and over all images ("all"), with the number of images of each."""
+    grouped = hits.groupby(groups.to_numpy())
+    overall = hits.mean()
+    overall["images"] = len(hits)
+    table = pd.concat([pd.DataFrame([overall], index=["all"]), grouped.mean().assign(images=grouped.size())])
     return table.astype({"images": int})
-
-
-def _with_overall(per_style: pd.DataFrame, overall: pd.Series) -> pd.DataFrame:
-    return pd.concat([pd.DataFrame([overall], index=["all"]), per_style])
 
 
 def geometries(anchor_sets: dict[str, torch.Tensor], gallery: torch.Tensor, scales: list[float]
