@@ -69,7 +69,8 @@ def _train_builtin(args: argparse.Namespace) -> int:
 def _evaluate_builtin(args: argparse.Namespace) -> int:
     from .builtin.commands import evaluate_command
 
-    _write_json(args.json, evaluate_command(Path(args.weights), scales=args.scales, device=args.device))
+    _write_json(args.json, evaluate_command(Path(args.weights), scales=args.scales, device=args.device,
+                                            memory_weight=args.memory_weight))
     return 0
 
 
@@ -189,6 +190,8 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate = commands.add_parser("evaluate-builtin", help="zero-shot and retrieval figures on the held-out emoji")
     evaluate.add_argument("--weights", default=str(ASSETS_DIR), help="folder with the weights and manifest")
     evaluate.add_argument("--scales", type=float, nargs="+", help="extra scales s for the sweep (default 5 10 20 50)")
+    evaluate.add_argument("--memory-weight", type=float, dest="memory_weight",
+                          help="mix of text projection and visual memory, 0 to 1 (default: the manifest's, 0.5)")
     evaluate.add_argument("--json", help="also write the figures to this JSON file")
     evaluate.add_argument("--device", help="cpu or cuda (default: CUDA when available)")
     evaluate.set_defaults(handler=_evaluate_builtin)

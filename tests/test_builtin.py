@@ -9,7 +9,9 @@ import torch
 from anchordiv.builtin.captions import build_caption_bank, describes, image_codes, subcategory_words
 from anchordiv.builtin.model import BuiltinConfig, BuiltinModel
 from anchordiv.builtin.text_tower import MINILM_SHA256, MiniLMTextTower, WeightsError, minilm_dir
-from anchordiv.builtin.train import ClassTargets, TrainConfig, augment, contrastive_loss, parameter_groups
+from anchordiv.builtin.train import (ClassTargets, TrainConfig, augment, build_text_memory, caption_features,
+                                    contrastive_loss, parameter_groups)
+from anchordiv.cache import sha256_file
 from anchordiv.builtin.weights import MANIFEST_NAME, WEIGHTS_NAME, load_builtin, save_builtin
 
 LABELS = pd.DataFrame({
@@ -61,10 +63,13 @@ def test_weight_decay_spares_the_logit_scale():
 
 def test_weights_round_trip_and_a_changed_file_is_refused(tmp_path):
     model = BuiltinModel(BuiltinConfig(widths=(8, 16), embed_dim=32)).eval()
+    model.set_text_memory(torch.randn(5, 384), torch.randn(5, 32))
     save_builtin(model, {"note": "test"}, tmp_path)
     loaded, sha256 = load_builtin(tmp_path)
-    images = torch.rand(2, 3, 64, 64)
+    images, minilm = torch.rand(2, 3, 64, 64), torch.randn(3, 384)
     torch.testing.assert_close(loaded.encode_images(images), model.encode_images(images))
+    torch.testing.assert_close(loaded.encode_text_features(minilm), model.encode_text_features(minilm))
+    assert loaded.memory_keys.shape == (5, 384)
     assert json.loads((tmp_path / MANIFEST_NAME).read_text())["sha256"] == sha256
     raw = bytearray((tmp_path / WEIGHTS_NAME).read_bytes())
     raw[-1] ^= 1
@@ -73,6 +78,53 @@ def test_weights_round_trip_and_a_changed_file_is_refused(tmp_path):
         load_builtin(tmp_path)
     with pytest.raises(WeightsError, match=r"is missing; restore it"):
         load_builtin(tmp_path / "nowhere")
+
+
+def test_a_file_saved_before_the_visual_memory_loads_and_reads_texts_by_the_projection(tmp_path):
+    from safetensors.torch import save_file
+
+    model = BuiltinModel(BuiltinConfig(widths=(8, 16), embed_dim=32)).eval()
+    save_builtin(model, {"note": "test"}, tmp_path)
+    tensors = {k: v for k, v in model.state_dict().items() if not k.startswith("memory_")}
+    save_file(tensors, tmp_path / WEIGHTS_NAME)
+    manifest = json.loads((tmp_path / MANIFEST_NAME).read_text())
+    (tmp_path / MANIFEST_NAME).write_text(json.dumps({**manifest, "sha256": sha256_file(tmp_path / WEIGHTS_NAME)}))
+    loaded, _ = load_builtin(tmp_path)
+    minilm = torch.randn(3, 384)
+    assert len(loaded.memory_keys) == 0
+    torch.testing.assert_close(loaded.encode_text_features(minilm), model.project_text_features(minilm))
+
+
+def test_texts_read_the_visual_memory_as_documented():
+    generator = torch.Generator().manual_seed(0)
+    model = BuiltinModel(BuiltinConfig(widths=(8,), embed_dim=4, text_dim=3, memory_temperature=0.2)).eval()
+    minilm = torch.randn(5, 3, generator=generator)
+    # Empty memory: the projection alone.
+    torch.testing.assert_close(model.encode_text_features(minilm), model.project_text_features(minilm))
+    keys, values = torch.randn(6, 3, generator=generator), torch.randn(6, 4, generator=generator)
+    model.set_text_memory(2 * keys, 3 * values)
+    unit = lambda x: torch.nn.functional.normalize(x, dim=1)  # noqa: E731
+    readout = unit(torch.softmax(unit(minilm) @ unit(keys).T / 0.2, dim=1) @ unit(values))
+    torch.testing.assert_close(model.encode_text_features(minilm),
+                               unit(0.5 * model.project_text_features(minilm) + 0.5 * readout))
+    # At a low temperature a text equal to a key reads that key's image embedding alone.
+    model.config = BuiltinConfig(widths=(8,), embed_dim=4, text_dim=3, memory_weight=1.0, memory_temperature=1e-4)
+    torch.testing.assert_close(model.encode_text_features(keys), unit(values))
+    with pytest.raises(ValueError, match=r"memory keys \(6, 3\) and values \(5, 4\)"):
+        model.set_text_memory(keys, values[:5])
+
+
+def test_the_visual_memory_holds_each_name_and_style_with_its_mean_image():
+    model = BuiltinModel(BuiltinConfig(widths=(8, 16), embed_dim=32)).eval()
+    array = np.random.default_rng(0).integers(0, 256, (4, 64, 64, 3), dtype=np.uint8)
+    assert build_text_memory(model, LABELS, array, batch_size=3) == {"names": 2, "styles": 2}
+    texts = ["cat face", "dog face", "google", "pencil sketch"]
+    torch.testing.assert_close(model.memory_keys, torch.nn.functional.normalize(
+        torch.from_numpy(caption_features(texts)), dim=1))
+    images = model.encode_images(torch.from_numpy(array).permute(0, 3, 1, 2).float() / 255).detach()
+    # Rows of LABELS: dog/google, dog/pencil, cat/google, cat/pencil.
+    expected = torch.stack([images[2] + images[3], images[0] + images[1], images[0] + images[2], images[1] + images[3]])
+    torch.testing.assert_close(model.memory_values, torch.nn.functional.normalize(expected, dim=1))
 
 
 def test_minilm_weights_are_checked_and_give_sentence_embeddings():
@@ -104,6 +156,7 @@ def test_the_shipped_encoder_and_world_load_with_no_network(no_network):
     assert images.shape == (24, encoder.dim) and styles.shape == (7, encoder.dim)
     torch.testing.assert_close(images.norm(dim=1), torch.ones(24))
     assert encoder.name.startswith("builtin@") and encoder.logit_scale > 1
+    assert encoder.model.memory_keys.shape == (1225 + 7, 384)
     assert no_network == []
 
 
@@ -119,7 +172,9 @@ def test_train_builtin_runs_at_toy_size_and_its_weights_load(tmp_path, capsys):
     assert manifest["training"]["images"] == 6 * 12 and manifest["config"]["embed_dim"] == 256
     assert manifest["training"]["torch_threads"] == torch.get_num_threads()
     assert manifest["training"]["config"]["classify_subcategory"] == TrainConfig.classify_subcategory
+    assert manifest["training"]["text_memory"] == {"names": 6, "styles": 7}
     encoder = load_builtin_encoder(directory=tmp_path)
+    assert encoder.model.memory_values.shape == (6 + 7, 256)
     assert encoder.encode_texts(["dog face"]).shape == (1, 256)
 
 
@@ -141,3 +196,21 @@ def test_subcategory_targets_are_the_subcategory_phrases():
     targets = ClassTargets.build(labels, "subcategory", torch.device("cpu"), phrase=subcategory_words)
     torch.testing.assert_close(targets.features, MiniLMTextTower()(["animal mammal", "food asian"]))
     assert targets.index.tolist() == [0, 0, 1, 0] and targets.soft is None
+
+
+def test_the_memory_weight_is_checked_and_can_be_overridden_at_load(tmp_path):
+    from anchordiv.encoders.builtin import load_builtin_encoder
+
+    with pytest.raises(ValueError, match=r"memory_weight=1.5 must be in \[0, 1\]"):
+        BuiltinConfig(memory_weight=1.5)
+    with pytest.raises(ValueError, match=r"memory_temperature=0 must be > 0"):
+        BuiltinConfig(memory_temperature=0)
+    model = BuiltinModel(BuiltinConfig(widths=(8, 16), embed_dim=32)).eval()
+    model.set_text_memory(torch.randn(5, 384), torch.randn(5, 32))
+    save_builtin(model, {"note": "test"}, tmp_path)
+    shipped, projection_only = load_builtin_encoder(directory=tmp_path), load_builtin_encoder(directory=tmp_path, memory_weight=0)
+    texts = ["dog face", "pencil sketch"]
+    minilm = shipped.text_tower(texts)
+    torch.testing.assert_close(projection_only.encode_texts(texts), model.project_text_features(minilm))
+    torch.testing.assert_close(shipped.encode_texts(texts), model.encode_text_features(minilm))
+    assert projection_only.name == shipped.name + "+memory0"

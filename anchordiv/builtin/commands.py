@@ -32,14 +32,16 @@ def train_command(config: TrainConfig, out: Path = ASSETS_DIR, device: str | Non
 
 
 def evaluate_command(weights_dir: Path = ASSETS_DIR, scales: list[float] | None = None,
-                     device: str | None = None) -> dict:
-    """Print the held-out figures of the issue and return them as plain data."""
+                     device: str | None = None, memory_weight: float | None = None) -> dict:
+    """Print the held-out figures of the issue and return them as plain data (``memory_weight``:
+    see :func:`~anchordiv.encoders.builtin.load_builtin_encoder`)."""
     from ..encoders.builtin import load_builtin_encoder
 
-    encoder = load_builtin_encoder(device=device, directory=weights_dir)
+    encoder = load_builtin_encoder(device=device, directory=weights_dir, memory_weight=memory_weight)
     world = load_emoji_world("heldout")
     styles, names = list(world.styles), world.names
-    print(f"{encoder.name}: logit scale {encoder.logit_scale:.1f}; held-out: {len(world)} images of "
+    print(f"{encoder.name}: logit scale {encoder.logit_scale:.1f}, text memory weight "
+          f"{encoder.model.config.memory_weight:g}; held-out: {len(world)} images of "
           f"{len(names)} emoji in {len(styles)} styles", flush=True)
     images = encoder.encode_images(world.images, progress=True)
     style_texts, name_texts = encoder.encode_texts(styles), encoder.encode_texts(names)

@@ -19,6 +19,9 @@ Two terms (three with ``classify_subcategory``), all at the model's learnable lo
   right subcategory only 37% of the time.
 
 The MiniLM text tower is frozen, so caption features are computed once and cached.
+
+After the last epoch, :func:`build_text_memory` fills the model's visual memory: every training
+name and style phrase with the mean embedding of the training images it describes.
 """
 from __future__ import annotations
 
@@ -140,11 +143,35 @@ def train_builtin(config: TrainConfig, labels, array: np.ndarray, device: str | 
         if on_epoch is not None:
             on_epoch(epoch + 1, model.eval())
             model.train()
+    model.eval()
+    memory = build_text_memory(model, labels, array, target)
+    log(f"visual memory: {memory['names']} names and {memory['styles']} style phrases")
     # Float sums run in a thread-count-dependent order: a rerun matches bit for bit only with as many threads.
     report = {"config": asdict(config), "epoch_losses": losses, "seconds": time.perf_counter() - started,
               "images": len(array), "captions": len(bank.texts), "device": str(target),
-              "torch_threads": torch.get_num_threads()}
-    return model.eval(), report
+              "torch_threads": torch.get_num_threads(), "text_memory": memory}
+    return model, report
+
+
+def build_text_memory(model: BuiltinModel, labels, array: np.ndarray, device: torch.device | str = "cpu",
+                      batch_size: int = 512) -> dict:
+    """Fill ``model``'s visual memory from the training images ``array`` uint8 ``(n, H, W, 3)``:
+    one key per distinct ``name`` and ``style`` of ``labels`` (its MiniLM embedding), valued by
+    the mean embedding of the un-augmented images that carry it. Returns the memory's size."""
+    with torch.no_grad():
+        images = torch.cat([
+            model.encode_images(torch.from_numpy(np.ascontiguousarray(array[i:i + batch_size]))
+                                .permute(0, 3, 1, 2).float().div_(255).to(device)).cpu()
+            for i in range(0, len(array), batch_size)])
+    keys, values = [], []
+    for column in ("name", "style"):
+        texts = sorted(labels[column].unique())
+        index = torch.from_numpy(labels[column].map({text: k for k, text in enumerate(texts)}).to_numpy(copy=True))
+        keys.append(torch.from_numpy(caption_features(texts)))
+        # A sum points where the mean does; set_text_memory normalises it.
+        values.append(torch.zeros(len(texts), images.shape[1]).index_add_(0, index, images))
+    model.set_text_memory(torch.cat(keys), torch.cat(values))
+    return {"names": len(keys[0]), "styles": len(keys[1])}
 
 
 @dataclass
@@ -175,7 +202,7 @@ class ClassTargets:
         return cls(features.to(device), torch.from_numpy(index).to(device), soft)
 
     def loss(self, model: BuiltinModel, image_embeddings: torch.Tensor, batch: np.ndarray) -> torch.Tensor:
-        logits = model.logit_scale * image_embeddings @ model.encode_text_features(self.features).T
+        logits = model.logit_scale * image_embeddings @ model.project_text_features(self.features).T
         classes = self.index[torch.from_numpy(batch)]
         return torch.nn.functional.cross_entropy(logits, classes if self.soft is None else self.soft[classes])
 
@@ -190,7 +217,7 @@ def _train_step(model: BuiltinModel, optimiser: torch.optim.Optimizer, array: np
     images = images[torch.from_numpy(np.argsort(np.argsort(batch)))]
     images = augment(images, generator).to(device, memory_format=torch.channels_last)
     image_embeddings = model.encode_images(images)
-    loss = contrastive_loss(image_embeddings, model.encode_text_features(features[caption_ids]),
+    loss = contrastive_loss(image_embeddings, model.project_text_features(features[caption_ids]),
                             positives, model.logit_scale)
     loss = loss + sum(targets.loss(model, image_embeddings, batch) for targets in classes.values())
     optimiser.zero_grad(set_to_none=True)

@@ -38,5 +38,10 @@ def load_builtin(directory: Path = ASSETS_DIR, device: str | torch.device = "cpu
     manifest = json.loads(manifest_path.read_text())
     actual = verified_sha256(weights, manifest.get("sha256"), str(manifest_path), RETRAIN_HINT, WeightsError)
     model = BuiltinModel(BuiltinConfig.from_json(manifest["config"]))
-    model.load_state_dict(load_file(weights))
+    tensors = load_file(weights)
+    # The memory's size is only known from the file: size the buffers before loading into them. A
+    # file saved before the memory existed has none, and its texts are read by the projection alone.
+    keys = tensors.setdefault("memory_keys", model.memory_keys)
+    model.set_text_memory(keys, tensors.setdefault("memory_values", model.memory_values))
+    model.load_state_dict(tensors)
     return model.to(device).eval(), actual

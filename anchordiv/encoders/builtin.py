@@ -1,6 +1,7 @@
 """The built-in encoder: the shipped emoji-world CNN with the frozen MiniLM text tower."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Sequence
 
 import numpy as np
@@ -26,7 +27,8 @@ def image_tensor(image: Image.Image, size: int) -> torch.Tensor:
 
 
 class BuiltinEncoder(Encoder):
-    """Images through the trained CNN, texts through MiniLM and the trained projection."""
+    """Images through the trained CNN; texts through MiniLM, then the trained projection mixed with
+    the visual memory (:meth:`~anchordiv.builtin.model.BuiltinModel.encode_text_features`)."""
 
     def __init__(self, model: BuiltinModel, text_tower: MiniLMTextTower, weights_sha256: str,
                  device: str | torch.device | None = None):
@@ -44,7 +46,15 @@ class BuiltinEncoder(Encoder):
         return self.model.encode_text_features(self.text_tower(texts))
 
 
-def load_builtin_encoder(device: str | torch.device | None = None, directory=ASSETS_DIR) -> BuiltinEncoder:
-    """The shipped built-in encoder (weights checked by sha256; no network)."""
+def load_builtin_encoder(device: str | torch.device | None = None, directory=ASSETS_DIR,
+                         memory_weight: float | None = None) -> BuiltinEncoder:
+    """The shipped built-in encoder (weights checked by sha256; no network). ``memory_weight``
+    overrides the manifest's mix of text projection and visual memory (0: the projection alone);
+    the encoder's name then says so, as its text embeddings differ."""
     model, sha256 = load_builtin(directory)
-    return BuiltinEncoder(model, MiniLMTextTower(), sha256, device=device)
+    if memory_weight is not None:
+        model.config = replace(model.config, memory_weight=memory_weight)
+    encoder = BuiltinEncoder(model, MiniLMTextTower(), sha256, device=device)
+    if memory_weight is not None:
+        encoder.name += f"+memory{memory_weight:g}"
+    return encoder
