@@ -112,6 +112,8 @@ def test_texts_read_the_visual_memory_as_documented():
     torch.testing.assert_close(model.encode_text_features(keys), unit(values))
     with pytest.raises(ValueError, match=r"memory keys \(6, 3\) and values \(5, 4\)"):
         model.set_text_memory(keys, values[:5])
+    with pytest.raises(ValueError, match=r"must be \(K, 3\) and \(K, 4\)"):
+        model.set_text_memory(keys, values[:, :3])
 
 
 def test_the_visual_memory_holds_each_name_and_style_with_its_mean_image():

@@ -96,9 +96,10 @@ class BuiltinModel(nn.Module):
     def set_text_memory(self, keys: torch.Tensor, values: torch.Tensor) -> "BuiltinModel":
         """Store MiniLM embeddings ``keys`` ``(K, text_dim)`` of training texts and image
         embeddings ``values`` ``(K, embed_dim)`` of what they describe (both unit-normalised here)."""
-        if keys.ndim != 2 or values.ndim != 2 or len(keys) != len(values):
+        expected = ((len(keys), self.config.text_dim), (len(keys), self.config.embed_dim))
+        if (tuple(keys.shape), tuple(values.shape)) != expected:
             raise ValueError(f"memory keys {tuple(keys.shape)} and values {tuple(values.shape)} must be "
-                             "(K, text_dim) and (K, embed_dim) with the same K")
+                             f"(K, {self.config.text_dim}) and (K, {self.config.embed_dim}) with the same K")
         device = self.memory_keys.device
         self.memory_keys = nn.functional.normalize(keys.float(), dim=1).to(device)
         self.memory_values = nn.functional.normalize(values.float(), dim=1).to(device)
