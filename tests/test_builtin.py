@@ -11,8 +11,8 @@ from anchordiv.builtin.model import BuiltinConfig, BuiltinModel
 from anchordiv.builtin.text_tower import MINILM_SHA256, MiniLMTextTower, WeightsError, minilm_dir
 from anchordiv.builtin.train import (ClassTargets, TrainConfig, augment, build_text_memory, caption_features,
                                     contrastive_loss, parameter_groups)
-from anchordiv.cache import sha256_file
 from anchordiv.builtin.weights import MANIFEST_NAME, WEIGHTS_NAME, load_builtin, save_builtin
+from anchordiv.cache import sha256_file
 
 LABELS = pd.DataFrame({
     "emoji_id": ["1F436", "1F436", "1F431", "1F431"],

@@ -89,6 +89,11 @@ def augment(images: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     return torch.nn.functional.grid_sample(images, grid, padding_mode="border", align_corners=False)
 
 
+def float_images(rows: np.ndarray) -> torch.Tensor:
+    """uint8 images ``(B, H, W, 3)`` -> float ``(B, 3, H, W)`` in [0, 1], as the image tower takes them."""
+    return torch.from_numpy(np.ascontiguousarray(rows)).permute(0, 3, 1, 2).float().div_(255)
+
+
 def contrastive_loss(image_embeddings: torch.Tensor, text_embeddings: torch.Tensor, positives: torch.Tensor,
                      logit_scale: torch.Tensor) -> torch.Tensor:
     """Symmetric multi-positive InfoNCE; ``positives`` ``(B, B)`` marks captions true of images."""
@@ -159,16 +164,14 @@ def build_text_memory(model: BuiltinModel, labels, array: np.ndarray, device: to
     one key per distinct ``name`` and ``style`` of ``labels`` (its MiniLM embedding), valued by
     the mean embedding of the un-augmented images that carry it. Returns the memory's size."""
     with torch.no_grad():
-        images = torch.cat([
-            model.encode_images(torch.from_numpy(np.ascontiguousarray(array[i:i + batch_size]))
-                                .permute(0, 3, 1, 2).float().div_(255).to(device)).cpu()
-            for i in range(0, len(array), batch_size)])
+        images = torch.cat([model.encode_images(float_images(array[i:i + batch_size]).to(device)).cpu()
+                            for i in range(0, len(array), batch_size)])
+    codes, vocab = image_codes(labels, ("name", "style"))
     keys, values = [], []
-    for column in ("name", "style"):
-        texts = sorted(labels[column].unique())
-        index = torch.from_numpy(labels[column].map({text: k for k, text in enumerate(texts)}).to_numpy(copy=True))
-        keys.append(torch.from_numpy(caption_features(texts)))
+    for column, texts in enumerate(vocab.values()):
+        keys.append(torch.from_numpy(caption_features(list(texts))))
         # A sum points where the mean does; set_text_memory normalises it.
+        index = torch.from_numpy(codes[:, column])
         values.append(torch.zeros(len(texts), images.shape[1]).index_add_(0, index, images))
     model.set_text_memory(torch.cat(keys), torch.cat(values))
     return {"names": len(keys[0]), "styles": len(keys[1])}
@@ -189,8 +192,8 @@ class ClassTargets:
         """Classes are the values of ``column``, embedded as the text ``phrase(value)``. Soft targets
         when ``smoothing > 0``: ``(1 - smoothing) onehot + smoothing softmax(cos / temperature)``, the
         softmax over the MiniLM cosine similarities between a class's phrase and every other one."""
-        values = sorted(labels[column].unique())
-        index = labels[column].map({value: i for i, value in enumerate(values)}).to_numpy(copy=True)
+        codes, vocab = image_codes(labels, (column,))
+        values, index = list(vocab[column]), codes[:, 0]
         features = torch.from_numpy(caption_features([phrase(value) for value in values]))
         soft = None
         if smoothing > 0:
@@ -212,7 +215,7 @@ def _train_step(model: BuiltinModel, optimiser: torch.optim.Optimizer, array: np
                 rng: np.random.Generator, generator: torch.Generator, device: torch.device) -> float:
     caption_ids = bank.sample(batch, rng)
     positives = torch.from_numpy(describes(bank, codes[batch], caption_ids)).to(device)
-    images = torch.from_numpy(np.ascontiguousarray(array[np.sort(batch)])).permute(0, 3, 1, 2).float().div_(255)
+    images = float_images(array[np.sort(batch)])
     # Sorted reads are faster on a memory map; put the rows back in batch order.
     images = images[torch.from_numpy(np.argsort(np.argsort(batch)))]
     images = augment(images, generator).to(device, memory_format=torch.channels_last)

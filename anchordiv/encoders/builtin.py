@@ -52,9 +52,8 @@ def load_builtin_encoder(device: str | torch.device | None = None, directory=ASS
     overrides the manifest's mix of text projection and visual memory (0: the projection alone);
     the encoder's name then says so, as its text embeddings differ."""
     model, sha256 = load_builtin(directory)
-    if memory_weight is not None:
-        model.config = replace(model.config, memory_weight=memory_weight)
     encoder = BuiltinEncoder(model, MiniLMTextTower(), sha256, device=device)
     if memory_weight is not None:
+        encoder.model.config = replace(model.config, memory_weight=memory_weight)
         encoder.name += f"+memory{memory_weight:g}"
     return encoder
