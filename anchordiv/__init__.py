@@ -1,8 +1,10 @@
 """anchordiv: context-specific image similarity from distributions over text anchors.
 
-The anchor divergence of ``y`` from ``x`` is the KL divergence between their anchor-tilted
-distributions, a Bregman divergence of the anchor model's CGF ``kappa``:
-``D(x -> y) = kappa(eta_y) - kappa(eta_x) - grad kappa(eta_x) . (eta_y - eta_x)``, ``eta = scale * x``.
+An implementation of *Anchor Divergence for Semantic Geometry in Contrastive Learning* (Akash
+Kannan, Kiho Park and Victor Veitch). The anchor divergence of ``y`` from ``x`` is the KL
+divergence between their anchor-tilted distributions, a Bregman divergence of the anchor model's
+CGF ``kappa``: ``D(x -> y) = kappa(eta_y) - kappa(eta_x) - grad kappa(eta_x) . (eta_y - eta_x)``,
+``eta = scale * x``. The math, sign conventions and cost model are in ``docs/design.md``.
 """
 from .device import default_device
 from .metrics import MeanAP, average_precision, mean_average_precision
@@ -14,16 +16,20 @@ from .models import (
     LatentEmpiricalAnchors,
     LatentGaussianAnchors,
     MixtureAnchors,
+    NotFittedError,
+    anchor_model_kind,
+    fit_anchor_model,
+    list_anchor_models,
     posterior_empirical,
     posterior_gaussian,
 )
-from .search import AnchorIndex, CosineIndex, ITIIndex
+from .search import AnchorIndex, CosineIndex, Index, ITIIndex
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "AnchorIndex", "AnchorModel", "CosineIndex", "EmpiricalAnchors", "GaussianAnchors",
-    "GaussianMixtureAnchors", "ITIIndex", "LatentEmpiricalAnchors", "LatentGaussianAnchors",
-    "MeanAP", "MixtureAnchors", "average_precision", "default_device", "mean_average_precision",
-    "posterior_empirical", "posterior_gaussian",
+    "AnchorIndex", "AnchorModel", "CosineIndex", "EmpiricalAnchors", "GaussianAnchors", "GaussianMixtureAnchors",
+    "ITIIndex", "Index", "LatentEmpiricalAnchors", "LatentGaussianAnchors", "MeanAP", "MixtureAnchors",
+    "NotFittedError", "anchor_model_kind", "average_precision", "default_device", "fit_anchor_model",
+    "list_anchor_models", "mean_average_precision", "posterior_empirical", "posterior_gaussian",
 ]

@@ -74,6 +74,17 @@ def check_positive_int(value: Any, name: str, minimum: int = 1) -> int:
     return int(value)
 
 
+def check_non_negative(value: Any, name: str, hint: str) -> float:
+    """``value`` as a finite float ``>= 0``; ``hint`` says what the number is for."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{name} must be a finite number >= 0 ({hint}); got {value!r}.") from error
+    if isinstance(value, bool) or not math.isfinite(number) or number < 0:
+        raise ValueError(f"{name} must be a finite number >= 0 ({hint}); got {value!r}.")
+    return number
+
+
 def check_probability_vector(weights: ArrayLike, length: int, name: str, atol: float = 1e-6) -> np.ndarray:
     """Non-negative finite weights of the given length that sum to 1 (within ``atol``)."""
     array = np.asarray(weights, dtype=np.float64).reshape(-1)

@@ -1,4 +1,4 @@
-"""Runtime benchmark in the shape of the paper's Table 4 (DESIGN.md §5).
+"""Runtime benchmark in the shape of the paper's Table 4 (docs/design.md §5).
 
 Each method's time covers fit + gallery preprocessing + retrieval of the top ``k`` for every
 query, timed after warm-up runs as the best of ``repeats`` runs. Beside the seconds it reports the
@@ -8,7 +8,6 @@ by the machine's matmul throughput, measured in the same run with torch on the s
 """
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import asdict, dataclass
 from typing import Callable
@@ -17,8 +16,8 @@ import torch
 
 from ._validation import check_positive_int, check_scale
 from .device import resolve_device
-from .models import EmpiricalAnchors, GaussianAnchors, GaussianMixtureAnchors
-from .search import AnchorIndex, CosineIndex, top_k_inner_product
+from .models import anchor_model_kind
+from .search import AnchorIndex, CosineIndex
 
 METHODS = ("cosine", "softmax", "gaussian", "gmm", "naive")
 
@@ -184,18 +183,18 @@ def run_benchmark(config: BenchConfig, log: Callable[[str], None] = lambda _: No
         q, g, d, m = config.queries, config.gallery, config.dim, config.gmm_components
         em_iterations = []
 
-        def anchor_search(model_factory: Callable[[], object]) -> Callable[[], object]:
+        def anchor_search(kind: str, **params: object) -> Callable[[], object]:
             def run() -> object:
-                model = model_factory().fit(anchors)
+                model, _ = anchor_model_kind(kind).fit(anchors, config.scale, **params)
                 em_iterations.append(getattr(model, "n_iter_", 0))
                 return AnchorIndex(model, gallery, device=device).search(queries, config.k)
             return run
 
         pipelines = {
             "cosine": None,
-            "softmax": anchor_search(lambda: EmpiricalAnchors(scale=config.scale)),
-            "gaussian": anchor_search(lambda: GaussianAnchors(scale=config.scale)),
-            "gmm": anchor_search(lambda: GaussianMixtureAnchors(config.gmm_components, scale=config.scale)),
+            "softmax": anchor_search("softmax"),
+            "gaussian": anchor_search("gaussian"),
+            "gmm": anchor_search("gmm", n_components=config.gmm_components),
         }
         for method in config.methods:
             note = ""

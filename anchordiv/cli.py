@@ -93,7 +93,7 @@ def _reproduce_study(args: argparse.Namespace, encoder):
             raise ValueError("--layout needs --root, the dataset's folder")
         return layout_study(load_layout(args.layout, args.root), encoder)
     if args.folder:
-        from .explorer import folder_gallery
+        from .gallery import folder_gallery
 
         gallery = folder_gallery(args.folder, encoder, labels_csv=args.labels)
         object_column = args.object_column or gallery.object_column

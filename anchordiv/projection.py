@@ -1,9 +1,9 @@
-"""2-D layouts of a gallery under any geometry: UMAP on the geometry's own kNN graph.
+"""2-D projections of a gallery under any geometry: UMAP on the geometry's own kNN graph.
 
 The kNN graph comes from the index's exact search (anchor divergence, cosine or ITI), and
 umap-learn lays it out through ``precomputed_knn``, so UMAP never computes a metric of its own.
 Divergences are not symmetric; UMAP symmetrises the fuzzy graph itself (its fuzzy union).
-Layouts can be cached on disk by a caller-supplied key (:func:`cached_layout`).
+Projections can be cached on disk by a caller-supplied key (:func:`cached_projection`).
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import torch
 
 DEFAULT_NEIGHBOURS = 15
 # UMAP's own default for graphs over 10,000 items. It uses 500 below that, which costs 2.5x as long
-# at 10,000 points (14 s against 6 s on 2 cores) for a layout that is not visibly better.
+# at 10,000 points (14 s against 6 s on 2 cores) for a projection that is not visibly better.
 DEFAULT_EPOCHS = 200
 
 
@@ -37,7 +37,7 @@ def knn_graph(index, embeddings: torch.Tensor, n_neighbors: int = DEFAULT_NEIGHB
     """
     n_items = len(embeddings)
     if n_items < 3:
-        raise ValueError(f"a layout needs at least 3 images; the gallery has {n_items}")
+        raise ValueError(f"a projection needs at least 3 images; the gallery has {n_items}")
     k = max(2, min(int(n_neighbors), n_items))
     all_ids, all_dists = [], []
     for start in range(0, n_items, batch):
@@ -52,9 +52,9 @@ def knn_graph(index, embeddings: torch.Tensor, n_neighbors: int = DEFAULT_NEIGHB
 
 def umap_from_knn(indices: np.ndarray, distances: np.ndarray, seed: int = 0, n_epochs: int = DEFAULT_EPOCHS,
                   min_dist: float = 0.1) -> np.ndarray:
-    """UMAP layout ``(n, 2)`` float32 of a precomputed kNN graph (``indices``/``distances`` ``(n, k)``,
+    """UMAP projection ``(n, 2)`` float32 of a precomputed kNN graph (``indices``/``distances`` ``(n, k)``,
     each row starting with the item itself)."""
-    import umap  # imported here: it is slow to import and only the layout needs it
+    import umap  # imported here: it is slow to import and only the projection needs it
 
     n_items, k = indices.shape
     with warnings.catch_warnings():
@@ -63,24 +63,24 @@ def umap_from_knn(indices: np.ndarray, distances: np.ndarray, seed: int = 0, n_e
         reducer = umap.UMAP(n_neighbors=k, n_components=2, metric="euclidean", min_dist=min_dist,
                             random_state=seed, n_epochs=n_epochs, precomputed_knn=(indices, distances, None),
                             n_jobs=1, init="spectral" if n_items > k + 1 else "random")
-        layout = reducer.fit_transform(np.zeros((n_items, 1), dtype=np.float32))
-    return np.asarray(layout, dtype=np.float32)
+        points = reducer.fit_transform(np.zeros((n_items, 1), dtype=np.float32))
+    return np.asarray(points, dtype=np.float32)
 
 
-def layout(index, embeddings: torch.Tensor, n_neighbors: int = DEFAULT_NEIGHBOURS, seed: int = 0,
+def project(index, embeddings: torch.Tensor, n_neighbors: int = DEFAULT_NEIGHBOURS, seed: int = 0,
            n_epochs: int = DEFAULT_EPOCHS) -> np.ndarray:
-    """UMAP layout ``(n, 2)`` of ``embeddings`` ``(n, d)`` under the geometry of ``index`` (built
+    """UMAP projection ``(n, 2)`` of ``embeddings`` ``(n, d)`` under the geometry of ``index`` (built
     over the same ``embeddings``)."""
     indices, distances = knn_graph(index, embeddings, n_neighbors)
     return umap_from_knn(indices, distances, seed=seed, n_epochs=n_epochs)
 
 
 def warm_up() -> float:
-    """Compile umap-learn's numba kernels with a tiny layout; returns the seconds it took.
+    """Compile umap-learn's numba kernels with a tiny projection; returns the seconds it took.
 
-    The first layout in a process spends about 10 s compiling (2 cores), whatever its size, and the
-    kernels it compiles are the ones every later layout runs: run this once in the background at
-    start-up so that the first real layout costs only its own work."""
+    The first projection in a process spends about 10 s compiling (2 cores), whatever its size, and the
+    kernels it compiles are the ones every later projection runs: run this once in the background at
+    start-up so that the first real projection costs only its own work."""
     import time
 
     start = time.perf_counter()
@@ -92,10 +92,10 @@ def warm_up() -> float:
     return time.perf_counter() - start
 
 
-def cached_layout(key: str, build: Callable[[], np.ndarray]) -> np.ndarray:
-    """``build()``'s layout, stored under the anchordiv cache by ``key`` (which must name everything
-    the layout depends on: data, encoder, anchors, model, weights, sample, seed) and reused."""
+def cached_projection(key: str, build: Callable[[], np.ndarray]) -> np.ndarray:
+    """``build()``'s projection, stored under the anchordiv cache by ``key`` (which must name everything
+    the projection depends on: data, encoder, anchors, model, weights, sample, seed) and reused."""
     from .cache import cache_dir, cached_array
 
     name = hashlib.sha256(key.encode()).hexdigest()[:24]
-    return np.asarray(cached_array(cache_dir() / "layouts" / f"{name}.npy", key, build))
+    return np.asarray(cached_array(cache_dir() / "projections" / f"{name}.npy", key, build))

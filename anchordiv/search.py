@@ -1,20 +1,47 @@
-"""Exact retrieval as maximum inner product search (DESIGN.md §4), plus the baselines.
+"""Exact retrieval as maximum inner product search (docs/design.md §4), plus the baselines.
 
-Every index follows one contract, in the manner of faiss: ``search(queries, k, exclude=None)``
-returns ``(values, ids)``, both ``(Q, k)``, best first. ``higher_is_closer`` states the sort
-direction: ``False`` for :class:`AnchorIndex` (divergences, ascending), ``True`` for
-:class:`CosineIndex` and :class:`ITIIndex` (similarities, descending). Score matrices are formed
-in blocks of at most ``BLOCK_ELEMENTS`` entries, so memory stays bounded for any gallery size.
+Every index satisfies the public :class:`Index` protocol (docs/design.md §9), in the manner of
+faiss: ``search(queries, k, exclude=None)`` returns ``(values, ids)``, both ``(Q, k)``, best first,
+and ``higher_is_closer`` states the sort direction: ``False`` for :class:`AnchorIndex`
+(divergences, ascending), ``True`` for :class:`CosineIndex` and :class:`ITIIndex` (similarities,
+descending). ``search`` never changes an index, so one index can serve many threads at once.
+Score matrices are formed in blocks of at most ``BLOCK_ELEMENTS`` entries, so memory stays
+bounded for any gallery size.
 """
 from __future__ import annotations
 
-from typing import Any
+import copy
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 
 from ._validation import ArrayLike, as_matrix, check_dimension, unit_rows
 from .device import resolve_device
 from .models.base import BLOCK_ELEMENTS, AnchorModel, like_input
+
+
+@runtime_checkable
+class Index(Protocol):
+    """What every anchordiv index offers (``AnchorIndex``, ``CosineIndex``, ``ITIIndex``, and any
+    index written to the same contract, such as one over a sharded gallery).
+
+    * ``search(queries, k, exclude=None) -> (values, ids)``: ``queries`` ``(Q, d)``; ``values`` and
+      ``ids`` ``(Q, k)``, best first. ``k`` must be an integer from 1 to ``len(index)`` minus the
+      number of ids excluded per query; anything else raises ``ValueError`` naming that range
+      (results are never silently shorter than ``k``). ``exclude`` is ``(Q,)`` or ``(Q, m)``
+      gallery ids to leave out per query, ``-1`` for none. numpy queries give numpy arrays,
+      tensor queries give tensors. A search never changes the index.
+    * ``higher_is_closer``: ``False`` when ``values`` are divergences (ascending), ``True`` when
+      they are similarities (descending).
+    * ``len(index)``: the number of gallery items.
+    """
+
+    higher_is_closer: bool
+
+    def __len__(self) -> int: ...
+
+    def search(self, queries: ArrayLike, k: int, exclude: ArrayLike | None = None) -> tuple[Any, Any]: ...
+
 
 GALLERY_CHUNK = 2**20
 
@@ -125,7 +152,7 @@ class _InnerProductIndex:
 class AnchorIndex(_InnerProductIndex):
     """Exact anchor-divergence retrieval: ranks the gallery by ``D(x -> y)`` ascending.
 
-    The gallery is stored once in augmented form (DESIGN.md §4). Query-first (default):
+    The gallery is stored once in augmented form (docs/design.md §4). Query-first (default):
     keys ``eta_y``, bias ``-kappa(eta_y)``, query ``grad kappa(eta_x)``, so
     ``score = grad kappa(eta_x) . eta_y - kappa(eta_y)`` and ``D = kappa*(grad kappa(eta_x)) - score``.
     Reverse (``D(y -> x) = KL(p_y || p_x)``): keys ``grad kappa(eta_y)``, bias
@@ -134,9 +161,11 @@ class AnchorIndex(_InnerProductIndex):
     enters the query-by-gallery product.
 
     When the model is a :class:`~anchordiv.MixtureAnchors`, per-component ``kappa_k`` (and, in
-    reverse, ``grad kappa_k``) are stored, so ``model.set_weights`` re-mixes them in
-    ``O(G K)`` (``O(G K d)`` reverse) at the next search instead of a pass over the anchors.
-    Refitting the model's anchors needs a new index.
+    reverse, ``grad kappa_k``) are stored, so :meth:`with_model` serves the same components at
+    other weights (``mixture.with_weights(w)``) in ``O(G K)`` (``O(G K d)`` reverse) without a pass
+    over the anchors. ``search`` never writes to the index: after the mutating
+    ``model.set_weights``, each search re-mixes the stored terms for itself; ``with_model`` keeps
+    the re-mixed terms for repeated searches. Refitting the model's anchors needs a new index.
 
     Parameters
     ----------
@@ -156,7 +185,31 @@ class AnchorIndex(_InnerProductIndex):
         self._n_gallery = self._eta.shape[0]
         self._state = model.gallery_state(self._eta, with_grad=self.reverse)
         self._fit_token = model.fit_token()
-        self._token: Any = object()
+        self._weights_token = model.weights_token()
+        self._keys, self._bias = self._augmented(model)
+
+    def with_model(self, model: AnchorModel) -> "AnchorIndex":
+        """A new index over the same gallery for ``model``, a model with this index's fitted
+        components at other weights (e.g. ``index.model.with_weights([p, 1 - p])`` or
+        ``.with_balance(None)``). The stored per-component terms are shared, not recomputed:
+        ``O(G K)`` (``O(G K d)`` reverse). This index is unchanged."""
+        if model.fit_token() != self._fit_token:
+            raise ValueError(
+                "with_model needs a model with this index's fitted components (e.g. "
+                "index.model.with_weights(w)); for other anchors build a new AnchorIndex(model, gallery)."
+            )
+        index = copy.copy(self)
+        index.model = model
+        index._weights_token = model.weights_token()
+        index._keys, index._bias = index._augmented(model)
+        return index
+
+    def _augmented(self, model: AnchorModel) -> tuple[torch.Tensor, torch.Tensor]:
+        """Keys ``(G, d)`` and bias ``(G,)`` of the stored gallery under ``model``'s weights."""
+        kappa, grad = model.combine_state(self._state)
+        if self.reverse:
+            return grad, kappa - (grad * self._eta).sum(dim=1)
+        return self._eta, -kappa
 
     def _keys_and_bias(self) -> tuple[torch.Tensor, torch.Tensor]:
         if self.model.fit_token() != self._fit_token:
@@ -164,14 +217,8 @@ class AnchorIndex(_InnerProductIndex):
                 "The anchor model was refitted after this AnchorIndex was built, so the stored gallery "
                 "terms are stale; build a new AnchorIndex(model, gallery)."
             )
-        token = self.model.weights_token()
-        if token != self._token:
-            kappa, grad = self.model.combine_state(self._state)
-            if self.reverse:
-                self._keys, self._bias = grad, kappa - (grad * self._eta).sum(dim=1)
-            else:
-                self._keys, self._bias = self._eta, -kappa
-            self._token = token
+        if self.model.weights_token() != self._weights_token:  # set_weights since: re-mix for this call only
+            return self._augmented(self.model)
         return self._keys, self._bias
 
     def _query_vectors(self, queries: ArrayLike) -> tuple[torch.Tensor, torch.Tensor]:

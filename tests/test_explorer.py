@@ -15,6 +15,8 @@ from anchordiv import explain
 from anchordiv import explorer as ex
 from anchordiv import projection
 from anchordiv.encoders.base import Encoder
+from anchordiv.gallery import Gallery, folder_gallery
+from anchordiv.grids import grid_png
 from anchordiv.images import ImageLoadError
 
 SCALE = 12.0
@@ -34,7 +36,7 @@ def world():
     embeddings = torch.nn.functional.normalize(embeddings, dim=1)
     labels = pd.DataFrame({"obj": [f"object {o}" for o, _ in rows], "sty": [f"style {s}" for _, s in rows]})
     images = [Image.new("RGB", (8, 8), (o * 40, s * 50, 0)) for o, s in rows]
-    gallery = ex.Gallery(embeddings=embeddings, labels=labels, load=lambda i: images[i], object_column="obj",
+    gallery = Gallery(embeddings=embeddings, labels=labels, load=lambda i: images[i], object_column="obj",
                          name_column="obj", style_column="sty", key="synthetic", description="synthetic")
     object_anchors = torch.nn.functional.normalize(objects + 0.05 * unit(rng, 6), dim=1)
     style_anchors = torch.nn.functional.normalize(styles + 0.05 * unit(rng, 5), dim=1)
@@ -129,7 +131,7 @@ def test_neighbour_table_and_agreement(world):
         ex.search_one(geometry(world).index, gallery.embeddings[0], len(gallery), exclude=0)
 
 
-@pytest.mark.parametrize("kind", list(ex.MODEL_KINDS))
+@pytest.mark.parametrize("kind", ad.list_anchor_models())
 def test_every_model_kind_builds_and_ranks(world, kind):
     gallery, anchors, texts = world
     prior = torch.cat(anchors)
@@ -188,7 +190,7 @@ def test_explain_gaussian_is_labelled_approximate(world):
 
 def test_grid_png_is_a_png(world):
     gallery = world[0]
-    data = ex.grid_png([gallery.image(i) for i in range(7)], [gallery.caption(i) for i in range(7)], columns=3,
+    data = grid_png([gallery.image(i) for i in range(7)], [gallery.caption(i) for i in range(7)], columns=3,
                        title="query")
     image = Image.open(io.BytesIO(data))
     assert image.format == "PNG" and image.size[0] == 3 * 128
@@ -229,16 +231,16 @@ def test_folder_gallery_reports_broken_files(tmp_path, monkeypatch):
         for i in range(2):
             Image.new("RGB", (16, 16), colour).save(tmp_path / "images" / label / f"{i}.png")
     (tmp_path / "images" / "red" / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n not really")
-    gallery = ex.folder_gallery(tmp_path / "images", PixelEncoder())
+    gallery = folder_gallery(tmp_path / "images", PixelEncoder())
     assert len(gallery) == 4 and [path for path, _ in gallery.skipped] == ["red/broken.png"]
     assert set(gallery.labels["label"]) == {"red", "blue"} and gallery.style_column is None
     assert gallery.image(0).size == (16, 16)
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "junk.png").write_bytes(b"junk")
     with pytest.raises(ValueError, match="no readable image"):
-        ex.folder_gallery(tmp_path / "empty", PixelEncoder())
+        folder_gallery(tmp_path / "empty", PixelEncoder())
     with pytest.raises(ValueError, match="does not exist"):
-        ex.folder_gallery(tmp_path / "missing", PixelEncoder())
+        folder_gallery(tmp_path / "missing", PixelEncoder())
 
 
 def test_default_query_prefers_a_recognisable_image(world):
@@ -248,7 +250,7 @@ def test_default_query_prefers_a_recognisable_image(world):
     assert gallery.find("object 5")[:2] == [50, 51]
 
 
-def test_knn_graph_and_layout(world, tmp_path, monkeypatch):
+def test_knn_graph_and_projection(world, tmp_path, monkeypatch):
     monkeypatch.setenv("ANCHORDIV_CACHE", str(tmp_path))
     gallery = world[0]
     shared = geometry(world)
@@ -259,9 +261,9 @@ def test_knn_graph_and_layout(world, tmp_path, monkeypatch):
     cosine_indices, cosine_distances = projection.knn_graph(ex.baseline_index("cosine", gallery.embeddings),
                                                             gallery.embeddings, n_neighbors=5)
     assert np.all(np.diff(cosine_distances, axis=1) >= -1e-6)
-    key = ex.layout_key("synthetic", 0.5)
-    ids, xy = ex.geometry_layout(gallery, "anchor", shared, p=0.5, max_points=40, n_neighbors=5, cache_key=key)
+    key = ex.projection_key("synthetic", 0.5)
+    ids, xy = ex.geometry_projection(gallery, "anchor", shared, p=0.5, max_points=40, n_neighbors=5, cache_key=key)
     assert ids.shape == (40,) and xy.shape == (40, 2) and np.all(np.isfinite(xy))
-    again = ex.geometry_layout(gallery, "anchor", shared, p=0.5, max_points=40, n_neighbors=5, cache_key=key)
+    again = ex.geometry_projection(gallery, "anchor", shared, p=0.5, max_points=40, n_neighbors=5, cache_key=key)
     np.testing.assert_array_equal(again[1], xy)  # read back from the disk cache
     assert projection.sample_ids(10, 20).tolist() == list(range(10))

@@ -14,7 +14,7 @@ from PIL import Image
 from anchordiv.builtin.weights import ASSETS_DIR, WEIGHTS_NAME
 from anchordiv.cache import cache_dir
 from anchordiv.reproduce import Settings, run_reproduction, verdicts
-from anchordiv.reproduce.evaluate import estimate
+from anchordiv.reproduce.estimates import estimate
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = Settings(queries=40, p_grid=(0.0, 0.5, 1.0), scales=(10.0,), budgets=(2, 4), budget_seeds=2, components=(1, 2),
@@ -106,7 +106,7 @@ def test_budget_posterior_condition_and_runtime_verdicts():
 @needs_weights
 def test_experiments_give_the_same_numbers_twice(encoder):
     from anchordiv.reproduce import experiments, world_study
-    from anchordiv.reproduce.evaluate import QuerySample
+    from anchordiv.reproduce.estimates import QuerySample
 
     study = world_study(encoder, limit=TINY.world_limit)
     tables = []

@@ -81,10 +81,16 @@ def test_bad_scale(data, scale):
     ([np.nan, 1.0], r"finite and non-negative"),
 ])
 def test_bad_mixture_weights(data, weights, message):
+    """Like a scikit-learn estimator, the mixture stores its weights as given and checks them where
+    they are first used: at fit, at evaluation, or in with_weights / set_weights."""
     models = [ad.EmpiricalAnchors().fit(data["anchors"]), ad.EmpiricalAnchors().fit(data["style"])]
     with pytest.raises(ValueError, match=message):
-        ad.MixtureAnchors(models, weights)
+        ad.MixtureAnchors(models, weights).cgf(data["queries"])
+    with pytest.raises(ValueError, match=message):
+        ad.MixtureAnchors([ad.EmpiricalAnchors(), ad.EmpiricalAnchors()], weights).fit([data["anchors"], data["style"]])
     mixture = ad.MixtureAnchors(models, [0.5, 0.5])
+    with pytest.raises(ValueError, match=message):
+        mixture.with_weights(weights)
     with pytest.raises(ValueError, match=message):
         mixture.set_weights(weights)
     assert mixture.effective_weights_.tolist() == [0.5, 0.5]  # a refused update changes nothing
@@ -100,7 +106,9 @@ def test_mixture_components_must_share_scale_and_dimension(data):
     with pytest.raises(ValueError, match=r"share one dimension"):
         mixed_dims.cgf(data["queries"])
     with pytest.raises(ValueError, match=r"at least one component"):
-        ad.MixtureAnchors([])
+        ad.MixtureAnchors([]).fit([])
+    with pytest.raises(ValueError, match=r"at least one component"):
+        ad.MixtureAnchors([]).cgf(data["queries"])
 
 
 def test_one_anchor_for_a_gaussian_needs_a_ridge(data):

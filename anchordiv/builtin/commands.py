@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..datasets import load_emoji_world
-from .evaluate import geometries, retrieval_table, zero_shot_hits, zero_shot_table
+from .heldout import geometries, retrieval_table, zero_shot_hits, zero_shot_table
 from .train import TrainConfig, train_builtin
 from .weights import ASSETS_DIR, save_builtin
 

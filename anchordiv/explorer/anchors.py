@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .gallery import Gallery
+    from ..gallery import Gallery
 
 # More anchors than this are cut off (with a note): the text encoder's cost grows linearly and
 # 5,000 is already far beyond what a person types or a preset holds.

@@ -1,49 +1,26 @@
-"""Geometries: :class:`GeometrySpec` names an anchor model, :func:`fit_anchor_model` fits it, and
-:class:`ExplorerGeometry` indexes the gallery under anchor sets A and B once and hands out
-per-request copies at any weight ``p``; :func:`baseline_index` gives cosine and ITI."""
+"""Geometries: :class:`GeometrySpec` names an anchor model of the registry
+(:mod:`anchordiv.models.registry`) and its settings, :class:`ExplorerGeometry` fits it to anchor
+sets A and B, indexes the gallery once and serves any weight ``p`` without refitting;
+:func:`baseline_index` gives cosine and ITI."""
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
-import numpy as np
 import torch
 
-from ..models import (
-    AnchorModel,
-    EmpiricalAnchors,
-    GaussianAnchors,
-    GaussianMixtureAnchors,
-    LatentEmpiricalAnchors,
-    LatentGaussianAnchors,
-    MixtureAnchors,
-    posterior_empirical,
-    posterior_gaussian,
-)
+from ..models import AnchorModel, MixtureAnchors, anchor_model_kind
 from ..search import AnchorIndex, CosineIndex, ITIIndex
-
-# Ridge used when a Gaussian model gets a single anchor (Ledoit–Wolf needs two): Sigma = ridge * I.
-SINGLE_ANCHOR_RIDGE = 0.01
-
-MODEL_KINDS: dict[str, str] = {
-    "softmax": "Softmax (empirical): mass on each anchor",
-    "gaussian": "Gaussian (Ledoit–Wolf shrunk covariance)",
-    "gmm": "Gaussian mixture (EM)",
-    "latent-softmax": "Latent softmax (top principal subspace)",
-    "latent-gaussian": "Latent Gaussian (probabilistic PCA)",
-    "posterior-softmax": "Posterior softmax (Dirichlet process over a prior set)",
-    "posterior-gaussian": "Posterior Gaussian (Normal–inverse-Wishart over a prior set)",
-}
 
 
 @dataclass(frozen=True)
 class GeometrySpec:
     """Which anchor model to fit to each anchor set, and how to rank.
 
-    ``kind`` is a key of :data:`MODEL_KINDS`; ``scale`` the logit scale ``s`` in ``eta = s x``;
-    ``n_components`` for "gmm"; ``rank`` for the latent models; ``alpha`` the prior's weight for
-    the posterior models; ``reverse`` ranks by ``KL(p_y || p_x)`` instead of ``KL(p_x || p_y)``.
+    ``kind`` is a name from :func:`anchordiv.list_anchor_models`; ``scale`` the logit scale ``s``
+    in ``eta = s x``; ``n_components`` for "gmm"; ``rank`` for the latent models; ``alpha`` the
+    prior's weight for the posterior models; ``reverse`` ranks by ``KL(p_y || p_x)`` instead of
+    ``KL(p_x || p_y)``.
     """
 
     kind: str = "softmax"
@@ -54,55 +31,23 @@ class GeometrySpec:
     reverse: bool = False
 
     def __post_init__(self) -> None:
-        if self.kind not in MODEL_KINDS:
-            raise ValueError(f"unknown anchor model {self.kind!r}; choose one of {list(MODEL_KINDS)}")
+        anchor_model_kind(self.kind)
+
+    def parameters(self) -> dict[str, Any]:
+        """The settings this spec's kind takes (a subset of ``n_components``, ``rank``, ``alpha``)."""
+        settings = {"n_components": self.n_components, "rank": self.rank, "alpha": self.alpha}
+        return {name: value for name, value in settings.items() if name in anchor_model_kind(self.kind).defaults}
 
 
 def fit_anchor_model(spec: GeometrySpec, anchors: torch.Tensor, prior: torch.Tensor | None = None
                      ) -> tuple[AnchorModel, list[str]]:
-    """The anchor model ``spec`` names, fitted to ``anchors`` ``(N, d)``, and notes for the user
-    about any adjustment made (a ridge for one anchor, a rank or component count lowered to what
-    the anchors support). ``prior`` ``(N0, d)`` is needed by the posterior kinds."""
-    n_anchors, dim = anchors.shape
-    if n_anchors == 0:
+    """The anchor model ``spec`` names, fitted to ``anchors`` ``(N, d)`` through the registry, and
+    notes for the user about any adjustment made (a ridge for one anchor, a rank or component
+    count lowered to what the anchors support). ``prior`` ``(N0, d)`` is needed by the posterior
+    kinds."""
+    if anchors.shape[0] == 0:
         raise ValueError("the anchor set is empty; type at least one anchor, one per line")
-    notes: list[str] = []
-    kind, scale = spec.kind, spec.scale
-    if kind == "softmax":
-        if n_anchors == 1:
-            notes.append("With one anchor every image tilts to the same distribution, so every softmax "
-                         "divergence is 0 and the ranking is arbitrary; add anchors.")
-        return EmpiricalAnchors(scale=scale).fit(anchors), notes
-    if kind == "gaussian":
-        if n_anchors == 1:
-            notes.append(f"One anchor has no covariance; using a ridge Sigma = {SINGLE_ANCHOR_RIDGE} I "
-                         "(a scaled cosine geometry).")
-            return GaussianAnchors(scale=scale, shrinkage=SINGLE_ANCHOR_RIDGE).fit(anchors), notes
-        return GaussianAnchors(scale=scale).fit(anchors), notes
-    if kind == "gmm":
-        components = max(1, min(int(spec.n_components), n_anchors))
-        if components != spec.n_components:
-            notes.append(f"{n_anchors} anchor(s) support at most {components} component(s); using {components}.")
-        covariance = "full" if n_anchors >= 2 * components else "spherical"
-        if covariance != "full":
-            notes.append("Few anchors per component: using spherical covariances.")
-        return GaussianMixtureAnchors(n_components=components, covariance_type=covariance, scale=scale,
-                                      reg_covar=1e-4).fit(anchors), notes
-    if kind in ("latent-softmax", "latent-gaussian"):
-        limit = min(n_anchors - 1, dim - 1)
-        if limit < 1:
-            raise ValueError("a latent model needs at least two distinct anchors; add anchors or choose another model")
-        rank = max(1, min(int(spec.rank), limit))
-        if rank != spec.rank:
-            notes.append(f"{n_anchors} anchors span at most {limit} principal direction(s); using rank {rank}.")
-        model_class = LatentEmpiricalAnchors if kind == "latent-softmax" else LatentGaussianAnchors
-        return model_class(rank=rank, scale=scale).fit(anchors), notes
-    if prior is None or len(prior) == 0:
-        raise ValueError("the posterior models need a prior anchor set; type at least one prior anchor")
-    if kind == "posterior-softmax":
-        return posterior_empirical(prior, anchors, alpha=spec.alpha, scale=scale), notes
-    shrinkage = "ledoit-wolf" if len(prior) >= 2 else SINGLE_ANCHOR_RIDGE
-    return posterior_gaussian(prior, anchors, alpha=spec.alpha, scale=scale, shrinkage=shrinkage), notes
+    return anchor_model_kind(spec.kind).fit(anchors, spec.scale, prior, **spec.parameters())
 
 
 class ExplorerGeometry:
@@ -112,13 +57,15 @@ class ExplorerGeometry:
     set's model alone (``p`` has no effect). Building this is the expensive step (fitting and one
     pass over the gallery per component); afterwards :meth:`index_at` costs ``O(G K)``.
 
-    This object is meant to be shared (cached) across users and threads, so it is never mutated
-    after ``__init__``: :meth:`index_at` returns a shallow copy of the index holding its own copy of
-    the mixture, whose weights are set there. Stored gallery terms are shared read-only.
+    This object is meant to be shared (cached) across users and threads. Nothing in it changes
+    after ``__init__``: :meth:`model_at` and :meth:`index_at` build new objects through the pure
+    APIs (``MixtureAnchors.with_weights``, ``AnchorIndex.with_model``) that share the fitted
+    components and the stored gallery terms.
 
-    Attributes: ``model`` (the shared fitted model), ``index`` (its :class:`AnchorIndex`),
-    ``component_texts`` (texts of each component's anchors, aligned with its anchor rows),
-    ``component_names`` ("A", "B"), ``balance_offsets`` ``(K,)``, ``notes`` for the user.
+    Attributes: ``model`` (the shared fitted model: for two sets, the mixture balanced over the
+    gallery at ``p = 1/2``), ``index`` (its :class:`AnchorIndex`), ``component_anchors`` and
+    ``component_texts`` (each component's anchors and their texts, row-aligned),
+    ``component_names`` ("A", "B"), ``notes`` for the user.
     """
 
     def __init__(self, gallery_embeddings: torch.Tensor, anchor_sets: Sequence[torch.Tensor],
@@ -136,17 +83,14 @@ class ExplorerGeometry:
             components.append(model)
             self.notes.extend(f"Set {name}: {note}" for note in notes)
         self.component_names = [name for name, _, _ in used]
-        posterior = spec.kind.startswith("posterior")
+        posterior = anchor_model_kind(spec.kind).needs_prior
         self.component_texts = [(list(prior_texts) if posterior else []) + texts for _, _, texts in used]
         self.component_anchors = [torch.cat([prior, anchors]) if posterior else anchors
                                   for _, anchors, _ in used]
         if len(components) == 1:
             self.model: AnchorModel = components[0]
-            self.balance_offsets = np.zeros(1)
         else:
-            mixture = MixtureAnchors(components, [0.5, 0.5]).balance(gallery_embeddings)
-            self.balance_offsets = mixture.kappa_offsets_.copy()
-            self.model = mixture
+            self.model = MixtureAnchors(components, [0.5, 0.5]).with_balance(gallery_embeddings)
         self.index = AnchorIndex(self.model, gallery_embeddings, reverse=spec.reverse, device="cpu")
 
     @property
@@ -154,26 +98,20 @@ class ExplorerGeometry:
         return isinstance(self.model, MixtureAnchors)
 
     def model_at(self, p: float, balanced: bool = True) -> AnchorModel:
-        """A private copy of the model with weights ``[p, 1 - p]`` (balanced or literal).
-        Components are shared (never refitted); for a single set the shared model itself."""
+        """The model at weights ``[p, 1 - p]``, balanced over the gallery or literal: a new mixture
+        sharing the fitted components (for a single set, the shared model itself)."""
         if not self.is_mixture:
             return self.model
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"p={p!r} must be between 0 and 1")
-        mixture = copy.copy(self.model)
-        mixture.set_weights([p, 1.0 - p])
-        mixture.kappa_offsets_ = self.balance_offsets.copy() if balanced else np.zeros(len(self.balance_offsets))
-        return mixture
+        model = self.model if balanced else self.model.with_balance(None)
+        return model.with_weights([p, 1.0 - p])
 
     def index_at(self, p: float, balanced: bool = True) -> AnchorIndex:
-        """A per-request :class:`AnchorIndex` at weight ``p``: a shallow copy sharing the stored
-        gallery terms, with its own mixture, so concurrent users never see each other's ``p``."""
-        if not self.is_mixture:
-            return self.index
-        index = copy.copy(self.index)
-        index.model = self.model_at(p, balanced)
-        index._token = object()  # forces this copy to re-mix its own keys and bias on first search
-        return index
+        """The gallery's :class:`AnchorIndex` at weight ``p``, sharing the stored per-component
+        terms (``O(G K)``); the shared index is never changed, so concurrent users at different
+        ``p`` each get their own ranking."""
+        return self.index.with_model(self.model_at(p, balanced)) if self.is_mixture else self.index
 
 
 def baseline_index(kind: str, gallery_embeddings: torch.Tensor, anchors: torch.Tensor | None = None):

@@ -1,5 +1,7 @@
 """Results: the top-``k`` of one query (:func:`search_one`), its table of neighbours with label
-agreement (:func:`neighbour_table`, :func:`agreement`) and agreement as ``p`` moves (:func:`p_sweep`)."""
+agreement (:func:`neighbour_table`, :func:`agreement`), what the page shows of it
+(:func:`grid_captions`) and what a user downloads (:func:`neighbours_csv`, :func:`neighbour_grid_png`),
+and agreement as ``p`` moves (:func:`p_sweep`)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -8,8 +10,10 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..grids import grid_png
+
 if TYPE_CHECKING:
-    from .gallery import Gallery
+    from ..gallery import Gallery
     from .geometry import ExplorerGeometry
 
 
@@ -58,6 +62,32 @@ def agreement_text(table: pd.DataFrame) -> str:
     parts = [f"{hits}/{k} same {name}" for name, value in agreement(table).items() if value is not None
              for hits, k in [value]]
     return " · ".join(parts) if parts else "query labels unknown"
+
+
+def grid_captions(table: pd.DataFrame, gallery: Gallery, value_name: str) -> list[str]:
+    """One short caption per row of a :func:`neighbour_table`: rank, caption, value and the marks
+    ``✓obj`` / ``✓sty`` where the neighbour shares the query's object / style (plain text: emoji
+    glyphs are missing from many systems' fonts)."""
+    captions = []
+    for row in table.itertuples(index=False):
+        marks = ("✓obj " if row.same_object is True else "") + ("✓sty" if row.same_style is True else "")
+        captions.append(f"{row.rank}. {gallery.caption(row.gallery_id)[:28]} "
+                        f"{value_name[0]}={getattr(row, value_name):.3g} {marks}")
+    return captions
+
+
+def neighbours_csv(tables: dict[str, pd.DataFrame]) -> bytes:
+    """The neighbour tables of several methods (``{method: table}``) as one CSV, with a ``method``
+    column: what the explorer's "Download neighbour table" gives."""
+    return pd.concat([table.assign(method=name) for name, table in tables.items()],
+                     ignore_index=True).to_csv(index=False).encode()
+
+
+def neighbour_grid_png(table: pd.DataFrame, gallery: Gallery, title: str) -> bytes:
+    """The anchor-divergence neighbours of a :func:`neighbour_table` as a captioned PNG grid."""
+    captions = [f"{rank}. {gallery.caption(item)}\nd={value:.3g}"
+                for rank, item, value in table[["rank", "gallery_id", "divergence"]].itertuples(index=False)]
+    return grid_png([gallery.image(item) for item in table["gallery_id"]], captions, title=title)
 
 
 def p_sweep(geometry: ExplorerGeometry, query: torch.Tensor, k: int, gallery: Gallery,

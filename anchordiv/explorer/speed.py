@@ -10,10 +10,10 @@ import pandas as pd
 import torch
 from PIL import Image
 
-from .gallery import Gallery
+from ..gallery import Gallery
 from .geometry import ExplorerGeometry, GeometrySpec
-from .layout import geometry_layout, layout_key
 from .neighbours import search_one
+from .projection import geometry_projection, projection_key
 
 
 def benchmark(gallery_size: int = 20_000, n_anchors: int = 4_000, dim: int = 256, k: int = 10,
@@ -24,7 +24,7 @@ def benchmark(gallery_size: int = 20_000, n_anchors: int = 4_000, dim: int = 256
     ``gallery_size`` G images, A = ``n_anchors`` object anchors and B = 7 style anchors, softmax
     mixture. Reports seconds to index the gallery, the median milliseconds to re-rank after moving
     ``p`` and for a new query, seconds for UMAP's one-off numba compile, and seconds for a
-    ``umap_points`` UMAP layout after that compile and when cached on disk.
+    ``umap_points`` UMAP projection after that compile and when cached on disk.
     """
     import statistics
     import tempfile
@@ -57,7 +57,7 @@ def benchmark(gallery_size: int = 20_000, n_anchors: int = 4_000, dim: int = 256
         search_one(geometry.index_at(float(p)), query, k, exclude=0)
         timings.append(time.perf_counter() - start)
     results["move_p_ms"] = 1000 * statistics.median(timings)
-    log(f"move p and re-rank (per-request copy, re-mix, top-{k}): median {results['move_p_ms']:.1f} ms "
+    log(f"move p and re-rank (with_model: re-mix, top-{k}): median {results['move_p_ms']:.1f} ms "
         f"(max {1000 * max(timings):.1f} ms) over {repeats}")
 
     index = geometry.index_at(0.5)
@@ -80,12 +80,12 @@ def benchmark(gallery_size: int = 20_000, n_anchors: int = 4_000, dim: int = 256
     with tempfile.TemporaryDirectory() as folder:
         os.environ["ANCHORDIV_CACHE"] = folder
         try:
-            key = layout_key("bench", seed, gallery_size, n_anchors, dim)
+            key = projection_key("bench", seed, gallery_size, n_anchors, dim)
             start = time.perf_counter()
-            geometry_layout(view, "anchor", geometry, 0.5, max_points=umap_points, cache_key=key)
+            geometry_projection(view, "anchor", geometry, 0.5, max_points=umap_points, cache_key=key)
             results["umap_s"] = time.perf_counter() - start
             start = time.perf_counter()
-            geometry_layout(view, "anchor", geometry, 0.5, max_points=umap_points, cache_key=key)
+            geometry_projection(view, "anchor", geometry, 0.5, max_points=umap_points, cache_key=key)
             results["umap_cached_s"] = time.perf_counter() - start
         finally:
             if saved is None:

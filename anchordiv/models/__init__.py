@@ -1,13 +1,16 @@
 """Anchor models: distributions over text anchors and the geometries they induce."""
+from sklearn.exceptions import NotFittedError
+
 from .base import AnchorModel
 from .empirical import EmpiricalAnchors, LatentEmpiricalAnchors
 from .gaussian import GaussianAnchors, LatentGaussianAnchors, ledoit_wolf_covariance
 from .mixture import MixtureAnchors
 from .mixture_of_gaussians import GaussianMixtureAnchors
 from .posterior import posterior_empirical, posterior_gaussian
+from .registry import AnchorModelKind, anchor_model_kind, fit_anchor_model, list_anchor_models
 
 __all__ = [
-    "AnchorModel", "EmpiricalAnchors", "LatentEmpiricalAnchors", "GaussianAnchors",
-    "LatentGaussianAnchors", "GaussianMixtureAnchors", "MixtureAnchors", "ledoit_wolf_covariance",
-    "posterior_empirical", "posterior_gaussian",
+    "AnchorModel", "AnchorModelKind", "EmpiricalAnchors", "LatentEmpiricalAnchors", "GaussianAnchors",
+    "LatentGaussianAnchors", "GaussianMixtureAnchors", "MixtureAnchors", "NotFittedError", "anchor_model_kind",
+    "fit_anchor_model", "ledoit_wolf_covariance", "list_anchor_models", "posterior_empirical", "posterior_gaussian",
 ]

@@ -1,4 +1,4 @@
-"""The anchor-model contract shared by every model (DESIGN.md §1-3).
+"""The anchor-model contract shared by every model (docs/design.md §1-3).
 
 An anchor model ``P`` is a distribution over text-anchor embeddings. Its cumulant generating
 function (CGF) is
@@ -14,12 +14,18 @@ whose mean is ``grad kappa(eta)``. The anchor divergence of ``y`` from ``x`` is
 
 Subclasses implement ``_fit``, ``_cgf_eta`` and ``_cgf_grad_eta`` on ``eta`` tensors; this class
 turns them into the public, validated, block-wise ``cgf``, ``grad_cgf`` and ``divergence``.
+Models are scikit-learn estimators: ``get_params``, ``set_params``, ``sklearn.base.clone`` and the
+repr come from :class:`sklearn.base.BaseEstimator`, so ``__init__`` only stores its parameters and
+every check of them happens in ``fit``.
 """
 from __future__ import annotations
 
 from typing import Any, Callable, Hashable
 
 import torch
+from sklearn import config_context
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
 
 from .._validation import ArrayLike, as_matrix, check_dimension, check_scale, unit_rows
 
@@ -38,9 +44,10 @@ def row_blocks(n_rows: int, elements_per_row: int) -> list[slice]:
     return [slice(start, min(start + rows, n_rows)) for start in range(0, n_rows, rows)]
 
 
-class AnchorModel:
+class AnchorModel(BaseEstimator):
     """Base class: parameters in ``__init__``, ``fit(anchors)`` returns ``self``, fitted
-    attributes end in ``_``.
+    attributes end in ``_``; using a model before ``fit`` raises :class:`NotFittedError` (both a
+    ``ValueError`` and an ``AttributeError``).
 
     Inputs (anchors and image embeddings) may be numpy arrays or torch tensors of shape
     ``(n, d)``; rows are L2-normalised inside, so raw embeddings are fine. float64 input is
@@ -50,6 +57,12 @@ class AnchorModel:
 
     def __init__(self, scale: float = 100.0):
         self.scale = scale
+
+    def __repr__(self, N_CHAR_MAX: int = 700) -> str:  # noqa: N803 - BaseEstimator's signature
+        """scikit-learn's repr with every parameter, defaults included: the scale in use matters
+        to anyone reading a result, and it is not obvious from the defaults."""
+        with config_context(print_changed_only=False):
+            return super().__repr__(N_CHAR_MAX)
 
     # -- subclass hooks ------------------------------------------------------------------
     def _fit(self, anchors: torch.Tensor) -> None:
@@ -84,12 +97,16 @@ class AnchorModel:
 
     def fit_token(self) -> Hashable:
         """Changes on every fit, so an index can tell that its stored gallery terms are stale."""
-        self._check_fitted()
+        self.check_fitted()
         return self._fit_id
 
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "n_features_in_"):
-            raise ValueError(
+    def __sklearn_is_fitted__(self) -> bool:
+        return "n_features_in_" in vars(self)
+
+    def check_fitted(self) -> None:
+        """Raise :class:`NotFittedError` unless ``fit`` has run."""
+        if not self.__sklearn_is_fitted__():
+            raise NotFittedError(
                 f"This {type(self).__name__} is not fitted yet; call fit(anchors) with an (N, d) "
                 "anchor set first."
             )
@@ -99,19 +116,25 @@ class AnchorModel:
         raise NotImplementedError
 
     def _params(self, like: torch.Tensor) -> dict[str, torch.Tensor]:
-        """Fitted tensors cast to ``like``'s dtype and device, cached per (dtype, device)."""
+        """Fitted tensors cast to ``like``'s dtype and device.
+
+        A memo per (dtype, device), so a model fitted on the CPU does not copy its anchors to the
+        GPU on every search. Filling it is the only write an evaluation makes; ``setdefault`` is
+        atomic, so threads racing to fill it get one and the same set of tensors.
+        """
         key = (like.dtype, like.device)
-        if key not in self._param_cache:
-            self._param_cache[key] = {
+        cached = self._param_cache.get(key)
+        if cached is None:
+            cached = self._param_cache.setdefault(key, {
                 name: value.to(device=like.device, dtype=like.dtype)
                 for name, value in self._param_tensors().items()
-            }
-        return self._param_cache[key]
+            })
+        return cached
 
     # -- evaluation on eta (internal, used by the search) -------------------------------
     def natural_parameters(self, x: ArrayLike, name: str = "x") -> torch.Tensor:
         """``eta = scale * x / ||x||`` as a tensor ``(n, d)``, after validating ``x``."""
-        self._check_fitted()
+        self.check_fitted()
         matrix = as_matrix(x, name)
         check_dimension(matrix, self.n_features_in_, name)
         return unit_rows(matrix, name, check_scale(self.scale))
@@ -176,13 +199,6 @@ class AnchorModel:
         conjugate_x = (grad_x * eta_x).sum(dim=1) - kappa_x
         result = (kappa_y[None, :] - grad_x @ eta_y.T + conjugate_x[:, None])
         return like_input(result.T if reverse else result, x)
-
-    def __repr__(self) -> str:
-        params = ", ".join(f"{key}={value!r}" for key, value in self._init_params().items())
-        return f"{type(self).__name__}({params})"
-
-    def _init_params(self) -> dict[str, Any]:
-        return {"scale": self.scale}
 
 
 def _common_dtype(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

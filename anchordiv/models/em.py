@@ -1,8 +1,11 @@
 """Expectation–maximisation for a Gaussian mixture, in torch.
 
-The same algorithm, initialisation and stopping rule as ``sklearn.mixture.GaussianMixture``
-(k-means labels as the first responsibilities; stop when the mean log-likelihood changes by less
-than ``tol``; one last E-step), so the fits agree to round-off. It runs in float64 on the
+The same algorithm, initialisation and stopping rule as ``sklearn.mixture.GaussianMixture`` with
+``n_init=1`` (k-means labels as the first responsibilities; alternate E- and M-steps; stop when the
+mean log-likelihood changes by less than ``tol``, or warn with ``ConvergenceWarning`` after
+``max_iter`` iterations), so the fitted weights, means and covariances agree to round-off. The
+estimates are those of the last M-step; scikit-learn's extra E-step after the loop only serves its
+``fit_predict`` labels, which an anchor model does not need, so it is not run. It runs in float64 on the
 anchors' device: the E-step is one ``(N, d) @ (d, M d)`` product and the M-step one
 ``(d, N) @ (N, M d)`` product, which keeps EM close to the machine's matmul throughput and lets
 it run on a GPU.
@@ -10,11 +13,13 @@ it run on a GPU.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 from sklearn.cluster import KMeans
+from sklearn.exceptions import ConvergenceWarning
 
 SCATTER_BLOCK_ELEMENTS = 2**25  # rows of the M-step's weighted copy of x per product (256 MB in float64)
 
@@ -118,4 +123,9 @@ def fit_gaussian_mixture(anchors: torch.Tensor, n_components: int, covariance_ty
         if abs(lower_bound - previous) < tol:
             converged = True
             break
+    if not converged:
+        warnings.warn(
+            f"EM did not converge in max_iter={max_iter} iterations (the mean log-likelihood still changed by "
+            f"{abs(lower_bound - previous):.3g} >= tol={tol}); raise max_iter or tol, or check the anchors.",
+            ConvergenceWarning, stacklevel=4)
     return MixtureFit(weights, means, covariances, n_iter, converged, lower_bound)

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 import torch
@@ -89,8 +88,6 @@ class EmpiricalAnchors(AnchorModel):
         params = self._params(eta)
         return softmax_cgf_grad(self._logits(eta, params), params["anchors"])
 
-    def _init_params(self) -> dict[str, Any]:
-        return {"scale": self.scale, "weights": None if self.weights is None else "<array>"}
 
 
 def principal_subspace(anchors: torch.Tensor, rank: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -148,5 +145,3 @@ class LatentEmpiricalAnchors(AnchorModel):
         kappa, latent_mean = softmax_cgf_grad(self._logits(eta, params), params["coordinates"])
         return eta @ params["mean"] + kappa, params["mean"] + latent_mean @ params["components"]
 
-    def _init_params(self) -> dict[str, Any]:
-        return {"rank": self.rank, "scale": self.scale}

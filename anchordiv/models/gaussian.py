@@ -1,7 +1,6 @@
 """Gaussian anchor models: full covariance (optionally shrunk) and probabilistic PCA."""
 from __future__ import annotations
 
-from typing import Any
 
 import torch
 
@@ -105,8 +104,6 @@ class GaussianAnchors(AnchorModel):
         spread = eta @ params["covariance"]
         return eta @ params["mean"] + 0.5 * (spread * eta).sum(dim=1), params["mean"] + spread
 
-    def _init_params(self) -> dict[str, Any]:
-        return {"scale": self.scale, "shrinkage": self.shrinkage}
 
 
 class LatentGaussianAnchors(AnchorModel):
@@ -138,7 +135,7 @@ class LatentGaussianAnchors(AnchorModel):
     @property
     def covariance_(self) -> torch.Tensor:
         """``W W^T + sigma^2 I`` as a dense ``(d, d)`` matrix."""
-        self._check_fitted()
+        self.check_fitted()
         eye = torch.eye(self.n_features_in_, dtype=self.mean_.dtype, device=self.mean_.device)
         return self._loadings_t.T @ self._loadings_t + self.noise_variance_ * eye
 
@@ -152,5 +149,3 @@ class LatentGaussianAnchors(AnchorModel):
         kappa = eta @ params["mean"] + 0.5 * ((latent**2).sum(dim=1) + noise * (eta**2).sum(dim=1))
         return kappa, params["mean"] + latent @ params["loadings_t"] + noise * eta
 
-    def _init_params(self) -> dict[str, Any]:
-        return {"rank": self.rank, "scale": self.scale}

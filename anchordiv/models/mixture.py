@@ -1,105 +1,166 @@
-"""Mixtures of anchor models: the object/style weight ``p`` of the paper."""
+"""Mixtures of whole anchor models: the object/style weight ``p`` of the paper."""
 from __future__ import annotations
 
-from typing import Any, Hashable, Sequence
+from typing import Hashable, Sequence
 
 import numpy as np
 import torch
+from sklearn.exceptions import NotFittedError
 
 from .._validation import ArrayLike, check_probability_vector
 from .base import AnchorModel
 
 
 class MixtureAnchors(AnchorModel):
-    """Mixture ``P = sum_k w_k P_k`` of fitted anchor models sharing one scale and dimension.
+    """A weighted mix of *whole anchor models*, each fitted to its own anchor set: the paper's
+    object/style mixture ``MixtureAnchors([object_model, style_model], [p, 1 - p])``.
 
-    ``kappa(eta) = logsumexp_k(log w_k + kappa_k(eta))`` and
-    ``grad kappa(eta) = sum_k r_k(eta) grad kappa_k(eta)`` with ``r = softmax_k(log w_k + kappa_k(eta))``.
-    The paper's object/style mixture is ``MixtureAnchors([object_model, style_model], [p, 1 - p])``.
+    Not to be confused with :class:`~anchordiv.GaussianMixtureAnchors`, which is *one* anchor
+    model: a Gaussian mixture fitted by EM to *one* anchor set.
 
-    Two parametrisations of the same family:
+    With ``K`` components ``P_k`` and weights ``w_k``, ``P = sum_k w_k P_k`` and
+
+        kappa(eta)      = logsumexp_k(log w_k + kappa_k(eta))
+        grad kappa(eta) = sum_k r_k(eta) grad kappa_k(eta),   r = softmax_k(log w_k + kappa_k(eta)),
+
+    where ``kappa_k`` is component ``k``'s CGF and ``r_k(eta)`` its responsibility for ``eta``.
+
+    Two parametrisations of the same family (docs/design.md §3):
 
     * **literal** (default): ``w = weights``. A tight anchor set (a few style phrases) has a much
       larger ``kappa`` than a broad one, so its component owns the responsibilities for almost
       every ``p`` and a ``p`` slider acts as a switch.
-    * **balanced**, after ``balance(reference)``: ``w_k ∝ weights_k exp(-c_k)`` with ``c_k`` the mean
-      of ``kappa_k`` over a reference set (e.g. the gallery). At ``p = 1/2`` the components then
-      share the reference evenly and ``p`` moves the geometry gradually. ``balance(None)`` returns
-      to literal weights.
+    * **balanced**: ``w_k ∝ weights_k exp(-c_k)`` with ``c_k`` the mean of ``kappa_k`` over a
+      reference set (e.g. the gallery). At ``p = 1/2`` the components then share the reference
+      evenly and ``p`` moves the geometry gradually.
 
-    ``set_weights`` costs nothing but a few logs: an :class:`~anchordiv.AnchorIndex` keeps each
-    component's ``kappa_k`` (and ``grad kappa_k`` when needed) and only re-mixes them.
+    The pure API returns new mixtures that share this one's fitted components (nothing is copied
+    or refitted), so a mixture shared between threads is never changed:
+    :meth:`with_weights` and :meth:`with_balance`. An :class:`~anchordiv.AnchorIndex` built on one
+    of them serves any other through :meth:`~anchordiv.AnchorIndex.with_model` in ``O(G K)``.
+    :meth:`set_weights` and :meth:`balance` are the mutating conveniences for single-threaded
+    scripts: they change this object in place.
 
     Parameters
     ----------
-    models : fitted anchor models (or unfitted ones, then call ``fit(anchor_sets)``).
-    weights : non-negative, summing to 1, one per model; uniform when ``None``.
+    models : anchor models, fitted (then no ``fit`` is needed) or not (then call
+        ``fit(anchor_sets)``); they must share one scale and one dimension.
+    weights : ``(K,)`` non-negative, summing to 1, one per model; uniform when ``None``.
 
-    Fitted attributes: ``kappa_offsets_`` ``(K,)`` (zeros unless balanced), ``log_weights_`` ``(K,)``.
+    Fitted attributes: ``n_features_in_``, ``kappa_offsets_`` ``(K,)`` (the ``c_k``, zeros unless
+    balanced), ``log_weights_`` and ``effective_weights_`` ``(K,)`` (the ``w_k`` in use).
     """
 
+    _kappa_offsets: np.ndarray | None = None  # c_k once balanced; set by balance / with_balance only
+
     def __init__(self, models: Sequence[AnchorModel], weights: ArrayLike | None = None):
-        if len(models) == 0:
+        self.models = models
+        self.weights = weights
+
+    # -- components ------------------------------------------------------------------------
+    def _components(self) -> list[AnchorModel]:
+        components = list(self.models)
+        if not components:
             raise ValueError("MixtureAnchors needs at least one component model; got none.")
-        self.models = list(models)
-        self.weights = np.full(len(models), 1.0 / len(models)) if weights is None else weights
-        self.kappa_offsets_ = np.zeros(len(models))
-        self._weights_array = check_probability_vector(self.weights, len(models), "weights")
+        for model in components:
+            if not isinstance(model, AnchorModel):
+                raise ValueError(f"every component must be an anchor model (e.g. EmpiricalAnchors); got {model!r}.")
+        return components
 
     @property
     def scale(self) -> float:
-        scales = {float(model.scale) for model in self.models}
+        scales = {float(model.scale) for model in self._components()}
         if len(scales) != 1:
             raise ValueError(f"All components must share one scale; got {sorted(scales)}. Refit them with one scale.")
         return scales.pop()
 
     @property
     def n_features_in_(self) -> int:
-        for model in self.models:
-            model._check_fitted()
-        dims = {model.n_features_in_ for model in self.models}
+        components = self._components()
+        for model in components:
+            model.check_fitted()
+        dims = {model.n_features_in_ for model in components}
         if len(dims) != 1:
             raise ValueError(f"All components must share one dimension; got {sorted(dims)}.")
         return dims.pop()
 
-    def _check_fitted(self) -> None:
-        self.n_features_in_  # noqa: B018 - raises if a component is unfitted or dimensions differ
+    def __sklearn_is_fitted__(self) -> bool:
+        return all(model.__sklearn_is_fitted__() for model in self._components())
+
+    def check_fitted(self) -> None:
+        """Raise :class:`NotFittedError` unless every component is fitted (``ValueError`` when
+        their dimensions differ)."""
+        if not self.__sklearn_is_fitted__():
+            raise NotFittedError(
+                "This MixtureAnchors has an unfitted component; call fit(anchor_sets) with one (N_k, d) "
+                "anchor set per component, or build it from fitted models."
+            )
+        self.n_features_in_  # noqa: B018 - raises when the components' dimensions differ
 
     def fit(self, anchor_sets: Sequence[ArrayLike]) -> "MixtureAnchors":
         """Fit component ``k`` to ``anchor_sets[k]`` (each ``(N_k, d)``)."""
-        if len(anchor_sets) != len(self.models):
-            raise ValueError(f"Got {len(anchor_sets)} anchor sets for {len(self.models)} components; pass one per component.")
-        for model, anchors in zip(self.models, anchor_sets):
+        components = self._components()
+        if len(anchor_sets) != len(components):
+            raise ValueError(f"Got {len(anchor_sets)} anchor sets for {len(components)} components; pass one per component.")
+        self._weight_vector()
+        for model, anchors in zip(components, anchor_sets):
             model.fit(anchors)
-        self._check_fitted()
+        self.check_fitted()
         return self
 
     # -- weights ---------------------------------------------------------------------------
+    def _weight_vector(self, weights: ArrayLike | None = None) -> np.ndarray:
+        """``weights`` (default: this mixture's) validated as a probability vector ``(K,)``."""
+        count = len(self._components())
+        chosen = self.weights if weights is None else weights
+        return check_probability_vector(np.full(count, 1.0 / count) if chosen is None else chosen, count, "weights")
+
+    def _reference_offsets(self, reference: ArrayLike) -> np.ndarray:
+        """``c_k = mean_j kappa_k(scale * r_j)`` over reference embeddings ``r`` ``(n, d)``."""
+        eta = self.natural_parameters(reference, "reference")
+        return np.array([float(model.cgf_eta(eta).double().mean()) for model in self._components()])
+
+    def _sibling(self, weights: ArrayLike | None, offsets: np.ndarray | None) -> "MixtureAnchors":
+        mixture = type(self)(self.models, weights)
+        mixture._kappa_offsets = offsets
+        return mixture
+
+    def with_weights(self, weights: ArrayLike) -> "MixtureAnchors":
+        """A new mixture with ``weights`` ``(K,)`` and this one's components (shared, not copied or
+        refitted) and parametrisation. This mixture is unchanged."""
+        self._weight_vector(weights)
+        return self._sibling(weights, self._kappa_offsets)
+
+    def with_balance(self, reference: ArrayLike | None) -> "MixtureAnchors":
+        """A new mixture, balanced over reference embeddings ``reference`` ``(n, d)`` (``None``:
+        literal weights), with this one's components and weights. This mixture is unchanged."""
+        return self._sibling(self.weights, None if reference is None else self._reference_offsets(reference))
+
     def set_weights(self, weights: ArrayLike) -> "MixtureAnchors":
-        """Replace the mixture weights (non-negative, summing to 1). No refit, no recomputation."""
-        self._weights_array = check_probability_vector(weights, len(self.models), "weights")
+        """Replace the weights in place (mutating convenience; see :meth:`with_weights`). No refit."""
+        self._weight_vector(weights)
         self.weights = weights
         return self
 
     def balance(self, reference: ArrayLike | None) -> "MixtureAnchors":
-        """Use the balanced parametrisation with offsets ``c_k = mean_j kappa_k(scale * r_j)`` over
-        reference embeddings ``r`` ``(n, d)``; ``None`` restores the literal weights."""
-        if reference is None:
-            self.kappa_offsets_ = np.zeros(len(self.models))
-            return self
-        eta = self.natural_parameters(reference, "reference")
-        self.kappa_offsets_ = np.array([float(model.cgf_eta(eta).double().mean()) for model in self.models])
+        """Switch to the balanced parametrisation over ``reference`` ``(n, d)`` in place (``None``:
+        literal weights); the mutating convenience of :meth:`with_balance`."""
+        self._kappa_offsets = None if reference is None else self._reference_offsets(reference)
         return self
 
     @property
     def balanced(self) -> bool:
-        return bool(np.any(self.kappa_offsets_ != 0))
+        return self._kappa_offsets is not None
+
+    @property
+    def kappa_offsets_(self) -> np.ndarray:
+        return np.zeros(len(self._components())) if self._kappa_offsets is None else self._kappa_offsets.copy()
 
     @property
     def log_weights_(self) -> np.ndarray:
         """Effective ``log w_k`` ``(K,)`` after balancing, normalised to sum to 1 in ``w``."""
         with np.errstate(divide="ignore"):
-            logits = np.log(self._weights_array) - self.kappa_offsets_
+            logits = np.log(self._weight_vector()) - self.kappa_offsets_
         finite = logits[np.isfinite(logits)]
         return logits - (finite.max() + np.log(np.exp(finite - finite.max()).sum()))
 
@@ -109,12 +170,13 @@ class MixtureAnchors(AnchorModel):
 
     # -- evaluation --------------------------------------------------------------------------
     def _elements_per_row(self) -> int:
-        return len(self.models) * self.n_features_in_
+        return len(self._components()) * self.n_features_in_
 
     def gallery_state(self, eta: torch.Tensor, with_grad: bool) -> tuple:
+        components = self._components()
         if not with_grad:
-            return torch.stack([model.cgf_eta(eta) for model in self.models], dim=1), None
-        pairs = [model.cgf_grad_eta(eta) for model in self.models]
+            return torch.stack([model.cgf_eta(eta) for model in components], dim=1), None
+        pairs = [model.cgf_grad_eta(eta) for model in components]
         return torch.stack([k for k, _ in pairs], dim=1), torch.stack([g for _, g in pairs], dim=1)
 
     def combine_state(self, state: tuple) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -128,7 +190,7 @@ class MixtureAnchors(AnchorModel):
         return kappa, torch.einsum("nk,nkd->nd", responsibilities, component_grad)
 
     def fit_token(self) -> Hashable:
-        return tuple(model.fit_token() for model in self.models)
+        return tuple(model.fit_token() for model in self._components())
 
     def weights_token(self) -> Hashable:
         return tuple(self.log_weights_.tolist())
@@ -138,6 +200,3 @@ class MixtureAnchors(AnchorModel):
 
     def _cgf_grad_eta(self, eta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self.combine_state(self.gallery_state(eta, with_grad=True))
-
-    def _init_params(self) -> dict[str, Any]:
-        return {"models": self.models, "weights": np.asarray(self._weights_array).tolist()}

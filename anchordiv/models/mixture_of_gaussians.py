@@ -1,11 +1,10 @@
 """Gaussian-mixture anchor model fitted by EM."""
 from __future__ import annotations
 
-from typing import Any
 
 import torch
 
-from .._validation import check_positive_int
+from .._validation import check_non_negative, check_positive_int
 from .base import AnchorModel
 from .em import fit_gaussian_mixture
 
@@ -13,7 +12,11 @@ COVARIANCE_TYPES = ("full", "tied", "diag", "spherical")
 
 
 class GaussianMixtureAnchors(AnchorModel):
-    """Mixture of ``M`` Gaussians fitted to the anchors by expectation–maximisation.
+    """*One* anchor model: a mixture of ``M`` Gaussians fitted by expectation–maximisation to *one*
+    anchor set (a GMM).
+
+    Not to be confused with :class:`~anchordiv.MixtureAnchors`, which mixes whole anchor models,
+    each fitted to its own anchor set (object anchors A and style anchors B, weight ``p``).
 
     ``kappa(eta) = logsumexp_m(log pi_m + mu_m . eta + 1/2 eta^T Sigma_m eta)`` and
     ``grad kappa(eta) = sum_m r_m(eta) (mu_m + Sigma_m eta)`` with ``r(eta)`` the softmax of the
@@ -54,8 +57,14 @@ class GaussianMixtureAnchors(AnchorModel):
             )
         if self.covariance_type not in COVARIANCE_TYPES:
             raise ValueError(f"covariance_type must be one of {COVARIANCE_TYPES}; got {self.covariance_type!r}.")
-        fit = fit_gaussian_mixture(anchors, n_components, self.covariance_type, self.reg_covar,
-                                   check_positive_int(self.max_iter, "max_iter"), self.tol, self.random_state)
+        if self.random_state is not None:
+            check_positive_int(self.random_state, "random_state (a seed, or None)", minimum=0)
+        fit = fit_gaussian_mixture(
+            anchors, n_components, self.covariance_type,
+            check_non_negative(self.reg_covar, "reg_covar", "added to every variance; e.g. 1e-6, or larger for few anchors"),
+            check_positive_int(self.max_iter, "max_iter"),
+            check_non_negative(self.tol, "tol", "the change in mean log-likelihood that stops EM; e.g. 1e-3"),
+            self.random_state)
         self.weights_ = fit.weights.to(anchors.dtype)
         self.means_ = fit.means.to(anchors.dtype)
         self.covariances_ = fit.covariances.to(anchors.dtype)
@@ -88,6 +97,3 @@ class GaussianMixtureAnchors(AnchorModel):
         grad = responsibilities @ params["means"] + torch.einsum("nm,nmd->nd", responsibilities, spread)
         return kappa, grad
 
-    def _init_params(self) -> dict[str, Any]:
-        return {"n_components": self.n_components, "covariance_type": self.covariance_type,
-                "scale": self.scale, "random_state": self.random_state}

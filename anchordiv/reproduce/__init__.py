@@ -2,7 +2,7 @@
 
 * :mod:`.study`: what a run is about, a labelled embedded gallery with its anchor texts
   (:func:`world_study`, :func:`layout_study`);
-* :mod:`.evaluate`: per-query AP for a fixed query sample and two-way bootstrap estimates;
+* :mod:`.estimates`: per-query AP for a fixed query sample and two-way bootstrap estimates;
 * :mod:`.experiments`: one function per figure or table of the paper, and :class:`Settings`
   (``quick`` and ``full``);
 * :mod:`.verdicts`: whether each result shows the paper's direction of effect, in words;

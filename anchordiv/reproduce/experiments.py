@@ -1,7 +1,7 @@
 """The paper's experiments (figures 3-7, tables 2-4) as functions from a study to tidy tables.
 
 Every function takes a :class:`~anchordiv.reproduce.study.Study`, a
-:class:`~anchordiv.reproduce.evaluate.QuerySample` and :class:`Settings`, and returns a
+:class:`~anchordiv.reproduce.estimates.QuerySample` and :class:`Settings`, and returns a
 ``pandas.DataFrame`` with one row per estimate: ``mean``, ``low``, ``high`` (a 95% bootstrap
 interval over queries, and over random anchor subsets where anchors are drawn), ``draws`` and
 ``queries``. Seeds are fixed by ``Settings.seed``, so two runs give the same numbers.
@@ -16,17 +16,18 @@ import pandas as pd
 import torch
 from PIL import Image
 
-from ..explorer import grid_image, png_bytes
-from ..models import (AnchorModel, EmpiricalAnchors, GaussianAnchors, GaussianMixtureAnchors, LatentEmpiricalAnchors,
-                      LatentGaussianAnchors, MixtureAnchors, posterior_empirical, posterior_gaussian)
+from ..grids import grid_image, png_bytes
+from ..models import AnchorModel, EmpiricalAnchors, GaussianAnchors, MixtureAnchors, anchor_model_kind
+from ..models.registry import ANCHORS_PER_COMPONENT
 from ..search import AnchorIndex, CosineIndex, ITIIndex
-from .evaluate import QuerySample, estimate
+from .estimates import QuerySample, estimate
 from .study import Study
 
 
 @dataclass(frozen=True)
 class Settings:
-    """Sizes of a reproduction run; :meth:`quick` fits in about 3 minutes on 2 cores, :meth:`full` in 20."""
+    """Sizes of a reproduction run; on 2 CPU cores, once the world is embedded and cached,
+    :meth:`quick` takes about a minute and :meth:`full` about 11."""
 
     queries: int = 2000
     scale: float = 10.0
@@ -62,22 +63,16 @@ class Settings:
                    bench_anchors=(256, 1024), n_bootstrap=300, world_limit=1800)
 
 
-ModelFactory = Callable[[int], AnchorModel]
-# Added to each GMM variance. The library's 1e-6 leaves near-singular covariances when a component
-# holds a handful of anchors in d = 256, as it does at small budgets.
-GMM_REG_COVAR = 1e-4
+ModelFit = Callable[[torch.Tensor], AnchorModel]
+# The registry's kinds compared across anchor budgets, by the name the tables give them.
+BUDGET_KINDS = ("softmax", "gaussian", "gmm", "latent-gaussian", "latent-softmax")
 
 
-def anchor_models(scale: float) -> dict[str, ModelFactory]:
-    """The anchor models compared across budgets, each built for ``n`` anchors (sizes that the
-    model can fit from ``n`` anchors: GMM components and latent ranks shrink with ``n``)."""
-    return {
-        "softmax": lambda n: EmpiricalAnchors(scale=scale),
-        "Gaussian": lambda n: GaussianAnchors(scale=scale),
-        "GMM": lambda n: GaussianMixtureAnchors(n_components=max(1, min(4, n // 8)), scale=scale, reg_covar=GMM_REG_COVAR),
-        "latent Gaussian": lambda n: LatentGaussianAnchors(rank=max(1, min(32, n - 1)), scale=scale),
-        "latent softmax": lambda n: LatentEmpiricalAnchors(rank=max(1, min(32, n - 1)), scale=scale),
-    }
+def anchor_models(scale: float, kinds: tuple[str, ...] = BUDGET_KINDS) -> dict[str, ModelFit]:
+    """``{short name: anchors -> fitted model}`` for registry ``kinds``, each fitted with the
+    registry's rules for the anchor count (GMM components and latent ranks shrink with it)."""
+    return {anchor_model_kind(name).short: (lambda anchors, name=name: anchor_model_kind(name).fit(anchors, scale)[0])
+            for name in kinds}
 
 
 def _subset(anchors: torch.Tensor, size: int, rng: np.random.Generator) -> torch.Tensor:
@@ -106,10 +101,9 @@ def p_sweep(study: Study, sample: QuerySample, settings: Settings) -> pd.DataFra
         mixture.fit([study.object_anchors, study.style_anchors])
         index = AnchorIndex(mixture, study.embeddings, device="cpu")
         for weighting, reference in (("balanced", study.embeddings), ("literal", None)):
-            mixture.balance(reference)
+            weighted = mixture.with_balance(reference)
             for p in settings.p_grid:
-                mixture.set_weights([p, 1 - p])
-                ap = sample.average_precision(index)
+                ap = sample.average_precision(index.with_model(weighted.with_weights([p, 1 - p])))
                 rows += [{"method": name, "weighting": weighting, "p": p, "target": target,
                           **estimate(ap[target], settings.n_bootstrap).row()} for target in ("object", "style")]
     return pd.DataFrame(rows)
@@ -154,23 +148,21 @@ def _budget_table(sample: QuerySample, study: Study, settings: Settings, request
 def anchor_budget(study: Study, sample: QuerySample, settings: Settings) -> pd.DataFrame:
     """Fig. 4 (left) / Fig. 6: object-mAP against the number of object anchors, random subsets
     (``budget_seeds`` per budget), for softmax, Gaussian, GMM and the latent models; cosine row."""
-    factories = anchor_models(settings.scale)
-    models = {name: (lambda anchors, f=factory: f(len(anchors)).fit(anchors)) for name, factory in factories.items()}
     rows = _reference_rows(sample, study, settings, ("object",), methods=("cosine",))
-    rows += _budget_table(sample, study, settings, settings.budgets, settings.budget_seeds, models)
+    rows += _budget_table(sample, study, settings, settings.budgets, settings.budget_seeds, anchor_models(settings.scale))
     return pd.DataFrame(rows)
 
 
 def mixture_components(study: Study, sample: QuerySample, settings: Settings) -> pd.DataFrame:
     """Fig. 7: object-mAP of a Gaussian mixture fitted to every object anchor against its number
-    of components ``M`` (``component_seeds`` k-means starts each); ``M = 1`` is one Gaussian fitted by EM."""
+    of components ``M`` (``component_seeds`` k-means starts each); ``M = 1`` is one Gaussian fitted by EM.
+    Only the ``M`` the registry allows for the anchor count are run."""
     rows = []
-    anchors = study.object_anchors
-    for n_components in [m for m in settings.components if m <= len(anchors) // 2]:
+    anchors, gmm = study.object_anchors, anchor_model_kind("gmm")
+    for n_components in [m for m in settings.components if m <= len(anchors) // ANCHORS_PER_COMPONENT]:
         table = []
         for seed in range(settings.component_seeds):
-            model = GaussianMixtureAnchors(n_components=n_components, scale=settings.scale, reg_covar=GMM_REG_COVAR,
-                                           random_state=settings.seed + seed).fit(anchors)
+            model, _ = gmm.fit(anchors, settings.scale, n_components=n_components, random_state=settings.seed + seed)
             table.append(sample.average_precision(AnchorIndex(model, study.embeddings, device="cpu"))["object"])
         rows.append({"method": "GMM", "components": n_components, **estimate(np.stack(table), settings.n_bootstrap).row()})
     return pd.DataFrame(rows)
@@ -180,11 +172,14 @@ def posterior_anchors(study: Study, sample: QuerySample, settings: Settings) -> 
     """Fig. 5: posterior anchor models (prior = the broad vocabulary, ``posterior_alpha``) adapted
     with few target anchors, against target-only models, across target budgets; prior-only rows."""
     prior, alpha, scale = study.prior_anchors, settings.posterior_alpha, settings.scale
+    target_only = anchor_models(scale, ("softmax", "gaussian"))
     models = {
-        "softmax, target only": lambda target: EmpiricalAnchors(scale=scale).fit(target),
-        "softmax, posterior": lambda target: posterior_empirical(prior, target, alpha=alpha, scale=scale),
-        "Gaussian, target only": lambda target: GaussianAnchors(scale=scale).fit(target),
-        "Gaussian, posterior": lambda target: posterior_gaussian(prior, target, alpha=alpha, scale=scale),
+        "softmax, target only": target_only["softmax"],
+        "softmax, posterior": lambda target: anchor_model_kind("posterior-softmax").fit(target, scale, prior,
+                                                                                        alpha=alpha)[0],
+        "Gaussian, target only": target_only["Gaussian"],
+        "Gaussian, posterior": lambda target: anchor_model_kind("posterior-gaussian").fit(target, scale, prior,
+                                                                                          alpha=alpha)[0],
     }
     rows = []
     for name, model in (("softmax, prior only", EmpiricalAnchors(scale=scale)),
@@ -219,17 +214,15 @@ def condition_table(study: Study, sample: QuerySample, settings: Settings) -> pd
     groups = condition_groups(study, sample, settings.queries, settings.seed)
     queries = QuerySample(study, 0, ids=np.unique(np.concatenate([ids for _, _, ids in groups])))
     position = {int(item): i for i, item in enumerate(queries.ids)}
-    factories = anchor_models(settings.scale)
-    methods = {"ITI": None, **{name: factories[name] for name in
-                               ("softmax", "Gaussian", "latent Gaussian", "latent softmax")}}
+    methods = {"ITI": None, **anchor_models(settings.scale, ("softmax", "gaussian", "latent-gaussian", "latent-softmax"))}
     cosine = queries.average_precision(CosineIndex(study.embeddings))
     per_method: dict[str, list[dict[str, np.ndarray]]] = {name: [] for name in methods}
     size = max(2, int(round(settings.condition_fraction * len(study.object_anchors))))
     for draw_no in range(settings.condition_subsets):
         anchors = _subset(study.object_anchors, size, np.random.default_rng([settings.seed, 7, draw_no]))
-        for name, factory in methods.items():
-            index = (ITIIndex(anchors, study.embeddings) if factory is None else
-                     AnchorIndex(factory(len(anchors)).fit(anchors), study.embeddings, device="cpu"))
+        for name, fit in methods.items():
+            index = (ITIIndex(anchors, study.embeddings) if fit is None else
+                     AnchorIndex(fit(anchors), study.embeddings, device="cpu"))
             per_method[name].append(queries.average_precision(index))
     rows = []
     for group, target, ids in groups:
@@ -278,7 +271,7 @@ def qualitative_grids(study: Study, sample: QuerySample, settings: Settings) -> 
         indexes["style anchors"] = AnchorIndex(EmpiricalAnchors(scale=scale).fit(study.style_anchors),
                                                study.embeddings, device="cpu")
         mixture = MixtureAnchors([EmpiricalAnchors(scale=scale), EmpiricalAnchors(scale=scale)])
-        mixture.fit([study.object_anchors, study.style_anchors]).balance(study.embeddings)
+        mixture = mixture.fit([study.object_anchors, study.style_anchors]).with_balance(study.embeddings)
         indexes["mixture, p = 0.5"] = AnchorIndex(mixture, study.embeddings, device="cpu")
     grids = {}
     for query_id in grid_query_ids(study, sample, settings.grid_queries):

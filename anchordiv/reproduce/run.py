@@ -10,7 +10,7 @@ import pandas as pd
 
 from . import experiments as ex
 from . import figures, verdicts
-from .evaluate import QuerySample
+from .estimates import QuerySample
 from .study import Study
 
 REPORT_NAME = "report.md"

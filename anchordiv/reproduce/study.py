@@ -1,6 +1,6 @@
 """What a reproduction runs on: a labelled, embedded gallery and its anchor texts, encoded.
 
-A :class:`Study` bundles a :class:`~anchordiv.explorer.Gallery` (embeddings, labels, images) with
+A :class:`Study` bundles a :class:`~anchordiv.gallery.Gallery` (embeddings, labels, images) with
 the anchor phrases of each role: object anchors (one per class), style anchors, and a broad prior
 vocabulary for the posterior experiment. :func:`world_study` builds it for the built-in emoji
 world's held-out split; :func:`layout_study` for a published dataset read by
@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..explorer import Gallery
+from ..gallery import Gallery
 
 
 @dataclass
@@ -96,7 +96,7 @@ def world_study(encoder, limit: int | None = None) -> Study:
     words (a broad vocabulary that never names a held-out emoji). Queries are grouped by category.
     """
     from ..datasets import load_emoji_world
-    from ..explorer import world_gallery
+    from ..gallery import world_gallery
 
     gallery = world_gallery(encoder, split="heldout", limit=limit)
     everything = load_emoji_world("all").labels

@@ -1,9 +1,9 @@
 """Galleries: image embeddings with labels and a way to show each image, from the built-in emoji
-world (:func:`world_gallery`) or a folder of images (:func:`folder_gallery`), and query images."""
+world (:func:`world_gallery`) or a folder of images (:func:`folder_gallery`). Used by the explorer,
+the reproduction and the command line."""
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,9 +78,9 @@ def world_gallery(encoder, split: str = "all", limit: int | None = None,
     """The built-in emoji world (``split`` "all", "train" or "heldout"), first ``limit`` images,
     embedded with ``encoder``. Embeddings are cached on disk by encoder name and data digest, so
     only the first start on a machine encodes images."""
-    from ..cache import cache_dir, cached_array
-    from ..datasets import load_emoji_world
-    from ..datasets.styles import RENDERER_VERSION
+    from .cache import cache_dir, cached_array
+    from .datasets import load_emoji_world
+    from .datasets.styles import RENDERER_VERSION
 
     world = load_emoji_world(split)
     count = len(world) if limit is None else max(1, min(int(limit), len(world)))
@@ -105,8 +105,8 @@ def folder_gallery(folder: str | os.PathLike, encoder, labels_csv: str | os.Path
     """A folder of images (subfolders are object labels; a CSV may add columns, e.g. ``style``),
     embedded with ``encoder`` through :func:`anchordiv.embeddings.embed_folder` and its cache.
     Raises ``ValueError`` for a missing folder or one with no readable image."""
-    from ..embeddings import embed_folder
-    from ..images import load_image
+    from .embeddings import embed_folder
+    from .images import load_image
 
     root = Path(folder).expanduser()
     embedded = embed_folder(root, encoder, labels_csv=labels_csv, progress=False)
@@ -124,27 +124,3 @@ def folder_gallery(folder: str | os.PathLike, encoder, labels_csv: str | os.Path
         object_column="label", name_column="label", style_column=style, key=key,
         description=f"{root} ({len(paths):,} images)", skipped=list(embedded.skipped),
     )
-
-
-def query_image_from_upload(data: bytes, name: str = "upload") -> Image.Image:
-    """An uploaded query image (PNG, JPEG or WebP) as RGB PIL; ``ImageLoadError`` (a ``ValueError``)
-    with a message for the user for anything else, corrupt or truncated files included."""
-    from ..images import ImageLoadError, load_image
-
-    image = load_image(data, name=name)  # refuses non-images, damaged data, oversized files
-    with Image.open(io.BytesIO(data)) as header:
-        if header.format not in ("PNG", "JPEG", "WEBP"):
-            raise ImageLoadError(name, f"{header.format} images are not accepted as queries; upload a PNG, JPEG or WebP")
-    return image
-
-
-def default_query_id(gallery: Gallery, name: str = "dog", style: str = "watercolor painting") -> int:
-    """A sensible first query: the first image whose name contains ``name`` in ``style`` (then any
-    style, then any image), so the app opens on something recognisable."""
-    names = gallery.labels[gallery.name_column].astype(str).str.lower()
-    matches = names.str.contains(name, regex=False).to_numpy()
-    if gallery.style_column is not None:
-        styled = matches & (gallery.labels[gallery.style_column].astype(str) == style).to_numpy()
-        if styled.any():
-            return int(np.flatnonzero(styled)[0])
-    return int(np.flatnonzero(matches)[0]) if matches.any() else 0

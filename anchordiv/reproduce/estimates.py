@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..evaluation import retrieval_average_precision
+from ..metrics import retrieval_average_precision
 from ..metrics import two_way_bootstrap_interval
 from .study import Study
 

@@ -8,8 +8,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..evaluation import retrieval_average_precision
-from ..metrics import summarize_average_precision
+from ..metrics import retrieval_average_precision, summarize_average_precision
 from ..models import EmpiricalAnchors, GaussianAnchors
 from ..search import AnchorIndex, CosineIndex, ITIIndex
 

@@ -3,7 +3,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from anchordiv.builtin.evaluate import geometries, retrieval_table, zero_shot_hits, zero_shot_table
+from anchordiv.builtin.heldout import geometries, retrieval_table, zero_shot_hits, zero_shot_table
 from anchordiv.models import GaussianAnchors
 from anchordiv.search import AnchorIndex
 

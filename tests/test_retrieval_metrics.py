@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import anchordiv as ad
-from anchordiv.evaluation import retrieval_average_precision, retrieval_map
+from anchordiv.metrics import retrieval_average_precision, retrieval_map
 
 
 def test_retrieval_ap_equals_ap_of_the_brute_force_ranking(data, models):

@@ -1,4 +1,5 @@
-"""Export: a grid of images with captions (:func:`grid_image`), as a PNG (:func:`grid_png`)."""
+"""Image grids with captions (:func:`grid_image`), as PNG bytes (:func:`grid_png`, :func:`png_bytes`): the
+neighbour grids of the explorer's downloads and of the reproduction report."""
 from __future__ import annotations
 
 import io

@@ -1,0 +1,74 @@
+"""2-D projections: a UMAP of the gallery under a geometry (:func:`geometry_projection`), the
+cache key of one (:func:`projection_key`) and the table a plot draws (:func:`projection_frame`).
+UMAP is imported (through :mod:`anchordiv.projection`) only when used."""
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..search import AnchorIndex
+from .geometry import baseline_index
+
+if TYPE_CHECKING:
+    from ..gallery import Gallery
+    from .geometry import ExplorerGeometry
+
+
+def projection_key(*parts: object) -> str:
+    """A stable text key from the parts a projection depends on (anchor lists are hashed)."""
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(repr(part).encode())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def geometry_projection(gallery: Gallery, method: str, geometry: ExplorerGeometry | None = None, p: float = 0.5,
+                        balanced: bool = True, iti_anchors: torch.Tensor | None = None, max_points: int = 10_000,
+                        seed: int = 0, n_neighbors: int = 15, cache_key: str | None = None
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """UMAP projection of (a fixed sample of at most ``max_points``) gallery images under ``method``
+    ("anchor" with ``geometry`` at ``p``, "cosine" or "iti"): ``(ids (n,), xy (n, 2))``.
+
+    The kNN graph is the geometry's exact top-``n_neighbors``; with ``cache_key`` the projection is
+    stored on disk (see :func:`anchordiv.projection.cached_projection`)."""
+    from .. import projection
+
+    ids = projection.sample_ids(len(gallery), max_points, seed)
+    embeddings = gallery.embeddings[torch.as_tensor(ids)]
+    if method == "anchor":
+        if geometry is None:
+            raise ValueError("an anchor projection needs a geometry")
+        index = AnchorIndex(geometry.model_at(p, balanced), embeddings, reverse=geometry.spec.reverse, device="cpu")
+    else:
+        index = baseline_index(method, embeddings, iti_anchors)
+
+    def build() -> np.ndarray:
+        return projection.project(index, embeddings, n_neighbors=n_neighbors, seed=seed)
+
+    if cache_key is None:
+        return ids, build()
+    return ids, projection.cached_projection(
+        f"{cache_key}|{method}|{max_points}|{seed}|{n_neighbors}|{projection.DEFAULT_EPOCHS}", build)
+
+
+def projection_frame(gallery: Gallery, ids: np.ndarray, xy: np.ndarray, query_id: int | None,
+                     neighbour_ids: Sequence[int], colour: str) -> pd.DataFrame:
+    """One row per projected image: its labels, ``x``, ``y``, ``gallery_id`` and ``role`` ("query",
+    "neighbour" or "gallery"), with the ``colour`` column as text so that plots treat it as categories."""
+    frame = gallery.labels.iloc[ids].reset_index(drop=True).assign(x=xy[:, 0], y=xy[:, 1], gallery_id=ids)
+    frame["role"] = np.where(frame.gallery_id == query_id, "query",
+                             np.where(frame.gallery_id.isin(list(neighbour_ids)), "neighbour", "gallery"))
+    frame[colour] = frame[colour].astype(str)
+    return frame
+
+
+def outside_sample(ids: np.ndarray, query_id: int | None, neighbour_ids: Sequence[int]) -> int:
+    """How many of the query and its neighbours are not among the projected ``ids``."""
+    shown = set(np.asarray(ids).tolist())
+    wanted = ({query_id} if query_id is not None else set()) | set(neighbour_ids)
+    return len(wanted - shown)

@@ -1,0 +1,168 @@
+"""One registry of anchor-model kinds: a name, a label, its parameters, and the rules that fit
+it to an anchor set of any size.
+
+In the manner of open_clip's model configs and ``list_models()``: the explorer, the reproduction
+and the benchmark all build their anchor models here, so each kind's defaults and the way it
+adapts to a small anchor set (one anchor, fewer anchors than components or dimensions) are
+written once.
+
+    >>> list_anchor_models()
+    ['softmax', 'gaussian', 'gmm', 'latent-softmax', 'latent-gaussian', 'posterior-softmax', 'posterior-gaussian']
+    >>> model, notes = fit_anchor_model("gmm", anchors, scale=10.0, n_components=4)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Callable, Mapping
+
+import torch
+
+from .._validation import ArrayLike, as_matrix
+from .base import AnchorModel
+from .empirical import EmpiricalAnchors, LatentEmpiricalAnchors
+from .gaussian import GaussianAnchors, LatentGaussianAnchors
+from .mixture_of_gaussians import GaussianMixtureAnchors
+from .posterior import posterior_empirical, posterior_gaussian
+
+# Sigma = ridge * I for a Gaussian given one anchor (Ledoit–Wolf needs two): a scaled cosine geometry.
+SINGLE_ANCHOR_RIDGE = 0.01
+# Added to each GMM variance. GaussianMixtureAnchors' default, scikit-learn's 1e-6, leaves
+# near-singular covariances when a component holds a handful of anchors in d = 256.
+GMM_REG_COVAR = 1e-4
+# A GMM gets at most one component per this many anchors (and at least one component).
+ANCHORS_PER_COMPONENT = 8
+
+# (anchors (N, d), prior (N_0, d) or None, scale, parameters) -> (fitted model, notes for a person)
+Fitter = Callable[[torch.Tensor, "torch.Tensor | None", float, dict], "tuple[AnchorModel, list[str]]"]
+
+
+@dataclass(frozen=True)
+class AnchorModelKind:
+    """One kind of anchor model.
+
+    ``name`` is the registry key; ``label`` a line for menus; ``short`` its name in tables and
+    titles; ``defaults`` its parameters besides the scale, with their default values;
+    ``needs_prior`` whether fitting needs a prior anchor set (the posterior kinds).
+    """
+
+    name: str
+    label: str
+    short: str
+    defaults: Mapping[str, Any]
+    needs_prior: bool
+    fitter: Fitter
+
+    def fit(self, anchors: ArrayLike, scale: float, prior: ArrayLike | None = None,
+            **params: Any) -> tuple[AnchorModel, list[str]]:
+        """This kind fitted to ``anchors`` ``(N, d)`` at logit scale ``scale``, and notes for a
+        person about any adjustment the anchor count forced (a ridge for one anchor, fewer
+        components or a lower rank). ``params`` override :attr:`defaults`; ``prior`` ``(N_0, d)``
+        is required by the posterior kinds and ignored by the others."""
+        unknown = set(params) - set(self.defaults)
+        if unknown:
+            allowed = ", ".join(self.defaults) or "none besides scale"
+            raise ValueError(f"{self.name!r} has no parameter(s) {sorted(unknown)}; its parameters: {allowed}.")
+        matrix = as_matrix(anchors, "anchors")
+        prior_matrix = None
+        if self.needs_prior:
+            if prior is None or len(prior) == 0:
+                raise ValueError(f"the {self.short} model needs a prior anchor set; give at least one prior anchor")
+            prior_matrix = as_matrix(prior, "prior")
+        return self.fitter(matrix, prior_matrix, scale, {**self.defaults, **params})
+
+
+def _softmax(anchors: torch.Tensor, _prior, scale: float, _params: dict) -> tuple[AnchorModel, list[str]]:
+    notes = []
+    if len(anchors) == 1:
+        notes.append("With one anchor every image tilts to the same distribution, so every softmax "
+                     "divergence is 0 and the ranking is arbitrary; add anchors.")
+    return EmpiricalAnchors(scale=scale).fit(anchors), notes
+
+
+def _gaussian(anchors: torch.Tensor, _prior, scale: float, params: dict) -> tuple[AnchorModel, list[str]]:
+    if len(anchors) == 1 and params["shrinkage"] == "ledoit-wolf":
+        note = (f"One anchor has no covariance; using a ridge Sigma = {SINGLE_ANCHOR_RIDGE} I "
+                "(a scaled cosine geometry).")
+        return GaussianAnchors(scale=scale, shrinkage=SINGLE_ANCHOR_RIDGE).fit(anchors), [note]
+    return GaussianAnchors(scale=scale, shrinkage=params["shrinkage"]).fit(anchors), []
+
+
+def _gmm(anchors: torch.Tensor, _prior, scale: float, params: dict) -> tuple[AnchorModel, list[str]]:
+    requested = params["n_components"]
+    components = max(1, min(int(requested), len(anchors) // ANCHORS_PER_COMPONENT))
+    notes = []
+    if components != requested:
+        notes.append(f"{len(anchors)} anchor(s) support at most {components} component(s) (at least "
+                     f"{ANCHORS_PER_COMPONENT} anchors each); using {components}.")
+    model = GaussianMixtureAnchors(n_components=components, covariance_type=params["covariance_type"], scale=scale,
+                                   random_state=params["random_state"], reg_covar=params["reg_covar"])
+    return model.fit(anchors), notes
+
+
+def _latent(model_class: type) -> Fitter:
+    def fit(anchors: torch.Tensor, _prior, scale: float, params: dict) -> tuple[AnchorModel, list[str]]:
+        n_anchors, dim = anchors.shape
+        limit = min(n_anchors - 1, dim - 1)
+        if limit < 1:
+            raise ValueError("a latent model needs at least two distinct anchors; add anchors or choose another model")
+        requested = params["rank"]
+        rank = max(1, min(int(requested), limit))
+        notes = []
+        if rank != requested:
+            notes.append(f"{n_anchors} anchors span at most {limit} principal direction(s); using rank {rank}.")
+        return model_class(rank=rank, scale=scale).fit(anchors), notes
+    return fit
+
+
+def _posterior_softmax(anchors: torch.Tensor, prior: torch.Tensor, scale: float,
+                       params: dict) -> tuple[AnchorModel, list[str]]:
+    return posterior_empirical(prior, anchors, alpha=params["alpha"], scale=scale), []
+
+
+def _posterior_gaussian(anchors: torch.Tensor, prior: torch.Tensor, scale: float,
+                        params: dict) -> tuple[AnchorModel, list[str]]:
+    notes, shrinkage = [], params["shrinkage"]
+    if len(prior) == 1 and shrinkage == "ledoit-wolf":
+        notes.append(f"One prior anchor has no covariance; the prior uses a ridge Sigma = {SINGLE_ANCHOR_RIDGE} I.")
+        shrinkage = SINGLE_ANCHOR_RIDGE
+    return posterior_gaussian(prior, anchors, alpha=params["alpha"], scale=scale, shrinkage=shrinkage), notes
+
+
+def _kind(name: str, label: str, short: str, fitter: Fitter, needs_prior: bool = False,
+          **defaults: Any) -> AnchorModelKind:
+    return AnchorModelKind(name, label, short, MappingProxyType(defaults), needs_prior, fitter)
+
+
+_REGISTRY: dict[str, AnchorModelKind] = {kind.name: kind for kind in (
+    _kind("softmax", "Softmax (empirical): mass on each anchor", "softmax", _softmax),
+    _kind("gaussian", "Gaussian (Ledoit–Wolf shrunk covariance)", "Gaussian", _gaussian, shrinkage="ledoit-wolf"),
+    _kind("gmm", "Gaussian mixture (EM)", "GMM", _gmm, n_components=4, covariance_type="full",
+          reg_covar=GMM_REG_COVAR, random_state=0),
+    _kind("latent-softmax", "Latent softmax (top principal subspace)", "latent softmax",
+          _latent(LatentEmpiricalAnchors), rank=32),
+    _kind("latent-gaussian", "Latent Gaussian (probabilistic PCA)", "latent Gaussian",
+          _latent(LatentGaussianAnchors), rank=32),
+    _kind("posterior-softmax", "Posterior softmax (Dirichlet process over a prior set)", "posterior softmax",
+          _posterior_softmax, needs_prior=True, alpha=1.0),
+    _kind("posterior-gaussian", "Posterior Gaussian (Normal–inverse-Wishart over a prior set)", "posterior Gaussian",
+          _posterior_gaussian, needs_prior=True, alpha=1.0, shrinkage="ledoit-wolf"),
+)}
+
+
+def list_anchor_models() -> list[str]:
+    """The registered kinds' names, in menu order."""
+    return list(_REGISTRY)
+
+
+def anchor_model_kind(name: str) -> AnchorModelKind:
+    """The registered kind called ``name``; ``ValueError`` naming the choices otherwise."""
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown anchor model {name!r}; choose one of {list_anchor_models()}")
+    return _REGISTRY[name]
+
+
+def fit_anchor_model(name: str, anchors: ArrayLike, scale: float, prior: ArrayLike | None = None,
+                     **params: Any) -> tuple[AnchorModel, list[str]]:
+    """``anchor_model_kind(name).fit(anchors, scale, prior, **params)``: the model and its notes."""
+    return anchor_model_kind(name).fit(anchors, scale, prior, **params)
