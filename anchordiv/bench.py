@@ -124,7 +124,7 @@ def naive_softmax_search(anchors: torch.Tensor, gallery: torch.Tensor, queries: 
     return torch.cat(values), torch.cat(ids)
 
 
-def _flops(method: str, q: int, g: int, n: int, d: int, m: int, em_iterations: int) -> tuple[float, float]:
+def method_flops(method: str, q: int, g: int, n: int, d: int, m: int, em_iterations: int) -> tuple[float, float]:
     """(float32 FLOPs, float64 FLOPs) of a method's dominant products."""
     search = 2.0 * q * g * d
     if method == "cosine":
@@ -212,7 +212,7 @@ def run_benchmark(config: BenchConfig, log: Callable[[str], None] = lambda _: No
                 if method == "gmm":
                     note = f"EM iterations {min(em_iterations)}-{max(em_iterations)}"
             iters = max(em_iterations) if method == "gmm" and em_iterations else 0
-            flops32, flops64 = _flops(method if method != "naive" else "softmax", q, g, n_anchors, d, m, iters)
+            flops32, flops64 = method_flops(method if method != "naive" else "softmax", q, g, n_anchors, d, m, iters)
             if method == "naive":
                 flops32 += 2.0 * q * g * n_anchors  # the cross term, as a product it would be
             bound = flops32 / rate32 + flops64 / rate64

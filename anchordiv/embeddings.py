@@ -73,7 +73,7 @@ def embed_folder(
     csv_path = Path(labels_csv).expanduser() if labels_csv is not None else None
     if csv_path is not None and not csv_path.is_file():
         raise ValueError(f"labels CSV {str(labels_csv)!r} does not exist")
-    files = _scan(root, exclude=csv_path)
+    files = list_files(root, exclude=csv_path)
     fingerprints = {rel: _fingerprint(root / rel) for rel in tqdm(
         files, desc="hashing", unit="file", file=sys.stderr, disable=not progress, leave=False)}
     key = _cache_key(encoder.name, fingerprints)
@@ -115,7 +115,7 @@ def export_npz(gallery: EmbeddedGallery, path: str | os.PathLike) -> Path:
     return target
 
 
-def _scan(root: Path, exclude: Path | None) -> list[str]:
+def list_files(root: Path, exclude: Path | None) -> list[str]:
     """Relative ``/``-paths of non-hidden files under ``root``, sorted; hidden folders are not entered."""
     excluded = exclude.resolve() if exclude is not None else None
     found = []

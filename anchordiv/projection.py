@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import warnings
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 import torch
+
+if TYPE_CHECKING:
+    from .search import Index
 
 DEFAULT_NEIGHBOURS = 15
 # UMAP's own default for graphs over 10,000 items. It uses 500 below that, which costs 2.5x as long
@@ -27,7 +30,7 @@ def sample_ids(n_items: int, limit: int, seed: int = 0) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).choice(n_items, size=limit, replace=False))
 
 
-def knn_graph(index, embeddings: torch.Tensor, n_neighbors: int = DEFAULT_NEIGHBOURS,
+def knn_graph(index: Index, embeddings: torch.Tensor, n_neighbors: int = DEFAULT_NEIGHBOURS,
               batch: int = 2048) -> tuple[np.ndarray, np.ndarray]:
     """Each item's ``n_neighbors`` nearest items (itself first), from ``index`` built over
     ``embeddings`` ``(n, d)``: ``(indices (n, n_neighbors) int64, distances (n, n_neighbors) float32)``.
@@ -67,7 +70,7 @@ def umap_from_knn(indices: np.ndarray, distances: np.ndarray, seed: int = 0, n_e
     return np.asarray(points, dtype=np.float32)
 
 
-def project(index, embeddings: torch.Tensor, n_neighbors: int = DEFAULT_NEIGHBOURS, seed: int = 0,
+def project(index: Index, embeddings: torch.Tensor, n_neighbors: int = DEFAULT_NEIGHBOURS, seed: int = 0,
            n_epochs: int = DEFAULT_EPOCHS) -> np.ndarray:
     """UMAP projection ``(n, 2)`` of ``embeddings`` ``(n, d)`` under the geometry of ``index`` (built
     over the same ``embeddings``)."""

@@ -11,6 +11,7 @@ bounded for any gallery size.
 from __future__ import annotations
 
 import copy
+import numbers
 from typing import Any, Protocol, runtime_checkable
 
 import torch
@@ -124,12 +125,12 @@ class _InnerProductIndex:
     def _check_k(self, k: int, exclude: torch.Tensor | None) -> int:
         width = 0 if exclude is None else exclude.shape[1]
         available = self._n_gallery - width
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1 or k > available:
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1 or k > available:
             raise ValueError(
                 f"k={k!r} must be an integer from 1 to {available} (the gallery has {self._n_gallery} "
                 f"items{f', {width} excluded per query' if width else ''}); lower k."
             )
-        return k
+        return int(k)
 
     def search(self, queries: ArrayLike, k: int, exclude: ArrayLike | None = None) -> tuple[Any, Any]:
         """The ``k`` nearest gallery items for each query ``(Q, d)``: ``(values, ids)``, both ``(Q, k)``,

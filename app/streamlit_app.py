@@ -1,8 +1,9 @@
 """anchordiv explorer: one query, two anchor sets, and the neighbourhoods they induce.
 
 Run with ``streamlit run app/streamlit_app.py`` (or ``make demo``). The app is thin: widgets pass
-plain arguments to :mod:`anchordiv.explorer`, :mod:`anchordiv.explain` and
-:mod:`anchordiv.projection`, and draw what they return. Shared state lives in ``st.cache_resource``
+plain arguments to :mod:`anchordiv.explorer`, :mod:`anchordiv.explain`, :mod:`anchordiv.gallery` and
+:mod:`anchordiv.projection`, and draw what they return (captions, tables, downloads and plot frames
+are built there too). Shared state lives in ``st.cache_resource``
 (encoders, galleries, fitted geometries: never mutated after they are built); everything a user
 changes lives in ``st.session_state``, so two browser sessions never see each other's settings.
 
@@ -11,7 +12,6 @@ Environment (for tests and small machines): ``ANCHORDIV_APP_GALLERY_SPLIT`` ("al
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 from typing import Any, Callable
@@ -27,13 +27,15 @@ from anchordiv import explorer as ex
 from anchordiv import projection
 from anchordiv.datasets import ShippedDataError
 from anchordiv.encoders import load_encoder
+from anchordiv.gallery import Gallery, folder_gallery, world_gallery
+from anchordiv.models import anchor_model_kind, list_anchor_models
 
 st.set_page_config(page_title="anchordiv explorer", page_icon="⚓", layout="wide")
 
 GALLERY_SPLIT = os.environ.get("ANCHORDIV_APP_GALLERY_SPLIT", "all")
 GALLERY_LIMIT = int(os.environ["ANCHORDIV_APP_GALLERY_LIMIT"]) if os.environ.get("ANCHORDIV_APP_GALLERY_LIMIT") else None
 # Measured by evaluate-builtin on the held-out emoji: softmax with object anchors gives same-emoji
-# mAP 0.536 at s = 10 against 0.437 at the learned scale 26.7 (DESIGN.md §3 saw the same on CLIP).
+# mAP 0.530 at s = 10 against 0.431 at the learned scale 29.2 (docs/design.md §3: CLIP behaves alike).
 DEFAULT_SCALE = 10.0
 GRID_WIDTH = 96
 WORLD, FOLDER = "Built-in emoji world", "Image folder"
@@ -43,6 +45,14 @@ DIRECTIONS = {"Query first: KL(p_query ‖ p_neighbour)": False, "Reverse: KL(p_
 
 # The library's ways of saying "the input (or the shipped data) is wrong, and here is the fix".
 FIXABLE_ERRORS = (ValueError, ShippedDataError)
+# Cached functions take encoders and galleries themselves; Streamlit hashes them by the strings that
+# identify their content. It matches hash_funcs on the exact type, so each encoder class is named
+# (by its qualified name, which spares importing open_clip at start-up).
+BY_IDENTITY = {
+    "anchordiv.encoders.builtin.BuiltinEncoder": lambda encoder: encoder.name,
+    "anchordiv.encoders.open_clip_encoder.OpenClipEncoder": lambda encoder: encoder.name,
+    Gallery: lambda gallery: gallery.key,
+}
 
 
 def attempt(action: Callable[[], Any], what: str, stop: bool = False) -> Any:
@@ -70,64 +80,67 @@ def world_gallery_registry() -> tuple[dict, threading.Lock]:
     return {}, threading.Lock()
 
 
-def get_world_gallery(encoder, split: str, limit: int | None, progress) -> ex.Gallery:
+def get_world_gallery(encoder, split: str, limit: int | None, progress) -> Gallery:
     galleries, lock = world_gallery_registry()
     key = (encoder.name, split, limit)
     with lock:  # two sessions starting at once embed the world once
         if key not in galleries:
-            galleries[key] = ex.world_gallery(encoder, split=split, limit=limit, progress=progress)
+            galleries[key] = world_gallery(encoder, split=split, limit=limit, progress=progress)
     return galleries[key]
 
 
-@st.cache_resource(show_spinner="Embedding the image folder (cached for later starts)…", max_entries=4)
-def get_folder_gallery(encoder_name: str, _encoder, folder: str, labels_csv: str | None) -> ex.Gallery:
-    return ex.folder_gallery(folder, _encoder, labels_csv=labels_csv or None)
+@st.cache_resource(show_spinner="Embedding the image folder (cached for later starts)…", max_entries=4,
+                   hash_funcs=BY_IDENTITY)
+def get_folder_gallery(encoder, folder: str, labels_csv: str | None) -> Gallery:
+    return folder_gallery(folder, encoder, labels_csv=labels_csv or None)
 
 
-@st.cache_resource(show_spinner="Encoding anchors…", max_entries=64)
-def encode_texts(encoder_name: str, _encoder, texts: tuple[str, ...]) -> torch.Tensor:
-    return _encoder.encode_texts(list(texts)) if texts else torch.zeros((0, _encoder.dim))
+@st.cache_resource(show_spinner="Encoding anchors…", max_entries=64, hash_funcs=BY_IDENTITY)
+def encode_texts(encoder, texts: tuple[str, ...]) -> torch.Tensor:
+    return encoder.encode_texts(list(texts)) if texts else torch.zeros((0, encoder.dim))
 
 
-@st.cache_resource(show_spinner="Fitting the anchor model and indexing the gallery…", max_entries=16)
-def get_geometry(gallery_key: str, _gallery: ex.Gallery, encoder_name: str, _encoder, texts_a: tuple[str, ...],
-                 texts_b: tuple[str, ...], spec: ex.GeometrySpec, prior_texts: tuple[str, ...]) -> ex.ExplorerGeometry:
-    anchors = [encode_texts(encoder_name, _encoder, texts) for texts in (texts_a, texts_b)]
-    prior = encode_texts(encoder_name, _encoder, prior_texts) if spec.kind.startswith("posterior") else None
-    return ex.ExplorerGeometry(_gallery.embeddings, anchors, [texts_a, texts_b], spec, prior=prior,
+@st.cache_resource(show_spinner="Fitting the anchor model and indexing the gallery…", max_entries=16,
+                   hash_funcs=BY_IDENTITY)
+def get_geometry(gallery: Gallery, encoder, texts_a: tuple[str, ...], texts_b: tuple[str, ...],
+                 spec: ex.GeometrySpec, prior_texts: tuple[str, ...]) -> ex.ExplorerGeometry:
+    anchors = [encode_texts(encoder, texts) for texts in (texts_a, texts_b)]
+    prior = encode_texts(encoder, prior_texts) if anchor_model_kind(spec.kind).needs_prior else None
+    return ex.ExplorerGeometry(gallery.embeddings, anchors, [texts_a, texts_b], spec, prior=prior,
                                prior_texts=prior_texts)
 
 
-@st.cache_resource(show_spinner=False, max_entries=16)
-def get_baseline(kind: str, gallery_key: str, _gallery: ex.Gallery, encoder_name: str, _encoder,
-                 texts: tuple[str, ...]):
-    anchors = encode_texts(encoder_name, _encoder, texts) if kind == "iti" else None
-    return ex.baseline_index(kind, _gallery.embeddings, anchors)
+@st.cache_resource(show_spinner=False, max_entries=16, hash_funcs=BY_IDENTITY)
+def get_baseline(kind: str, gallery: Gallery, encoder, texts: tuple[str, ...]):
+    anchors = encode_texts(encoder, texts) if kind == "iti" else None
+    return ex.baseline_index(kind, gallery.embeddings, anchors)
 
 
-@st.cache_data(show_spinner="Embedding the uploaded image…", max_entries=32)
-def embed_upload(encoder_name: str, _encoder, data: bytes, name: str) -> np.ndarray:
+@st.cache_data(show_spinner="Embedding the uploaded image…", max_entries=32, hash_funcs=BY_IDENTITY)
+def embed_upload(encoder, data: bytes, name: str) -> np.ndarray:
     image = ex.query_image_from_upload(data, name)
-    return _encoder.encode_images([image])[0].numpy()
+    return encoder.encode_images([image])[0].numpy()
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
-def embed_text_query(encoder_name: str, _encoder, text: str) -> np.ndarray:
-    return _encoder.encode_texts([text])[0].numpy()
+@st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_IDENTITY)
+def embed_text_query(encoder, text: str) -> np.ndarray:
+    return encoder.encode_texts([text])[0].numpy()
 
 
 @st.cache_resource(show_spinner=False)
 def umap_warm_up() -> threading.Thread:
-    """Compile UMAP's kernels once per server, in the background, before anyone asks for a layout."""
+    """Compile UMAP's kernels once per server, in the background, before anyone asks for a projection."""
     thread = threading.Thread(target=projection.warm_up, name="umap-warm-up", daemon=True)
     thread.start()
     return thread
 
 
-@st.cache_data(show_spinner="Laying out the gallery with UMAP (cached per geometry)…", max_entries=16)
-def get_layout(key: str, method: str, _gallery: ex.Gallery, _geometry, p: float, balanced: bool,
-               _iti_anchors, max_points: int) -> tuple[np.ndarray, np.ndarray]:
-    return ex.geometry_layout(_gallery, method, _geometry, p, balanced, _iti_anchors, max_points, cache_key=key)
+@st.cache_data(show_spinner="Projecting the gallery with UMAP (cached per geometry)…", max_entries=16,
+               hash_funcs=BY_IDENTITY)
+def get_projection(key: str, method: str, gallery: Gallery, _geometry, p: float, balanced: bool,
+                   max_points: int) -> tuple[np.ndarray, np.ndarray]:
+    """``_geometry`` is not hashed: ``key`` names it (anchors, model, encoder)."""
+    return ex.geometry_projection(gallery, method, _geometry, p, balanced, None, max_points, cache_key=key)
 
 
 # -- sidebar: data, model, geometry -------------------------------------------------------------
@@ -146,15 +159,16 @@ def sidebar() -> dict[str, Any]:
         choices["arch"] = bar.text_input("Architecture", value="ViT-B-32", key="openclip_arch")
         choices["checkpoint"] = bar.text_input("Checkpoint file or pretrained tag", key="openclip_checkpoint")
     bar.subheader("Geometry")
-    choices["kind"] = bar.selectbox("Anchor model", list(ex.MODEL_KINDS), format_func=ex.MODEL_KINDS.get,
-                                    key="model_kind")
+    choices["kind"] = bar.selectbox("Anchor model", list_anchor_models(),
+                                    format_func=lambda name: anchor_model_kind(name).label, key="model_kind")
+    kind = anchor_model_kind(choices["kind"])
     choices["scale"] = bar.slider("Scale s (inverse temperature)", 1.0, 100.0, DEFAULT_SCALE, 1.0, key="scale")
     choices["n_components"] = (bar.number_input("GMM components", 1, 16, 2, key="gmm_components")
-                               if choices["kind"] == "gmm" else 2)
+                               if "n_components" in kind.defaults else 2)
     choices["rank"] = (bar.number_input("Latent rank", 1, 256, 8, key="latent_rank")
-                       if choices["kind"].startswith("latent") else 8)
+                       if "rank" in kind.defaults else 8)
     choices["alpha"], choices["prior_text"] = 1.0, ""
-    if choices["kind"].startswith("posterior"):
+    if kind.needs_prior:
         choices["prior_text"] = bar.text_area("Prior anchor set (one per line)", key="prior_anchors", height=120)
         choices["alpha"] = bar.number_input("alpha (prior pseudo-count)", 0.0, 1e6, 1.0, key="alpha")
     choices["reverse"] = DIRECTIONS[bar.radio("Direction", list(DIRECTIONS), key="direction")]
@@ -173,12 +187,12 @@ def load_encoder_for(choices: dict[str, Any]):
                    "Could not load the open_clip model", stop=True)
 
 
-def load_gallery_for(choices: dict[str, Any], encoder) -> ex.Gallery:
+def load_gallery_for(choices: dict[str, Any], encoder) -> Gallery:
     if choices["source"] == FOLDER:
         if not choices.get("folder"):
             st.info("Type the path of an image folder in the sidebar.")
             st.stop()
-        gallery = attempt(lambda: get_folder_gallery(encoder.name, encoder, choices["folder"], choices.get("labels_csv")),
+        gallery = attempt(lambda: get_folder_gallery(encoder, choices["folder"], choices.get("labels_csv")),
                           "Could not use that image folder", stop=True)
         if gallery.skipped:
             with st.sidebar.expander(f"⚠️ {len(gallery.skipped)} file(s) skipped"):
@@ -194,21 +208,19 @@ def load_gallery_for(choices: dict[str, Any], encoder) -> ex.Gallery:
 
 
 # -- query ----------------------------------------------------------------------------------------
-def choose_query(gallery: ex.Gallery, encoder) -> tuple[np.ndarray | None, int | None, pd.Series | None, Any, str]:
+def choose_query(gallery: Gallery, encoder) -> tuple[np.ndarray | None, int | None, pd.Series | None, Any, str]:
     """The query as ``(embedding (d,), gallery id or None, labels or None, image or None, description)``."""
     state = st.session_state
     if "query_id" not in state or state.query_id >= len(gallery):
         state.query_id = ex.default_query_id(gallery)
     st.subheader("Query")
-    if "pending_query_mode" in state:
-        state.query_mode = state.pop("pending_query_mode")
     mode = st.radio("Query from", ["Gallery image", "Upload", "Text"], horizontal=True, key="query_mode")
     if mode == "Upload":
         upload = st.file_uploader("Upload an image (PNG, JPEG or WebP)", key="query_upload")
         if upload is None:
             st.info("Upload an image to use it as the query.")
             return None, None, None, None, ""
-        vector = attempt(lambda: embed_upload(encoder.name, encoder, upload.getvalue(), upload.name),
+        vector = attempt(lambda: embed_upload(encoder, upload.getvalue(), upload.name),
                          "That upload cannot be used")
         if vector is None:
             return None, None, None, None, ""
@@ -219,7 +231,7 @@ def choose_query(gallery: ex.Gallery, encoder) -> tuple[np.ndarray | None, int |
         if not text:
             st.warning("Type a text query.")
             return None, None, None, None, ""
-        return embed_text_query(encoder.name, encoder, text), None, None, None, f"text “{text}”"
+        return embed_text_query(encoder, text), None, None, None, f"text “{text}”"
 
     search_col, pick_col = st.columns([2, 3])
     needle = search_col.text_input("Search by name", key="query_search", placeholder="e.g. cat, rocket, pizza")
@@ -263,15 +275,10 @@ def anchor_column(column, name: str, label: str, presets: dict[str, tuple[str, .
 
 
 # -- results --------------------------------------------------------------------------------------
-def draw_grid(column, title: str, table: pd.DataFrame, gallery: ex.Gallery, value_name: str) -> None:
+def draw_grid(column, title: str, table: pd.DataFrame, gallery: Gallery, value_name: str) -> None:
     column.markdown(f"**{title}**  \n{ex.agreement_text(table)}")
-    images, captions = [], []
-    for row in table.itertuples(index=False):
-        # Plain text marks: emoji glyphs are missing from many systems' fonts.
-        marks = ("✓obj " if getattr(row, "same_object") is True else "") + ("✓sty" if getattr(row, "same_style") is True else "")
-        images.append(gallery.image(row.gallery_id))
-        captions.append(f"{row.rank}. {gallery.caption(row.gallery_id)[:28]} {value_name[0]}={getattr(row, value_name):.3g} {marks}")
-    column.image(images, caption=captions, width=GRID_WIDTH)
+    column.image([gallery.image(item) for item in table["gallery_id"]],
+                 caption=ex.grid_captions(table, gallery, value_name), width=GRID_WIDTH)
 
 
 def main() -> None:
@@ -307,8 +314,8 @@ def main() -> None:
                                            alpha=float(choices["alpha"]), reverse=choices["reverse"]),
                    "Invalid geometry", stop=True)
     prior = ex.parse_anchor_text(choices["prior_text"]).anchors
-    geometry = attempt(lambda: get_geometry(gallery.key, gallery, encoder.name, encoder, parsed_a.anchors,
-                                            parsed_b.anchors, spec, prior), "Cannot build the geometry", stop=True)
+    geometry = attempt(lambda: get_geometry(gallery, encoder, parsed_a.anchors, parsed_b.anchors, spec, prior),
+                       "Cannot build the geometry", stop=True)
     for note in geometry.notes:
         st.info(note)
     if not geometry.is_mixture:
@@ -318,36 +325,32 @@ def main() -> None:
     index = geometry.index_at(p, balanced)
     result = attempt(lambda: ex.search_one(index, query, k, exclude=query_id), "Cannot rank the gallery", stop=True)
     anchor_table = ex.neighbour_table(*result, gallery, query_labels, "divergence")
-    cosine = get_baseline("cosine", gallery.key, gallery, encoder.name, encoder, ())
+    cosine = get_baseline("cosine", gallery, encoder, ())
     cosine_table = ex.neighbour_table(*ex.search_one(cosine, query, k, exclude=query_id), gallery, query_labels,
                                       "similarity")
-    st.session_state["neighbour_ids"] = anchor_table["gallery_id"].tolist()
-    st.session_state["cosine_ids"] = cosine_table["gallery_id"].tolist()
 
     st.subheader("Neighbours")
     st.caption("✓obj: same object as the query · ✓sty: same style · d = anchor divergence (lower is closer), "
                "s = similarity (higher is closer)")
     grid_cols = st.columns(3 if choices["show_iti"] else 2)
-    draw_grid(grid_cols[0], f"Anchor divergence ({ex.MODEL_KINDS[spec.kind].split(' (')[0]}, p = {p:.2f})",
+    draw_grid(grid_cols[0], f"Anchor divergence ({anchor_model_kind(spec.kind).short}, p = {p:.2f})",
               anchor_table, gallery, "divergence")
     draw_grid(grid_cols[1], "Cosine similarity", cosine_table, gallery, "similarity")
     tables = {"anchor divergence": anchor_table, "cosine": cosine_table}
     if choices["show_iti"]:
         iti_texts = parsed_a.anchors + parsed_b.anchors
-        iti = attempt(lambda: get_baseline("iti", gallery.key, gallery, encoder.name, encoder, iti_texts), "ITI")
+        iti = attempt(lambda: get_baseline("iti", gallery, encoder, iti_texts), "ITI")
         if iti is not None:
             tables["iti"] = ex.neighbour_table(*ex.search_one(iti, query, k, exclude=query_id), gallery, query_labels,
                                                "similarity")
             draw_grid(grid_cols[2], "ITI (our reading: cosine of anchor profiles)", tables["iti"], gallery, "similarity")
 
-    export = pd.concat([table.assign(method=name) for name, table in tables.items()], ignore_index=True)
+    with st.expander("Neighbour table"):
+        st.dataframe(ex.combined_table(tables), hide_index=True)
     down_csv, down_png = st.columns(2)
-    down_csv.download_button("Download neighbour table (CSV)", export.to_csv(index=False).encode(), "neighbours.csv",
+    down_csv.download_button("Download neighbour table (CSV)", ex.neighbours_csv(tables), "neighbours.csv",
                              "text/csv", key="download_csv")
-    grid = ex.grid_png([gallery.image(i) for i in anchor_table["gallery_id"]],
-                       [f"{r}. {gallery.caption(i)}\nd={v:.3g}" for r, i, v in
-                        anchor_table[["rank", "gallery_id", "divergence"]].itertuples(index=False)],
-                       title=f"Query: {query_text} · p = {p:.2f}")
+    grid = ex.neighbour_grid_png(anchor_table, gallery, title=f"Query: {query_text} · p = {p:.2f}")
     down_png.download_button("Download neighbour grid (PNG)", grid, "neighbours.png", "image/png", key="download_png")
 
     explain_section(geometry, p, balanced, gallery, query, anchor_table)
@@ -355,7 +358,7 @@ def main() -> None:
     umap_section(gallery, geometry, p, balanced, encoder, parsed_a, parsed_b, spec, query_id, anchor_table)
 
 
-def explain_section(geometry: ex.ExplorerGeometry, p: float, balanced: bool, gallery: ex.Gallery,
+def explain_section(geometry: ex.ExplorerGeometry, p: float, balanced: bool, gallery: Gallery,
                     query: np.ndarray, table: pd.DataFrame) -> None:
     st.subheader("Why this neighbour?")
     rank = st.selectbox("Neighbour", table["rank"].tolist(), key="explain_rank",
@@ -380,7 +383,7 @@ def explain_section(geometry: ex.ExplorerGeometry, p: float, balanced: bool, gal
                        "anchors in use (a stand-in); the divergence above is the model's own.")
 
 
-def sweep_section(geometry: ex.ExplorerGeometry, query: np.ndarray, k: int, gallery: ex.Gallery,
+def sweep_section(geometry: ex.ExplorerGeometry, query: np.ndarray, k: int, gallery: Gallery,
                   query_labels: pd.Series | None, query_id: int | None, balanced: bool) -> None:
     st.subheader("p sweep")
     if not geometry.is_mixture or query_labels is None:
@@ -391,37 +394,43 @@ def sweep_section(geometry: ex.ExplorerGeometry, query: np.ndarray, k: int, gall
                   height=220, x_label="p (weight of A)", y_label=f"fraction of top-{k}")
 
 
-def umap_section(gallery: ex.Gallery, geometry: ex.ExplorerGeometry, p: float, balanced: bool, encoder,
+def use_projection_pick(chart_key: str) -> None:
+    """on_select callback of a projection chart: the clicked image becomes the query. It runs before
+    the page is drawn, so it may still set the query-mode radio."""
+    points = st.session_state[chart_key].selection.points
+    if points:
+        st.session_state.query_id = int(points[0]["customdata"][0])
+        st.session_state.query_mode = "Gallery image"
+
+
+def umap_section(gallery: Gallery, geometry: ex.ExplorerGeometry, p: float, balanced: bool, encoder,
                  parsed_a: ex.AnchorText, parsed_b: ex.AnchorText, spec: ex.GeometrySpec,
                  query_id: int | None, table: pd.DataFrame) -> None:
     st.subheader("UMAP of the geometry")
     controls = st.columns(4)
-    show = controls[0].checkbox("Show the layout", key="umap_show",
+    show = controls[0].checkbox("Show the projection", key="umap_show",
                                 help="UMAP of the anchor-divergence kNN graph; computed once per geometry and cached.")
     max_points = int(controls[1].number_input("Points (fixed sample)", 10, 20_000, min(len(gallery), 4000),
                                               step=500, key="umap_points"))
     colour_columns = [c for c in gallery.labels.columns if gallery.labels[c].nunique() < 200] or [gallery.name_column]
     colour = controls[2].selectbox("Colour by", colour_columns, key="umap_colour",
                                    index=colour_columns.index(gallery.style_column) if gallery.style_column in colour_columns else 0)
-    with_cosine = controls[3].checkbox("Cosine layout beside it", key="umap_cosine")
+    with_cosine = controls[3].checkbox("Cosine projection beside it", key="umap_cosine")
     umap_warm_up()  # started here, after the grids are drawn, so that it never delays them
     if not show:
         return
-    base_key = ex.layout_key(gallery.key, encoder.name, parsed_a.anchors, parsed_b.anchors, spec, round(p, 4), balanced)
-    layouts = [("anchor", "Anchor divergence", base_key)]
+    base_key = ex.projection_key(gallery.key, encoder.name, parsed_a.anchors, parsed_b.anchors, spec, round(p, 4),
+                                 balanced)
+    projections = [("anchor", "Anchor divergence", base_key)]
     if with_cosine:
-        layouts.append(("cosine", "Cosine", ex.layout_key(gallery.key, encoder.name)))
-    columns = st.columns(len(layouts))
-    highlighted = set(table.gallery_id.tolist())
-    for column, (method, title, key) in zip(columns, layouts):
-        ids, xy = attempt(lambda: get_layout(key, method, gallery, geometry, p, balanced, None, max_points),
-                          "Cannot lay out the gallery") or (None, None)
+        projections.append(("cosine", "Cosine", ex.projection_key(gallery.key, encoder.name)))
+    neighbour_ids = table.gallery_id.tolist()
+    for column, (method, title, key) in zip(st.columns(len(projections)), projections):
+        ids, xy = attempt(lambda: get_projection(key, method, gallery, geometry, p, balanced, max_points),
+                          "Cannot project the gallery") or (None, None)
         if ids is None:
-            continue
-        frame = gallery.labels.iloc[ids].reset_index(drop=True).assign(x=xy[:, 0], y=xy[:, 1], gallery_id=ids)
-        frame["role"] = np.where(frame.gallery_id == query_id, "query",
-                                 np.where(frame.gallery_id.isin(highlighted), "neighbour", "gallery"))
-        frame[colour] = frame[colour].astype(str)
+            return
+        frame = ex.projection_frame(gallery, ids, xy, query_id, neighbour_ids, colour)
         figure = px.scatter(frame, x="x", y="y", color=colour, symbol="role", custom_data=["gallery_id"],
                             hover_data={gallery.name_column: True, "x": False, "y": False},
                             symbol_map={"gallery": "circle", "neighbour": "diamond", "query": "star"},
@@ -429,22 +438,12 @@ def umap_section(gallery: ex.Gallery, geometry: ex.ExplorerGeometry, p: float, b
         figure.update_traces(marker={"size": 5, "opacity": 0.7})
         figure.for_each_trace(lambda trace: trace.update(marker={"size": 14, "opacity": 1.0, "line": {"width": 1}})
                               if "query" in trace.name or "neighbour" in trace.name else None)
-        event = column.plotly_chart(figure, key=f"umap_chart_{method}", on_select="rerun", selection_mode="points")
-        points = (event or {}).get("selection", {}).get("points", []) if isinstance(event, dict) else \
-            getattr(getattr(event, "selection", None), "points", []) or []
-        if points:
-            picked = int(points[0]["customdata"][0])
-            # A selection persists across reruns; act on it once, then it is the query.
-            if st.session_state.get(f"umap_chart_{method}_handled") != picked:
-                st.session_state[f"umap_chart_{method}_handled"] = picked
-                st.session_state.query_id = picked
-                st.session_state.pending_query_mode = "Gallery image"  # the radio exists already this run
-                st.rerun()
-    if ids is None:
-        return
-    missing = [i for i in ([query_id] if query_id is not None else []) + sorted(highlighted) if i not in set(ids.tolist())]
+        chart_key = f"umap_chart_{method}"
+        column.plotly_chart(figure, key=chart_key, on_select=lambda chart_key=chart_key: use_projection_pick(chart_key),
+                            selection_mode="points")
+    missing = ex.outside_sample(ids, query_id, neighbour_ids)
     if missing:
-        st.caption(f"{len(missing)} of the query and its neighbours are outside the sampled {len(ids):,} points.")
+        st.caption(f"{missing} of the query and its neighbours are outside the sampled {len(ids):,} points.")
 
 
 main()

@@ -6,6 +6,7 @@ anchordiv.explorer computes for the same query, anchors, p and model.
 from __future__ import annotations
 
 import io
+import json
 import os
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 from PIL import Image
 
 from anchordiv import explorer as ex
+from anchordiv.gallery import world_gallery
 from anchordiv.builtin.weights import ASSETS_DIR, MANIFEST_NAME, WEIGHTS_NAME
 from anchordiv.cache import cache_dir
 
@@ -53,9 +55,24 @@ def library(app_env):
     from anchordiv.encoders import load_encoder
 
     encoder = load_encoder("builtin", device="cpu")
-    gallery = ex.world_gallery(encoder, split=SPLIT, limit=LIMIT)
+    gallery = world_gallery(encoder, split=SPLIT, limit=LIMIT)
     presets = ex.anchor_presets(gallery)
     return {"encoder": encoder, "gallery": gallery, "presets": presets}
+
+
+def select_projection_point(app: AppTest, chart_key: str, gallery_id: int) -> AppTest:
+    """Run the app as after a click on the projection point of image ``gallery_id``.
+
+    AppTest has no plotly chart element to click, so this sends what the browser sends: the chart's
+    selection as its widget state, beside every other widget's state, through AppTest's own run
+    step (a private method of streamlit.testing; the only way in for an element it cannot drive)."""
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+    chart = next(element for element in app.get("plotly_chart") if element.proto.id.endswith(chart_key))
+    selection = {"selection": {"points": [{"customdata": [gallery_id]}], "point_indices": [0], "box": [], "lasso": []}}
+    states = app._tree.get_widget_states()
+    states.widgets.append(WidgetState(id=chart.proto.id, string_value=json.dumps(selection)))
+    return app._run(states)
 
 
 def start() -> AppTest:
@@ -64,21 +81,30 @@ def start() -> AppTest:
     return app
 
 
-def expected_ids(library, texts_a, texts_b, p=0.5, query_id=None, kind="softmax", balanced=True, k=10) -> list[int]:
-    encoder, gallery = library["encoder"], library["gallery"]
-    texts_a, texts_b = tuple(texts_a), tuple(texts_b)
-    anchors = [encoder.encode_texts(list(t)) if t else np.zeros((0, encoder.dim), np.float32) for t in (texts_a, texts_b)]
+def library_geometry(library, texts_a, texts_b, kind="softmax", reverse=False) -> ex.ExplorerGeometry:
+    """The geometry the app builds for these anchor texts, built by the library alone."""
     import torch
 
-    anchors = [torch.as_tensor(a) for a in anchors]
-    geometry = ex.ExplorerGeometry(gallery.embeddings, anchors, [texts_a, texts_b],
-                                   ex.GeometrySpec(kind=kind, scale=10.0))
+    encoder, gallery = library["encoder"], library["gallery"]
+    texts_a, texts_b = tuple(texts_a), tuple(texts_b)
+    anchors = [torch.as_tensor(encoder.encode_texts(list(t))) if t else torch.zeros((0, encoder.dim))
+               for t in (texts_a, texts_b)]
+    return ex.ExplorerGeometry(gallery.embeddings, anchors, [texts_a, texts_b],
+                               ex.GeometrySpec(kind=kind, scale=10.0, reverse=reverse))
+
+
+def expected_ids(library, texts_a, texts_b, p=0.5, query_id=None, kind="softmax", balanced=True, k=10,
+                 reverse=False) -> list[int]:
+    gallery = library["gallery"]
+    geometry = library_geometry(library, texts_a, texts_b, kind, reverse)
     query_id = ex.default_query_id(gallery) if query_id is None else query_id
     return ex.search_one(geometry.index_at(p, balanced), gallery.embeddings[query_id], k, exclude=query_id)[1].tolist()
 
 
-def neighbours(app: AppTest) -> list[int]:
-    return list(app.session_state["neighbour_ids"])
+def neighbours(app: AppTest, method: str = "anchor divergence") -> list[int]:
+    """The gallery ids of a method's neighbours, as the page's neighbour table shows them."""
+    table = next(frame.value for frame in app.dataframe if "method" in frame.value.columns)
+    return table.loc[table["method"] == method, "gallery_id"].tolist()
 
 
 def messages(app: AppTest) -> str:
@@ -90,7 +116,7 @@ def test_app_starts_on_the_builtin_world(library):
     presets = library["presets"]
     assert neighbours(app) == expected_ids(library, presets["Gallery object names"], presets["Gallery styles"])
     assert app.session_state["query_id"] == ex.default_query_id(library["gallery"])
-    assert len(app.session_state["cosine_ids"]) == 10
+    assert len(neighbours(app, "cosine")) == 10
     assert not app.error
     assert "anchors in use" in messages(app)
 
@@ -143,6 +169,65 @@ def test_text_query_and_iti(library):
     app.text_input(key="query_text").set_value("a pixel art cat").run()
     app.checkbox(key="show_iti").check().run()
     assert not app.exception and not app.error and len(neighbours(app)) == 10
+    encoder, gallery, presets = library["encoder"], library["gallery"], library["presets"]
+    texts = list(presets["Gallery object names"] + presets["Gallery styles"])
+    iti = ex.baseline_index("iti", gallery.embeddings, encoder.encode_texts(texts))
+    query = encoder.encode_texts(["a pixel art cat"])[0]
+    assert neighbours(app, "iti") == ex.search_one(iti, query, 10)[1].tolist()
+
+
+def test_direction_control_reverses_the_divergence(library):
+    app = start()
+    presets = library["presets"]
+    forward = neighbours(app)
+    app.radio(key="direction").set_value("Reverse: KL(p_neighbour ‖ p_query)").run()
+    assert not app.exception and not app.error
+    reverse = expected_ids(library, presets["Gallery object names"], presets["Gallery styles"], reverse=True)
+    assert neighbours(app) == reverse and reverse != forward
+
+
+def test_the_neighbour_to_explain(library):
+    """"Why this neighbour?" shows the chosen neighbour's tilted distribution and the model's divergence."""
+    from anchordiv import explain
+
+    app = start()
+    app.selectbox(key="explain_rank").set_value(3).run()
+    assert not app.exception and not app.error
+    gallery, presets = library["gallery"], library["presets"]
+    geometry = library_geometry(library, presets["Gallery object names"], presets["Gallery styles"])
+    query_id, third = app.session_state["query_id"], neighbours(app)[2]
+    query_tilt, neighbour_tilt, divergence, _ = explain.explain_pair(
+        geometry.model_at(0.5), geometry.component_anchors, geometry.component_texts, geometry.component_names,
+        gallery.embeddings[query_id], gallery.embeddings[third])
+    shown_query, shown_neighbour = [frame.value for frame in app.dataframe if "probability" in frame.value.columns]
+    assert shown_query["anchor"].tolist() == query_tilt.top(8)["anchor"].tolist()
+    assert shown_neighbour["anchor"].tolist() == neighbour_tilt.top(8)["anchor"].tolist()
+    np.testing.assert_allclose(shown_neighbour["probability"], neighbour_tilt.top(8)["probability"], rtol=1e-6)
+    assert app.metric[0].value == f"{divergence:.4f}"
+
+
+def test_downloads_hold_the_neighbours_shown(library, monkeypatch):
+    """The CSV and PNG downloads, as the browser would receive them, hold the neighbours on the page."""
+    from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+
+    files: dict[str, bytes] = {}
+    keep = MemoryMediaFileStorage.load_and_get_id
+
+    def record(self, path_or_data, mimetype, kind, filename=None):
+        if filename:
+            files[filename] = path_or_data
+        return keep(self, path_or_data, mimetype, kind, filename)
+
+    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", record)
+    app = start()
+    import pandas as pd
+
+    table = pd.read_csv(io.BytesIO(files["neighbours.csv"]))
+    assert table.loc[table.method == "anchor divergence", "gallery_id"].tolist() == neighbours(app)
+    assert table.loc[table.method == "cosine", "gallery_id"].tolist() == neighbours(app, "cosine")
+    assert {"rank", "divergence", "similarity", "same_object", "same_style"} <= set(table.columns)
+    grid = Image.open(io.BytesIO(files["neighbours.png"]))
+    assert grid.format == "PNG" and grid.width == 5 * 128 and grid.height == 24 + 2 * (128 + 30)  # 10 as 5 x 2
 
 
 def _png() -> bytes:
@@ -220,7 +305,7 @@ def test_broken_shipped_world_is_an_error_box(library, monkeypatch):
         raise ShippedDataError("data/emoji/index.csv has sha256 0123 but manifest.json records 4567; "
                                "rebuild it with `python data/build_emoji_world.py`")
 
-    monkeypatch.setattr(ex, "world_gallery", broken)
+    monkeypatch.setattr("anchordiv.gallery.world_gallery", broken)
     monkeypatch.setenv("ANCHORDIV_APP_GALLERY_LIMIT", str(LIMIT - 1))
     app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
     assert not app.exception
@@ -247,13 +332,10 @@ def test_umap_layout_and_p_sweep(library):
     assert not app.exception and not app.error
     app.checkbox(key="umap_cosine").check().run()
     assert not app.exception and not app.error
-    # Selecting a point makes it the query. AppTest cannot click a plotly chart, so the test sets the
-    # selection state the browser would send for a click on image `picked` (its custom data).
+    # Selecting a point makes it the query (the chart's on_select callback).
     picked = 5
     assert app.session_state["query_id"] != picked
-    app.session_state["umap_chart_anchor"] = {"selection": {"points": [{"customdata": [picked]}], "point_indices": [0],
-                                                            "box": [], "lasso": []}}
-    app.run()
+    select_projection_point(app, "umap_chart_anchor", picked)
     assert not app.exception and not app.error
     assert app.session_state["query_id"] == picked
     presets = library["presets"]

@@ -7,7 +7,7 @@ import numpy as np
 import torch
 
 import anchordiv as ad
-from anchordiv.bench import BenchConfig, _flops, naive_softmax_search
+from anchordiv.bench import BenchConfig, method_flops, naive_softmax_search
 from anchordiv.cli import main
 
 
@@ -21,10 +21,10 @@ def test_naive_reference_returns_what_the_index_returns(data):
 
 def test_flop_counts_follow_the_cost_model():
     q, g, n, d = 10, 100, 64, 8
-    assert _flops("cosine", q, g, n, d, 4, 0) == (2 * q * g * d, 0)
-    assert _flops("softmax", q, g, n, d, 4, 0)[0] == 2 * (g + 2 * q) * n * d + 2 * q * g * d
-    assert _flops("gaussian", q, g, n, d, 4, 0)[0] == 2 * n * d * d + 2 * (g + q) * d * d + 2 * q * g * d
-    assert _flops("gmm", q, g, n, d, 4, 9)[1] > 0
+    assert method_flops("cosine", q, g, n, d, 4, 0) == (2 * q * g * d, 0)
+    assert method_flops("softmax", q, g, n, d, 4, 0)[0] == 2 * (g + 2 * q) * n * d + 2 * q * g * d
+    assert method_flops("gaussian", q, g, n, d, 4, 0)[0] == 2 * n * d * d + 2 * (g + q) * d * d + 2 * q * g * d
+    assert method_flops("gmm", q, g, n, d, 4, 9)[1] > 0
 
 
 def test_paper_size_is_table_4():

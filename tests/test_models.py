@@ -1,8 +1,11 @@
-"""Anchor models: the identities of DESIGN.md §2-3, checked against independent computations."""
+"""Anchor models: the identities of docs/design.md §2-3, checked against independent computations."""
+import warnings
+
 import numpy as np
 import pytest
 import torch
 from sklearn.covariance import ledoit_wolf
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.mixture import GaussianMixture
 
 import anchordiv as ad
@@ -243,3 +246,29 @@ def test_blockwise_evaluation_equals_one_block(data, monkeypatch):
 
 def test_repr_names_the_parameters():
     assert repr(ad.GaussianAnchors(scale=10.0)) == "GaussianAnchors(scale=10.0, shrinkage='ledoit-wolf')"
+
+
+def test_em_that_stops_early_warns_with_convergence_warning(data):
+    model = ad.GaussianMixtureAnchors(n_components=3, max_iter=1, tol=0.0, scale=SCALE)
+    with pytest.warns(ConvergenceWarning, match=r"did not converge in max_iter=1") as record:
+        assert model.fit(data["anchors"]) is model
+    assert model.converged_ is False and model.n_iter_ == 1
+    # The warning points at the caller of fit, not at anchordiv's internals.
+    assert [entry.filename for entry in record if entry.category is ConvergenceWarning] == [__file__]
+    # The fit is still usable: EM's estimates after its one iteration.
+    assert np.isfinite(model.divergence(data["queries"], data["gallery"])).all()
+    # scikit-learn stops and warns the same way.
+    with pytest.warns(ConvergenceWarning):
+        reference = GaussianMixture(3, max_iter=1, tol=0, random_state=0).fit(data["anchors"])
+    assert (reference.n_iter_, reference.converged_) == (model.n_iter_, model.converged_)
+
+
+def test_em_that_converges_does_not_warn(data):
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        warnings.simplefilter("error", ConvergenceWarning)
+        model = ad.GaussianMixtureAnchors(n_components=3, scale=SCALE).fit(data["anchors"])
+    assert not [entry for entry in record if issubclass(entry.category, ConvergenceWarning)]
+    assert model.converged_ is True and 1 <= model.n_iter_ < model.max_iter
+    reference = GaussianMixture(3, random_state=0).fit(data["anchors"])
+    assert (reference.n_iter_, reference.converged_) == (model.n_iter_, model.converged_)

@@ -135,3 +135,172 @@ def test_cuda_equals_cpu(data, reverse):
     cuda = ad.AnchorIndex(model, data["gallery"], reverse=reverse, device="cuda").search(data["queries"], 5)
     np.testing.assert_allclose(cuda[0], cpu[0], rtol=1e-9)
     np.testing.assert_array_equal(cuda[1], cpu[1])
+
+
+# ---- one index, many readers: with_model and the purity of search ----------------------------------
+
+P_GRID = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
+
+
+def two_component_mixture(data):
+    """A fresh object/style mixture (not the session's shared models, which tests must not reweight)."""
+    return ad.MixtureAnchors([ad.EmpiricalAnchors(scale=12.0), ad.EmpiricalAnchors(scale=12.0)],
+                             [0.5, 0.5]).fit([data["anchors"], data["style"]])
+
+
+def snapshot(index):
+    """Each attribute's object, and a copy of every tensor's values (to catch in-place writes)."""
+    def values(value):
+        if isinstance(value, torch.Tensor):
+            return value.clone()
+        if isinstance(value, tuple):
+            return tuple(values(item) for item in value)
+        return None
+    return {key: (value, values(value)) for key, value in vars(index).items()}
+
+
+def assert_unchanged(index, before):
+    after = vars(index)
+    assert after.keys() == before.keys()
+    for key, (value, copied) in before.items():
+        assert after[key] is value, f"index.{key} was replaced"
+        flat_now = after[key] if isinstance(after[key], tuple) else (after[key],)
+        flat_then = copied if isinstance(copied, tuple) else (copied,)
+        for now, then in zip(flat_now, flat_then):
+            if isinstance(now, torch.Tensor):
+                assert torch.equal(now, then), f"index.{key} was written in place"
+
+
+def assert_same_results(got, expected):
+    np.testing.assert_array_equal(got[1], expected[1])
+    np.testing.assert_allclose(got[0], expected[0], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_threads_sharing_one_index_each_get_their_own_weights(data, reverse):
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    queries, gallery = data["queries"], data["gallery"]
+    mixture = two_component_mixture(data).with_balance(gallery)
+    index = ad.AnchorIndex(mixture, gallery, reverse=reverse)
+    before = index.search(queries, 10)
+    expected = {p: ad.AnchorIndex(mixture.with_weights([p, 1 - p]), gallery, reverse=reverse).search(queries, 10)
+                for p in P_GRID}
+    barrier = threading.Barrier(len(P_GRID))
+
+    def worker(p):
+        barrier.wait(timeout=30)
+        results = []
+        for _ in range(25):
+            results.append(index.with_model(index.model.with_weights([p, 1 - p])).search(queries, 10))
+        return results
+
+    with ThreadPoolExecutor(len(P_GRID)) as pool:
+        outcomes = dict(zip(P_GRID, pool.map(worker, P_GRID)))
+    for p, results in outcomes.items():
+        assert len(results) == 25
+        for result in results:
+            assert_same_results(result, expected[p])
+    assert index.model is mixture and mixture.weights == [0.5, 0.5]
+    assert_same_results(index.search(queries, 10), before)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_search_never_writes_to_the_index(data, reverse):
+    queries, gallery = data["queries"], data["gallery"]
+    mixture = two_component_mixture(data).balance(gallery)
+    index = ad.AnchorIndex(mixture, gallery, reverse=reverse)
+    before = snapshot(index)
+    first = index.search(queries, 5)
+    index.search(queries[:3], 7, exclude=np.arange(3))
+    assert_unchanged(index, before)
+    # The mutating convenience on the shared mixture: the search re-mixes for itself only.
+    index.model.set_weights([0.2, 0.8])
+    remixed = index.search(queries, 5)
+    assert_same_results(remixed, ad.AnchorIndex(mixture.with_weights([0.2, 0.8]), gallery, reverse=reverse).search(queries, 5))
+    assert not np.array_equal(remixed[1], first[1])
+    assert_unchanged(index, before)
+    index.model.set_weights([0.5, 0.5])
+    assert_same_results(index.search(queries, 5), first)
+    assert_unchanged(index, before)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_with_model_refuses_other_fitted_components(data, reverse):
+    index = ad.AnchorIndex(two_component_mixture(data), data["gallery"], reverse=reverse)
+    for other in (two_component_mixture(data),  # same anchors, but fitted again
+                  ad.MixtureAnchors([ad.EmpiricalAnchors(scale=12.0).fit(data["style"]), index.model.models[1]]),
+                  ad.EmpiricalAnchors(scale=12.0).fit(data["anchors"])):
+        with pytest.raises(ValueError, match=r"with_model"):
+            index.with_model(other)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_with_model_equals_a_fresh_index_and_leaves_the_original_alone(data, reverse):
+    queries, gallery = data["queries"], data["gallery"]
+    balanced = two_component_mixture(data).with_balance(gallery)
+    index = ad.AnchorIndex(balanced, gallery, reverse=reverse)
+    before, state = index.search(queries, 8), snapshot(index)
+    for parametrisation in (balanced, balanced.with_balance(None)):
+        for p in P_GRID:
+            model = parametrisation.with_weights([p, 1 - p])
+            served = index.with_model(model)
+            assert served is not index and served.model is model and len(served) == len(index)
+            assert_same_results(served.search(queries, 8), ad.AnchorIndex(model, gallery, reverse=reverse).search(queries, 8))
+            assert_same_results(index.search(queries, 8), before)
+    assert index.model is balanced and balanced.weights == [0.5, 0.5] and balanced.balanced
+    assert_unchanged(index, state)
+
+
+# ---- the Index protocol ------------------------------------------------------------------------------
+
+def every_index(data):
+    model = ad.GaussianAnchors(scale=12.0).fit(data["anchors"])
+    return {
+        "anchor": ad.AnchorIndex(model, data["gallery"]),
+        "anchor-reverse": ad.AnchorIndex(model, data["gallery"], reverse=True),
+        "cosine": ad.CosineIndex(data["gallery"]),
+        "iti": ad.ITIIndex(data["anchors"], data["gallery"]),
+    }
+
+
+@pytest.mark.parametrize("name", ["anchor", "anchor-reverse", "cosine", "iti"])
+def test_every_index_keeps_the_protocol(data, name):
+    index = every_index(data)[name]
+    queries = data["queries"]
+    assert isinstance(index, ad.Index)
+    assert isinstance(index.higher_is_closer, bool) and len(index) == 70
+    for k in (0, len(index) + 1, True, 2.0, -1, None, "3"):
+        with pytest.raises(ValueError, match=rf"must be an integer from 1 to {len(index)}\b"):
+            index.search(queries, k)
+    m = 3
+    exclude = np.stack([(np.arange(m) + 7 * row) % len(index) for row in range(len(queries))])
+    values, ids = index.search(queries, len(index) - m, exclude=exclude)
+    assert values.shape == ids.shape == (len(queries), len(index) - m)
+    for row, skipped in zip(ids.tolist(), exclude.tolist()):
+        assert set(row) == set(range(len(index))) - set(skipped)
+    order = np.diff(values, axis=1)
+    assert (order <= 1e-12).all() if index.higher_is_closer else (order >= -1e-12).all()
+    with pytest.raises(ValueError, match=rf"from 1 to {len(index) - m} .*{m} excluded per query"):
+        index.search(queries, len(index) - m + 1, exclude=exclude)
+    # -1 pads a row but still counts toward the width.
+    padded = exclude.copy()
+    padded[:, -1] = -1
+    index.search(queries, len(index) - m, exclude=padded)
+    # A numpy integer is an integer.
+    np.testing.assert_array_equal(index.search(queries, np.int64(4))[1], index.search(queries, 4)[1])
+
+
+def test_the_protocol_is_structural():
+    class ListIndex:
+        higher_is_closer = True
+
+        def __len__(self):
+            return 0
+
+        def search(self, queries, k, exclude=None):
+            return [], []
+
+    assert isinstance(ListIndex(), ad.Index)
+    assert not isinstance(object(), ad.Index)

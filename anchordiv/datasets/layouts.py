@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..embeddings import _scan
+from ..embeddings import list_files
 
 
 @dataclass(frozen=True)
@@ -376,7 +376,7 @@ def _match_files(folder: Path, pattern: re.Pattern, spec: _Spec, base: Path, all
     Raises ValueError naming the files (other than ``allowed``) that do not match, or if none do.
     """
     matches, strays = [], []
-    for relative in _scan(folder, exclude=None):
+    for relative in list_files(folder, exclude=None):
         match = pattern.fullmatch(relative)
         if match:
             matches.append(match)

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 import torch
 
 from ..models import AnchorModel, MixtureAnchors, anchor_model_kind
-from ..search import AnchorIndex, CosineIndex, ITIIndex
+from ..search import AnchorIndex, CosineIndex, Index, ITIIndex
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ class ExplorerGeometry:
         return self.index.with_model(self.model_at(p, balanced)) if self.is_mixture else self.index
 
 
-def baseline_index(kind: str, gallery_embeddings: torch.Tensor, anchors: torch.Tensor | None = None):
+def baseline_index(kind: str, gallery_embeddings: torch.Tensor, anchors: torch.Tensor | None = None) -> Index:
     """``CosineIndex`` (``kind="cosine"``) or ``ITIIndex`` over ``anchors`` (``kind="iti"``)."""
     if kind == "cosine":
         return CosineIndex(gallery_embeddings, device="cpu")

@@ -1,6 +1,7 @@
 """Results: the top-``k`` of one query (:func:`search_one`), its table of neighbours with label
 agreement (:func:`neighbour_table`, :func:`agreement`), what the page shows of it
-(:func:`grid_captions`) and what a user downloads (:func:`neighbours_csv`, :func:`neighbour_grid_png`),
+(:func:`grid_captions`, :func:`combined_table`) and what a user downloads (:func:`neighbours_csv`,
+:func:`neighbour_grid_png`),
 and agreement as ``p`` moves (:func:`p_sweep`)."""
 from __future__ import annotations
 
@@ -11,13 +12,14 @@ import pandas as pd
 import torch
 
 from ..grids import grid_png
+from ..search import Index
 
 if TYPE_CHECKING:
     from ..gallery import Gallery
     from .geometry import ExplorerGeometry
 
 
-def search_one(index, query: torch.Tensor, k: int, exclude: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def search_one(index: Index, query: torch.Tensor, k: int, exclude: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Top-``k`` of one query ``(d,)`` or ``(1, d)``: ``(values (k,), ids (k,))`` as numpy, best first.
     ``exclude`` is a gallery id to skip (the query itself when it comes from the gallery)."""
     vector = torch.as_tensor(query, dtype=torch.float32).reshape(1, -1)
@@ -76,11 +78,14 @@ def grid_captions(table: pd.DataFrame, gallery: Gallery, value_name: str) -> lis
     return captions
 
 
+def combined_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The neighbour tables of several methods (``{method: table}``) as one, with a ``method`` column."""
+    return pd.concat([table.assign(method=name) for name, table in tables.items()], ignore_index=True)
+
+
 def neighbours_csv(tables: dict[str, pd.DataFrame]) -> bytes:
-    """The neighbour tables of several methods (``{method: table}``) as one CSV, with a ``method``
-    column: what the explorer's "Download neighbour table" gives."""
-    return pd.concat([table.assign(method=name) for name, table in tables.items()],
-                     ignore_index=True).to_csv(index=False).encode()
+    """:func:`combined_table` as CSV: what the explorer's "Download neighbour table" gives."""
+    return combined_table(tables).to_csv(index=False).encode()
 
 
 def neighbour_grid_png(table: pd.DataFrame, gallery: Gallery, title: str) -> bytes:

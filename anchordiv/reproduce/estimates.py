@@ -6,8 +6,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..metrics import retrieval_average_precision
-from ..metrics import two_way_bootstrap_interval
+from ..metrics import retrieval_average_precision, two_way_bootstrap_interval
+from ..search import Index
 from .study import Study
 
 
@@ -61,7 +61,7 @@ class QuerySample:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def average_precision(self, index) -> dict[str, np.ndarray]:
+    def average_precision(self, index: Index) -> dict[str, np.ndarray]:
         """AP of each query ``(Q,)`` per target, ranking the whole gallery with ``index``."""
         per_query = retrieval_average_precision(index, self._queries, self._query_labels, self._gallery_labels,
                                                 exclude=self.ids)
