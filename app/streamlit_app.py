@@ -345,10 +345,11 @@ def main() -> None:
                                                "similarity")
             draw_grid(grid_cols[2], "ITI (our reading: cosine of anchor profiles)", tables["iti"], gallery, "similarity")
 
+    combined = ex.combined_table(tables)
     with st.expander("Neighbour table"):
-        st.dataframe(ex.combined_table(tables), hide_index=True)
+        st.dataframe(combined, hide_index=True)
     down_csv, down_png = st.columns(2)
-    down_csv.download_button("Download neighbour table (CSV)", ex.neighbours_csv(tables), "neighbours.csv",
+    down_csv.download_button("Download neighbour table (CSV)", combined.to_csv(index=False).encode(), "neighbours.csv",
                              "text/csv", key="download_csv")
     grid = ex.neighbour_grid_png(anchor_table, gallery, title=f"Query: {query_text} · p = {p:.2f}")
     down_png.download_button("Download neighbour grid (PNG)", grid, "neighbours.png", "image/png", key="download_png")

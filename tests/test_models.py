@@ -272,3 +272,11 @@ def test_em_that_converges_does_not_warn(data):
     assert model.converged_ is True and 1 <= model.n_iter_ < model.max_iter
     reference = GaussianMixture(3, random_state=0).fit(data["anchors"])
     assert (reference.n_iter_, reference.converged_) == (model.n_iter_, model.converged_)
+
+
+def test_refitting_a_mixture_drops_a_balance_measured_on_the_old_components(data):
+    mixture = ad.MixtureAnchors([ad.EmpiricalAnchors(scale=SCALE), ad.EmpiricalAnchors(scale=SCALE)])
+    mixture.fit([data["anchors"], data["style"]]).balance(data["gallery"])
+    assert mixture.balanced
+    assert not mixture.fit([data["style"], data["anchors"]]).balanced
+    np.testing.assert_array_equal(mixture.kappa_offsets_, [0.0, 0.0])

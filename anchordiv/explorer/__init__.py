@@ -11,7 +11,7 @@ arguments. Nothing here imports Streamlit. The modules, all re-exported here:
   :class:`ExplorerGeometry` fits it to the two anchor sets A and B, indexes the gallery once and
   serves any weight ``p`` (:meth:`ExplorerGeometry.index_at`) without changing anything shared;
 * :mod:`.neighbours`: results, :func:`search_one`, :func:`neighbour_table`, :func:`agreement`,
-  :func:`grid_captions`, :func:`combined_table`, the downloads :func:`neighbours_csv` and :func:`neighbour_grid_png`, and
+  :func:`grid_captions`, :func:`combined_table` (also the CSV download), :func:`neighbour_grid_png`, and
   :func:`p_sweep`;
 * :mod:`.projection`: UMAP projections, :func:`geometry_projection`, :func:`projection_key` and
   :func:`projection_frame`;
@@ -39,7 +39,6 @@ from .neighbours import (
     grid_captions,
     neighbour_grid_png,
     neighbour_table,
-    neighbours_csv,
     p_sweep,
     search_one,
 )
@@ -51,6 +50,6 @@ __all__ = [
     "ANIMALS", "BACKGROUNDS", "CHEXPERT_PATHOLOGIES", "CLOTHING", "DOG_BREEDS", "FOOD", "GENERIC_STYLES",
     "MAX_ANCHORS", "VEHICLES", "AnchorText", "ExplorerGeometry", "GeometrySpec", "agreement", "agreement_text",
     "anchor_presets", "baseline_index", "benchmark", "combined_table", "default_query_id", "fit_anchor_model", "geometry_projection",
-    "grid_captions", "neighbour_grid_png", "neighbour_table", "neighbours_csv", "outside_sample", "p_sweep",
+    "grid_captions", "neighbour_grid_png", "neighbour_table", "outside_sample", "p_sweep",
     "parse_anchor_text", "projection_frame", "projection_key", "query_image_from_upload", "search_one",
 ]

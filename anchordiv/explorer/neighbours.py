@@ -1,8 +1,7 @@
 """Results: the top-``k`` of one query (:func:`search_one`), its table of neighbours with label
-agreement (:func:`neighbour_table`, :func:`agreement`), what the page shows of it
-(:func:`grid_captions`, :func:`combined_table`) and what a user downloads (:func:`neighbours_csv`,
-:func:`neighbour_grid_png`),
-and agreement as ``p`` moves (:func:`p_sweep`)."""
+agreement (:func:`neighbour_table`, :func:`agreement`), what the page shows and a user downloads
+(:func:`grid_captions`, :func:`combined_table`, :func:`neighbour_grid_png`), and agreement as ``p``
+moves (:func:`p_sweep`)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -79,13 +78,9 @@ def grid_captions(table: pd.DataFrame, gallery: Gallery, value_name: str) -> lis
 
 
 def combined_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """The neighbour tables of several methods (``{method: table}``) as one, with a ``method`` column."""
+    """The neighbour tables of several methods (``{method: table}``) as one, with a ``method``
+    column: the explorer's neighbour table, and as CSV its "Download neighbour table"."""
     return pd.concat([table.assign(method=name) for name, table in tables.items()], ignore_index=True)
-
-
-def neighbours_csv(tables: dict[str, pd.DataFrame]) -> bytes:
-    """:func:`combined_table` as CSV: what the explorer's "Download neighbour table" gives."""
-    return combined_table(tables).to_csv(index=False).encode()
 
 
 def neighbour_grid_png(table: pd.DataFrame, gallery: Gallery, title: str) -> bytes:

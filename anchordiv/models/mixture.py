@@ -98,7 +98,8 @@ class MixtureAnchors(AnchorModel):
         self.n_features_in_  # noqa: B018 - raises when the components' dimensions differ
 
     def fit(self, anchor_sets: Sequence[ArrayLike]) -> "MixtureAnchors":
-        """Fit component ``k`` to ``anchor_sets[k]`` (each ``(N_k, d)``)."""
+        """Fit component ``k`` to ``anchor_sets[k]`` (each ``(N_k, d)``). A balance measured on the
+        old components no longer applies, so the weights are literal again until rebalanced."""
         components = self._components()
         if len(anchor_sets) != len(components):
             raise ValueError(f"Got {len(anchor_sets)} anchor sets for {len(components)} components; pass one per component.")
@@ -106,6 +107,7 @@ class MixtureAnchors(AnchorModel):
         for model, anchors in zip(components, anchor_sets):
             model.fit(anchors)
         self.check_fitted()
+        self._kappa_offsets = None
         return self
 
     # -- weights ---------------------------------------------------------------------------
