@@ -9,13 +9,59 @@ import torch
 
 ArrayLike = Any  # numpy array, torch tensor, or nested sequence of numbers
 
+_EMBEDDINGS = "embeddings: real numbers of shape (n, d)"
+_ENCODE_FIRST = "encode the texts with an encoder first (e.g. encoder.encode_texts(texts)) and pass the result"
+
+
+def as_numeric_tensor(values: ArrayLike, name: str, embeddings: bool = True) -> torch.Tensor:
+    """``values`` as a real-valued tensor of any shape, refusing what is not a number with a
+    ``ValueError`` that says what it is: text, ``None`` or other objects, ragged rows, complex or
+    boolean values. Integer and floating dtypes pass through unchanged (a tensor keeps its device).
+    ``embeddings`` says whether ``values`` are embeddings, for the wording of the errors (text
+    is then told to go through an encoder)."""
+    must = f"{name} must be {_EMBEDDINGS if embeddings else 'real numbers'}"
+    if isinstance(values, torch.Tensor):
+        _check_numeric_dtype(values.dtype.is_complex, values.dtype == torch.bool, must)
+        return values
+    text_fix = _ENCODE_FIRST if embeddings else "pass numbers"
+    if isinstance(values, (str, bytes)) or _first_item_is_text(values):
+        raise ValueError(f"{must}, not text; {text_fix}.")
+    try:
+        array = np.asarray(values)
+    except (TypeError, ValueError) as error:  # ragged rows (numpy >= 1.24) or unconvertible items
+        raise ValueError(f"{must}; could not read it as one array ({error}). Give every row the same "
+                         "length, and only numbers.") from error
+    if array.dtype.kind in "USa":
+        raise ValueError(f"{must}, not text; {text_fix}.")
+    if array.dtype.kind not in "biufc":
+        raise ValueError(f"{must}; got an array of dtype {array.dtype} (None, ragged rows or other objects). "
+                         "Pass a float array, e.g. np.asarray(rows, dtype=np.float32).")
+    _check_numeric_dtype(array.dtype.kind == "c", array.dtype.kind == "b", must)
+    return torch.as_tensor(array)
+
+
+def _first_item_is_text(values: Any) -> bool:
+    """Whether a list or tuple holds text (``["dog", "cat"]``), checked on its first item only."""
+    return isinstance(values, (list, tuple)) and len(values) > 0 and isinstance(values[0], (str, bytes))
+
+
+def _check_numeric_dtype(is_complex: bool, is_bool: bool, must: str) -> None:
+    """Refuse complex and boolean dtypes; ``must`` opens the message ("x must be ...")."""
+    if is_complex:
+        raise ValueError(f"{must}; got complex values. Pass the real part (x.real) if the imaginary part is 0.")
+    if is_bool:
+        raise ValueError(f"{must}; got booleans. Cast to float (x.astype(np.float32)) if 0/1 vectors are "
+                         "really meant.")
+
 
 def as_matrix(values: ArrayLike, name: str) -> torch.Tensor:
     """Return ``values`` as a finite, non-empty, 2-D floating tensor of shape ``(n, d)``.
 
-    float64 input stays float64; every other dtype becomes float32. The tensor keeps its device.
+    float64 input stays float64; every other real dtype becomes float32. The tensor keeps its
+    device. Text, objects, ragged rows, complex and boolean values are refused (see
+    :func:`as_numeric_tensor`).
     """
-    tensor = values if isinstance(values, torch.Tensor) else torch.as_tensor(np.asarray(values))
+    tensor = as_numeric_tensor(values, name)
     if tensor.dtype != torch.float64:
         tensor = tensor.to(torch.float32)
     if tensor.ndim != 2:
@@ -37,57 +83,115 @@ def as_matrix(values: ArrayLike, name: str) -> torch.Tensor:
 
 
 def unit_rows(matrix: torch.Tensor, name: str, scale: float = 1.0) -> torch.Tensor:
-    """``scale * x / ||x||`` for each row ``x``; a zero row has no direction and is refused."""
+    """``scale * x / ||x||`` for each row ``x``; a zero row has no direction and is refused.
+
+    Rows whose norm overflows (float32 entries near 1e38), underflows (entries below about 1e-19
+    in float32) or leaves ``scale / ||x||`` infinite are first divided by their largest absolute
+    entry, so every non-zero finite row gets its direction; other rows take the one-pass
+    ``x * (scale / ||x||)``.
+    """
     norms = torch.linalg.vector_norm(matrix, dim=1, keepdim=True)
-    zero_rows = (norms.flatten() == 0).nonzero().flatten()
+    factors = scale / norms
+    safe = torch.isfinite(norms) & torch.isfinite(factors) & (norms >= math.sqrt(torch.finfo(matrix.dtype).tiny))
+    unsafe = ~safe
+    if not bool(unsafe.any()):
+        return matrix * factors
+    rows = unsafe.flatten().nonzero().flatten()
+    result = matrix * torch.where(unsafe, torch.zeros_like(factors), factors)
+    result[rows] = _rescaled_unit_rows(matrix[rows], rows, name, scale)
+    return result
+
+
+def _rescaled_unit_rows(rows: torch.Tensor, ids: torch.Tensor, name: str, scale: float) -> torch.Tensor:
+    """``scale * x / ||x||`` for ``rows`` whose norm is out of range, via ``x / max|x|``; ``ids``
+    are their positions, named when a row is all zero."""
+    peaks = rows.abs().amax(dim=1, keepdim=True)
+    zero_rows = ids[peaks.flatten() == 0]
     if len(zero_rows):
         raise ValueError(
             f"{name} has {len(zero_rows)} all-zero row(s) (first: {zero_rows[:5].tolist()}), "
             "which have no direction to normalise; drop them."
         )
-    return matrix * (scale / norms)
+    shrunk = rows / peaks
+    return shrunk * (scale / torch.linalg.vector_norm(shrunk, dim=1, keepdim=True))
 
 
-def check_dimension(matrix: torch.Tensor, expected: int, name: str) -> None:
+def check_dimension(matrix: torch.Tensor, expected: int, name: str, against: str = "the anchors") -> None:
+    """Refuse ``matrix`` ``(n, d)`` unless ``d == expected``, the dimension of ``against``."""
     if matrix.shape[1] != expected:
         raise ValueError(
-            f"{name} has dimension {matrix.shape[1]} but the anchors have dimension {expected}; "
+            f"{name} has dimension {matrix.shape[1]} but {against} have dimension {expected}; "
             "embed images and anchor texts with the same model."
         )
 
 
 def check_scale(scale: float) -> float:
+    """The logit scale as a float: finite and positive; text and booleans are refused.
+
+    There is no fixed upper bound: how large a scale stays finite depends on the model and the
+    dtype, so each model checks its outputs instead (:func:`check_finite_output`).
+    """
+    message = (f"scale must be a finite positive number (the logit scale, e.g. 100 for OpenAI CLIP); "
+               f"got {scale!r}.")
+    if isinstance(scale, (bool, np.bool_, str, bytes)):
+        raise ValueError(message)
     try:
         value = float(scale)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"scale must be a finite positive number; got {scale!r}.") from error
+    except (TypeError, ValueError, RuntimeError) as error:
+        raise ValueError(message) from error
     if not math.isfinite(value) or value <= 0:
-        raise ValueError(
-            f"scale must be a finite positive number (the logit scale, e.g. 100 for OpenAI CLIP); got {scale!r}."
-        )
+        raise ValueError(message)
     return value
 
 
+def check_finite_output(values: torch.Tensor, what: str, scale: float) -> torch.Tensor:
+    """``values`` unchanged when every entry is finite; otherwise a ``ValueError`` saying that
+    ``what`` overflowed at this ``scale``, with the fixes (a smaller scale, or float64 input)."""
+    if bool(torch.isfinite(values).all()):
+        return values
+    fix = "use a smaller scale (CLIP's is about 100)"
+    if values.dtype != torch.float64:
+        fix += f" or float64 input (this ran in {str(values.dtype).removeprefix('torch.')})"
+    raise ValueError(f"{what} overflowed to NaN or infinity at scale={float(scale):g}; {fix}.")
+
+
 def check_positive_int(value: Any, name: str, minimum: int = 1) -> int:
+    """``value`` as an ``int >= minimum``: Python and numpy integers pass; booleans, floats
+    (even whole ones) and text are refused."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}.")
     return int(value)
 
 
 def check_non_negative(value: Any, name: str, hint: str) -> float:
-    """``value`` as a finite float ``>= 0``; ``hint`` says what the number is for."""
+    """``value`` as a finite float ``>= 0``; ``hint`` says what the number is for. Text and
+    booleans are refused."""
+    message = f"{name} must be a finite number >= 0 ({hint}); got {value!r}."
+    if isinstance(value, (bool, np.bool_, str, bytes)):
+        raise ValueError(message)
     try:
         number = float(value)
     except (TypeError, ValueError) as error:
-        raise ValueError(f"{name} must be a finite number >= 0 ({hint}); got {value!r}.") from error
-    if isinstance(value, bool) or not math.isfinite(number) or number < 0:
-        raise ValueError(f"{name} must be a finite number >= 0 ({hint}); got {value!r}.")
+        raise ValueError(message) from error
+    if not math.isfinite(number) or number < 0:
+        raise ValueError(message)
     return number
+
+
+def as_float_array(values: ArrayLike, name: str) -> np.ndarray:
+    """``values`` as a float64 numpy array of the same shape; text, objects, complex and booleans
+    are refused (see :func:`as_numeric_tensor`)."""
+    return as_numeric_tensor(values, name, embeddings=False).detach().cpu().numpy().astype(np.float64)
+
+
+def as_float_vector(values: ArrayLike, name: str) -> np.ndarray:
+    """``values`` flattened to a float64 numpy vector, checked as in :func:`as_float_array`."""
+    return as_float_array(values, name).reshape(-1)
 
 
 def check_probability_vector(weights: ArrayLike, length: int, name: str, atol: float = 1e-6) -> np.ndarray:
     """Non-negative finite weights of the given length that sum to 1 (within ``atol``)."""
-    array = np.asarray(weights, dtype=np.float64).reshape(-1)
+    array = as_float_vector(weights, name)
     if array.shape[0] != length:
         raise ValueError(f"{name} must have {length} entries, one per component; got {array.shape[0]}.")
     if not np.all(np.isfinite(array)) or np.any(array < 0):

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ._validation import ArrayLike, as_matrix, as_numeric_tensor, check_dimension, unit_rows
 from .models import AnchorModel, EmpiricalAnchors, MixtureAnchors
 
 
@@ -38,13 +39,39 @@ class TiltedDistribution:
                              "probability": self.probabilities[order]})
 
 
-def _component_log_tilt(model: AnchorModel, anchors: torch.Tensor, eta: torch.Tensor) -> tuple[torch.Tensor, bool]:
-    """Unnormalised ``log p(anchor_i | eta)`` within one component ``(N,)`` and whether it is exact."""
+def _component_log_tilt(model: AnchorModel, anchors: ArrayLike, eta: torch.Tensor, name: str
+                        ) -> tuple[torch.Tensor, bool]:
+    """Unnormalised ``log p(anchor_i | eta)`` within one component ``(N,)`` and whether it is exact;
+    ``name`` names ``anchors`` in errors."""
     if isinstance(model, EmpiricalAnchors):
         unit = model.anchors_.to(eta.dtype)
         return unit @ eta + model.log_weights_.to(eta.dtype), True
-    unit = torch.nn.functional.normalize(anchors.to(eta.dtype), dim=1)
+    matrix = as_matrix(anchors, name)
+    check_dimension(matrix, eta.shape[0], name, against="the model's embeddings")
+    unit = unit_rows(matrix, name).to(device=eta.device, dtype=eta.dtype)
     return unit @ eta - np.log(len(unit)), False
+
+
+def _one_embedding(x: ArrayLike, name: str) -> torch.Tensor:
+    """One image embedding ``(d,)`` or ``(1, d)`` as a float32 row ``(1, d)``."""
+    tensor = as_numeric_tensor(x, name)
+    if tensor.ndim not in (1, 2) or (tensor.ndim == 2 and tensor.shape[0] != 1):
+        raise ValueError(f"{name} must be one embedding of shape (d,) or (1, d); got shape {tuple(tensor.shape)}. "
+                         "Explain one pair at a time.")
+    return as_matrix(tensor.to(torch.float32).reshape(1, -1), name)
+
+
+def _check_components(n_components: int, component_anchors: Sequence[ArrayLike],
+                      component_texts: Sequence[Sequence[str]], component_names: Sequence[str]) -> None:
+    """One anchor set, one list of texts (one per anchor) and one name per component."""
+    counts = (len(component_anchors), len(component_texts), len(component_names))
+    if counts != (n_components,) * 3:
+        raise ValueError(f"got {counts[0]} anchor sets, {counts[1]} text lists and {counts[2]} names for a model "
+                         f"with {n_components} component(s); pass one of each per component, in order.")
+    for k, (anchors, texts) in enumerate(zip(component_anchors, component_texts)):
+        if len(anchors) != len(texts):
+            raise ValueError(f"component {k} has {len(anchors)} anchors but {len(texts)} texts; pass the texts "
+                             "the anchors were encoded from, one per anchor.")
 
 
 def tilted_distribution(model: AnchorModel, component_anchors: Sequence[torch.Tensor],
@@ -53,13 +80,12 @@ def tilted_distribution(model: AnchorModel, component_anchors: Sequence[torch.Te
     """The tilted anchor distribution of image ``x`` ``(d,)`` under ``model`` (a single model or a
     :class:`~anchordiv.MixtureAnchors` whose ``k``-th component was fitted to
     ``component_anchors[k]`` ``(N_k, d)`` with texts ``component_texts[k]``)."""
-    eta = model.natural_parameters(torch.as_tensor(x, dtype=torch.float32).reshape(1, -1))
+    eta = model.natural_parameters(_one_embedding(x, "x"))
     components = model.models if isinstance(model, MixtureAnchors) else [model]
-    if len(components) != len(component_anchors):
-        raise ValueError(f"{len(component_anchors)} anchor sets for a model with {len(components)} components")
+    _check_components(len(components), component_anchors, component_texts, component_names)
     logs, exact = [], True
-    for component, anchors in zip(components, component_anchors):
-        log_tilt, component_exact = _component_log_tilt(component, anchors, eta[0])
+    for k, (component, anchors) in enumerate(zip(components, component_anchors)):
+        log_tilt, component_exact = _component_log_tilt(component, anchors, eta[0], f"component_anchors[{k}]")
         exact &= component_exact
         # Within-component tilt, normalised, then weighted by the component's responsibility.
         logs.append(log_tilt - torch.logsumexp(log_tilt, dim=0))
@@ -72,12 +98,16 @@ def tilted_distribution(model: AnchorModel, component_anchors: Sequence[torch.Te
     texts = tuple(text for group in component_texts for text in group)
     names = tuple(name for name, group in zip(component_names, component_texts) for _ in group)
     if len(texts) != len(probabilities):
-        raise ValueError(f"{len(texts)} anchor texts for {len(probabilities)} anchors")
+        raise ValueError(f"{len(texts)} anchor texts for the model's {len(probabilities)} anchors; pass the texts "
+                         "the model's anchors were encoded from, one per anchor.")
     return TiltedDistribution(texts, names, probabilities / probabilities.sum(), exact)
 
 
 def kl_divergence(p: TiltedDistribution, q: TiltedDistribution) -> float:
     """``KL(p || q)`` between two distributions over the same anchors (natural log)."""
+    if p.texts != q.texts:
+        raise ValueError(f"p and q must be over the same anchors; got {len(p.texts)} and {len(q.texts)} anchors "
+                         "(or other texts). Tilt both with the same model and anchor sets.")
     a, b = p.probabilities, q.probabilities
     support = a > 0
     return float(np.sum(a[support] * (np.log(a[support]) - np.log(np.maximum(b[support], 1e-300)))))
@@ -92,10 +122,9 @@ def explain_pair(model: AnchorModel, component_anchors: Sequence[torch.Tensor],
     The model divergence is ``D(query -> neighbour)`` (``reverse``: ``D(neighbour -> query)``), the
     quantity the ranking uses; the second number is the KL between the two shown distributions,
     equal to it whenever the tilts are exact."""
-    query_tilt = tilted_distribution(model, component_anchors, component_texts, component_names, query)
-    neighbour_tilt = tilted_distribution(model, component_anchors, component_texts, component_names, neighbour)
-    pair = (torch.as_tensor(query, dtype=torch.float32).reshape(1, -1),
-            torch.as_tensor(neighbour, dtype=torch.float32).reshape(1, -1))
+    pair = (_one_embedding(query, "query"), _one_embedding(neighbour, "neighbour"))
+    query_tilt = tilted_distribution(model, component_anchors, component_texts, component_names, pair[0])
+    neighbour_tilt = tilted_distribution(model, component_anchors, component_texts, component_names, pair[1])
     divergence = float(model.divergence(*pair, reverse=reverse)[0, 0])
     shown = kl_divergence(neighbour_tilt, query_tilt) if reverse else kl_divergence(query_tilt, neighbour_tilt)
     return query_tilt, neighbour_tilt, divergence, shown

@@ -7,17 +7,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
-from ._validation import ArrayLike
+from ._validation import ArrayLike, as_float_array, as_numeric_tensor, check_positive_int
 
 if TYPE_CHECKING:
     from .search import Index
 
 
 def _as_rows(scores: ArrayLike, relevant: ArrayLike) -> tuple[np.ndarray, np.ndarray, bool]:
-    score_array = np.asarray(scores.cpu() if hasattr(scores, "cpu") else scores, dtype=np.float64)
-    relevant_array = np.asarray(relevant.cpu() if hasattr(relevant, "cpu") else relevant).astype(bool)
+    score_array = as_float_array(scores, "scores")
+    relevant_array = _as_relevance(relevant)
     if score_array.shape != relevant_array.shape or score_array.ndim not in (1, 2):
         raise ValueError(
             f"scores and relevant must have one shared shape, (G,) or (Q, G); got {score_array.shape} "
@@ -29,6 +28,18 @@ def _as_rows(scores: ArrayLike, relevant: ArrayLike) -> tuple[np.ndarray, np.nda
         raise ValueError("scores contains NaN or infinite values; rank only finite scores.")
     single = score_array.ndim == 1
     return np.atleast_2d(score_array), np.atleast_2d(relevant_array), single
+
+
+def _as_relevance(relevant: ArrayLike) -> np.ndarray:
+    """``relevant`` as a boolean array: booleans, or numbers that are all 0 or 1."""
+    array = np.asarray(relevant.cpu() if hasattr(relevant, "cpu") else relevant)
+    if array.dtype.kind == "b":
+        return array
+    if array.dtype.kind not in "iuf" or not np.all((array == 0) | (array == 1)):
+        raise ValueError(f"relevant must hold True/False (or 0/1) per item; got dtype {array.dtype}"
+                         f"{'' if array.dtype.kind not in 'iuf' else ' with values other than 0 and 1'}. "
+                         "Compare labels first, e.g. relevant = gallery_labels == query_label.")
+    return array.astype(bool)
 
 
 def average_precision(scores: ArrayLike, relevant: ArrayLike) -> np.ndarray | float:
@@ -89,14 +100,16 @@ def bootstrap_interval(values: np.ndarray, n_bootstrap: int = 1000, confidence: 
                        random_state: int | None = 0) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean of ``values`` ``(n,)``, resampling entries."""
     _check_confidence(confidence)
+    n_bootstrap = check_positive_int(n_bootstrap, "n_bootstrap")
     rng = np.random.default_rng(random_state)
     means = values[rng.integers(0, len(values), size=(n_bootstrap, len(values)))].mean(axis=1)
     return _percentile_interval(means, confidence)
 
 
 def _check_confidence(confidence: float) -> None:
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1); got {confidence!r}.")
+    if isinstance(confidence, (bool, np.bool_)) or not isinstance(confidence, (int, float, np.number)) \
+            or not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), a number such as 0.95; got {confidence!r}.")
 
 
 def _percentile_interval(means: np.ndarray, confidence: float) -> tuple[float, float]:
@@ -137,12 +150,13 @@ def two_way_bootstrap_interval(values: np.ndarray, n_bootstrap: int = 1000, conf
     asked and which anchors were drawn. With ``R = 1`` it is :func:`bootstrap_interval` over queries.
     NaN entries are not allowed (drop queries with no relevant item before).
     """
-    table = np.asarray(values, dtype=np.float64)
+    table = as_float_array(values, "values")
     if table.ndim != 2 or 0 in table.shape:
         raise ValueError(f"values must be a non-empty (R, Q) table; got shape {table.shape}.")
     if not np.all(np.isfinite(table)):
         raise ValueError("values contains NaN or infinite entries; drop queries with no relevant item first.")
     _check_confidence(confidence)
+    n_bootstrap = check_positive_int(n_bootstrap, "n_bootstrap")
     n_rows, n_columns = table.shape
     rng = np.random.default_rng(random_state)
     means = np.empty(n_bootstrap)
@@ -165,10 +179,12 @@ def retrieval_average_precision(index: Index, queries: ArrayLike, query_labels: 
     position when the queries are gallery items). Returns ``(Q,)`` (or ``(Q, T)``); NaN where
     nothing is relevant.
     """
+    batch_size = check_positive_int(batch_size, "batch_size")
     single = np.ndim(query_labels) == 1
     gallery_labels = np.asarray(gallery_labels).reshape(len(gallery_labels), -1)
     query_labels = np.asarray(query_labels).reshape(len(query_labels), -1)
-    query_matrix = torch.as_tensor(np.asarray(queries)) if not isinstance(queries, torch.Tensor) else queries
+    query_matrix = as_numeric_tensor(queries, "queries")
+    _check_label_counts(len(query_matrix), len(index), query_labels, gallery_labels)
     excluded = None if exclude is None else np.asarray(exclude).reshape(len(query_labels), -1)
     k = len(index) - (0 if excluded is None else excluded.shape[1])
     result = np.empty(query_labels.shape)
@@ -183,6 +199,19 @@ def retrieval_average_precision(index: Index, queries: ArrayLike, query_labels: 
             relevant = gallery_labels[ids, kind] == query_labels[rows, kind, None]
             result[rows, kind] = ranked_average_precision(group_ends, relevant)
     return result[:, 0] if single else result
+
+
+def _check_label_counts(n_queries: int, n_gallery: int, query_labels: np.ndarray,
+                        gallery_labels: np.ndarray) -> None:
+    """One label row per query and per gallery item, with the same number of label kinds."""
+    if len(query_labels) != n_queries or len(gallery_labels) != n_gallery:
+        raise ValueError(
+            f"got {len(query_labels)} query label(s) for {n_queries} queries and {len(gallery_labels)} gallery "
+            f"label(s) for a gallery of {n_gallery}; pass one label per query and one per gallery item, in order."
+        )
+    if query_labels.shape[1] != gallery_labels.shape[1]:
+        raise ValueError(f"query_labels has {query_labels.shape[1]} label kind(s) per row but gallery_labels has "
+                         f"{gallery_labels.shape[1]}; pass the same kinds, (Q, T) and (G, T).")
 
 
 def retrieval_map(index: Index, queries: ArrayLike, query_labels: ArrayLike,

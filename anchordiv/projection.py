@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 import torch
 
+from ._validation import check_positive_int
+
 if TYPE_CHECKING:
     from .search import Index
 
@@ -25,6 +27,9 @@ DEFAULT_EPOCHS = 200
 
 def sample_ids(n_items: int, limit: int, seed: int = 0) -> np.ndarray:
     """Sorted ids of at most ``limit`` of ``n_items`` items, a fixed random subset when smaller."""
+    n_items = check_positive_int(n_items, "n_items", minimum=0)
+    limit = check_positive_int(limit, "limit")
+    seed = check_positive_int(seed, "seed", minimum=0)
     if n_items <= limit:
         return np.arange(n_items)
     return np.sort(np.random.default_rng(seed).choice(n_items, size=limit, replace=False))
@@ -40,8 +45,9 @@ def knn_graph(index: Index, embeddings: torch.Tensor, n_neighbors: int = DEFAULT
     """
     n_items = len(embeddings)
     if n_items < 3:
-        raise ValueError(f"a projection needs at least 3 images; the gallery has {n_items}")
-    k = max(2, min(int(n_neighbors), n_items))
+        raise ValueError(f"a projection needs at least 3 images; the gallery has {n_items}; add images")
+    k = max(2, min(check_positive_int(n_neighbors, "n_neighbors"), n_items))
+    batch = check_positive_int(batch, "batch")
     all_ids, all_dists = [], []
     for start in range(0, n_items, batch):
         block = embeddings[start:start + batch]
@@ -59,6 +65,8 @@ def umap_from_knn(indices: np.ndarray, distances: np.ndarray, seed: int = 0, n_e
     each row starting with the item itself)."""
     import umap  # imported here: it is slow to import and only the projection needs it
 
+    seed = check_positive_int(seed, "seed", minimum=0)
+    n_epochs = check_positive_int(n_epochs, "n_epochs")
     n_items, k = indices.shape
     with warnings.catch_warnings():
         # umap warns that precomputed_knn without a search index cannot transform new points; we never do.

@@ -16,7 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import torch
 
-from ._validation import ArrayLike, as_matrix, check_dimension, unit_rows
+from ._validation import ArrayLike, as_matrix, as_numeric_tensor, check_dimension, check_finite_output, unit_rows
 from .device import resolve_device
 from .models.base import BLOCK_ELEMENTS, AnchorModel, like_input
 
@@ -30,8 +30,11 @@ class Index(Protocol):
       ``ids`` ``(Q, k)``, best first. ``k`` must be an integer from 1 to ``len(index)`` minus the
       number of ids excluded per query; anything else raises ``ValueError`` naming that range
       (results are never silently shorter than ``k``). ``exclude`` is ``(Q,)`` or ``(Q, m)``
-      gallery ids to leave out per query, ``-1`` for none. numpy queries give numpy arrays,
-      tensor queries give tensors. A search never changes the index.
+      integer gallery ids to leave out per query, ``-1`` for none (any other id outside the gallery
+      raises ``ValueError``). numpy queries give numpy arrays, tensor queries give tensors. A
+      search never changes the index.
+    * ``AnchorIndex`` raises ``ValueError`` naming the scale when the divergences overflow (a very
+      large scale, above all in float32) rather than rank by NaN or infinity.
     * ``higher_is_closer``: ``False`` when ``values`` are divergences (ascending), ``True`` when
       they are similarities (descending).
     * ``len(index)``: the number of gallery items.
@@ -47,17 +50,26 @@ class Index(Protocol):
 GALLERY_CHUNK = 2**20
 
 
-def _exclusion_matrix(exclude: ArrayLike | None, n_queries: int, device: torch.device) -> torch.Tensor | None:
-    """``exclude`` as a ``(Q, m)`` long tensor of gallery ids (``-1`` pads rows)."""
+def _exclusion_matrix(exclude: ArrayLike | None, n_queries: int, n_gallery: int,
+                      device: torch.device) -> torch.Tensor | None:
+    """``exclude`` as a ``(Q, m)`` long tensor of gallery ids (``-1`` pads rows); ids must be
+    integers from ``-1`` to ``n_gallery - 1``, so a mistyped id is never silently ignored."""
     if exclude is None:
         return None
-    ids = torch.as_tensor(exclude, device=device).long()
+    ids = as_numeric_tensor(exclude, "exclude", embeddings=False)
+    if ids.is_floating_point():
+        raise ValueError(f"exclude must hold integer gallery ids (-1 for none); got dtype {ids.dtype}. "
+                         "Cast the ids to int.")
+    ids = ids.to(device).long()
     ids = ids[:, None] if ids.ndim == 1 else ids
     if ids.ndim != 2 or ids.shape[0] != n_queries:
         raise ValueError(
             f"exclude must hold one row of gallery ids per query, shape ({n_queries},) or ({n_queries}, m); "
             f"got shape {tuple(ids.shape)}."
         )
+    if ids.numel() and (int(ids.min()) < -1 or int(ids.max()) >= n_gallery):
+        raise ValueError(f"exclude holds ids outside -1..{n_gallery - 1} (min {int(ids.min())}, max "
+                         f"{int(ids.max())}); use gallery positions, and -1 to pad a row.")
     return ids
 
 
@@ -138,7 +150,7 @@ class _InnerProductIndex:
         shape ``(Q,)`` or ``(Q, m)`` with ``-1`` for none (e.g. the query's own position).
         Returns numpy arrays for numpy queries, tensors for tensor queries."""
         query_vectors, offset = self._query_vectors(queries)
-        excluded = _exclusion_matrix(exclude, query_vectors.shape[0], self.device)
+        excluded = _exclusion_matrix(exclude, query_vectors.shape[0], self._n_gallery, self.device)
         k = self._check_k(k, excluded)
         keys, bias = self._keys_and_bias()
         scores, ids = top_k_inner_product(query_vectors, keys, bias, k, excluded)
@@ -146,7 +158,7 @@ class _InnerProductIndex:
 
     def _as_queries(self, queries: ArrayLike, dim: int) -> torch.Tensor:
         matrix = as_matrix(queries, "queries")
-        check_dimension(matrix, dim, "queries")
+        check_dimension(matrix, dim, "queries", against="the gallery embeddings")
         return unit_rows(matrix, "queries").to(self.device)
 
 
@@ -209,7 +221,8 @@ class AnchorIndex(_InnerProductIndex):
         """Keys ``(G, d)`` and bias ``(G,)`` of the stored gallery under ``model``'s weights."""
         kappa, grad = model.combine_state(self._state)
         if self.reverse:
-            return grad, kappa - (grad * self._eta).sum(dim=1)
+            bias = kappa - (grad * self._eta).sum(dim=1)
+            return grad, check_finite_output(bias, "the gallery's conjugate terms", model.scale)
         return self._eta, -kappa
 
     def _keys_and_bias(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -230,7 +243,9 @@ class AnchorIndex(_InnerProductIndex):
         return grad, (grad * eta).sum(dim=1) - kappa
 
     def _values(self, scores: torch.Tensor, offset: torch.Tensor) -> torch.Tensor:
-        return offset[:, None] - scores
+        """Divergences ``(Q, k)``; refused when they overflow, as a ranking by them would be arbitrary
+        (a NaN score sorts first, so it always reaches the returned values)."""
+        return check_finite_output(offset[:, None] - scores, "the anchor divergences of the search", self.model.scale)
 
 
 class CosineIndex(_InnerProductIndex):

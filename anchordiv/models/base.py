@@ -27,7 +27,7 @@ from sklearn import config_context
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
-from .._validation import ArrayLike, as_matrix, check_dimension, check_scale, unit_rows
+from .._validation import ArrayLike, as_matrix, check_dimension, check_finite_output, check_scale, unit_rows
 
 # Intermediate arrays are kept below this many elements (about 128 MB at float32).
 BLOCK_ELEMENTS = 2**25
@@ -42,6 +42,17 @@ def row_blocks(n_rows: int, elements_per_row: int) -> list[slice]:
     """Row slices such that one block's intermediate stays under ``BLOCK_ELEMENTS``."""
     rows = max(1, BLOCK_ELEMENTS // max(1, elements_per_row))
     return [slice(start, min(start + rows, n_rows)) for start in range(0, n_rows, rows)]
+
+
+def is_single_point(anchors: torch.Tensor) -> bool:
+    """Whether every row of ``anchors`` ``(N, d)`` is the same (always so for one row): such a set
+    has no spread, so a covariance or principal direction fitted to it is zero."""
+    return bool((anchors == anchors[0]).all())
+
+
+def count_distinct_rows(anchors: torch.Tensor) -> int:
+    """The number of distinct rows of ``anchors`` ``(N, d)`` (exact duplicates count once)."""
+    return int(torch.unique(anchors, dim=0).shape[0])
 
 
 class AnchorModel(BaseEstimator):
@@ -150,12 +161,18 @@ class AnchorModel(BaseEstimator):
     def _blockwise(self, function: Callable, eta: torch.Tensor, outputs: int) -> tuple:
         blocks = row_blocks(eta.shape[0], self._elements_per_row())
         if len(blocks) == 1:
-            result = function(eta)
-            return result if outputs == 2 else (result,)
-        parts = [function(eta[block]) for block in blocks]
-        if outputs == 1:
-            return (torch.cat(parts),)
+            return self._finite(function(eta), outputs)
+        parts = [self._finite(function(eta[block]), outputs) for block in blocks]
         return tuple(torch.cat([part[i] for part in parts]) for i in range(outputs))
+
+    def _finite(self, result: Any, outputs: int) -> tuple:
+        """One block's ``kappa`` (and ``grad kappa``) as a tuple, refused when any entry is NaN or
+        infinite: at a large scale the CGF overflows, and a ranking by it would be arbitrary."""
+        parts = (result,) if outputs == 1 else result
+        names = ("the anchor model's CGF kappa", "the anchor model's gradient grad kappa")
+        for part, name in zip(parts, names):
+            check_finite_output(part, name, self.scale)
+        return parts
 
     # -- hooks for AnchorIndex: what depends on mutable weights and what does not --------
     def gallery_state(self, eta: torch.Tensor, with_grad: bool) -> tuple:
@@ -185,7 +202,9 @@ class AnchorModel(BaseEstimator):
         ``D[i, j] = KL(p(.|eta_x_i) || p(.|eta_y_j))
                   = kappa(eta_y_j) - kappa(eta_x_i) - grad kappa(eta_x_i) . (eta_y_j - eta_x_i)``,
         with ``eta = scale * x / ||x||``. ``reverse=True`` gives ``KL(p(.|eta_y_j) || p(.|eta_x_i))``.
-        Exact up to round-off, which can leave values a hair below 0 (not clamped).
+        Exact up to round-off, which can leave values a hair below 0 (not clamped). Where the
+        scale is so large that ``kappa``, its gradient or ``D`` overflow, a ``ValueError`` names the
+        scale (use a smaller one, or float64 input) rather than returning NaN or infinity.
         """
         eta_x = self.natural_parameters(x, "x")
         eta_y = self.natural_parameters(y, "y")
@@ -198,6 +217,7 @@ class AnchorModel(BaseEstimator):
         kappa_y = self.cgf_eta(eta_y)
         conjugate_x = (grad_x * eta_x).sum(dim=1) - kappa_x
         result = (kappa_y[None, :] - grad_x @ eta_y.T + conjugate_x[:, None])
+        check_finite_output(result, "the anchor divergence", self.scale)
         return like_input(result.T if reverse else result, x)
 
 

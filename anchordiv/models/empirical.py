@@ -6,15 +6,15 @@ import math
 import numpy as np
 import torch
 
-from .._validation import ArrayLike, check_positive_int
-from .base import AnchorModel
+from .._validation import ArrayLike, as_float_vector, check_positive_int
+from .base import AnchorModel, is_single_point
 
 
 def log_anchor_weights(weights: ArrayLike | None, n_anchors: int, like: torch.Tensor) -> torch.Tensor:
     """``log w`` of shape ``(N,)`` for weights normalised to sum to 1 (uniform when ``None``)."""
     if weights is None:
         return torch.full((n_anchors,), -math.log(n_anchors), dtype=like.dtype, device=like.device)
-    array = np.asarray(weights, dtype=np.float64).reshape(-1)
+    array = as_float_vector(weights, "weights")
     if array.shape[0] != n_anchors:
         raise ValueError(f"weights has {array.shape[0]} entries but there are {n_anchors} anchors; pass one weight per anchor.")
     if not np.all(np.isfinite(array)) or np.any(array < 0) or array.sum() <= 0:
@@ -100,6 +100,9 @@ def principal_subspace(anchors: torch.Tensor, rank: int) -> tuple[torch.Tensor, 
             f"rank={rank} needs more anchors: N={n_anchors} anchors in d={dim} span at most {limit} "
             f"principal directions (< d); use rank <= {limit} or add anchors."
         )
+    if is_single_point(anchors):
+        raise ValueError(f"the {n_anchors} anchors are all identical, so they have no principal direction; "
+                         "a latent model needs at least two distinct anchors: add anchors or use EmpiricalAnchors.")
     mean = anchors.mean(dim=0)
     _, singular_values, right_vectors = torch.linalg.svd(anchors - mean, full_matrices=False)
     return mean, right_vectors[:rank], singular_values**2 / n_anchors

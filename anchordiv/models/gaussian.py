@@ -1,11 +1,12 @@
 """Gaussian anchor models: full covariance (optionally shrunk) and probabilistic PCA."""
 from __future__ import annotations
 
+import math
 
 import torch
 
 from .._validation import ArrayLike, as_matrix, check_positive_int, check_scale
-from .base import AnchorModel
+from .base import AnchorModel, is_single_point
 from .empirical import principal_subspace
 
 
@@ -17,10 +18,11 @@ def ledoit_wolf_covariance(anchors: torch.Tensor) -> tuple[torch.Tensor, float]:
     (the same estimate as ``sklearn.covariance.ledoit_wolf``).
     """
     n_anchors, dim = anchors.shape
-    if n_anchors < 2:
+    if is_single_point(anchors):
+        got = "1" if n_anchors == 1 else f"{n_anchors}, all identical"
         raise ValueError(
-            "Ledoit-Wolf shrinkage needs at least 2 anchors to estimate a covariance; got 1. Add "
-            "anchors, use EmpiricalAnchors, or pass shrinkage=<ridge> (e.g. 0.01) for Sigma = ridge * I."
+            f"Ledoit-Wolf shrinkage needs at least 2 anchors to estimate a covariance; got {got}. Add "
+            "distinct anchors, use EmpiricalAnchors, or pass shrinkage=<ridge> (e.g. 0.01) for Sigma = ridge * I."
         )
     centred = anchors - anchors.mean(dim=0)
     sample = centred.T @ centred / n_anchors
@@ -40,17 +42,30 @@ def shrunk_covariance(anchors: torch.Tensor, shrinkage: str | float | None) -> t
     ``lambda >= 0`` giving ``S + lambda I`` (``None`` means 0: the plain sample covariance)."""
     if shrinkage == "ledoit-wolf":
         return ledoit_wolf_covariance(anchors)
-    ridge = 0.0 if shrinkage is None else shrinkage
-    if isinstance(ridge, str) or not float(ridge) >= 0:
-        raise ValueError(f"shrinkage must be 'ledoit-wolf' or a ridge >= 0; got {shrinkage!r}.")
-    if anchors.shape[0] < 2 and float(ridge) == 0:
+    ridge = _check_ridge(shrinkage)
+    if ridge == 0 and is_single_point(anchors):
+        got = "1 anchor" if anchors.shape[0] == 1 else f"{anchors.shape[0]} identical anchors"
         raise ValueError(
-            "A Gaussian needs at least 2 anchors for a covariance, or a ridge > 0; got 1 anchor and "
-            "no ridge. Add anchors or pass shrinkage=<ridge> (e.g. 0.01)."
+            f"A Gaussian needs at least 2 anchors for a covariance, or a ridge > 0; got {got} and "
+            "no ridge. Add distinct anchors or pass shrinkage=<ridge> (e.g. 0.01)."
         )
     centred = anchors - anchors.mean(dim=0)
     eye = torch.eye(anchors.shape[1], dtype=anchors.dtype, device=anchors.device)
-    return centred.T @ centred / anchors.shape[0] + float(ridge) * eye, float(ridge)
+    return centred.T @ centred / anchors.shape[0] + ridge * eye, ridge
+
+
+def _check_ridge(shrinkage: float | None) -> float:
+    """A numeric ``shrinkage`` (``None`` = 0) as a finite ridge ``>= 0``."""
+    message = f"shrinkage must be 'ledoit-wolf' or a ridge >= 0 (a finite number, e.g. 0.01); got {shrinkage!r}."
+    if isinstance(shrinkage, (bool, str, bytes)):
+        raise ValueError(message)
+    try:
+        ridge = 0.0 if shrinkage is None else float(shrinkage)
+    except (TypeError, ValueError) as error:
+        raise ValueError(message) from error
+    if not math.isfinite(ridge) or ridge < 0:
+        raise ValueError(message)
+    return ridge
 
 
 class GaussianAnchors(AnchorModel):

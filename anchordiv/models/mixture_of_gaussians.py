@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from .._validation import check_non_negative, check_positive_int
-from .base import AnchorModel
+from .base import AnchorModel, count_distinct_rows
 from .em import fit_gaussian_mixture
 
 COVARIANCE_TYPES = ("full", "tied", "diag", "spherical")
@@ -54,6 +54,12 @@ class GaussianMixtureAnchors(AnchorModel):
             raise ValueError(
                 f"n_components={n_components} exceeds the {anchors.shape[0]} anchors; use at most "
                 "one component per anchor, or add anchors."
+            )
+        distinct = count_distinct_rows(anchors)
+        if n_components > distinct:
+            raise ValueError(
+                f"n_components={n_components} exceeds the {distinct} distinct anchor(s) (of {anchors.shape[0]}; "
+                f"duplicates add no point to fit); use n_components <= {distinct} or add distinct anchors."
             )
         if self.covariance_type not in COVARIANCE_TYPES:
             raise ValueError(f"covariance_type must be one of {COVARIANCE_TYPES}; got {self.covariance_type!r}.")

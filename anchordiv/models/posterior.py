@@ -7,21 +7,28 @@ import numpy as np
 import torch
 
 from .._validation import ArrayLike, as_matrix, check_dimension, unit_rows
+from .base import is_single_point
 from .empirical import EmpiricalAnchors
 from .gaussian import GaussianAnchors
 
 
 def _check_alpha(alpha: float) -> float:
-    value = float(alpha)
+    message = f"alpha (the prior's pseudo-count) must be finite and >= 0, e.g. 1.0; got {alpha!r}."
+    if isinstance(alpha, (bool, str, bytes)):
+        raise ValueError(message)
+    try:
+        value = float(alpha)
+    except (TypeError, ValueError) as error:
+        raise ValueError(message) from error
     if not math.isfinite(value) or value < 0:
-        raise ValueError(f"alpha (the prior's pseudo-count) must be finite and >= 0; got {alpha!r}.")
+        raise ValueError(message)
     return value
 
 
 def _prior_and_target(prior_anchors: ArrayLike, target_anchors: ArrayLike) -> tuple[torch.Tensor, torch.Tensor]:
     prior = unit_rows(as_matrix(prior_anchors, "prior_anchors"), "prior_anchors")
     target = unit_rows(as_matrix(target_anchors, "target_anchors"), "target_anchors")
-    check_dimension(target, prior.shape[1], "target_anchors")
+    check_dimension(target, prior.shape[1], "target_anchors", against="the prior_anchors")
     return prior, target.to(device=prior.device, dtype=prior.dtype)
 
 
@@ -61,8 +68,9 @@ def posterior_gaussian(prior_anchors: ArrayLike, target_anchors: ArrayLike, alph
     alpha = _check_alpha(alpha)
     prior, target = _prior_and_target(prior_anchors, target_anchors)
     n_target = target.shape[0]
-    if alpha == 0 and n_target < 2:
-        raise ValueError("alpha=0 with a single target anchor leaves no covariance; use alpha > 0 or add targets.")
+    if alpha == 0 and is_single_point(target):
+        raise ValueError("alpha=0 with a single (distinct) target anchor leaves no covariance; use alpha > 0 or "
+                         "add distinct targets.")
     prior_model = GaussianAnchors(scale=scale, shrinkage=shrinkage).fit(prior)
     target_mean = target.mean(dim=0)
     centred = target - target_mean

@@ -18,8 +18,8 @@ from typing import Any, Callable, Mapping
 
 import torch
 
-from .._validation import ArrayLike, as_matrix
-from .base import AnchorModel
+from .._validation import ArrayLike, as_matrix, check_positive_int, unit_rows
+from .base import AnchorModel, count_distinct_rows, is_single_point
 from .empirical import EmpiricalAnchors, LatentEmpiricalAnchors
 from .gaussian import GaussianAnchors, LatentGaussianAnchors
 from .mixture_of_gaussians import GaussianMixtureAnchors
@@ -72,29 +72,36 @@ class AnchorModelKind:
         return self.fitter(matrix, prior_matrix, scale, {**self.defaults, **params})
 
 
+def _one_direction(anchors: torch.Tensor) -> bool:
+    """Whether the anchors ``(N, d)`` are one point once normalised (one anchor, or copies of it)."""
+    return is_single_point(unit_rows(anchors, "anchors"))
+
+
 def _softmax(anchors: torch.Tensor, _prior, scale: float, _params: dict) -> tuple[AnchorModel, list[str]]:
     notes = []
-    if len(anchors) == 1:
-        notes.append("With one anchor every image tilts to the same distribution, so every softmax "
-                     "divergence is 0 and the ranking is arbitrary; add anchors.")
+    if _one_direction(anchors):
+        notes.append("With one anchor (or copies of one) every image tilts to the same distribution, so every "
+                     "softmax divergence is 0 and the ranking is arbitrary; add anchors.")
     return EmpiricalAnchors(scale=scale).fit(anchors), notes
 
 
 def _gaussian(anchors: torch.Tensor, _prior, scale: float, params: dict) -> tuple[AnchorModel, list[str]]:
-    if len(anchors) == 1 and params["shrinkage"] == "ledoit-wolf":
-        note = (f"One anchor has no covariance; using a ridge Sigma = {SINGLE_ANCHOR_RIDGE} I "
+    if params["shrinkage"] == "ledoit-wolf" and _one_direction(anchors):
+        note = (f"One anchor (or copies of one) has no covariance; using a ridge Sigma = {SINGLE_ANCHOR_RIDGE} I "
                 "(a scaled cosine geometry).")
         return GaussianAnchors(scale=scale, shrinkage=SINGLE_ANCHOR_RIDGE).fit(anchors), [note]
     return GaussianAnchors(scale=scale, shrinkage=params["shrinkage"]).fit(anchors), []
 
 
 def _gmm(anchors: torch.Tensor, _prior, scale: float, params: dict) -> tuple[AnchorModel, list[str]]:
-    requested = params["n_components"]
-    components = max(1, min(int(requested), len(anchors) // ANCHORS_PER_COMPONENT))
+    requested = check_positive_int(params["n_components"], "n_components")
+    distinct = count_distinct_rows(unit_rows(anchors, "anchors"))
+    components = max(1, min(requested, len(anchors) // ANCHORS_PER_COMPONENT, distinct))
     notes = []
     if components != requested:
-        notes.append(f"{len(anchors)} anchor(s) support at most {components} component(s) (at least "
-                     f"{ANCHORS_PER_COMPONENT} anchors each); using {components}.")
+        duplicates = f", {distinct} of them distinct," if distinct < len(anchors) else ""
+        notes.append(f"{len(anchors)} anchor(s){duplicates} support at most {components} component(s) (at least "
+                     f"{ANCHORS_PER_COMPONENT} anchors each, one distinct anchor at least); using {components}.")
     model = GaussianMixtureAnchors(n_components=components, covariance_type=params["covariance_type"], scale=scale,
                                    random_state=params["random_state"], reg_covar=params["reg_covar"])
     return model.fit(anchors), notes
@@ -103,14 +110,19 @@ def _gmm(anchors: torch.Tensor, _prior, scale: float, params: dict) -> tuple[Anc
 def _latent(model_class: type) -> Fitter:
     def fit(anchors: torch.Tensor, _prior, scale: float, params: dict) -> tuple[AnchorModel, list[str]]:
         n_anchors, dim = anchors.shape
-        limit = min(n_anchors - 1, dim - 1)
+        requested = check_positive_int(params["rank"], "rank")
+        if dim < 2:
+            raise ValueError("a latent model needs embeddings of dimension d >= 2; got d = 1. Choose another model.")
+        distinct = count_distinct_rows(unit_rows(anchors, "anchors"))
+        limit = min(distinct - 1, dim - 1)
         if limit < 1:
             raise ValueError("a latent model needs at least two distinct anchors; add anchors or choose another model")
-        requested = params["rank"]
-        rank = max(1, min(int(requested), limit))
+        rank = min(requested, limit)
         notes = []
         if rank != requested:
-            notes.append(f"{n_anchors} anchors span at most {limit} principal direction(s); using rank {rank}.")
+            duplicates = f" ({distinct} distinct)" if distinct < n_anchors else ""
+            notes.append(f"{n_anchors} anchors{duplicates} span at most {limit} principal direction(s); "
+                         f"using rank {rank}.")
         return model_class(rank=rank, scale=scale).fit(anchors), notes
     return fit
 
@@ -123,8 +135,9 @@ def _posterior_softmax(anchors: torch.Tensor, prior: torch.Tensor, scale: float,
 def _posterior_gaussian(anchors: torch.Tensor, prior: torch.Tensor, scale: float,
                         params: dict) -> tuple[AnchorModel, list[str]]:
     notes, shrinkage = [], params["shrinkage"]
-    if len(prior) == 1 and shrinkage == "ledoit-wolf":
-        notes.append(f"One prior anchor has no covariance; the prior uses a ridge Sigma = {SINGLE_ANCHOR_RIDGE} I.")
+    if shrinkage == "ledoit-wolf" and _one_direction(prior):
+        notes.append(f"One prior anchor (or copies of one) has no covariance; the prior uses a ridge "
+                     f"Sigma = {SINGLE_ANCHOR_RIDGE} I.")
         shrinkage = SINGLE_ANCHOR_RIDGE
     return posterior_gaussian(prior, anchors, alpha=params["alpha"], scale=scale, shrinkage=shrinkage), notes
 
