@@ -232,34 +232,40 @@ def test_run_killed_between_data_and_meta_is_not_trusted(folder, monkeypatch):
             raise KeyboardInterrupt  # stands in for SIGKILL after the new vectors replaced the old ones
         atomic_write(path, write)
 
-    monkeypatch.setattr(embeddings_module, "atomic_write", killed_before_meta)
-    with pytest.raises(KeyboardInterrupt):
+    # A context, not monkeypatch.undo(): that would also unset the fixture's ANCHORDIV_CACHE.
+    with monkeypatch.context() as patch, pytest.raises(KeyboardInterrupt):
+        patch.setattr(embeddings_module, "atomic_write", killed_before_meta)
         embed_folder(folder, CountingEncoder(), progress=False)
-    monkeypatch.undo()
-    assert [path.suffix for path in writes] == [".npy", ".json"]
+    assert [path.suffix for path in writes] == [".npz", ".npy", ".json"]  # the finished batch, then the cache
 
     encoder = CountingEncoder()
     after = embed_folder(folder, encoder, progress=False)
-    assert encoder.images_seen == 5 and after.reused == 0  # the old meta no longer vouches for the data
+    # The old meta no longer vouches for the data, so only the killed run's finished batch (the edit) is reused.
+    assert encoder.images_seen == 4 and after.reused == 1
     torch.testing.assert_close(after.embeddings[0], encoder.encode_images([picture(100)])[0])
 
 
 def test_run_killed_while_writing_data_leaves_nothing_to_trust(folder, tmp_path, monkeypatch):
     def dies_mid_write(path, write):
+        if path.suffix != ".npy":  # the finished batches are written; the run dies writing the full cache
+            return atomic_write(path, write)
+
         def partial(handle):
             handle.write(b"\x93NUMPY half a file")
             raise KeyboardInterrupt
 
         atomic_write(path, partial)
 
-    monkeypatch.setattr(embeddings_module, "atomic_write", dies_mid_write)
-    with pytest.raises(KeyboardInterrupt):
+    with monkeypatch.context() as patch, pytest.raises(KeyboardInterrupt):
+        patch.setattr(embeddings_module, "atomic_write", dies_mid_write)
         embed_folder(folder, CountingEncoder(), progress=False)
-    monkeypatch.undo()
-    assert cache_files(tmp_path) == []  # atomic_write removed its temporary file
+    # atomic_write removed its temporary file; what is left is the finished batch, kept for the next run.
+    assert not [name for name in cache_files(tmp_path) if name.endswith(".tmp") or name.endswith(".npy")]
+    assert [name.startswith("batch-") for name in cache_files(tmp_path)] == [True, False]  # and the lock
 
     encoder = CountingEncoder()
-    assert embed_folder(folder, encoder, progress=False).reused == 0 and encoder.images_seen == 5
+    assert embed_folder(folder, encoder, progress=False).reused == 5 and encoder.images_seen == 0
+    assert [name.rpartition(".")[2] for name in cache_files(tmp_path)] == ["npy", "json"]  # partial folder gone
 
 
 def test_labels_csv_joins_on_path_or_filename(folder, tmp_path):
@@ -345,3 +351,64 @@ def test_embed_command_missing_folder(tmp_path, capsys):
     assert main(["embed", str(tmp_path / "absent"), "--model", f"open_clip:{TINY_ARCH}",
                  "--pretrained", str(make_tiny_checkpoint(tmp_path)[0])]) == 2
     assert "does not exist or is not a folder" in capsys.readouterr().err
+
+
+# ---- a run killed for real keeps its finished batches -------------------------------------------
+
+KILLED_RUN = """
+import sys, time
+sys.path.insert(0, sys.argv[3])
+from test_embeddings import CountingEncoder
+from anchordiv.embeddings import embed_folder
+
+class SlowEncoder(CountingEncoder):
+    def _encode_image_batch(self, images):
+        time.sleep(0.15)  # time for the parent to see some batches land, and to kill the run mid-way
+        return super()._encode_image_batch(images)
+
+embed_folder(sys.argv[1], SlowEncoder(), batch_size=int(sys.argv[2]), progress=False)
+"""
+
+
+def test_sigkilled_run_resumes_where_it_stopped(tmp_path, monkeypatch):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ANCHORDIV_CACHE", str(cache))
+    root = tmp_path / "many"
+    for index in range(200):
+        path = root / f"class{index % 4}" / f"{index:03d}.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        picture(index, (6, 5)).save(path)
+    batch_size = 8
+    run = subprocess.Popen([sys.executable, "-c", KILLED_RUN, str(root), str(batch_size), str(Path(__file__).parent)],
+                           env={**os.environ, "ANCHORDIV_CACHE": str(cache)}, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 90
+        while len(list(cache.rglob("batch-*.npz"))) < 3:
+            assert run.poll() is None, f"the run ended before it could be killed: {run.stderr.read().decode()[-2000:]}"
+            assert time.monotonic() < deadline, "no batches were written within 90 s"
+            time.sleep(0.01)
+    finally:
+        run.send_signal(signal.SIGKILL)
+        run.wait()
+        run.stderr.close()
+    partial = next(cache.rglob("*.partial"))
+    (partial / ".batch-leftover.npz.abc123.tmp").write_bytes(b"")  # what a kill inside atomic_write leaves
+    kept = len(list(partial.glob("batch-*.npz")))
+    assert 3 <= kept < 200 // batch_size and not list(cache.rglob("*.npy.json"))
+
+    encoder = CountingEncoder()
+    resumed = embed_folder(root, encoder, batch_size=batch_size, progress=False)
+    assert resumed.reused == kept * batch_size and encoder.images_seen == 200 - kept * batch_size
+    assert sorted(path.name for path in cache.rglob("*")) == sorted(  # no partial folder, no temporary files
+        ["embeddings", resumed.cache_path.name, resumed.cache_path.name + ".json"])
+
+    monkeypatch.setenv("ANCHORDIV_CACHE", str(tmp_path / "other-cache"))
+    uninterrupted = embed_folder(root, CountingEncoder(), batch_size=batch_size, progress=False)
+    assert resumed.paths == uninterrupted.paths and len(resumed.paths) == 200
+    torch.testing.assert_close(resumed.embeddings, uninterrupted.embeddings, rtol=1e-6, atol=1e-6)

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..embeddings import list_files
+from ..embeddings import list_files, read_csv_file
 
 
 @dataclass(frozen=True)
@@ -339,10 +339,8 @@ def load_chexpert(
 
 def _read_chexpert_csv(path: Path) -> pd.DataFrame:
     """The CSV at ``path`` as strings (blank cells ""), with a ValueError if it is unreadable or lacks a column."""
-    try:
-        table = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except ValueError as error:  # pandas' ParserError, EmptyDataError and decoding errors are ValueErrors
-        raise ValueError(f"chexpert: {path} is not a readable CSV ({error})") from error
+    # Bounded, regular files only, and errors that name the line and the fix (see read_csv_file).
+    table = read_csv_file(path, f"chexpert: {path}", dtype=str, keep_default_na=False)
     missing = [column for column in ("Path", "Frontal/Lateral") + CHEXPERT_CONDITIONS if column not in table.columns]
     if missing:
         raise ValueError(f"chexpert: {path} lacks the columns {missing}; a CheXpert CSV has Path, Frontal/Lateral "

@@ -29,6 +29,7 @@ from PIL import Image
 
 from anchordiv.cache import cache_dir as anchordiv_cache_dir
 from anchordiv.cache import sha256_file
+from anchordiv.images import file_problem
 
 from .base import CheckpointNotFound, Encoder
 
@@ -146,7 +147,8 @@ def resolve_checkpoint(
     tag_cfg = get_pretrained_cfg(arch, str(pretrained))
     if not tag_cfg:
         path = Path(pretrained).expanduser()
-        if path.is_file():
+        if os.path.lexists(path):
+            _refuse_unreadable(path)  # a pipe, device, link loop or /proc entry: say so, never block on it
             return Checkpoint(path=path)
         raise CheckpointNotFound(
             f"open_clip:{arch} pretrained={str(pretrained)!r} is neither an existing checkpoint file nor an "
@@ -249,6 +251,7 @@ def _not_found_message(arch: str, tag: str, tag_cfg: dict[str, Any], cache_dir: 
 
 def _verified_sha256(checkpoint: Checkpoint) -> str:
     """sha256 of the checkpoint file, checked against the published digest where there is one."""
+    _refuse_unreadable(checkpoint.path)
     digest = sha256_file(checkpoint.path)
     if checkpoint.expected_sha256 and not digest.startswith(checkpoint.expected_sha256):
         raise ValueError(
@@ -256,6 +259,14 @@ def _verified_sha256(checkpoint: Checkpoint) -> str:
             f"{checkpoint.expected_sha256}: the file is damaged or incomplete; delete it and fetch it again"
         )
     return digest
+
+
+def _refuse_unreadable(path: Path) -> None:
+    """ValueError unless ``path`` is a regular file outside /proc, /sys and /dev (checked before any read)."""
+    problem = file_problem(path)
+    if problem is not None:
+        raise ValueError(f"checkpoint {path}: {problem}; pass the path of a checkpoint file "
+                         "(.pt, .pth, .bin or .safetensors)")
 
 
 def _refuse_hub_dependencies(arch: str, model_cfg: dict[str, Any]) -> None:
