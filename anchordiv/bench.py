@@ -8,18 +8,25 @@ by the machine's matmul throughput, measured in the same run with torch on the s
 """
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import asdict, dataclass
 from typing import Callable
 
+import numpy as np
 import torch
 
 from ._validation import check_positive_int, check_scale
 from .device import resolve_device
 from .models import anchor_model_kind
+from .models.base import BLOCK_ELEMENTS
+from .models.em import SCATTER_BLOCK_ELEMENTS
 from .search import AnchorIndex, CosineIndex
 
 METHODS = ("cosine", "softmax", "gaussian", "gmm", "naive")
+# BenchConfig's integer fields and their smallest allowed values.
+INTEGER_FIELDS = {"queries": 1, "gallery": 1, "dim": 1, "k": 1, "repeats": 1, "gmm_components": 1, "naive_queries": 1,
+                  "warmup": 0, "naive_max_anchors": 0, "gmm_max_anchors": 0, "seed": 0}
 
 
 @dataclass
@@ -40,26 +47,95 @@ class BenchConfig:
     device: str | None = None
     seed: int = 0
 
-    def validate(self) -> "BenchConfig":
-        """Refuse sizes the run cannot honour before any time is spent measuring."""
-        for name in ("queries", "gallery", "dim", "k", "repeats", "gmm_components", "naive_queries"):
-            check_positive_int(getattr(self, name), name)
-        check_positive_int(self.warmup, "warmup", minimum=0)
-        if not self.anchors or min(self.anchors) < 2:
-            raise ValueError(f"anchors must list counts N >= 2; got {list(self.anchors)}.")
+    def validate(self, label: Callable[[str], str] = str) -> "BenchConfig":
+        """Refuse settings the run cannot honour, and sizes that would not fit in memory (see
+        :meth:`memory_estimate`), before anything is allocated or timed. ``label`` turns a field
+        name into what the caller calls it in messages (the command line passes ``--queries``
+        for ``queries``). Integer fields given as numpy integers are stored as Python ints."""
+        for name, minimum in INTEGER_FIELDS.items():
+            setattr(self, name, check_positive_int(getattr(self, name), label(name), minimum=minimum))
+        self.anchors = self._anchor_counts(label)
         if self.k > self.gallery:
-            raise ValueError(f"k={self.k} must be an integer from 1 to {self.gallery} (the gallery size); lower k.")
-        unknown = set(self.methods) - set(METHODS)
-        if unknown:
-            raise ValueError(f"unknown methods {sorted(unknown)}; choose from {list(METHODS)}.")
-        check_scale(self.scale)
+            raise ValueError(f"{label('k')}={self.k} must be an integer from 1 to {self.gallery} (the gallery size, "
+                             f"{label('gallery')}); lower {label('k')}.")
+        methods = (self.methods,) if isinstance(self.methods, str) else tuple(self.methods)
+        unknown = set(methods) - set(METHODS)
+        if unknown or not methods:
+            raise ValueError(f"{label('methods')} has unknown or no methods {sorted(unknown)}; "
+                             f"choose from {list(METHODS)}.")
+        self.methods = methods
+        try:
+            check_scale(self.scale)
+        except ValueError as error:
+            raise ValueError(f"{label('scale')}: {error}") from error
+        self._check_memory(label)
         return self
+
+    def _anchor_counts(self, label: Callable[[str], str]) -> tuple[int, ...]:
+        counts = (self.anchors,) if isinstance(self.anchors, (int, np.integer)) else tuple(self.anchors)
+        if not counts:
+            raise ValueError(f"{label('anchors')} must list at least one anchor count N >= 2; got none.")
+        return tuple(check_positive_int(n, f"each of {label('anchors')}", minimum=2) for n in counts)
+
+    def memory_estimate(self) -> dict[str, int]:
+        """Bytes the run needs at its peak, by part: the data (with its generation's copies), the
+        matmul probes, the gallery terms, the blocked score matrices, and the GMM's EM and the
+        naive method's ``(G, N)`` arrays at the largest anchor count each runs at."""
+        q, g, d, m = self.queries, self.gallery, self.dim, self.gmm_components
+        largest = max(self.anchors)
+        parts = {
+            "queries and gallery": 3 * (q + g) * d * 4,
+            "anchors": 3 * largest * d * 4,
+            "gallery terms": 3 * g * d * 4,
+            "matmul probes": (q * d + d * g + q * g) * 4 + 3 * 2048 * 2048 * 8,
+            "blocked score matrices": 4 * BLOCK_ELEMENTS * 8,
+        }
+        gmm = [n for n in self.anchors if n <= self.gmm_max_anchors]
+        if "gmm" in self.methods and gmm:
+            n = max(gmm)  # EM's responsibilities and X @ prec_chol, its covariances, and its matmul probe
+            parts["GMM EM"] = (4 * n * m * d + 4 * m * d * d + n * d + SCATTER_BLOCK_ELEMENTS) * 8
+        naive = [n for n in self.anchors if n <= self.naive_max_anchors]
+        if "naive" in self.methods and naive:
+            n, rows = max(naive), min(q, self.naive_queries)
+            parts["naive arrays"] = (3 * g * n + 2 * rows * n + 3 * max(BLOCK_ELEMENTS, g * n)) * 4
+        return parts
+
+    def _check_memory(self, label: Callable[[str], str]) -> None:
+        parts = self.memory_estimate()
+        device = resolve_device(self.device, label("device"))
+        available = available_memory(device)
+        if sum(parts.values()) > available:
+            detail = ", ".join(f"{name} {_gib(size)}" for name, size in parts.items())
+            sizes = ", ".join(label(name) for name in ("queries", "gallery", "dim", "anchors"))
+            raise ValueError(
+                f"this benchmark needs about {_gib(sum(parts.values()))} of memory ({detail}) but {device} has "
+                f"{_gib(available)} available; lower {sizes}, or {label('naive_max_anchors')} / "
+                f"{label('gmm_max_anchors')} to skip the naive method and the GMM at large N.")
 
     @classmethod
     def paper(cls) -> "BenchConfig":
         """Table 4's size: 10,000 queries, 50,000 gallery, N = 2^10 ... 2^17 (meant for a GPU)."""
         return cls(queries=10000, gallery=50000, anchors=(2**10, 2**12, 2**14, 2**16, 2**17),
                    repeats=10, warmup=3, naive_queries=200, gmm_max_anchors=2**14)
+
+
+def available_memory(device: torch.device) -> int:
+    """Bytes free for tensors on ``device``: the GPU's free memory, else the host's available
+    memory (``MemAvailable`` from ``/proc/meminfo``, or free pages from ``os.sysconf``)."""
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    try:
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+
+
+def _gib(size: int) -> str:
+    return f"{size / 2**30:,.1f} GiB"
 
 
 @dataclass

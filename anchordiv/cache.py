@@ -11,10 +11,63 @@ from typing import Callable
 import numpy as np
 
 
-def cache_dir() -> Path:
-    """``$ANCHORDIV_CACHE`` when set (and non-empty), else ``~/.cache/anchordiv``; not created here."""
-    configured = os.environ.get("ANCHORDIV_CACHE")
-    return Path(configured).expanduser() if configured else Path.home() / ".cache" / "anchordiv"
+CACHE_VARIABLE = "ANCHORDIV_CACHE"
+
+
+def cache_dir(writable: bool = False) -> Path:
+    """``$ANCHORDIV_CACHE`` when set (and non-empty), else ``~/.cache/anchordiv``; not created here.
+
+    Raises ``ValueError`` naming the variable when the path is a file (or lies under one), and
+    with ``writable=True`` also when this process could not create or write it. Without it, a
+    read-only cache filled in advance stays usable.
+    """
+    configured = os.environ.get(CACHE_VARIABLE)
+    path = Path(configured).expanduser() if configured else Path.home() / ".cache" / "anchordiv"
+    what = f"{CACHE_VARIABLE}={configured}" if configured else f"the anchordiv cache {path} ({CACHE_VARIABLE} unset)"
+    check_folder(path, what, f"set {CACHE_VARIABLE} to a folder you can write to", writable=writable)
+    return path
+
+
+def check_folder(path: str | os.PathLike, what: str, fix: str, writable: bool = True) -> Path:
+    """``path`` if it is a folder, or one that can be created: its nearest existing ancestor is a
+    folder (and, with ``writable``, one this process may write to). Otherwise ``ValueError``
+    naming ``what`` (e.g. "--out 'reports'"), the path in the way and ``fix``. Nothing is created."""
+    path = Path(path).expanduser()
+    problem = _folder_problem(path, writable, named=True)
+    if problem:
+        raise ValueError(f"{what} {problem}; {fix}")
+    return path
+
+
+def check_file_target(path: str | os.PathLike, what: str, fix: str) -> Path:
+    """``path`` if a file can be written there: not a folder, in a folder that exists or can be
+    created (see :func:`check_folder`). Checked before the work, as writing would fail after it."""
+    path = Path(path).expanduser()
+    problem = "is a folder, not a file" if path.is_dir() else _folder_problem(path.parent, True, named=False)
+    if problem:
+        raise ValueError(f"{what} {problem}; {fix}")
+    return path
+
+
+def _folder_problem(path: Path, writable: bool, named: bool) -> str | None:
+    """What keeps ``path`` from being a (writable) folder, in words; ``None`` when nothing does.
+    ``named``: the caller's message names ``path`` itself (else a file inside it)."""
+    existing = path
+    while not _exists(existing) and existing != existing.parent:
+        existing = existing.parent
+    here = named and existing == path
+    if not existing.is_dir():
+        return "is a file, not a folder" if here else f"cannot be created: {existing} is a file, not a folder"
+    if writable and not os.access(existing, os.W_OK | os.X_OK):
+        return "is not writable by this user" if here else f"cannot be created: {existing} is not writable by this user"
+    return None
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except OSError:  # e.g. a folder above it that this user may not list
+        return False
 
 
 def sha256_file(path: Path) -> str:
@@ -43,7 +96,18 @@ def atomic_write(path: Path, write: Callable[[object], None]) -> None:
 
     The rename is atomic on POSIX and Windows, so a reader sees either the old file or the
     complete new one; a run killed mid-write leaves only a stray ``*.tmp`` that nothing reads.
+    An operating-system fault (no permission, no space, a file where a folder should be) is
+    raised as ``ValueError`` naming ``path``.
     """
+    try:
+        _write_and_replace(path, write)
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise ValueError(f"cannot write {path}: {reason}; free some space or choose a folder you can write to "
+                         f"(for the cache: set {CACHE_VARIABLE})") from error
+
+
+def _write_and_replace(path: Path, write: Callable[[object], None]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False)
     try:

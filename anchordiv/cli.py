@@ -3,19 +3,104 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from dataclasses import fields
 from pathlib import Path
+from typing import Callable
+
+from .cache import atomic_write, cache_dir, check_file_target, check_folder
+
+
+class UsageError(ValueError):
+    """A command line argparse refused (unknown option, bad number, missing argument), raised
+    instead of argparse's exit so that :func:`main` reports it like any other ``ValueError``."""
+
+    def __init__(self, prog: str, message: str):
+        super().__init__(f"{message} (see `{prog} --help`)")
+        self.prog = prog
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):
+        raise UsageError(self.prog, message)
+
+
+def _integer(minimum: int) -> Callable[[str], int]:
+    """An argparse type: an integer ``>= minimum``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < minimum:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}; got {text!r}")
+        return value
+    return parse
+
+
+def _number(low: float, high: float = math.inf, low_open: bool = False) -> Callable[[str], float]:
+    """An argparse type: a finite number from ``low`` (excluded when ``low_open``) to ``high``."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value) or value < low or value > high or (low_open and value == low):
+            bound = (f"> {low:g}" if low_open else f">= {low:g}") + (f" and <= {high:g}" if math.isfinite(high) else "")
+            raise argparse.ArgumentTypeError(f"must be a finite number {bound}; got {text!r}")
+        return value
+    return parse
+
+
+COUNT, NATURAL, POSITIVE, FRACTION = _integer(1), _integer(0), _number(0, low_open=True), _number(0, 1)
+
+
+def _option(name: str) -> str:
+    """The option that sets field ``name``: ``naive_queries`` -> ``--naive-queries``."""
+    return "--" + name.replace("_", "-")
+
+
+def _labels_for(args: argparse.Namespace) -> Callable[[str], str]:
+    """Field name -> what to call it in a message: its option where this command has one."""
+    return lambda name: _option(name) if hasattr(args, name) else name
+
+
+def _check_output_file(path: str | None, option: str) -> None:
+    """Before the work: a file can be written at ``path`` (when given)."""
+    if path:
+        check_file_target(path, f"{option} {path!r}", f"give {option} a file path in a folder you can write to")
+
+
+def _check_output_folder(path: str, option: str) -> None:
+    """Before the work: ``path`` is a folder, or can be made one, that this user can write to."""
+    check_folder(path, f"{option} {path!r}", f"give {option} a folder you can write to")
+
+
+def _check_input(path: str | None, option: str, what: str, folder: bool = False) -> None:
+    """Before the work: ``path`` (when given) is an existing file (or folder)."""
+    if path is not None and not (Path(path).is_dir() if folder else Path(path).is_file()):
+        kind = "folder" if folder else "file"
+        raise ValueError(f"{option} {path!r} does not exist or is not a {kind}; give {what}")
+
+
+def _check_device(args: argparse.Namespace) -> None:
+    """Before loading anything: the ``--device`` asked for exists here."""
+    from .device import resolve_device
+
+    resolve_device(args.device, "--device")
 
 
 def _bench(args: argparse.Namespace) -> int:
     from .bench import BenchConfig, run_benchmark, summary
 
+    _check_output_file(args.json, "--json")
     config = BenchConfig.paper() if args.paper else BenchConfig()
     for field in fields(BenchConfig):
         value = getattr(args, field.name, None)
         if value is not None:
             setattr(config, field.name, tuple(value) if isinstance(value, list) else value)
+    config.validate(_labels_for(args))
     print(f"anchordiv bench: Q={config.queries} queries, G={config.gallery} gallery, d={config.dim}, "
           f"k={config.k}, scale={config.scale}, warm-up {config.warmup}, best of {config.repeats}", flush=True)
     result = run_benchmark(config, log=lambda line: print(line, flush=True))
@@ -29,8 +114,7 @@ def _write_json(path: str | None, result: object) -> None:
     """Write ``result`` as JSON when a ``--json`` path was given."""
     if path:
         target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(result, indent=2, default=float))
+        atomic_write(target, lambda handle: handle.write(json.dumps(result, indent=2, default=float).encode()))
         print(f"wrote {target}")
 
 
@@ -38,8 +122,12 @@ def _embed(args: argparse.Namespace) -> int:
     from .embeddings import embed_folder, export_npz
     from .encoders import load_encoder
 
-    if not Path(args.folder).is_dir():  # before loading a model, which can take a while
-        raise ValueError(f"image folder {args.folder!r} does not exist or is not a folder")
+    # Everything that can be checked is, before loading a model, which can take a while.
+    _check_input(args.folder, "image folder", "a folder of images", folder=True)
+    _check_input(args.labels, "--labels", "a CSV file with a path (or filename) column")
+    _check_output_file(args.out, "--out")
+    _check_device(args)
+    cache_dir(writable=True)
     encoder = load_encoder(args.model, pretrained=args.pretrained, device=args.device,
                            allow_download=args.allow_download)
     print(f"anchordiv embed: {args.folder} with {encoder.name} on {encoder.device}", flush=True)
@@ -60,6 +148,9 @@ def _train_builtin(args: argparse.Namespace) -> int:
     from .builtin.commands import train_command
     from .builtin.train import TrainConfig
 
+    _check_output_folder(args.out, "--out")
+    _check_device(args)
+    cache_dir(writable=True)
     config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, seed=args.seed, max_emoji=args.max_emoji,
                          name_smoothing=args.name_smoothing, classify_subcategory=args.classify_subcategory)
     train_command(config, Path(args.out), device=args.device)
@@ -69,29 +160,69 @@ def _train_builtin(args: argparse.Namespace) -> int:
 def _evaluate_builtin(args: argparse.Namespace) -> int:
     from .builtin.commands import evaluate_command
 
+    _check_input(args.weights, "--weights", "the folder with the built-in weights and manifest", folder=True)
+    _check_output_file(args.json, "--json")
+    _check_device(args)
     _write_json(args.json, evaluate_command(Path(args.weights), scales=args.scales, device=args.device,
                                             memory_weight=args.memory_weight))
     return 0
 
 
-def _read_lines(path: str | None) -> list[str]:
+def _read_lines(path: str | None, option: str) -> list[str]:
+    """The non-blank lines of the anchor file ``path`` given with ``option`` (none when no file)."""
     if path is None:
         return []
-    if not Path(path).is_file():
-        raise ValueError(f"anchor file {path!r} does not exist; give a text file with one anchor per line")
-    return [line.strip() for line in Path(path).read_text().splitlines() if line.strip()]
+    fix = "give a UTF-8 text file with one anchor per line"
+    _check_input(path, option, "a text file with one anchor per line")
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeError) as error:
+        raise ValueError(f"{option} {path!r} cannot be read ({error}); {fix}") from error
+    return [line.strip() for line in text.splitlines() if line.strip()]
 
 
-def _reproduce_study(args: argparse.Namespace, encoder):
+FOLDER_ONLY = ("labels", "object_column", "style_column", "group_column", "object_anchors", "style_anchors",
+               "prior_anchors")
+
+
+def _check_reproduce_sources(args: argparse.Namespace) -> None:
+    """Before loading a model: the options name one source of images, and it exists."""
+    if args.layout and args.folder:
+        raise ValueError("--layout and --folder both name the images; give one of them")
+    if args.layout and not args.root:
+        raise ValueError("--layout needs --root, the dataset's folder")
+    if args.root and not args.layout:
+        raise ValueError("--root is the folder of a --layout; add --layout (or use --folder for a plain image folder)")
+    given = [_option(name) for name in FOLDER_ONLY if getattr(args, name) is not None]
+    if given and not args.folder:
+        raise ValueError(f"{', '.join(given)} {'apply' if len(given) > 1 else 'applies'} only with --folder; "
+                         "add --folder or drop them")
+    _check_input(args.root, "--root", "the dataset's folder", folder=True)
+    _check_input(args.folder, "--folder", "a folder of images (subfolders are object labels)", folder=True)
+    _check_input(args.labels, "--labels", "a CSV file with a path (or filename) column")
+    if args.folder:
+        _check_label_columns(args)
+
+
+def _check_label_columns(args: argparse.Namespace) -> None:
+    """Every ``--*-column`` names a column the folder's labels will have."""
+    from .gallery import label_columns
+
+    columns = label_columns(args.labels, "--labels")
+    for name in ("object_column", "style_column", "group_column"):
+        column = getattr(args, name)
+        if column is not None and column not in columns:
+            where = "the --labels CSV gives" if args.labels else "without --labels the labels are"
+            raise ValueError(f"{_option(name)} {column!r} is not a label column; {where} {columns}. Give one of "
+                             "them" + ("" if args.labels else ", or a --labels CSV with more columns"))
+
+
+def _reproduce_study(args: argparse.Namespace, encoder, anchors: dict[str, list[str]], layout):
     """The study the options name: a dataset layout, an image folder, or the built-in world."""
     from .reproduce import layout_study, make_study, world_study
 
-    if args.layout:
-        from .datasets.layouts import load_layout
-
-        if not args.root:
-            raise ValueError("--layout needs --root, the dataset's folder")
-        return layout_study(load_layout(args.layout, args.root), encoder)
+    if layout is not None:
+        return layout_study(layout, encoder)
     if args.folder:
         from .gallery import folder_gallery
 
@@ -100,10 +231,27 @@ def _reproduce_study(args: argparse.Namespace, encoder):
         style_column = args.style_column or gallery.style_column
         labels = gallery.labels
         return make_study(str(args.folder), gallery, encoder, object_column, style_column,
-                          object_texts=_read_lines(args.object_anchors) or labels[object_column],
-                          style_texts=_read_lines(args.style_anchors) or (labels[style_column] if style_column else ()),
-                          prior_texts=_read_lines(args.prior_anchors), group_column=args.group_column)
+                          object_texts=anchors["object"] or labels[object_column],
+                          style_texts=anchors["style"] or (labels[style_column] if style_column else ()),
+                          prior_texts=anchors["prior"], group_column=args.group_column)
     return world_study(encoder, limit=args.settings.world_limit)
+
+
+def _reproduce_inputs(args: argparse.Namespace):
+    """Everything that can be checked before loading a model (which can take a while), checked;
+    returns the anchor texts read from the ``--*-anchors`` files, by role, and the ``--layout``."""
+    _check_reproduce_sources(args)
+    _check_output_folder(args.out, "--out")
+    anchors = {role: _read_lines(getattr(args, f"{role}_anchors"), _option(f"{role}_anchors"))
+               for role in ("object", "style", "prior")}
+    layout = None
+    if args.layout:
+        from .datasets.layouts import load_layout
+
+        layout = load_layout(args.layout, args.root)
+    _check_device(args)
+    cache_dir(writable=True)
+    return anchors, layout
 
 
 def _reproduce(args: argparse.Namespace) -> int:
@@ -114,12 +262,10 @@ def _reproduce(args: argparse.Namespace) -> int:
 
     settings = Settings.quick() if args.quick else Settings.full()
     overrides = {name: getattr(args, name) for name in ("queries", "scale", "seed") if getattr(args, name) is not None}
-    args.settings = dataclasses.replace(settings, **overrides)
-    for path in (args.root, args.folder):
-        if path and not Path(path).is_dir():  # before loading a model, which can take a while
-            raise ValueError(f"folder {path!r} does not exist or is not a folder")
+    args.settings = dataclasses.replace(settings, **overrides).validate(_labels_for(args))
+    anchors, layout = _reproduce_inputs(args)
     encoder = load_encoder(args.model, pretrained=args.pretrained, device=args.device, allow_download=args.allow_download)
-    study = _reproduce_study(args, encoder)
+    study = _reproduce_study(args, encoder, anchors, layout)
     print(f"anchordiv reproduce ({'quick' if args.quick else 'full'}): {study.name}, {len(study.gallery):,} images, "
           f"{encoder.name}", flush=True)
     report = run_reproduction(study, args.out, args.settings, log=lambda line: print(line, flush=True))
@@ -132,6 +278,7 @@ def _explorer_bench(args: argparse.Namespace) -> int:
 
     from .explorer import benchmark
 
+    _check_output_file(args.json, "--json")
     print(f"anchordiv explorer-bench: G={args.gallery}, N={args.anchors}, d={args.dim}, UMAP {args.umap_points} "
           f"points, CPU, {torch.get_num_threads()} torch threads", flush=True)
     results = benchmark(gallery_size=args.gallery, n_anchors=args.anchors, dim=args.dim, umap_points=args.umap_points,
@@ -141,22 +288,22 @@ def _explorer_bench(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="anchordiv", description=__doc__)
+    parser = _Parser(prog="anchordiv", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     bench = commands.add_parser("bench", help="Table-4-shaped runtime benchmark (fit + preprocess + retrieval)")
     bench.add_argument("--paper", action="store_true", help="the paper's size (Q=10,000, G=50,000, N=2^10..2^17): for a GPU")
-    bench.add_argument("--queries", type=int)
-    bench.add_argument("--gallery", type=int)
-    bench.add_argument("--dim", type=int)
-    bench.add_argument("--anchors", type=int, nargs="+", help="anchor counts N")
-    bench.add_argument("--k", type=int)
-    bench.add_argument("--scale", type=float)
-    bench.add_argument("--repeats", type=int)
-    bench.add_argument("--warmup", type=int)
+    bench.add_argument("--queries", type=COUNT)
+    bench.add_argument("--gallery", type=COUNT)
+    bench.add_argument("--dim", type=COUNT)
+    bench.add_argument("--anchors", type=_integer(2), nargs="+", help="anchor counts N")
+    bench.add_argument("--k", type=COUNT)
+    bench.add_argument("--scale", type=POSITIVE)
+    bench.add_argument("--repeats", type=COUNT)
+    bench.add_argument("--warmup", type=NATURAL)
     bench.add_argument("--methods", nargs="+", choices=["cosine", "softmax", "gaussian", "gmm", "naive"])
-    bench.add_argument("--naive-max-anchors", type=int, dest="naive_max_anchors")
-    bench.add_argument("--naive-queries", type=int, dest="naive_queries")
-    bench.add_argument("--gmm-max-anchors", type=int, dest="gmm_max_anchors")
+    bench.add_argument("--naive-max-anchors", type=NATURAL, dest="naive_max_anchors")
+    bench.add_argument("--naive-queries", type=COUNT, dest="naive_queries")
+    bench.add_argument("--gmm-max-anchors", type=NATURAL, dest="gmm_max_anchors")
     bench.add_argument("--device", help="cpu or cuda (default: CUDA when available)")
     bench.add_argument("--json", help="also write the rows to this JSON file")
     bench.set_defaults(handler=_bench)
@@ -167,40 +314,41 @@ def build_parser() -> argparse.ArgumentParser:
     embed.add_argument("--allow-download", action="store_true", dest="allow_download",
                        help="let open_clip fetch missing weights from the network (off: nothing is downloaded)")
     embed.add_argument("--labels", help="CSV with a path (or filename) column and label columns")
-    embed.add_argument("--batch-size", type=int, default=64, dest="batch_size")
+    embed.add_argument("--batch-size", type=COUNT, default=64, dest="batch_size")
     embed.add_argument("--device", help="cpu or cuda (default: CUDA when available)")
     embed.add_argument("--out", help="also write embeddings, paths and labels to this .npz file")
     embed.set_defaults(handler=_embed)
     from .builtin.train import TrainConfig
     from .builtin.weights import ASSETS_DIR
+    from .datasets.layouts import LAYOUTS
 
     train = commands.add_parser("train-builtin", help="retrain the built-in model on the emoji world (seeded)")
-    train.add_argument("--epochs", type=int, default=TrainConfig.epochs)
-    train.add_argument("--batch-size", type=int, default=TrainConfig.batch_size, dest="batch_size")
-    train.add_argument("--seed", type=int, default=TrainConfig.seed)
-    train.add_argument("--name-smoothing", type=float, default=TrainConfig.name_smoothing, dest="name_smoothing",
+    train.add_argument("--epochs", type=COUNT, default=TrainConfig.epochs)
+    train.add_argument("--batch-size", type=COUNT, default=TrainConfig.batch_size, dest="batch_size")
+    train.add_argument("--seed", type=NATURAL, default=TrainConfig.seed)
+    train.add_argument("--name-smoothing", type=FRACTION, default=TrainConfig.name_smoothing, dest="name_smoothing",
                        help="target mass spread over semantically close training names (0: hard targets)")
     train.add_argument("--classify-subcategory", action=argparse.BooleanOptionalAction,
                        default=TrainConfig.classify_subcategory, dest="classify_subcategory",
                        help="also classify each image among the subcategory phrases")
-    train.add_argument("--max-emoji", type=int, dest="max_emoji", help="train on the first N emoji only (a toy run)")
+    train.add_argument("--max-emoji", type=COUNT, dest="max_emoji", help="train on the first N emoji only (a toy run)")
     train.add_argument("--out", default=str(ASSETS_DIR), help="folder for the weights and manifest (default: assets/)")
     train.add_argument("--device", help="cpu or cuda (default: CUDA when available)")
     train.set_defaults(handler=_train_builtin)
     evaluate = commands.add_parser("evaluate-builtin", help="zero-shot and retrieval figures on the held-out emoji")
     evaluate.add_argument("--weights", default=str(ASSETS_DIR), help="folder with the weights and manifest")
-    evaluate.add_argument("--scales", type=float, nargs="+", help="extra scales s for the sweep (default 5 10 20 50)")
-    evaluate.add_argument("--memory-weight", type=float, dest="memory_weight",
+    evaluate.add_argument("--scales", type=POSITIVE, nargs="+", help="extra scales s for the sweep (default 5 10 20 50)")
+    evaluate.add_argument("--memory-weight", type=FRACTION, dest="memory_weight",
                           help="mix of text projection and visual memory, 0 to 1 (default: the manifest's, 0.5)")
     evaluate.add_argument("--json", help="also write the figures to this JSON file")
     evaluate.add_argument("--device", help="cpu or cuda (default: CUDA when available)")
     evaluate.set_defaults(handler=_evaluate_builtin)
     explorer_bench = commands.add_parser("explorer-bench", help="the explorer's interactive timings (move p, new query, UMAP)")
-    explorer_bench.add_argument("--gallery", type=int, default=20_000, help="gallery size G (default 20,000)")
-    explorer_bench.add_argument("--anchors", type=int, default=4_000, help="anchors in set A (default 4,000)")
-    explorer_bench.add_argument("--dim", type=int, default=256, help="embedding dimension (default 256, the built-in model's)")
-    explorer_bench.add_argument("--umap-points", type=int, default=10_000, dest="umap_points")
-    explorer_bench.add_argument("--repeats", type=int, default=20)
+    explorer_bench.add_argument("--gallery", type=COUNT, default=20_000, help="gallery size G (default 20,000)")
+    explorer_bench.add_argument("--anchors", type=_integer(2), default=4_000, help="anchors in set A (default 4,000)")
+    explorer_bench.add_argument("--dim", type=COUNT, default=256, help="embedding dimension (default 256, the built-in model's)")
+    explorer_bench.add_argument("--umap-points", type=COUNT, default=10_000, dest="umap_points")
+    explorer_bench.add_argument("--repeats", type=COUNT, default=20)
     explorer_bench.add_argument("--json", help="also write the figures to this JSON file")
     explorer_bench.set_defaults(handler=_explorer_bench)
     reproduce = commands.add_parser("reproduce", help="the paper's experiments, written as a report (Markdown, PNG, CSV)")
@@ -211,7 +359,7 @@ def build_parser() -> argparse.ArgumentParser:
     reproduce.add_argument("--allow-download", action="store_true", dest="allow_download",
                            help="let open_clip fetch missing weights from the network (off: nothing is downloaded)")
     reproduce.add_argument("--device", help="cpu or cuda for encoding (default: CUDA when available)")
-    reproduce.add_argument("--layout", help="a published dataset's layout under --root: imagenet-r, cub-200, sketchy, chexpert")
+    reproduce.add_argument("--layout", choices=list(LAYOUTS), help="a published dataset's layout under --root")
     reproduce.add_argument("--root", help="the dataset's folder, for --layout")
     reproduce.add_argument("--folder", help="instead: a folder of images (subfolders are object labels)")
     reproduce.add_argument("--labels", help="with --folder: a CSV with a path (or filename) column and label columns")
@@ -221,17 +369,36 @@ def build_parser() -> argparse.ArgumentParser:
     for role in ("object", "style", "prior"):
         reproduce.add_argument(f"--{role}-anchors", dest=f"{role}_anchors",
                                help=f"with --folder: text file of {role} anchors, one per line")
-    reproduce.add_argument("--queries", type=int, help="number of queries sampled from the gallery")
-    reproduce.add_argument("--scale", type=float, help="logit scale s of the anchor models (default 10)")
-    reproduce.add_argument("--seed", type=int, help="seed of every random draw (default 0)")
+    reproduce.add_argument("--queries", type=COUNT, help="number of queries sampled from the gallery")
+    reproduce.add_argument("--scale", type=POSITIVE, help="logit scale s of the anchor models (default 10)")
+    reproduce.add_argument("--seed", type=NATURAL, help="seed of every random draw (default 0)")
     reproduce.set_defaults(handler=_reproduce)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """Run a command; every failure is one line on stderr, ``anchordiv <command>: <message>``,
+    and exit status 2 (130 when interrupted), never a traceback."""
+    prog = "anchordiv"
     try:
+        args = build_parser().parse_args(argv)
+        prog = f"anchordiv {args.command}"
         return args.handler(args)
+    except UsageError as error:
+        return _fail(error.prog, str(error))
     except ValueError as error:
-        print(f"anchordiv {args.command}: {error}", file=sys.stderr)
-        return 2
+        return _fail(prog, str(error))
+    except OSError as error:  # the checks before the work catch the usual ones; this is the rest (a full disk, ...)
+        where = f" ({error.filename})" if error.filename else ""
+        return _fail(prog, f"{error.strerror or error}{where}; check that the path exists and is readable or "
+                           "writable as needed, and that its disk has space")
+    except MemoryError:
+        return _fail(prog, "ran out of memory; use smaller sizes (fewer queries, gallery images or anchors)")
+    except KeyboardInterrupt:
+        _fail(prog, "interrupted")
+        return 130
+
+
+def _fail(prog: str, message: str) -> int:
+    print(f"{prog}: {message}", file=sys.stderr)
+    return 2

@@ -1,6 +1,7 @@
 """The one place that decides where tensors live."""
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 
@@ -13,14 +14,34 @@ def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def resolve_device(device: str | torch.device | None) -> torch.device:
-    """``None`` means :func:`default_device`; anything else is passed to ``torch.device``."""
+def resolve_device(device: str | int | torch.device | None, name: str = "device") -> torch.device:
+    """``None`` means :func:`default_device`; anything else is passed to ``torch.device``.
+
+    A CUDA device is refused with a ``ValueError`` when ``torch.cuda.is_available()`` is false
+    (or its index is past the last GPU), rather than failing later inside torch. ``name`` is
+    what the caller calls the setting in messages (e.g. ``"--device"``).
+    """
     if device is None:
         return default_device()
     try:
-        return torch.device(device)
+        resolved = torch.device(int(device) if isinstance(device, np.integer) else device)
     except (RuntimeError, TypeError) as error:
         raise ValueError(
-            f"device={device!r} is not a device torch knows; use 'cpu', 'cuda' or None "
+            f"{name}={device!r} is not a device torch knows; use 'cpu', 'cuda' or None "
             "(None picks CUDA when available, else CPU)"
         ) from error
+    if resolved.type == "cuda":
+        _check_cuda(resolved, device, name)
+    return resolved
+
+
+def _check_cuda(resolved: torch.device, device: object, name: str) -> None:
+    if not torch.cuda.is_available():
+        raise ValueError(
+            f"{name}={device!r} asks for CUDA, but torch.cuda.is_available() is False here (no GPU, no driver, "
+            "or a CPU-only torch build); use 'cpu', or leave it unset to pick CUDA only when available"
+        )
+    count = torch.cuda.device_count()
+    if resolved.index is not None and resolved.index >= count:
+        raise ValueError(f"{name}={device!r} names GPU {resolved.index}, but this machine has {count} "
+                         f"(cuda:0 to cuda:{count - 1}); pick one of those or 'cuda'")

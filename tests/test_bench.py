@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import torch
 
 import anchordiv as ad
@@ -49,4 +50,23 @@ def test_bench_command_prints_and_writes_every_method(tmp_path):
 def test_bench_command_reports_bad_options_without_a_traceback(capsys):
     code = main(["bench", "--queries", "4", "--gallery", "5", "--dim", "8", "--anchors", "16", "--k", "10"])
     assert code == 2
-    assert "anchordiv bench: k=10 must be an integer from 1 to 5 (the gallery size)" in capsys.readouterr().err
+    assert "anchordiv bench: --k=10 must be an integer from 1 to 5 (the gallery size, --gallery)" in capsys.readouterr().err
+
+
+def test_config_takes_numpy_integers_and_stores_python_ones():
+    config = BenchConfig(queries=np.int64(40), gallery=np.int32(300), dim=np.int64(16), anchors=np.array([32, 64]),
+                         k=np.int64(5), repeats=np.int64(1), warmup=np.int64(0)).validate()
+    assert config.anchors == (32, 64) and all(type(n) is int for n in (config.queries, config.gallery, *config.anchors))
+
+
+def test_sizes_that_cannot_fit_in_memory_are_refused_with_an_estimate(monkeypatch):
+    config = BenchConfig(queries=100, gallery=20000, dim=64, anchors=(1024,), device="cpu")
+    parts = config.memory_estimate()
+    assert {"queries and gallery", "anchors", "blocked score matrices", "GMM EM", "naive arrays"} <= set(parts)
+    assert parts["naive arrays"] >= 3 * 20000 * 1024 * 4  # the naive method's (G, N) arrays
+    monkeypatch.setattr("anchordiv.bench.available_memory", lambda device: sum(parts.values()) - 1)
+    with pytest.raises(ValueError, match=r"needs about [\d.]+ GiB of memory \(queries and gallery .*\) but cpu has "
+                                         r"[\d.]+ GiB available; lower queries, gallery, dim, anchors"):
+        config.validate()
+    monkeypatch.setattr("anchordiv.bench.available_memory", lambda device: sum(parts.values()))
+    config.validate()

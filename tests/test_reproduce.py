@@ -167,6 +167,30 @@ def test_reproduce_quick_writes_the_whole_report(private_cache, tmp_path):
     assert ((table["low"] <= table["mean"]) & (table["mean"] <= table["high"])).all()
 
 
+@needs_weights
+def test_a_folder_labelled_only_by_subfolders_runs_without_the_style_experiments(encoder, tmp_path, monkeypatch,
+                                                                                 capsys):
+    from anchordiv.cli import main
+
+    monkeypatch.setattr(Settings, "quick", classmethod(lambda cls: TINY))  # the command line's path, at toy size
+    folder, out = fake_imagenet_r(tmp_path / "plain"), tmp_path / "out"  # object labels from subfolders, no style
+    assert main(["reproduce", "--quick", "--folder", str(folder), "--out", str(out), "--device", "cpu"]) == 0
+    assert "No style labels" in capsys.readouterr().out
+    report = (out / "report.md").read_text()
+    assert "No style labels: the style experiments" in report and "## 1. Object vs style" not in report
+    for section in ("## 1b. The logit scale", "## 2. Anchor budget", "## 6. Runtime", "## 7. Qualitative grids"):
+        assert section in report
+    assert set(pd.read_csv(out / "scale_sweep.csv")["target"]) == {"object"}
+
+
+def test_settings_name_the_bad_size_and_take_numpy_integers():
+    assert Settings(queries=np.int64(5), seed=np.int64(1)).validate().queries == 5
+    with pytest.raises(ValueError, match=r"--queries must be an integer >= 1; got 0"):
+        Settings(queries=0).validate(lambda name: "--" + name)
+    with pytest.raises(ValueError, match=r"scale: scale must be a finite positive number"):
+        Settings(scale=float("nan")).validate()
+
+
 def test_posterior_verdict_says_when_the_prior_alone_does_as_well():
     rows = [{"method": f"softmax, {kind}", "budget": b, "mean": v, "low": v, "high": v}
             for kind, values in (("posterior", (0.5, 0.6)), ("target only", (0.1, 0.58))) for b, v in zip((2, 64), values)]

@@ -16,6 +16,7 @@ import pandas as pd
 import torch
 from PIL import Image
 
+from .._validation import check_positive_int, check_scale
 from ..grids import grid_image, png_bytes
 from ..models import AnchorModel, EmpiricalAnchors, GaussianAnchors, MixtureAnchors, anchor_model_kind
 from ..models.registry import ANCHORS_PER_COMPONENT
@@ -51,6 +52,22 @@ class Settings:
     world_limit: int | None = None
     seed: int = 0
 
+    def validate(self, label: Callable[[str], str] = str) -> "Settings":
+        """Refuse sizes a run cannot honour (``queries=0`` would fail deep inside the first
+        experiment) before any work; ``label`` names a field in messages (the command line
+        passes ``--queries`` for ``queries``)."""
+        for name in ("queries", "budget_seeds", "component_seeds", "posterior_seeds", "condition_subsets",
+                     "grid_queries", "grid_k", "bench_queries", "bench_gallery", "n_bootstrap", "seed"):
+            check_positive_int(getattr(self, name), label(name), minimum=0 if name == "seed" else 1)
+        if self.world_limit is not None:
+            check_positive_int(self.world_limit, label("world_limit"))
+        for name, value in (("scale", self.scale), *(("scales", value) for value in self.scales)):
+            try:
+                check_scale(value)
+            except ValueError as error:
+                raise ValueError(f"{label(name)}: {error}") from error
+        return self
+
     @classmethod
     def full(cls) -> "Settings":
         return cls()
@@ -84,7 +101,7 @@ def _reference_rows(sample: QuerySample, study: Study, settings: Settings, targe
     """Rows for ``methods`` among cosine and ITI over every object and style anchor, for each target."""
     builders = {"cosine": lambda: CosineIndex(study.embeddings),
                 "ITI": lambda: ITIIndex(torch.cat([study.object_anchors, study.style_anchors]), study.embeddings)}
-    rows = []
+    rows, targets = [], [target for target in targets if target in sample.targets]  # a study may lack styles
     for name in methods:
         ap = sample.average_precision(builders[name]())
         rows += [{"method": name, "target": target, **estimate(ap[target], settings.n_bootstrap).row()}

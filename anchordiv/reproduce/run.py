@@ -8,12 +8,16 @@ from typing import Callable
 
 import pandas as pd
 
+from ..cache import check_folder
 from . import experiments as ex
 from . import figures, verdicts
 from .estimates import QuerySample
 from .study import Study
 
 REPORT_NAME = "report.md"
+NO_STYLES = ("No style labels: the style experiments (the p sweep, the style half of the scale sweep and the "
+             "style rows of the grids) are skipped. To run them, give each image a style, e.g. a labels CSV with a "
+             "`style` column (`--labels`, `--style-column`).")
 
 
 class _Report:
@@ -76,8 +80,10 @@ def _wide(frame: pd.DataFrame, index: str, columns: str) -> pd.DataFrame:
 def run_reproduction(study: Study, out: str | Path, settings: ex.Settings,
                      log: Callable[[str], None] = print) -> Path:
     """Run the experiments that ``study`` supports with ``settings`` and write ``out/report.md``
-    with its figures and CSV tables; returns the report's path."""
-    out = Path(out)
+    with its figures and CSV tables; returns the report's path. The settings and the output
+    folder are checked before any experiment runs (``ValueError`` naming the problem)."""
+    settings.validate()
+    out = check_folder(out, f"report folder {str(out)!r}", "choose a folder you can write to")
     out.mkdir(parents=True, exist_ok=True)
     report = _Report(out)
     sample = QuerySample(study, settings.queries, settings.seed)
@@ -101,6 +107,9 @@ def run_reproduction(study: Study, out: str | Path, settings: ex.Settings,
                 "A verdict says whether the paper's direction of effect holds here; \"clearly\" means intervals "
                 "that do not overlap.", *study.notes)
     has_objects, has_styles = study.object_column is not None, study.style_column is not None
+    if not has_styles:
+        report.text(NO_STYLES)
+        log(NO_STYLES)
 
     if has_objects and has_styles:
         frame = timed("p sweep", lambda: ex.p_sweep(study, sample, settings))
