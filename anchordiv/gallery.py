@@ -25,7 +25,8 @@ class Gallery:
     ``object_column`` / ``style_column`` say which label columns define "same object" and
     "same style" (``style_column`` may be ``None``); ``name_column`` is shown to people.
     ``key`` identifies the content (encoder and data), for cache keys. ``skipped`` lists
-    ``(path, reason)`` for files that could not be read.
+    ``(path, reason)`` for files that could not be read; ``unlabelled`` the images a labels CSV has
+    no row for (they keep their folder label).
     """
 
     embeddings: torch.Tensor
@@ -37,6 +38,7 @@ class Gallery:
     key: str
     description: str
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    unlabelled: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
         return int(self.embeddings.shape[0])
@@ -101,26 +103,44 @@ def world_gallery(encoder, split: str = "all", limit: int | None = None,
     )
 
 
+def label_columns(labels_csv: str | os.PathLike | None = None, name: str = "labels CSV") -> list[str]:
+    """The label columns :func:`folder_gallery` gives a folder with this labels CSV: ``path``,
+    ``label`` and the CSV's own columns (its header only is parsed, so this is quick).
+    Raises ``ValueError`` naming the CSV (as ``name`` calls it) when it cannot be read."""
+    from .embeddings import read_csv_file
+
+    columns = ["path", "label"]
+    if labels_csv is None:
+        return columns
+    header = read_csv_file(Path(labels_csv).expanduser(), f"{name} {str(labels_csv)!r}", nrows=0).columns
+    return columns + [str(column) for column in header if column not in columns]
+
+
 def folder_gallery(folder: str | os.PathLike, encoder, labels_csv: str | os.PathLike | None = None) -> Gallery:
     """A folder of images (subfolders are object labels; a CSV may add columns, e.g. ``style``),
     embedded with ``encoder`` through :func:`anchordiv.embeddings.embed_folder` and its cache.
     Raises ``ValueError`` for a missing folder or one with no readable image."""
     from .embeddings import embed_folder
-    from .images import load_image
+    from .images import display_name, load_image
 
     root = Path(folder).expanduser()
     embedded = embed_folder(root, encoder, labels_csv=labels_csv, progress=False)
     if len(embedded.paths) == 0:
-        reasons = "; ".join(f"{path}: {reason}" for path, reason in embedded.skipped[:3])
-        raise ValueError(f"no readable image in {str(folder)!r}" + (f" (skipped {reasons})" if reasons else ""))
+        # The kinds of problem, not the files: a visitor must not get a listing of the folder.
+        reasons = sorted({reason for _, reason in embedded.skipped})
+        detail = f" ({len(embedded.skipped)} file(s) skipped: {'; '.join(reasons[:3])})" if reasons else ""
+        raise ValueError(f"no readable image in {display_name(folder)!r}{detail}; add PNG, JPEG, WebP, GIF or "
+                         "BMP images to it")
     labels = embedded.labels.copy()
     labels["label"] = labels["label"].fillna("(top folder)")
-    paths = list(embedded.paths)
+    paths, shown = list(embedded.paths), embedded.display_paths
     style = "style" if "style" in labels.columns else None
+    # os.fsencode keeps file names that are not UTF-8 (surrogate escapes) hashable as their bytes.
     key = f"folder|{embedded.encoder_name}|{embedded.cache_path.name}|{len(paths)}|" + hashlib.sha256(
-        "\n".join(paths).encode()).hexdigest()[:16]
+        b"\n".join(os.fsencode(path) for path in paths)).hexdigest()[:16]
     return Gallery(
-        embeddings=embedded.embeddings, labels=labels, load=lambda item: load_image(root / paths[item], name=paths[item]),
+        embeddings=embedded.embeddings, labels=labels, load=lambda item: load_image(root / paths[item], name=shown[item]),
         object_column="label", name_column="label", style_column=style, key=key,
-        description=f"{root} ({len(paths):,} images)", skipped=list(embedded.skipped),
+        description=f"{display_name(root)} ({len(paths):,} images)", skipped=list(embedded.skipped),
+        unlabelled=list(embedded.unlabelled),
     )

@@ -7,12 +7,18 @@ are built there too). Shared state lives in ``st.cache_resource``
 (encoders, galleries, fitted geometries: never mutated after they are built); everything a user
 changes lives in ``st.session_state``, so two browser sessions never see each other's settings.
 
+Image folders, labels CSVs and checkpoints are opened only under the data roots given at launch
+(``streamlit run app/streamlit_app.py -- --data-root DIR``, or ``ANCHORDIV_DATA_ROOTS``), offered as
+menus; typing any path is a local-only mode (``--allow-any-path``). See
+:mod:`anchordiv.explorer.paths`.
+
 Environment (for tests and small machines): ``ANCHORDIV_APP_GALLERY_SPLIT`` ("all", "train",
 "heldout"; default "all") and ``ANCHORDIV_APP_GALLERY_LIMIT`` (first N images of the world).
 """
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from typing import Any, Callable
 
@@ -74,19 +80,22 @@ def get_encoder(spec: str, pretrained: str | None):
 
 
 @st.cache_resource(show_spinner=False)
-def world_gallery_registry() -> tuple[dict, threading.Lock]:
-    """Process-wide memo of world galleries. Not a cached function of its own because the first
-    start draws a progress bar while embedding, which cached functions cannot replay."""
-    return {}, threading.Lock()
+def world_galleries() -> ex.SharedBuilds:
+    """Process-wide world galleries. Not a cached function of its own because the first start
+    draws a progress bar while embedding, which every visitor arriving meanwhile sees too."""
+    return ex.SharedBuilds()
 
 
 def get_world_gallery(encoder, split: str, limit: int | None, progress) -> Gallery:
-    galleries, lock = world_gallery_registry()
-    key = (encoder.name, split, limit)
-    with lock:  # two sessions starting at once embed the world once
-        if key not in galleries:
-            galleries[key] = world_gallery(encoder, split=split, limit=limit, progress=progress)
-    return galleries[key]
+    return world_galleries().get((encoder.name, split, limit),
+                                 lambda report: world_gallery(encoder, split=split, limit=limit, progress=report),
+                                 progress)
+
+
+def data_roots() -> ex.DataRoots:
+    """The folders this server may open, from its launch options and environment (fixed for the
+    life of the process; read on each run because it is cheap and keeps tests independent)."""
+    return ex.DataRoots.from_launch(sys.argv[1:], os.environ)
 
 
 @st.cache_resource(show_spinner="Embedding the image folder (cached for later starts)…", max_entries=4,
@@ -150,14 +159,29 @@ def sidebar() -> dict[str, Any]:
     bar.title("⚓ anchordiv explorer")
     choices: dict[str, Any] = {}
     bar.subheader("Data and model")
+    roots = attempt(data_roots, "This server's data folders are misconfigured", stop=True)
     choices["source"] = bar.radio("Gallery", [WORLD, FOLDER], key="gallery_source")
     if choices["source"] == FOLDER:
-        choices["folder"] = bar.text_input("Image folder (subfolders are labels)", key="folder_path")
-        choices["labels_csv"] = bar.text_input("Labels CSV (optional)", key="folder_labels")
+        if roots.allow_any_path:
+            choices["folder"] = bar.text_input("Image folder (subfolders are labels)", key="folder_path")
+            choices["labels_csv"] = bar.text_input("Labels CSV (optional)", key="folder_labels")
+        else:
+            choices["folder"] = bar.selectbox("Image folder (subfolders are labels)",
+                                              [str(path) for path in roots.image_folders()], index=None,
+                                              key="folder_choice", placeholder="choose a data folder")
+            csvs = (attempt(lambda: ex.csv_files(roots.confine(choices["folder"], "image folder")),
+                            "Could not use that image folder") or []) if choices["folder"] else []
+            choices["labels_csv"] = bar.selectbox("Labels CSV (optional)", [str(path) for path in csvs], index=None,
+                                                  key="folder_labels_choice", placeholder="none")
     choices["model"] = bar.radio("Model", [BUILTIN, OPEN_CLIP], key="model_source")
     if choices["model"] == OPEN_CLIP:
         choices["arch"] = bar.text_input("Architecture", value="ViT-B-32", key="openclip_arch")
-        choices["checkpoint"] = bar.text_input("Checkpoint file or pretrained tag", key="openclip_checkpoint")
+        if roots.allow_any_path:
+            choices["checkpoint"] = bar.text_input("Checkpoint file or pretrained tag", key="openclip_checkpoint")
+        else:
+            choices["checkpoint"] = bar.selectbox("Checkpoint file", [str(path) for path in roots.checkpoints()],
+                                                  index=None, key="checkpoint_choice",
+                                                  placeholder="choose a checkpoint from the data folders")
     bar.subheader("Geometry")
     choices["kind"] = bar.selectbox("Anchor model", list_anchor_models(),
                                     format_func=lambda name: anchor_model_kind(name).label, key="model_kind")
@@ -177,26 +201,54 @@ def sidebar() -> dict[str, Any]:
     return choices
 
 
+def no_data_folders() -> None:
+    st.info("This server offers no data folders. Start it with `--data-root DIR` (after `--` on the "
+            "`streamlit run` line) or `ANCHORDIV_DATA_ROOTS=DIR` to offer them, or `--allow-any-path` "
+            "for a local session that may open any path.")
+    st.stop()
+
+
 def load_encoder_for(choices: dict[str, Any]):
     if choices["model"] == BUILTIN:
         return attempt(lambda: get_encoder("builtin", None), "Could not load the built-in model", stop=True)
+    roots = data_roots()
+    if not roots.allow_any_path and not roots.roots:
+        no_data_folders()
     if not choices.get("checkpoint"):
-        st.info("Give an open_clip checkpoint file (or a pretrained tag whose file is on this machine) in the sidebar.")
+        st.info("Choose an open_clip checkpoint file in the sidebar"
+                + (" (or a pretrained tag whose file is on this machine)." if roots.allow_any_path else "."))
         st.stop()
-    return attempt(lambda: get_encoder(f"open_clip:{choices['arch']}", choices["checkpoint"]),
-                   "Could not load the open_clip model", stop=True)
+
+    def load():
+        # A free path may also be a pretrained tag, so only confined mode resolves it as a file.
+        checkpoint = choices["checkpoint"] if roots.allow_any_path else str(roots.confine(choices["checkpoint"], "checkpoint"))
+        return get_encoder(f"open_clip:{choices['arch']}", checkpoint)
+
+    return attempt(load, "Could not load the open_clip model", stop=True)
 
 
 def load_gallery_for(choices: dict[str, Any], encoder) -> Gallery:
     if choices["source"] == FOLDER:
+        roots = data_roots()
+        if not roots.allow_any_path and not roots.roots:
+            no_data_folders()
         if not choices.get("folder"):
-            st.info("Type the path of an image folder in the sidebar.")
+            st.info(("Type the path of" if roots.allow_any_path else "Choose") + " an image folder in the sidebar.")
             st.stop()
-        gallery = attempt(lambda: get_folder_gallery(encoder, choices["folder"], choices.get("labels_csv")),
-                          "Could not use that image folder", stop=True)
+
+        def load() -> Gallery:
+            folder = str(roots.confine(choices["folder"], "image folder"))
+            labels = str(roots.confine(choices["labels_csv"], "labels CSV")) if choices.get("labels_csv") else None
+            return get_folder_gallery(encoder, folder, labels)
+
+        gallery = attempt(load, "Could not use that image folder", stop=True)
         if gallery.skipped:
             with st.sidebar.expander(f"⚠️ {len(gallery.skipped)} file(s) skipped"):
                 st.dataframe(pd.DataFrame(gallery.skipped, columns=["file", "reason"]), hide_index=True)
+        if gallery.unlabelled:
+            with st.sidebar.expander(f"⚠️ {len(gallery.unlabelled)} image(s) not in the labels CSV"):
+                st.caption("They keep their folder's label.")
+                st.dataframe(pd.DataFrame({"file": gallery.unlabelled}), hide_index=True)
         return gallery
     progress = st.empty()
     # Shown only while the first start embeds the world; later starts read the disk cache.

@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -273,7 +274,8 @@ def test_five_thousand_anchors(library):
     assert not app.exception and "5,000 anchors in use" in messages(app) and len(neighbours(app)) == 10
 
 
-def test_missing_checkpoint_and_broken_folder(library, tmp_path):
+def test_missing_checkpoint_and_broken_folder(library, tmp_path, monkeypatch):
+    monkeypatch.setenv("ANCHORDIV_ALLOW_ANY_PATH", "1")  # the local mode, in which paths are typed
     app = start()
     app.radio(key="model_source").set_value("open_clip (local checkpoint)").run()
     assert not app.exception
@@ -293,6 +295,48 @@ def test_missing_checkpoint_and_broken_folder(library, tmp_path):
     assert len(neighbours(app)) == 10
     app.text_input(key="folder_path").set_value(str(tmp_path / "nowhere")).run()
     assert not app.exception and any("does not exist" in error.value for error in app.error)
+
+
+def _image_folder(folder: Path) -> Path:
+    for label, colour in (("red", (220, 20, 20)), ("blue", (20, 20, 220))):
+        (folder / label).mkdir(parents=True)
+        for i in range(6):
+            Image.new("RGB", (64, 64), tuple(max(0, c - 15 * i) for c in colour)).save(folder / label / f"{i}.png")
+    return folder
+
+
+def test_folders_and_checkpoints_come_from_the_data_roots_only(library, tmp_path, monkeypatch):
+    """A shared server: folders and checkpoints are menus of what lies under its data roots; nothing
+    can be typed, and a link out of a root is not offered."""
+    root, private = tmp_path / "data", _image_folder(tmp_path / "private")
+    images = _image_folder(root / "images")
+    (root / "escape").symlink_to(private, target_is_directory=True)
+    (root / "broken.pt").write_bytes(b"not a checkpoint")
+    (private / "weights.pt").write_bytes(b"not a checkpoint either")
+    monkeypatch.setenv("ANCHORDIV_DATA_ROOTS", str(root))
+    monkeypatch.delenv("ANCHORDIV_ALLOW_ANY_PATH", raising=False)
+    app = start()
+    app.radio(key="gallery_source").set_value("Image folder").run()
+    assert not app.exception and not [box for box in app.text_input if box.key in ("folder_path", "folder_labels")]
+    options = app.selectbox(key="folder_choice").options
+    assert str(images.resolve()) in options and not any("private" in option for option in options)
+    app.selectbox(key="folder_choice").set_value(str(images.resolve())).run()
+    assert not app.exception and not app.error and len(neighbours(app)) == 10
+    app.radio(key="model_source").set_value("open_clip (local checkpoint)").run()
+    assert not app.exception and not [box for box in app.text_input if box.key == "openclip_checkpoint"]
+    assert app.selectbox(key="checkpoint_choice").options == [str((root / "broken.pt").resolve())]
+    app.selectbox(key="checkpoint_choice").set_value(str((root / "broken.pt").resolve())).run()
+    assert not app.exception and any("Could not load the open_clip model" in error.value for error in app.error)
+
+
+def test_without_data_roots_no_path_can_be_opened(library, monkeypatch):
+    monkeypatch.delenv("ANCHORDIV_DATA_ROOTS", raising=False)
+    monkeypatch.delenv("ANCHORDIV_ALLOW_ANY_PATH", raising=False)
+    app = start()
+    app.radio(key="gallery_source").set_value("Image folder").run()
+    assert not app.exception and "offers no data folders" in messages(app)
+    assert not [box for box in app.text_input if box.key == "folder_path"]
+    assert app.selectbox(key="folder_choice").options == []
 
 
 def test_broken_shipped_world_is_an_error_box(library, monkeypatch):
@@ -346,3 +390,108 @@ def test_umap_layout_and_p_sweep(library):
     chosen = app.session_state["query_id"]
     app.run()
     assert app.session_state["query_id"] == chosen and not app.exception
+
+
+def _encoded(image: Image.Image, format: str, **options) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format=format, **options)
+    return buffer.getvalue()
+
+
+def _bomb_png() -> bytes:
+    """A PNG whose header claims 10,000 x 10,000 pixels (100 megapixels): refused before decoding."""
+    return _encoded(Image.new("L", (10_000, 10_000)), "PNG", optimize=False, compress_level=9)
+
+
+# A corpus of hostile uploads: (file name, bytes, what the error box must say; None: accepted).
+UPLOADS = [
+    ("empty.png", b"", r"empty\.png"),
+    ("broken.png", b"\x89PNG\r\n\x1a\nbroken", r"broken\.png"),
+    ("truncated.jpg", _encoded(Image.new("RGB", (64, 64), (9, 99, 199)), "JPEG")[:200], r"truncated\.jpg"),
+    ("notes.txt", b"just text", r"not an image"),
+    ("script.png", b"<script>alert(1)</script>", r"not an image"),
+    ("anim.gif", _encoded(Image.new("RGB", (32, 32)), "GIF"), r"GIF images are not accepted as queries"),
+    ("bitmap.bmp", _encoded(Image.new("RGB", (32, 32)), "BMP"), r"BMP images are not accepted as queries"),
+    ("bomb.png", _bomb_png(), r"megapixels"),
+    ("grey16.png", _encoded(Image.fromarray(np.full((32, 32), 30000, np.uint16)), "PNG"), None),
+    ("cmyk.jpg", _encoded(Image.new("CMYK", (32, 32), (0, 255, 255, 0)), "JPEG"), None),
+    ("tiny.webp", _encoded(Image.new("RGB", (1, 1), (255, 0, 0)), "WEBP"), None),
+]
+
+
+@pytest.fixture(scope="module")
+def upload_app(library):
+    app = start()
+    app.radio(key="query_mode").set_value("Upload").run()
+    return app
+
+
+@pytest.mark.parametrize("name, data, expected", UPLOADS, ids=[case[0] for case in UPLOADS])
+def test_upload_corpus(upload_app, name, data, expected):
+    upload_app.file_uploader(key="query_upload").set_value((name, data, "application/octet-stream")).run()
+    assert not upload_app.exception
+    errors = " ".join(error.value for error in upload_app.error)
+    if expected is None:
+        assert not errors and len(neighbours(upload_app)) == 10
+    else:
+        assert re.search(expected, errors), errors
+        assert "Traceback" not in errors
+
+
+# Hostile anchor sets and text queries: (anchors A, anchors B, text query, what the page must say).
+TEXTS = [
+    ("<script>alert('a')</script>\n<b>bold</b>", "pixel art\noil painting", "a dog", r"2 anchors in use"),
+    ("dog\n" * 50, "cat", "a dog", r"1 anchor in use \(49 duplicates ignored\)"),
+    ("\t \n \r\n", "\n", "a dog", r"both anchor sets are empty"),
+    ("ü • 🐶 — 猫\n\u200b\n" + "x" * 5000, "oil painting", "a dog", r"2 anchors in use"),
+    ("dog", "cat", "   ", r"Type a text query"),
+    ("dog", "cat", "<img src=x onerror=alert(1)>" * 20, r"1 anchor in use"),
+]
+
+
+@pytest.mark.parametrize("anchors_a, anchors_b, query, expected", TEXTS, ids=[f"text-{i}" for i in range(len(TEXTS))])
+def test_hostile_texts_are_messages_never_markup_or_tracebacks(library, anchors_a, anchors_b, query, expected):
+    app = start()
+    app.radio(key="query_mode").set_value("Text").run()
+    app.text_input(key="query_text").set_value(query).run()
+    app.text_area(key="anchors_a").set_value(anchors_a).run()
+    app.text_area(key="anchors_b").set_value(anchors_b).run()
+    assert not app.exception
+    assert re.search(expected, messages(app)), messages(app)
+    # Anchors are shown as text (data frames, captions), never as markdown that a browser would render.
+    assert not any("<script>" in block.value or "onerror" in block.value for block in app.markdown)
+
+
+def _fifo(tmp_path: Path) -> str:
+    path = tmp_path / "pipe"
+    os.mkfifo(path)
+    return str(path)
+
+
+# Free-path (local) mode: paths that once hung or broke the app, now each an error box in seconds.
+FREE_PATHS = [
+    ("folder", lambda tmp: "/dev", r"Could not use that image folder"),
+    ("folder", lambda tmp: "/proc/self", r"Could not use that image folder"),
+    ("folder", _fifo, r"Could not use that image folder"),
+    ("folder", lambda tmp: str(tmp / "nowhere"), r"does not exist"),
+    ("checkpoint", lambda tmp: "/dev/zero", r"Could not load the open_clip model"),
+    ("checkpoint", _fifo, r"Could not load the open_clip model"),
+    ("checkpoint", lambda tmp: "/proc/self/environ", r"Could not load the open_clip model"),
+]
+
+
+@pytest.mark.parametrize("field, make, expected", FREE_PATHS,
+                         ids=[f"{field}-{i}" for i, (field, _, _) in enumerate(FREE_PATHS)])
+def test_free_paths_never_hang(library, tmp_path, monkeypatch, field, make, expected):
+    monkeypatch.setenv("ANCHORDIV_ALLOW_ANY_PATH", "1")
+    app = AppTest.from_file(str(APP), default_timeout=60).run()
+    if field == "folder":
+        app.radio(key="gallery_source").set_value("Image folder").run()
+        app.text_input(key="folder_path").set_value(make(tmp_path)).run()
+    else:
+        app.radio(key="model_source").set_value("open_clip (local checkpoint)").run()
+        app.text_input(key="openclip_checkpoint").set_value(make(tmp_path)).run()
+    assert not app.exception
+    errors = " ".join(error.value for error in app.error)
+    assert re.search(expected, errors), errors
+    assert "PATH=" not in errors and "HOME=" not in errors  # nothing of /proc/self/environ is echoed

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import os
 import threading
 
 import numpy as np
@@ -267,3 +268,25 @@ def test_knn_graph_and_projection(world, tmp_path, monkeypatch):
     again = ex.geometry_projection(gallery, "anchor", shared, p=0.5, max_points=40, n_neighbors=5, cache_key=key)
     np.testing.assert_array_equal(again[1], xy)  # read back from the disk cache
     assert projection.sample_ids(10, 20).tolist() == list(range(10))
+
+
+def test_invisible_lines_are_blank_but_joiners_inside_anchors_stay():
+    parsed = ex.parse_anchor_text("\u200b\n\u200d\u2060\n\ufeff \ndog\n👨\u200d👩\u200d👧")
+    assert parsed.anchors == ("dog", "👨\u200d👩\u200d👧") and parsed.blank_lines == 3
+
+
+def test_folder_gallery_with_a_non_utf8_name_and_an_unlabelled_image(tmp_path, monkeypatch):
+    monkeypatch.setenv("ANCHORDIV_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "images"
+    (folder / "red").mkdir(parents=True)
+    for name in (b"caf\xe9.png", b"plain.png"):  # the first is Latin-1, not UTF-8
+        Image.new("RGB", (16, 16), (200, 0, 0)).save(os.fsdecode(os.fsencode(folder / "red") + b"/" + name))
+    (folder / "labels.csv").write_text("path,style\nred/plain.png,photo\n")
+    gallery = folder_gallery(folder, PixelEncoder(), labels_csv=folder / "labels.csv")
+    assert len(gallery) == 2 and gallery.image(0).size == (16, 16) and gallery.image(1).size == (16, 16)
+    assert gallery.unlabelled == ["red/caf\ufffd.png"] and set(gallery.labels["label"]) == {"red"}
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "private-notes.png").write_bytes(b"secret words")
+    with pytest.raises(ValueError, match=r"no readable image .*1 file\(s\) skipped") as caught:
+        folder_gallery(tmp_path / "junk", PixelEncoder())
+    assert "private-notes" not in str(caught.value)  # the kinds of problem, never a listing

@@ -15,6 +15,8 @@ arguments. Nothing here imports Streamlit. The modules, all re-exported here:
   :func:`p_sweep`;
 * :mod:`.projection`: UMAP projections, :func:`geometry_projection`, :func:`projection_key` and
   :func:`projection_frame`;
+* :mod:`.paths`: :class:`DataRoots`, the folders a shared server may open, decided at launch;
+* :mod:`.shared`: :class:`SharedBuilds`, one slow build per key for every visitor, with progress;
 * :mod:`.speed`: :func:`benchmark`, behind ``python -m anchordiv explorer-bench``.
 """
 from .anchors import (
@@ -42,14 +44,17 @@ from .neighbours import (
     p_sweep,
     search_one,
 )
+from .paths import DataRoots, csv_files
 from .projection import geometry_projection, outside_sample, projection_frame, projection_key
 from .query import default_query_id, query_image_from_upload
+from .shared import SharedBuilds
 from .speed import benchmark
 
 __all__ = [
     "ANIMALS", "BACKGROUNDS", "CHEXPERT_PATHOLOGIES", "CLOTHING", "DOG_BREEDS", "FOOD", "GENERIC_STYLES",
-    "MAX_ANCHORS", "VEHICLES", "AnchorText", "ExplorerGeometry", "GeometrySpec", "agreement", "agreement_text",
-    "anchor_presets", "baseline_index", "benchmark", "combined_table", "default_query_id", "fit_anchor_model", "geometry_projection",
-    "grid_captions", "neighbour_grid_png", "neighbour_table", "outside_sample", "p_sweep",
-    "parse_anchor_text", "projection_frame", "projection_key", "query_image_from_upload", "search_one",
+    "MAX_ANCHORS", "VEHICLES", "AnchorText", "DataRoots", "ExplorerGeometry", "GeometrySpec", "SharedBuilds",
+    "agreement", "agreement_text", "anchor_presets", "baseline_index", "benchmark", "combined_table", "csv_files",
+    "default_query_id", "fit_anchor_model", "geometry_projection", "grid_captions", "neighbour_grid_png",
+    "neighbour_table", "outside_sample", "p_sweep", "parse_anchor_text", "projection_frame", "projection_key",
+    "query_image_from_upload", "search_one",
 ]

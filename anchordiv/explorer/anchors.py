@@ -2,6 +2,7 @@
 lists of the preset menus (:func:`anchor_presets`)."""
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -49,7 +50,7 @@ def parse_anchor_text(text: str | None, max_anchors: int = MAX_ANCHORS) -> Ancho
     blank = duplicates = 0
     for line in (text or "").splitlines():
         anchor = " ".join(line.split())  # also collapses inner runs of whitespace
-        if not anchor:
+        if not _visible(anchor):
             blank += 1
         elif anchor in seen:
             duplicates += 1
@@ -57,6 +58,12 @@ def parse_anchor_text(text: str | None, max_anchors: int = MAX_ANCHORS) -> Ancho
             seen[anchor] = None
     anchors = tuple(seen)
     return AnchorText(anchors[:max_anchors], blank, duplicates, max(0, len(anchors) - max_anchors))
+
+
+def _visible(anchor: str) -> bool:
+    """Whether ``anchor`` has a character a person can see: a line of zero-width spaces or other
+    format characters is as blank as an empty one (they stay inside visible anchors, e.g. emoji joiners)."""
+    return any(unicodedata.category(char)[0] not in "CZ" for char in anchor)
 
 
 DOG_BREEDS = ("husky", "golden retriever", "labrador retriever", "german shepherd", "beagle", "poodle",

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .._validation import as_matrix, check_positive_int
 from ..grids import grid_png
 from ..search import Index
 
@@ -21,8 +22,9 @@ if TYPE_CHECKING:
 def search_one(index: Index, query: torch.Tensor, k: int, exclude: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Top-``k`` of one query ``(d,)`` or ``(1, d)``: ``(values (k,), ids (k,))`` as numpy, best first.
     ``exclude`` is a gallery id to skip (the query itself when it comes from the gallery)."""
-    vector = torch.as_tensor(query, dtype=torch.float32).reshape(1, -1)
-    k = int(k)
+    vector = as_matrix(torch.as_tensor(query).reshape(1, -1) if isinstance(query, torch.Tensor)
+                       else np.asarray(query).reshape(1, -1), "query").to(torch.float32)
+    k = check_positive_int(k, "top-k")
     available = len(index) - (exclude is not None)
     if k > available:
         raise ValueError(f"top-k={k} is larger than the {available} gallery images available; lower k")

@@ -1,0 +1,113 @@
+"""Which files a shared explorer may open: data roots decided when the server starts.
+
+A visitor of a shared demo must not be able to read whatever the server process can read. So the
+explorer opens image folders, labels CSVs and checkpoints only under the **data roots** given at
+launch (``--data-root DIR``, repeatable, after ``--`` on the ``streamlit run`` line, or
+``ANCHORDIV_DATA_ROOTS`` with folders separated by ``:``), and offers what is there as choices.
+Every chosen path is resolved (symlinks followed) and must stay inside a root. Typing any path is
+a local-only mode, switched on explicitly (``--allow-any-path`` or ``ANCHORDIV_ALLOW_ANY_PATH=1``).
+Errors name the path and the rule, never a file's contents or a folder's listing.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+ROOTS_VARIABLE = "ANCHORDIV_DATA_ROOTS"
+ANY_PATH_VARIABLE = "ANCHORDIV_ALLOW_ANY_PATH"
+CHECKPOINT_SUFFIXES = (".pt", ".pth", ".bin", ".safetensors")
+# How far below a root the menus look, and how many entries they list: enough for a demo's data,
+# bounded so that a root with a huge tree cannot stall the page.
+MENU_DEPTH = 2
+MENU_LIMIT = 500
+
+
+@dataclass(frozen=True)
+class DataRoots:
+    """The folders a server may open (resolved), and whether free paths are allowed (local use)."""
+
+    roots: tuple[Path, ...] = ()
+    allow_any_path: bool = False
+
+    @classmethod
+    def from_launch(cls, argv: Sequence[str], environ: Mapping[str, str]) -> "DataRoots":
+        """Roots from ``--data-root`` options in ``argv`` and ``ANCHORDIV_DATA_ROOTS``; a root that
+        is not an existing folder is an error naming it, so a typo shows at start-up."""
+        parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+        parser.add_argument("--data-root", action="append", default=[])
+        parser.add_argument("--allow-any-path", action="store_true")
+        options, _ = parser.parse_known_args(list(argv))
+        named = [*options.data_root, *(part for part in environ.get(ROOTS_VARIABLE, "").split(os.pathsep) if part)]
+        roots = []
+        for name in named:
+            path = Path(name).expanduser()
+            if not path.is_dir():
+                raise ValueError(f"data root {name!r} is not an existing folder; fix --data-root or {ROOTS_VARIABLE}")
+            roots.append(path.resolve())
+        allow = options.allow_any_path or environ.get(ANY_PATH_VARIABLE, "").strip().lower() in ("1", "true", "yes")
+        return cls(tuple(dict.fromkeys(roots)), allow)
+
+    def confine(self, path: str | os.PathLike, what: str = "path") -> Path:
+        """``path`` resolved (symlinks followed); ``ValueError`` unless it is inside a root (any
+        existing path in free mode)."""
+        try:
+            resolved = Path(path).expanduser().resolve(strict=True)
+        except (OSError, RuntimeError) as error:  # missing, unreadable, or a symlink loop
+            raise ValueError(f"{what} {str(path)!r} does not exist or cannot be resolved") from error
+        if self.allow_any_path or any(resolved.is_relative_to(root) for root in self.roots):
+            return resolved
+        raise ValueError(f"{what} {str(path)!r} is outside the data folders this server was started with; "
+                         "choose one of the offered folders, or restart the server with --data-root")
+
+    def image_folders(self) -> list[Path]:
+        """Each root and the folders below it (at most :data:`MENU_DEPTH` levels), confined."""
+        return [path for path in self._walk() if path.is_dir()][:MENU_LIMIT]
+
+    def checkpoints(self) -> list[Path]:
+        """Regular files under the roots whose suffix is a checkpoint's (``.pt``, ``.bin``, ...)."""
+        return [path for path in self._walk() if path.suffix in CHECKPOINT_SUFFIXES and _is_regular(path)][:MENU_LIMIT]
+
+    def _walk(self) -> list[Path]:
+        found: list[Path] = []
+        level = list(self.roots)
+        for _ in range(MENU_DEPTH + 1):
+            found.extend(level)
+            below = []
+            for folder in level:
+                if folder.is_dir() and len(found) + len(below) < MENU_LIMIT:
+                    below.extend(sorted(self._inside(folder)))
+            level = below
+        return found
+
+    def _inside(self, folder: Path) -> list[Path]:
+        """Entries of ``folder`` that are not hidden and resolve inside a root."""
+        try:
+            entries = [entry for entry in folder.iterdir() if not entry.name.startswith(".")]
+        except OSError:
+            return []
+        inside = []
+        for entry in entries:
+            try:
+                inside.append(self.confine(entry))
+            except ValueError:
+                continue  # a link out of the roots, or a dangling one: not offered
+        return inside
+
+
+def csv_files(folder: Path) -> list[Path]:
+    """Regular ``.csv`` files directly in ``folder`` (candidates for its labels)."""
+    try:
+        return sorted(path for path in folder.iterdir() if path.suffix.lower() == ".csv" and _is_regular(path))
+    except OSError:
+        return []
+
+
+def _is_regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(path.stat().st_mode)
+    except OSError:
+        return False
