@@ -259,8 +259,8 @@ def _read_labels_table(csv_path: Path) -> pd.DataFrame:
         on = "filename"
     else:
         raise ValueError(
-            f"{name}: needs a 'path' column (relative to the image folder) or a 'filename' column; "
-            f"found columns {list(table.columns)}"
+            f"{name}: needs a 'path' column (relative to the image folder) or a 'filename' column; its header "
+            f"has {len(table.columns)} column(s), none of them named so"
         )
     blank = np.flatnonzero(table[on].isna().to_numpy())
     if len(blank):
