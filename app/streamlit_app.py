@@ -333,7 +333,22 @@ def draw_grid(column, title: str, table: pd.DataFrame, gallery: Gallery, value_n
                  caption=ex.grid_captions(table, gallery, value_name), width=GRID_WIDTH)
 
 
+# The page widgets whose values must survive a run that stops before drawing them (a folder not
+# chosen yet, a model that failed to load).
+KEPT_WIDGETS = ("anchors_a", "anchors_b", "p", "balanced", "query_mode", "query_text", "query_search")
+
+
+def keep_widget_values() -> None:
+    """Streamlit forgets, in the browser, the value of a widget that one run did not draw, while the
+    server keeps it: the anchors would show empty yet stay in use. Writing each value back before
+    the widgets are drawn makes the server send it again."""
+    for key in KEPT_WIDGETS:
+        if key in st.session_state:
+            st.session_state[key] = st.session_state[key]
+
+
 def main() -> None:
+    keep_widget_values()
     choices = sidebar()
     encoder = load_encoder_for(choices)
     gallery = load_gallery_for(choices, encoder)

@@ -154,5 +154,19 @@ def test_browser_types_anchors_moves_p_and_sees_the_grid_change(app_url, tmp_pat
             page.screenshot(path=str(shot), full_page=True)
             shutil.copy(shot, "/tmp/anchordiv_app.png")
             assert not page.get_by_text("Traceback").count(), page_report(page, log_path)
+
+            # A run that stops before drawing the anchors (no data folder offered) must not empty
+            # them in the browser while the server keeps using them: set A was filled by its preset.
+            object_box = page.get_by_label("Anchor set A (object) (one per line)")
+            objects = object_box.input_value()
+            assert objects.strip(), page_report(page, log_path)
+            page.get_by_text("Image folder", exact=True).click()
+            page.get_by_text("offers no data folders").first.wait_for(timeout=60_000)
+            page.get_by_text("Built-in emoji world", exact=True).click()
+            page.get_by_text("2 anchors in use").first.wait_for(timeout=60_000)
+            wait_until_idle(page)
+            assert object_box.input_value() == objects, page_report(page, log_path)
+            assert style_box.input_value().splitlines() == ["pixel art", "neon on black", "pixel art"], \
+                page_report(page, log_path)
         finally:
             browser.close()
