@@ -146,10 +146,10 @@ def umap_warm_up() -> threading.Thread:
 
 @st.cache_data(show_spinner="Projecting the gallery with UMAP (cached per geometry)…", max_entries=16,
                hash_funcs=BY_IDENTITY)
-def get_projection(key: str, method: str, gallery: Gallery, _geometry, p: float, balanced: bool,
+def get_projection(key: str, method: str, gallery: Gallery, _geometry, p: float, weighting: str,
                    max_points: int) -> tuple[np.ndarray, np.ndarray]:
     """``_geometry`` is not hashed: ``key`` names it (anchors, model, encoder)."""
-    return ex.geometry_projection(gallery, method, _geometry, p, balanced, None, max_points, cache_key=key)
+    return ex.geometry_projection(gallery, method, _geometry, p, weighting, None, max_points, cache_key=key)
 
 
 # -- sidebar: data, model, geometry -------------------------------------------------------------
@@ -335,7 +335,7 @@ def draw_grid(column, title: str, table: pd.DataFrame, gallery: Gallery, value_n
 
 # The page widgets whose values must survive a run that stops before drawing them (a folder not
 # chosen yet, a model that failed to load).
-KEPT_WIDGETS = ("anchors_a", "anchors_b", "p", "balanced", "query_mode", "query_text", "query_search")
+KEPT_WIDGETS = ("anchors_a", "anchors_b", "p", "weighting", "query_mode", "query_text", "query_search")
 
 
 def keep_widget_values() -> None:
@@ -369,11 +369,11 @@ def main() -> None:
         col_a, col_b = st.columns(2)
         parsed_a = anchor_column(col_a, "a", "A (object)", presets, "Gallery object names")
         parsed_b = anchor_column(col_b, "b", "B (style)", presets, "Gallery styles")
-        slider_col, balance_col = st.columns([3, 1])
+        slider_col, weighting_col = st.columns([3, 2])
         p = slider_col.slider("p: weight of A against B (p = 1: only A, p = 0: only B)", 0.0, 1.0, 0.5, 0.05, key="p")
-        balanced = balance_col.checkbox("Balanced weights", value=True, key="balanced",
-                                        help="w_k ∝ p_k exp(−c_k), c_k = mean κ_k over the gallery, so p moves the "
-                                             "neighbours gradually. Off: the paper's literal weights (p, 1 − p).")
+        weighting = weighting_col.radio("Weights", list(ex.WEIGHTINGS), horizontal=True, key="weighting",
+                                        format_func=str.capitalize)
+        weighting_col.caption(ex.WEIGHTINGS[weighting])
     if query is None:
         return
     spec = attempt(lambda: ex.GeometrySpec(kind=choices["kind"], scale=float(choices["scale"]),
@@ -389,7 +389,7 @@ def main() -> None:
         st.caption(f"Only set {geometry.component_names[0]} has anchors, so p has no effect.")
 
     k = choices["k"]
-    index = geometry.index_at(p, balanced)
+    index = geometry.index_at(p, weighting)
     result = attempt(lambda: ex.search_one(index, query, k, exclude=query_id), "Cannot rank the gallery", stop=True)
     anchor_table = ex.neighbour_table(*result, gallery, query_labels, "divergence")
     cosine = get_baseline("cosine", gallery, encoder, ())
@@ -421,18 +421,18 @@ def main() -> None:
     grid = ex.neighbour_grid_png(anchor_table, gallery, title=f"Query: {query_text} · p = {p:.2f}")
     down_png.download_button("Download neighbour grid (PNG)", grid, "neighbours.png", "image/png", key="download_png")
 
-    explain_section(geometry, p, balanced, gallery, query, anchor_table)
-    sweep_section(geometry, query, k, gallery, query_labels, query_id, balanced)
-    umap_section(gallery, geometry, p, balanced, encoder, parsed_a, parsed_b, spec, query_id, anchor_table)
+    explain_section(geometry, p, weighting, gallery, query, anchor_table)
+    sweep_section(geometry, query, k, gallery, query_labels, query_id, weighting)
+    umap_section(gallery, geometry, p, weighting, encoder, parsed_a, parsed_b, spec, query_id, anchor_table)
 
 
-def explain_section(geometry: ex.ExplorerGeometry, p: float, balanced: bool, gallery: Gallery,
+def explain_section(geometry: ex.ExplorerGeometry, p: float, weighting: str, gallery: Gallery,
                     query: np.ndarray, table: pd.DataFrame) -> None:
     st.subheader("Why this neighbour?")
     rank = st.selectbox("Neighbour", table["rank"].tolist(), key="explain_rank",
                         format_func=lambda r: f"{r}. {gallery.caption(table.gallery_id.iloc[r - 1])}")
     neighbour = int(table.gallery_id.iloc[rank - 1])
-    model = geometry.model_at(p, balanced)
+    model = geometry.model_at(p, weighting)
     query_tilt, neighbour_tilt, divergence, shown = explain.explain_pair(
         model, geometry.component_anchors, geometry.component_texts, geometry.component_names,
         torch.as_tensor(query), gallery.embeddings[neighbour], reverse=geometry.spec.reverse)
@@ -452,12 +452,12 @@ def explain_section(geometry: ex.ExplorerGeometry, p: float, balanced: bool, gal
 
 
 def sweep_section(geometry: ex.ExplorerGeometry, query: np.ndarray, k: int, gallery: Gallery,
-                  query_labels: pd.Series | None, query_id: int | None, balanced: bool) -> None:
+                  query_labels: pd.Series | None, query_id: int | None, weighting: str) -> None:
     st.subheader("p sweep")
     if not geometry.is_mixture or query_labels is None:
         st.caption("Needs both anchor sets and a query from the gallery (whose labels are known).")
         return
-    sweep = ex.p_sweep(geometry, torch.as_tensor(query), k, gallery, query_labels, exclude=query_id, balanced=balanced)
+    sweep = ex.p_sweep(geometry, torch.as_tensor(query), k, gallery, query_labels, exclude=query_id, weighting=weighting)
     st.line_chart(sweep.set_index("p").rename(columns={"object": "same object", "style": "same style"}),
                   height=220, x_label="p (weight of A)", y_label=f"fraction of top-{k}")
 
@@ -471,7 +471,7 @@ def use_projection_pick(chart_key: str) -> None:
         st.session_state.query_mode = "Gallery image"
 
 
-def umap_section(gallery: Gallery, geometry: ex.ExplorerGeometry, p: float, balanced: bool, encoder,
+def umap_section(gallery: Gallery, geometry: ex.ExplorerGeometry, p: float, weighting: str, encoder,
                  parsed_a: ex.AnchorText, parsed_b: ex.AnchorText, spec: ex.GeometrySpec,
                  query_id: int | None, table: pd.DataFrame) -> None:
     st.subheader("UMAP of the geometry")
@@ -488,13 +488,13 @@ def umap_section(gallery: Gallery, geometry: ex.ExplorerGeometry, p: float, bala
     if not show:
         return
     base_key = ex.projection_key(gallery.key, encoder.name, parsed_a.anchors, parsed_b.anchors, spec, round(p, 4),
-                                 balanced)
+                                 weighting)
     projections = [("anchor", "Anchor divergence", base_key)]
     if with_cosine:
         projections.append(("cosine", "Cosine", ex.projection_key(gallery.key, encoder.name)))
     neighbour_ids = table.gallery_id.tolist()
     for column, (method, title, key) in zip(st.columns(len(projections)), projections):
-        ids, xy = attempt(lambda: get_projection(key, method, gallery, geometry, p, balanced, max_points),
+        ids, xy = attempt(lambda: get_projection(key, method, gallery, geometry, p, weighting, max_points),
                           "Cannot project the gallery") or (None, None)
         if ids is None:
             return

@@ -94,12 +94,12 @@ def library_geometry(library, texts_a, texts_b, kind="softmax", reverse=False) -
                                ex.GeometrySpec(kind=kind, scale=10.0, reverse=reverse))
 
 
-def expected_ids(library, texts_a, texts_b, p=0.5, query_id=None, kind="softmax", balanced=True, k=10,
+def expected_ids(library, texts_a, texts_b, p=0.5, query_id=None, kind="softmax", weighting="calibrated", k=10,
                  reverse=False) -> list[int]:
     gallery = library["gallery"]
     geometry = library_geometry(library, texts_a, texts_b, kind, reverse)
     query_id = ex.default_query_id(gallery) if query_id is None else query_id
-    return ex.search_one(geometry.index_at(p, balanced), gallery.embeddings[query_id], k, exclude=query_id)[1].tolist()
+    return ex.search_one(geometry.index_at(p, weighting), gallery.embeddings[query_id], k, exclude=query_id)[1].tolist()
 
 
 def neighbours(app: AppTest, method: str = "anchor divergence") -> list[int]:
@@ -129,9 +129,14 @@ def test_p_moves_the_neighbours_as_the_library_says(library):
         app.slider(key="p").set_value(p).run()
         assert not app.exception
         assert neighbours(app) == expected_ids(library, presets["Gallery object names"], presets["Gallery styles"], p=p)
-    app.checkbox(key="balanced").uncheck().run()  # the paper's literal weights
+    app.radio(key="weighting").set_value("literal").run()  # the paper's literal weights
     assert neighbours(app) == expected_ids(library, presets["Gallery object names"], presets["Gallery styles"], p=0.0,
-                                           balanced=False)
+                                           weighting="literal")
+    app.radio(key="weighting").set_value("balanced").run()
+    for p in (0.5, 0.8):
+        app.slider(key="p").set_value(p).run()
+        assert neighbours(app) == expected_ids(library, presets["Gallery object names"], presets["Gallery styles"], p=p,
+                                               weighting="balanced")
 
 
 def test_changing_anchors_changes_the_neighbours(library):

@@ -70,17 +70,19 @@ def test_presets_include_gallery_and_paper_examples(world):
 
 
 @pytest.mark.parametrize("reverse", [False, True])
-@pytest.mark.parametrize("balanced", [True, False])
-def test_index_at_matches_a_fresh_mixture(world, reverse, balanced):
+@pytest.mark.parametrize("weighting", ["calibrated", "balanced", "literal"])
+def test_index_at_matches_a_fresh_mixture(world, reverse, weighting):
     gallery, anchors, _ = world
     shared = geometry(world, reverse=reverse)
     for p in (0.0, 0.3, 1.0):
         mixture = ad.MixtureAnchors([ad.EmpiricalAnchors(scale=SCALE), ad.EmpiricalAnchors(scale=SCALE)],
                                     [p, 1 - p]).fit(anchors)
-        if balanced:
+        if weighting == "balanced":
             mixture.balance(gallery.embeddings)
+        elif weighting == "calibrated":
+            mixture.calibrate(gallery.embeddings)
         expected = ad.AnchorIndex(mixture, gallery.embeddings, reverse=reverse).search(gallery.embeddings[:5], 8)
-        got = shared.index_at(p, balanced).search(gallery.embeddings[:5], 8)
+        got = shared.index_at(p, weighting).search(gallery.embeddings[:5], 8)
         torch.testing.assert_close(got[0], expected[0], rtol=1e-4, atol=1e-5)
         assert torch.equal(got[1], expected[1])
 

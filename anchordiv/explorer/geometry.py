@@ -12,6 +12,16 @@ import torch
 from ..models import AnchorModel, MixtureAnchors, anchor_model_kind
 from ..search import AnchorIndex, CosineIndex, Index, ITIIndex
 
+# How [p, 1 - p] becomes the mixture's weights (MixtureAnchors, docs/design.md §3), as the explorer offers them.
+WEIGHTINGS: dict[str, str] = {
+    "calibrated": "Calibrated: p is how far the neighbours have moved from B's (p = 0) to A's (p = 1), "
+                  "measured on this gallery without labels; p = 0.5 is half-way.",
+    "balanced": "Balanced: w ∝ p · exp(−mean κ over the gallery), so at p = 0.5 A and B weigh alike on "
+                "average; the neighbours still move mostly near p = 1.",
+    "literal": "Literal: the paper's weights (p, 1 − p); a tight set such as a few styles owns the mixture "
+               "for almost every p.",
+}
+
 
 @dataclass(frozen=True)
 class GeometrySpec:
@@ -63,7 +73,7 @@ class ExplorerGeometry:
     components and the stored gallery terms.
 
     Attributes: ``model`` (the shared fitted model: for two sets, the mixture balanced over the
-    gallery at ``p = 1/2``), ``index`` (its :class:`AnchorIndex`), ``component_anchors`` and
+    gallery at ``p = 1/2``), ``calibrated_model`` (the same components with calibrated ``p``), ``index`` (its :class:`AnchorIndex`), ``component_anchors`` and
     ``component_texts`` (each component's anchors and their texts, row-aligned),
     ``component_names`` ("A", "B"), ``notes`` for the user.
     """
@@ -89,29 +99,34 @@ class ExplorerGeometry:
                                   for _, anchors, _ in used]
         if len(components) == 1:
             self.model: AnchorModel = components[0]
+            self.calibrated_model: AnchorModel = self.model
         else:
-            self.model = MixtureAnchors(components, [0.5, 0.5]).with_balance(gallery_embeddings)
+            mixture = MixtureAnchors(components, [0.5, 0.5])
+            self.model = mixture.with_balance(gallery_embeddings)
+            self.calibrated_model = mixture.with_calibration(gallery_embeddings)
         self.index = AnchorIndex(self.model, gallery_embeddings, reverse=spec.reverse, device="cpu")
 
     @property
     def is_mixture(self) -> bool:
         return isinstance(self.model, MixtureAnchors)
 
-    def model_at(self, p: float, balanced: bool = True) -> AnchorModel:
-        """The model at weights ``[p, 1 - p]``, balanced over the gallery or literal: a new mixture
-        sharing the fitted components (for a single set, the shared model itself)."""
+    def model_at(self, p: float, weighting: str = "calibrated") -> AnchorModel:
+        """The model at weights ``[p, 1 - p]`` under ``weighting`` (a key of :data:`WEIGHTINGS`): a
+        new mixture sharing the fitted components (for a single set, the shared model itself)."""
+        if weighting not in WEIGHTINGS:
+            raise ValueError(f"weighting={weighting!r}; choose one of {list(WEIGHTINGS)}")
         if not self.is_mixture:
             return self.model
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"p={p!r} must be between 0 and 1")
-        model = self.model if balanced else self.model.with_balance(None)
-        return model.with_weights([p, 1.0 - p])
+        model = {"calibrated": self.calibrated_model, "balanced": self.model}.get(weighting)
+        return (model or self.model.with_balance(None)).with_weights([p, 1.0 - p])
 
-    def index_at(self, p: float, balanced: bool = True) -> AnchorIndex:
+    def index_at(self, p: float, weighting: str = "calibrated") -> AnchorIndex:
         """The gallery's :class:`AnchorIndex` at weight ``p``, sharing the stored per-component
         terms (``O(G K)``); the shared index is never changed, so concurrent users at different
         ``p`` each get their own ranking."""
-        return self.index.with_model(self.model_at(p, balanced)) if self.is_mixture else self.index
+        return self.index.with_model(self.model_at(p, weighting)) if self.is_mixture else self.index
 
 
 def baseline_index(kind: str, gallery_embeddings: torch.Tensor, anchors: torch.Tensor | None = None) -> Index:

@@ -93,13 +93,13 @@ def neighbour_grid_png(table: pd.DataFrame, gallery: Gallery, title: str) -> byt
 
 
 def p_sweep(geometry: ExplorerGeometry, query: torch.Tensor, k: int, gallery: Gallery,
-            query_labels: pd.Series | None, exclude: int | None = None, balanced: bool = True,
+            query_labels: pd.Series | None, exclude: int | None = None, weighting: str = "calibrated",
             steps: int = 11) -> pd.DataFrame:
     """Object and style agreement of the top-``k`` as ``p`` goes from 0 to 1 (paper Fig. 3, left).
     Columns ``p``, ``object``, ``style`` (fractions; NaN where labels are unknown)."""
     rows = []
     for p in np.linspace(0.0, 1.0, steps):
-        values, ids = search_one(geometry.index_at(float(p), balanced), query, k, exclude)
+        values, ids = search_one(geometry.index_at(float(p), weighting), query, k, exclude)
         score = agreement(neighbour_table(values, ids, gallery, query_labels, "divergence"))
         rows.append({"p": float(p), **{name: (np.nan if value is None else value[0] / value[1])
                                        for name, value in score.items()}})

@@ -28,7 +28,7 @@ def projection_key(*parts: object) -> str:
 
 
 def geometry_projection(gallery: Gallery, method: str, geometry: ExplorerGeometry | None = None, p: float = 0.5,
-                        balanced: bool = True, iti_anchors: torch.Tensor | None = None, max_points: int = 10_000,
+                        weighting: str = "calibrated", iti_anchors: torch.Tensor | None = None, max_points: int = 10_000,
                         seed: int = 0, n_neighbors: int = 15, cache_key: str | None = None
                         ) -> tuple[np.ndarray, np.ndarray]:
     """UMAP projection of (a fixed sample of at most ``max_points``) gallery images under ``method``
@@ -43,7 +43,7 @@ def geometry_projection(gallery: Gallery, method: str, geometry: ExplorerGeometr
     if method == "anchor":
         if geometry is None:
             raise ValueError("an anchor projection needs a geometry")
-        index = AnchorIndex(geometry.model_at(p, balanced), embeddings, reverse=geometry.spec.reverse, device="cpu")
+        index = AnchorIndex(geometry.model_at(p, weighting), embeddings, reverse=geometry.spec.reverse, device="cpu")
     else:
         index = baseline_index(method, embeddings, iti_anchors)
 

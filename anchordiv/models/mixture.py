@@ -9,6 +9,7 @@ from sklearn.exceptions import NotFittedError
 
 from .._validation import ArrayLike, check_probability_vector
 from .base import AnchorModel
+from .calibration import QUERIES, CalibrationCurve, calibration_curve
 
 
 class MixtureAnchors(AnchorModel):
@@ -25,21 +26,25 @@ class MixtureAnchors(AnchorModel):
 
     where ``kappa_k`` is component ``k``'s CGF and ``r_k(eta)`` its responsibility for ``eta``.
 
-    Two parametrisations of the same family (docs/design.md §3):
+    Three parametrisations of the same family (docs/design.md §3):
 
     * **literal** (default): ``w = weights``. A tight anchor set (a few style phrases) has a much
       larger ``kappa`` than a broad one, so its component owns the responsibilities for almost
       every ``p`` and a ``p`` slider acts as a switch.
     * **balanced**: ``w_k ∝ weights_k exp(-c_k)`` with ``c_k`` the mean of ``kappa_k`` over a
       reference set (e.g. the gallery). At ``p = 1/2`` the components then share the reference
-      evenly and ``p`` moves the geometry gradually.
+      evenly, though the neighbourhoods still move mostly near ``p = 1``.
+    * **calibrated** (two components): ``weights = [p, 1 - p]`` is mapped to the log-odds at which
+      the neighbourhoods of a reference set have moved the fraction ``p`` of the way from B's to
+      A's, measured without labels (:mod:`anchordiv.models.calibration`): ``p = 0`` and ``p = 1``
+      are B and A exactly, ``p = 1/2`` is half-way, and the map is monotone.
 
     The pure API returns new mixtures that share this one's fitted components (nothing is copied
     or refitted), so a mixture shared between threads is never changed:
-    :meth:`with_weights` and :meth:`with_balance`. An :class:`~anchordiv.AnchorIndex` built on one
+    :meth:`with_weights`, :meth:`with_balance` and :meth:`with_calibration`. An :class:`~anchordiv.AnchorIndex` built on one
     of them serves any other through :meth:`~anchordiv.AnchorIndex.with_model` in ``O(G K)``.
-    :meth:`set_weights` and :meth:`balance` are the mutating conveniences for single-threaded
-    scripts: they change this object in place.
+    :meth:`set_weights`, :meth:`balance` and :meth:`calibrate` are the mutating conveniences for
+    single-threaded scripts: they change this object in place.
 
     Parameters
     ----------
@@ -48,10 +53,13 @@ class MixtureAnchors(AnchorModel):
     weights : ``(K,)`` non-negative, summing to 1, one per model; uniform when ``None``.
 
     Fitted attributes: ``n_features_in_``, ``kappa_offsets_`` ``(K,)`` (the ``c_k``, zeros unless
-    balanced), ``log_weights_`` and ``effective_weights_`` ``(K,)`` (the ``w_k`` in use).
+    balanced), ``calibration_`` (the :class:`~anchordiv.models.calibration.CalibrationCurve` once
+    calibrated, else ``None``), ``log_weights_`` and ``effective_weights_`` ``(K,)`` (the ``w_k`` in use).
     """
 
-    _kappa_offsets: np.ndarray | None = None  # c_k once balanced; set by balance / with_balance only
+    # Fit-like state, set only by balance / with_balance and calibrate / with_calibration (one at a time).
+    _kappa_offsets: np.ndarray | None = None
+    _calibration: CalibrationCurve | None = None
 
     def __init__(self, models: Sequence[AnchorModel], weights: ArrayLike | None = None):
         self.models = models
@@ -107,7 +115,7 @@ class MixtureAnchors(AnchorModel):
         for model, anchors in zip(components, anchor_sets):
             model.fit(anchors)
         self.check_fitted()
-        self._kappa_offsets = None
+        self._kappa_offsets, self._calibration = None, None
         return self
 
     # -- weights ---------------------------------------------------------------------------
@@ -122,21 +130,42 @@ class MixtureAnchors(AnchorModel):
         eta = self.natural_parameters(reference, "reference")
         return np.array([float(model.cgf_eta(eta).double().mean()) for model in self._components()])
 
-    def _sibling(self, weights: ArrayLike | None, offsets: np.ndarray | None) -> "MixtureAnchors":
+    def _reference_calibration(self, reference: ArrayLike, k: int, queries: int, seed: int) -> CalibrationCurve:
+        components = self._components()
+        if len(components) != 2:
+            raise ValueError(f"calibrated weights are defined for two components (A and B, weight p); this mixture "
+                             f"has {len(components)}. Use with_balance for more components.")
+        return calibration_curve(components, self.natural_parameters(reference, "reference"), k, queries, seed)
+
+    def _sibling(self, weights: ArrayLike | None, offsets: np.ndarray | None,
+                 calibration: CalibrationCurve | None) -> "MixtureAnchors":
         mixture = type(self)(self.models, weights)
-        mixture._kappa_offsets = offsets
+        mixture._kappa_offsets, mixture._calibration = offsets, calibration
         return mixture
 
     def with_weights(self, weights: ArrayLike) -> "MixtureAnchors":
         """A new mixture with ``weights`` ``(K,)`` and this one's components (shared, not copied or
         refitted) and parametrisation. This mixture is unchanged."""
         self._weight_vector(weights)
-        return self._sibling(weights, self._kappa_offsets)
+        return self._sibling(weights, self._kappa_offsets, self._calibration)
 
     def with_balance(self, reference: ArrayLike | None) -> "MixtureAnchors":
         """A new mixture, balanced over reference embeddings ``reference`` ``(n, d)`` (``None``:
         literal weights), with this one's components and weights. This mixture is unchanged."""
-        return self._sibling(self.weights, None if reference is None else self._reference_offsets(reference))
+        return self._sibling(self.weights, None if reference is None else self._reference_offsets(reference), None)
+
+    def with_calibration(self, reference: ArrayLike, k: int = 10, queries: int = QUERIES,
+                         seed: int = 0) -> "MixtureAnchors":
+        """A new mixture whose ``p`` is calibrated on reference embeddings ``reference`` ``(n, d)``
+        (the gallery: ``queries`` of its items, drawn with ``seed``, each ranking the others by its
+        top-``k``), with this one's components and weights. This mixture is unchanged."""
+        return self._sibling(self.weights, None, self._reference_calibration(reference, k, queries, seed))
+
+    def calibrate(self, reference: ArrayLike, k: int = 10, queries: int = QUERIES, seed: int = 0) -> "MixtureAnchors":
+        """Switch to calibrated weights in place (the mutating convenience of :meth:`with_calibration`)."""
+        self._calibration = self._reference_calibration(reference, k, queries, seed)
+        self._kappa_offsets = None
+        return self
 
     def set_weights(self, weights: ArrayLike) -> "MixtureAnchors":
         """Replace the weights in place (mutating convenience; see :meth:`with_weights`). No refit."""
@@ -148,6 +177,7 @@ class MixtureAnchors(AnchorModel):
         """Switch to the balanced parametrisation over ``reference`` ``(n, d)`` in place (``None``:
         literal weights); the mutating convenience of :meth:`with_balance`."""
         self._kappa_offsets = None if reference is None else self._reference_offsets(reference)
+        self._calibration = None
         return self
 
     @property
@@ -155,12 +185,25 @@ class MixtureAnchors(AnchorModel):
         return self._kappa_offsets is not None
 
     @property
+    def calibrated(self) -> bool:
+        return self._calibration is not None
+
+    @property
+    def calibration_(self) -> CalibrationCurve | None:
+        return self._calibration
+
+    @property
     def kappa_offsets_(self) -> np.ndarray:
         return np.zeros(len(self._components())) if self._kappa_offsets is None else self._kappa_offsets.copy()
 
     @property
     def log_weights_(self) -> np.ndarray:
-        """Effective ``log w_k`` ``(K,)`` after balancing, normalised to sum to 1 in ``w``."""
+        """Effective ``log w_k`` ``(K,)`` after balancing or calibrating, normalised to sum to 1 in ``w``."""
+        if self._calibration is not None:
+            log_odds = self._calibration.log_odds_at(float(self._weight_vector()[0]))
+            if np.isinf(log_odds):
+                return np.array([0.0, -np.inf]) if log_odds > 0 else np.array([-np.inf, 0.0])
+            return -np.logaddexp(0.0, [-log_odds, log_odds])  # log sigmoid(+-lambda)
         with np.errstate(divide="ignore"):
             logits = np.log(self._weight_vector()) - self.kappa_offsets_
         finite = logits[np.isfinite(logits)]

@@ -111,18 +111,45 @@ def _reference_rows(sample: QuerySample, study: Study, settings: Settings, targe
 
 def p_sweep(study: Study, sample: QuerySample, settings: Settings) -> pd.DataFrame:
     """Fig. 3 (left): object- and style-mAP of ``MixtureAnchors([object, style], [p, 1 - p])`` as
-    ``p`` goes 0 -> 1, softmax and Gaussian, literal and balanced weights; cosine and ITI rows."""
+    ``p`` goes 0 -> 1, softmax and Gaussian, balanced, literal and calibrated weights (calibrated on
+    the gallery, without labels); cosine and ITI rows."""
     rows = _reference_rows(sample, study, settings, ("object", "style"))
     for name, factory in (("softmax", EmpiricalAnchors), ("Gaussian", GaussianAnchors)):
         mixture = MixtureAnchors([factory(scale=settings.scale), factory(scale=settings.scale)])
         mixture.fit([study.object_anchors, study.style_anchors])
         index = AnchorIndex(mixture, study.embeddings, device="cpu")
-        for weighting, reference in (("balanced", study.embeddings), ("literal", None)):
-            weighted = mixture.with_balance(reference)
+        parametrisations = {"balanced": mixture.with_balance(study.embeddings), "literal": mixture.with_balance(None),
+                            "calibrated": mixture.with_calibration(study.embeddings, seed=settings.seed)}
+        for weighting, weighted in parametrisations.items():
             for p in settings.p_grid:
                 ap = sample.average_precision(index.with_model(weighted.with_weights([p, 1 - p])))
                 rows += [{"method": name, "weighting": weighting, "p": p, "target": target,
                           **estimate(ap[target], settings.n_bootstrap).row()} for target in ("object", "style")]
+    return pd.DataFrame(rows)
+
+
+def crossings(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per method and weighting of a :func:`p_sweep` table: the ``p`` where object-mAP overtakes
+    style-mAP (linear between grid points; NaN if it never does), and how far each has moved at
+    ``p = 1/2`` as a fraction of its whole change from ``p = 0`` to ``p = 1``."""
+    curves = frame[frame["p"].notna()]
+    rows = []
+    for (method, weighting), group in curves.groupby(["method", "weighting"], sort=False):
+        table = group.pivot_table(index="p", columns="target", values="mean").sort_index()
+        gap = (table["object"] - table["style"]).to_numpy()
+        grid = table.index.to_numpy(dtype=float)
+        above = np.flatnonzero(gap >= 0)
+        crossing = np.nan
+        if len(above) and above[0] > 0:
+            i = above[0]
+            crossing = grid[i - 1] + (grid[i] - grid[i - 1]) * (-gap[i - 1]) / (gap[i] - gap[i - 1])
+        elif len(above):
+            crossing = grid[0]
+        halfway = {target: float(np.interp(0.5, grid, table[target].to_numpy())) for target in ("object", "style")}
+        ends = {target: (table[target].iloc[0], table[target].iloc[-1]) for target in ("object", "style")}
+        rows.append({"method": method, "weighting": weighting, "crossing p": crossing,
+                     **{f"{target} moved at p = 0.5": (halfway[target] - start) / (end - start) if end != start else np.nan
+                        for target, (start, end) in ends.items()}})
     return pd.DataFrame(rows)
 
 

@@ -38,7 +38,7 @@ def plot_p_sweep(frame: pd.DataFrame, path: Path) -> Path:
     figure, axes = plt.subplots(1, len(methods), figsize=(5.5 * len(methods), 4), squeeze=False)
     for axis, method in zip(axes[0], methods):
         for target, colour in TARGET_COLOURS.items():
-            for weighting, style in (("balanced", "-"), ("literal", "--")):
+            for weighting, style in (("calibrated", "-"), ("balanced", "-."), ("literal", "--")):
                 rows = frame[(frame["method"] == method) & (frame["weighting"] == weighting) & (frame["target"] == target)]
                 _band(axis, rows, "p", f"{target}-mAP, {weighting}", colour, style)
             _reference_lines(axis, frame, target, colour)

@@ -47,8 +47,8 @@ def p_sweep_verdict(frame: pd.DataFrame) -> str:
         stuck = span > 0 and ((inner - literal["mean"].min()).abs() < 0.1 * span).all()
         parts.append("with the literal weights softmax's object-mAP " +
                      ("stays near its p = 0 value until p reaches 1, so p acts as a switch; the balanced weights "
-                      "move it gradually, which is why the explorer uses them" if stuck else
-                      "also moves between the endpoints"))
+                      "move it more gradually, and the calibrated weights put p = 0.5 half-way, which is why the "
+                      "explorer uses them" if stuck else "also moves between the endpoints"))
     verdict = "Holds" if holds and all(holds) else "Partly holds" if any(holds) else "Does not hold"
     return f"{verdict}: " + "; ".join(parts) + "."
 

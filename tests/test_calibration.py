@@ -1,0 +1,95 @@
+"""Calibrated p (anchordiv.models.calibration): ends exact, monotone, deterministic, label-free, and
+half-way at p = 1/2 on a world built here, where objects and styles are known."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import anchordiv as ad
+
+SCALE = 10.0
+
+
+def unit(rng: np.random.Generator, n: int, d: int = 24) -> torch.Tensor:
+    return torch.nn.functional.normalize(torch.as_tensor(rng.standard_normal((n, d)), dtype=torch.float32), dim=1)
+
+
+@pytest.fixture(scope="module")
+def world():
+    """240 images: 12 objects x 4 styles x 5 noisy copies; A names the objects, B the styles."""
+    rng = np.random.default_rng(3)
+    objects, styles = unit(rng, 12), unit(rng, 4)
+    rows = [(o, s) for o in range(12) for s in range(4) for _ in range(5)]
+    images = torch.nn.functional.normalize(
+        torch.stack([objects[o] + 0.9 * styles[s] for o, s in rows]) + 0.35 * unit(rng, len(rows)), dim=1)
+    a = ad.EmpiricalAnchors(scale=SCALE).fit(torch.nn.functional.normalize(objects + 0.05 * unit(rng, 12), dim=1))
+    b = ad.EmpiricalAnchors(scale=SCALE).fit(torch.nn.functional.normalize(styles + 0.05 * unit(rng, 4), dim=1))
+    labels = np.array(rows)
+    return images, ad.MixtureAnchors([a, b], [0.5, 0.5]), labels
+
+
+def top_ids(model, images, k=10):
+    own = torch.arange(len(images))
+    return ad.AnchorIndex(model, images, device="cpu").search(images, k, exclude=own)[1].numpy()
+
+
+def agreement(ids, labels, column):
+    return float((labels[ids, column] == labels[:, None, column]).mean())
+
+
+def test_ends_are_a_and_b_exactly(world):
+    images, mixture, _ = world
+    calibrated = mixture.with_calibration(images)
+    np.testing.assert_array_equal(top_ids(calibrated.with_weights([1.0, 0.0]), images), top_ids(mixture.models[0], images))
+    np.testing.assert_array_equal(top_ids(calibrated.with_weights([0.0, 1.0]), images), top_ids(mixture.models[1], images))
+
+
+def test_the_map_is_monotone_and_the_curve_spans_b_to_a(world):
+    images, mixture, _ = world
+    curve = mixture.with_calibration(images).calibration_
+    assert np.all(np.diff(curve.progress) >= 0) and np.all(np.diff(curve.log_odds) > 0)
+    assert curve.progress[0] < 0.05 and curve.progress[-1] > 0.95
+    grid = np.linspace(0, 1, 41)
+    log_odds = [curve.log_odds_at(p) for p in grid]
+    assert log_odds[0] == -np.inf and log_odds[-1] == np.inf and np.all(np.diff(log_odds) >= 0)
+
+
+def test_half_way_at_one_half_and_object_agreement_never_falls(world):
+    """Labels are used here only to judge the calibration, which never sees them."""
+    images, mixture, labels = world
+    calibrated = mixture.with_calibration(images)
+    grid = np.linspace(0, 1, 11)
+    same_object = [agreement(top_ids(calibrated.with_weights([p, 1 - p]), images), labels, 0) for p in grid]
+    same_style = [agreement(top_ids(calibrated.with_weights([p, 1 - p]), images), labels, 1) for p in grid]
+    assert np.all(np.diff(same_object) >= -0.02)
+    for values in (same_object, same_style):
+        fraction = (values[5] - values[0]) / (values[-1] - values[0])
+        assert 0.3 <= fraction <= 0.7, (same_object, same_style)
+    balanced = mixture.with_balance(images).with_weights([0.5, 0.5])
+    assert agreement(top_ids(balanced, images), labels, 0) < same_object[5]  # what calibration is for
+
+
+def test_deterministic_pure_and_label_free(world):
+    images, mixture, _ = world
+    first, second = mixture.with_calibration(images), mixture.with_calibration(images)
+    np.testing.assert_array_equal(first.calibration_.progress, second.calibration_.progress)
+    np.testing.assert_array_equal(first.with_weights([0.3, 0.7]).log_weights_, second.with_weights([0.3, 0.7]).log_weights_)
+    assert not mixture.calibrated and mixture.calibration_ is None  # with_calibration leaves it alone
+    assert first.with_weights([0.2, 0.8]).calibrated  # the parametrisation travels with the weights
+    assert not first.with_balance(images).calibrated and not first.with_balance(None).calibrated
+    in_place = ad.MixtureAnchors(mixture.models, [0.5, 0.5]).balance(images).calibrate(images)
+    assert in_place.calibrated and not in_place.balanced
+    assert not in_place.balance(images).calibrated
+
+
+def test_calibration_refuses_what_it_cannot_do(world):
+    images, mixture, _ = world
+    three = ad.MixtureAnchors([*mixture.models, mixture.models[0]])
+    with pytest.raises(ValueError, match="two components"):
+        three.with_calibration(images)
+    with pytest.raises(ValueError, match="more than k \\+ 1"):
+        mixture.with_calibration(images[:5])
+    twins = ad.MixtureAnchors([mixture.models[0], mixture.models[0]])
+    with pytest.raises(ValueError, match="nothing to calibrate"):
+        twins.with_calibration(images)
