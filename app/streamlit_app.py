@@ -261,7 +261,21 @@ def load_gallery_for(choices: dict[str, Any], encoder) -> Gallery:
 
 # -- query ----------------------------------------------------------------------------------------
 def choose_query(gallery: Gallery, encoder) -> tuple[np.ndarray | None, int | None, pd.Series | None, Any, str]:
-    """The query as ``(embedding (d,), gallery id or None, labels or None, image or None, description)``."""
+    """The query as ``(embedding (d,), gallery id or None, labels or None, image or None, description)``.
+    While "Upload" waits for its file, the last query stays, so the page keeps its results."""
+    state = st.session_state
+    query = pick_query(gallery, encoder)
+    if query[0] is not None:
+        state.last_query = (gallery.key, query)
+    elif state.get("query_upload") is None and state.get("last_query", (None,))[0] == gallery.key \
+            and state.get("query_mode") == "Upload":
+        st.caption("Showing the last query's neighbours until an image is uploaded.")
+        query = state.last_query[1]
+    return query
+
+
+def pick_query(gallery: Gallery, encoder) -> tuple[np.ndarray | None, int | None, pd.Series | None, Any, str]:
+    """The query the widgets name now (``None`` embedding when there is none yet)."""
     state = st.session_state
     if "query_id" not in state or state.query_id >= len(gallery):
         state.query_id = ex.default_query_id(gallery)
@@ -459,7 +473,8 @@ def sweep_section(geometry: ex.ExplorerGeometry, query: np.ndarray, k: int, gall
         return
     sweep = ex.p_sweep(geometry, torch.as_tensor(query), k, gallery, query_labels, exclude=query_id, weighting=weighting)
     st.line_chart(sweep.set_index("p").rename(columns={"object": "same object", "style": "same style"}),
-                  height=220, x_label="p (weight of A)", y_label=f"fraction of top-{k}")
+                  height=240, x_label="p (weight of A)", y_label="agreement")
+    st.caption(f"Agreement: the fraction of the top-{k} that shares the query's object or style.")
 
 
 def use_projection_pick(chart_key: str) -> None:

@@ -500,3 +500,11 @@ def test_free_paths_never_hang(library, tmp_path, monkeypatch, field, make, expe
     errors = " ".join(error.value for error in app.error)
     assert re.search(expected, errors), errors
     assert "PATH=" not in errors and "HOME=" not in errors  # nothing of /proc/self/environ is echoed
+
+
+def test_choosing_upload_keeps_the_last_results_until_a_file_arrives(library):
+    app = start()
+    before = neighbours(app)
+    app.radio(key="query_mode").set_value("Upload").run()
+    assert not app.exception and neighbours(app) == before
+    assert "Showing the last query's neighbours until an image is uploaded" in messages(app)

@@ -292,3 +292,16 @@ def test_folder_gallery_with_a_non_utf8_name_and_an_unlabelled_image(tmp_path, m
     with pytest.raises(ValueError, match=r"no readable image .*1 file\(s\) skipped") as caught:
         folder_gallery(tmp_path / "junk", PixelEncoder())
     assert "private-notes" not in str(caught.value)  # the kinds of problem, never a listing
+
+
+def test_grid_captions_shorten_at_a_word_boundary(world):
+    gallery = world[0]
+    long = Gallery(embeddings=gallery.embeddings, labels=gallery.labels.assign(obj="smiling face with open mouth"),
+                   load=gallery.load, object_column="obj", name_column="obj", style_column="sty", key="long",
+                   description="long names")
+    values, ids = ex.search_one(geometry(world).index_at(1.0), gallery.embeddings[0], 3, exclude=0)
+    captions = ex.grid_captions(ex.neighbour_table(values, ids, long, long.labels.iloc[0], "divergence"), long,
+                                "divergence")
+    assert all(caption.split(" d=")[0].endswith(("…", "style 0", "style 1", "style 2", "style 3", "style 4"))
+               for caption in captions)
+    assert all("smiling face with open…" in caption for caption in captions)

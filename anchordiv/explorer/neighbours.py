@@ -4,6 +4,7 @@ agreement (:func:`neighbour_table`, :func:`agreement`), what the page shows and 
 moves (:func:`p_sweep`)."""
 from __future__ import annotations
 
+import textwrap
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -74,7 +75,7 @@ def grid_captions(table: pd.DataFrame, gallery: Gallery, value_name: str) -> lis
     captions = []
     for row in table.itertuples(index=False):
         marks = ("✓obj " if row.same_object is True else "") + ("✓sty" if row.same_style is True else "")
-        captions.append(f"{row.rank}. {gallery.caption(row.gallery_id)[:28]} "
+        captions.append(f"{row.rank}. {textwrap.shorten(gallery.caption(row.gallery_id), 28, placeholder='…')} "
                         f"{value_name[0]}={getattr(row, value_name):.3g} {marks}")
     return captions
 
