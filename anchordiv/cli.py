@@ -274,15 +274,30 @@ def _reproduce(args: argparse.Namespace) -> int:
 
 
 def _explorer_bench(args: argparse.Namespace) -> int:
+    if args.browser:
+        return _explorer_bench_browser(args)
     import torch
 
     from .explorer import benchmark
 
     _check_output_file(args.json, "--json")
+    args.repeats = args.repeats or 20
     print(f"anchordiv explorer-bench: G={args.gallery}, N={args.anchors}, d={args.dim}, UMAP {args.umap_points} "
           f"points, CPU, {torch.get_num_threads()} torch threads", flush=True)
     results = benchmark(gallery_size=args.gallery, n_anchors=args.anchors, dim=args.dim, umap_points=args.umap_points,
                         repeats=args.repeats, log=lambda line: print(line, flush=True))
+    _write_json(args.json, results)
+    return 0
+
+
+def _explorer_bench_browser(args: argparse.Namespace) -> int:
+    from .explorer.browser_bench import browser_benchmark, check_browser
+
+    _check_output_file(args.json, "--json")
+    check_browser()  # before the servers start: a missing browser is a one-line error naming what to install
+    print("anchordiv explorer-bench --browser: the explorer against app/reference_grid.py in headless Chromium",
+          flush=True)
+    results = browser_benchmark(repeats=args.repeats or 5, log=lambda line: print(line, flush=True))
     _write_json(args.json, results)
     return 0
 
@@ -348,11 +363,14 @@ def build_parser() -> argparse.ArgumentParser:
     explorer_bench.add_argument("--anchors", type=_integer(2), default=4_000, help="anchors in set A (default 4,000)")
     explorer_bench.add_argument("--dim", type=COUNT, default=256, help="embedding dimension (default 256, the built-in model's)")
     explorer_bench.add_argument("--umap-points", type=COUNT, default=10_000, dest="umap_points")
-    explorer_bench.add_argument("--repeats", type=COUNT, default=20)
+    explorer_bench.add_argument("--repeats", type=COUNT, help="default 20 (5 with --browser)")
+    explorer_bench.add_argument("--browser", action="store_true",
+                                help="time the Streamlit explorer in headless Chromium against a minimal reference app "
+                                     "(open, move p: grid changed, page at rest); the size options do not apply")
     explorer_bench.add_argument("--json", help="also write the figures to this JSON file")
     explorer_bench.set_defaults(handler=_explorer_bench)
     reproduce = commands.add_parser("reproduce", help="the paper's experiments, written as a report (Markdown, PNG, CSV)")
-    reproduce.add_argument("--quick", action="store_true", help="smaller sweeps and samples (about 3 minutes on 2 cores)")
+    reproduce.add_argument("--quick", action="store_true", help="smaller sweeps and samples (about a minute on 2 cores once the world is embedded)")
     reproduce.add_argument("--out", default="reports", help="folder for report.md, its figures and tables (default reports/)")
     reproduce.add_argument("--model", default="builtin", help="encoder spec: builtin (default) or open_clip:<arch>")
     reproduce.add_argument("--pretrained", help="open_clip checkpoint file or pretrained tag (its file must be on disk)")

@@ -28,7 +28,7 @@ from .study import Study
 @dataclass(frozen=True)
 class Settings:
     """Sizes of a reproduction run; on 2 CPU cores, once the world is embedded and cached,
-    :meth:`quick` takes about a minute and :meth:`full` about 11."""
+    :meth:`quick` takes about a minute and :meth:`full` about 12."""
 
     queries: int = 2000
     scale: float = 10.0

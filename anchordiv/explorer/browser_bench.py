@@ -1,0 +1,266 @@
+"""Speed in a real browser: :func:`browser_benchmark` times the explorer against a minimal
+reference Streamlit app (``python -m anchordiv explorer-bench --browser``).
+
+Both apps run at once, each ``streamlit run`` on its own free localhost port, and headless system
+Chromium (driven by Playwright, never ``playwright install``) measures for each: opening the app
+with warm caches until its 20 grid captions are drawn, and one step of the p slider until the first
+grid changes and until the script run is over. The reference (``app/reference_grid.py``) draws the
+same kind of page with nothing behind it, so the ratio explorer / reference is the explorer's own cost.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Callable, Iterator
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = os.environ.get("ANCHORDIV_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+GALLERY_SPLIT, GALLERY_LIMIT = "heldout", 96
+APPS = {"explorer": ("streamlit_app.py", "weight of A"), "reference": ("reference_grid.py", "weight of grid A")}
+MEASURES = {"open_s": "open the app, warm cache -> first grid",
+            "move_p_grid_s": "move p one step -> the grid changes",
+            "move_p_rest_s": "move p one step -> page at rest again"}
+WAIT_S = 120  # per wait in the browser; the warm-up load of the explorer embeds its gallery
+
+# The captions of each st.image grid (an element holding 10 or more), first grid first: the
+# explorer also captions its query image, which is not part of any grid.
+GRIDS_JS = """() => [...document.querySelectorAll('[data-testid="stElementContainer"]')]
+  .filter(box => !box.querySelector('[data-testid="stElementContainer"]'))
+  .map(box => [...box.querySelectorAll('[data-testid="stImageCaption"]')].map(c => c.innerText))
+  .filter(captions => captions.length >= 10)"""
+RUNNING = '[data-testid^="stStatusWidgetRunning"]'
+
+
+def check_browser(chromium: str = CHROMIUM) -> None:
+    """Refuse early, naming what to install, when the browser or its driver is missing."""
+    if not Path(chromium).is_file():
+        raise ValueError(f"no Chromium at {chromium}; install it (apt-get install -y chromium) or set ANCHORDIV_CHROMIUM")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError as error:
+        raise ValueError(f"the playwright package is missing ({error}); pip install playwright "
+                         "(the system Chromium is used: no `playwright install`)") from error
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _log_tail(path: Path, chars: int = 2000) -> str:
+    return path.read_text(errors="replace")[-chars:] if path.is_file() else "(no log)"
+
+
+def _wait_healthy(url: str, process: subprocess.Popen, log_path: Path, seconds: float) -> None:
+    """Return once streamlit answers its health check; fail with its log when it exits or never answers."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise ValueError(f"streamlit ({log_path.stem}) exited with code {process.returncode} before answering "
+                             f"at {url}; its log ends:\n{_log_tail(log_path)}")
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.25)
+    raise ValueError(f"streamlit ({log_path.stem}) did not answer at {url}/_stcore/health within {seconds:.0f} s "
+                     f"(a busy machine? retry when it is quieter); its log ends:\n{_log_tail(log_path)}")
+
+
+@contextmanager
+def _server(script: Path, env: dict[str, str], log_path: Path) -> Iterator[tuple[str, subprocess.Popen, Path]]:
+    """``streamlit run script`` headless on a free localhost port: its URL, process and log file;
+    always terminated on the way out."""
+    port = free_port()
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless=true", f"--server.port={port}",
+             "--server.address=127.0.0.1", "--browser.gatherUsageStats=false", "--server.fileWatcherType=none"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            yield f"http://127.0.0.1:{port}", process, log_path
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _explorer_env(workdir: Path, log: Callable[[str], None]) -> dict[str, str]:
+    """The browser test's setting: the small held-out gallery and a private cache (so that the
+    user's cache stays untouched) that reuses the rendered emoji world, which is slow to rebuild."""
+    from ..builtin.weights import ASSETS_DIR, WEIGHTS_NAME
+    from ..cache import cache_dir
+
+    if not (ASSETS_DIR / WEIGHTS_NAME).is_file():
+        raise ValueError(f"the built-in model weights are missing ({ASSETS_DIR / WEIGHTS_NAME}); "
+                         "run `python -m anchordiv train-builtin` first")
+    cache = workdir / "cache"
+    cache.mkdir()
+    world = cache_dir() / "emoji_world"
+    if world.is_dir():
+        (cache / "emoji_world").symlink_to(world, target_is_directory=True)
+    else:
+        log(f"note: no rendered emoji world in {world}; the explorer's warm-up load renders it (slow)")
+    return {**os.environ, "ANCHORDIV_CACHE": str(cache), "ANCHORDIV_APP_GALLERY_SPLIT": GALLERY_SPLIT,
+            "ANCHORDIV_APP_GALLERY_LIMIT": str(GALLERY_LIMIT)}
+
+
+class RunWatch:
+    """When each script run finished, read from Streamlit's websocket messages (``script_finished``):
+    the status widget alone cannot say, as it shows a running script only after 0.5 s of running."""
+
+    def __init__(self, page):
+        self.finished_at: float | None = None
+        page.on("websocket", lambda socket: socket.on("framereceived", self._frame))
+
+    def _frame(self, payload) -> None:
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        # script_finished is a few bytes; skipping the big deltas keeps this handler cheap.
+        if not isinstance(payload, bytes) or len(payload) > 256:
+            return
+        message = ForwardMsg.FromString(payload)
+        done = (ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY)
+        if message.WhichOneof("type") == "script_finished" and message.script_finished in done:
+            self.finished_at = time.perf_counter()
+
+
+def _grids(page) -> list[list[str]]:
+    return page.evaluate(GRIDS_JS)
+
+
+def _fail(page, name: str, what: str, error: Exception, log_path: Path) -> ValueError:
+    body = page.locator("body").inner_text()[-1500:]
+    return ValueError(f"{name}: {what} did not happen within {WAIT_S} s ({error}); the page shows:\n{body}\n"
+                      f"its streamlit log ends:\n{_log_tail(log_path)}")
+
+
+def _open(context, url: str, name: str, log_path: Path):
+    """A fresh page of the app: seconds from ``goto`` until two grids of 10 captions are drawn."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    page = context.new_page()
+    watch = RunWatch(page)
+    start = time.perf_counter()
+    page.goto(url, wait_until="commit")
+    try:
+        page.wait_for_function(f"() => ({GRIDS_JS})().flat().length >= 20", timeout=WAIT_S * 1000)
+    except PlaywrightError as error:
+        raise _fail(page, name, "the first grids", error, log_path) from error
+    return page, watch, time.perf_counter() - start
+
+
+def _wait_at_rest(page, watch: RunWatch, start: float) -> float:
+    """Seconds from ``start`` until the run has finished and the status widget shows no running script."""
+    deadline = time.monotonic() + WAIT_S
+    while watch.finished_at is None:
+        if time.monotonic() > deadline:
+            raise TimeoutError("no script_finished message")
+        page.wait_for_timeout(5)
+    if page.locator(RUNNING).count():
+        page.wait_for_function(f"() => !document.querySelector('{RUNNING}')", timeout=WAIT_S * 1000)
+        return time.perf_counter() - start
+    return watch.finished_at - start
+
+
+def _arrow(slider, previous: str) -> str:
+    """The key for the next step: on in the same direction (every step a new p), turning at the ends."""
+    value, low, high = (float(text) for text in (slider.input_value(), slider.get_attribute("min"),
+                                                 slider.get_attribute("max")))
+    return "ArrowLeft" if value >= high else "ArrowRight" if value <= low else previous
+
+
+def _step_p(page, watch: RunWatch, slider_label: str, name: str, log_path: Path,
+            previous: str) -> tuple[float, float, str]:
+    """One arrow key on the p slider: seconds until the first grid's captions differ, and until
+    the page is at rest, and the key pressed."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    slider = page.locator('[data-testid="stSlider"]').filter(has_text=slider_label).get_by_role("slider")
+    key = _arrow(slider, previous)
+    before = _grids(page)[0]
+    watch.finished_at = None
+    slider.focus()
+    start = time.perf_counter()
+    slider.press(key)
+    try:
+        page.wait_for_function(f"before => ({GRIDS_JS})()[0]?.join('\\n') !== before.join('\\n')", arg=before,
+                               timeout=WAIT_S * 1000)
+        changed = time.perf_counter() - start
+        return changed, _wait_at_rest(page, watch, start), key
+    except (PlaywrightError, TimeoutError) as error:
+        raise _fail(page, name, "a change of the grid after moving p", error, log_path) from error
+
+
+def _measure_app(context, url: str, name: str, repeats: int, log_path: Path,
+                 log: Callable[[str], None]) -> dict[str, float]:
+    """The medians of the three measures for one app; a first, unmeasured load warms its caches."""
+    page, watch, seconds = _open(context, url, name, log_path)
+    _wait_at_rest(page, watch, time.perf_counter())
+    log(f"  {name}: warm-up load {seconds:.2f} s")
+    opens = []
+    for _ in range(repeats):
+        page.close()
+        page, watch, seconds = _open(context, url, name, log_path)
+        opens.append(seconds)
+        _wait_at_rest(page, watch, time.perf_counter())
+    steps, key = [], "ArrowRight"
+    for _ in range(repeats):
+        *seconds, key = _step_p(page, watch, APPS[name][1], name, log_path, key)
+        steps.append(seconds)
+    page.close()
+    return {"open_s": statistics.median(opens), "move_p_grid_s": statistics.median(s[0] for s in steps),
+            "move_p_rest_s": statistics.median(s[1] for s in steps)}
+
+
+def _report(results: dict, log: Callable[[str], None]) -> None:
+    for key, words in MEASURES.items():
+        explorer, reference, ratio = results["explorer"][key], results["reference"][key], results["ratio"][key]
+        log(f"{words}: explorer {explorer:.3f} s, reference {reference:.3f} s, explorer / reference {ratio:.2f}")
+
+
+def browser_benchmark(repeats: int = 5, log: Callable[[str], None] = print, chromium: str = CHROMIUM) -> dict:
+    """Time the explorer and the reference app in headless Chromium (medians over ``repeats``).
+
+    Returns ``{"cores", "gallery", "repeats", "explorer": {measure: s}, "reference": {...},
+    "ratio": {measure: explorer / reference}}`` with the measures of :data:`MEASURES`.
+    """
+    from playwright.sync_api import sync_playwright
+
+    check_browser(chromium)
+    log(f"machine: {os.cpu_count()} cores; explorer gallery: the first {GALLERY_LIMIT} images of the "
+        f"'{GALLERY_SPLIT}' emoji world; {repeats} repeats, medians")
+    results: dict = {"cores": os.cpu_count(), "gallery": {"split": GALLERY_SPLIT, "limit": GALLERY_LIMIT},
+                     "repeats": repeats}
+    with tempfile.TemporaryDirectory(prefix="anchordiv-browser-bench-") as folder, ExitStack() as stack:
+        workdir = Path(folder)
+        envs = {"explorer": _explorer_env(workdir, log), "reference": dict(os.environ)}
+        # Both servers start at once (startup is mostly imports); each is terminated on the way out.
+        servers = {name: stack.enter_context(_server(ROOT / "app" / APPS[name][0], envs[name], workdir / f"{name}.log"))
+                   for name in APPS}
+        for url, process, log_path in servers.values():
+            _wait_healthy(url, process, log_path, seconds=90)
+        playwright = stack.enter_context(sync_playwright())
+        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
+        stack.callback(browser.close)
+        context = browser.new_context(viewport={"width": 1500, "height": 2600})
+        for name, (url, _, log_path) in servers.items():
+            results[name] = _measure_app(context, url, name, repeats, log_path, log)
+    results["ratio"] = {key: results["explorer"][key] / results["reference"][key] for key in MEASURES}
+    _report(results, log)
+    return results

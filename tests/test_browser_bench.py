@@ -1,0 +1,61 @@
+"""Smoke test of ``explorer-bench --browser``: one repeat of each measure, explorer and reference.
+
+It checks that the benchmark runs end to end and returns sane figures, not how fast anything is
+(speed is read from the command's printed output). Skipped, with the reason, when Chromium, the
+playwright package or the built-in weights are missing, as tests/test_browser.py.
+"""
+from __future__ import annotations
+
+import math
+import os
+import sys
+
+import pytest
+
+from anchordiv.builtin.weights import ASSETS_DIR, WEIGHTS_NAME
+from anchordiv.explorer.browser_bench import CHROMIUM, MEASURES, browser_benchmark, check_browser
+
+pytestmark = [pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def results():
+    try:
+        check_browser()
+    except ValueError as error:
+        pytest.skip(str(error))
+    if not (ASSETS_DIR / WEIGHTS_NAME).is_file():
+        pytest.skip("the built-in model weights are not there yet")
+    lines: list[str] = []
+    return browser_benchmark(repeats=1, log=lines.append), lines
+
+
+def test_every_measure_has_a_positive_finite_time_for_both_apps(results):
+    figures, _ = results
+    for app in ("explorer", "reference"):
+        assert set(figures[app]) == set(MEASURES), app
+        for measure, seconds in figures[app].items():
+            assert math.isfinite(seconds) and seconds > 0, (app, measure, seconds)
+
+
+def test_the_ratios_are_explorer_over_reference(results):
+    figures, _ = results
+    for measure in MEASURES:
+        assert figures["ratio"][measure] == pytest.approx(figures["explorer"][measure] / figures["reference"][measure])
+
+
+def test_it_prints_the_machine_and_one_line_per_measure(results):
+    figures, lines = results
+    assert figures["cores"] >= 1 and figures["repeats"] == 1
+    assert any("cores" in line and str(figures["gallery"]["limit"]) in line for line in lines), lines
+    for words in MEASURES.values():
+        assert sum(line.startswith(words) and "explorer / reference" in line for line in lines) == 1, (words, lines)
+
+
+def test_a_missing_browser_or_driver_names_what_to_install(tmp_path, monkeypatch):
+    with pytest.raises(ValueError, match="apt-get install -y chromium"):
+        check_browser(str(tmp_path / "no-chromium"))
+    if os.path.isfile(CHROMIUM):
+        monkeypatch.setitem(sys.modules, "playwright.sync_api", None)  # import now fails
+        with pytest.raises(ValueError, match="pip install playwright"):
+            check_browser(CHROMIUM)
