@@ -2,6 +2,7 @@ import socket
 
 import numpy as np
 import pytest
+import torch
 
 import anchordiv as ad
 
@@ -73,3 +74,21 @@ def no_network(monkeypatch):
     monkeypatch.setattr(socket.socket, "connect", refuse)
     monkeypatch.setattr(socket, "create_connection", refuse)
     return attempts
+
+
+def unit_vectors(rng: np.random.Generator, n: int, d: int) -> torch.Tensor:
+    return torch.nn.functional.normalize(torch.as_tensor(rng.standard_normal((n, d)), dtype=torch.float32), dim=1)
+
+
+def object_style_world(seed: int, n_objects: int, n_styles: int, copies: int, d: int, style_weight: float,
+                       noise: float):
+    """Images whose object and style are known: ``object_o + style_weight * style_s`` plus noise,
+    unit rows ``(n, d)``; with the ``(o, s)`` of each row and anchors near each object and style
+    (``(n_objects, d)``, ``(n_styles, d)``)."""
+    rng = np.random.default_rng(seed)
+    objects, styles = unit_vectors(rng, n_objects, d), unit_vectors(rng, n_styles, d)
+    rows = [(o, s) for o in range(n_objects) for s in range(n_styles) for _ in range(copies)]
+    images = torch.stack([objects[o] + style_weight * styles[s] for o, s in rows]) + noise * unit_vectors(rng, len(rows), d)
+    object_anchors = torch.nn.functional.normalize(objects + 0.05 * unit_vectors(rng, n_objects, d), dim=1)
+    style_anchors = torch.nn.functional.normalize(styles + 0.05 * unit_vectors(rng, n_styles, d), dim=1)
+    return torch.nn.functional.normalize(images, dim=1), rows, object_anchors, style_anchors

@@ -10,17 +10,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from anchordiv.builtin.weights import ASSETS_DIR, WEIGHTS_NAME
-from anchordiv.cache import cache_dir
+from anchordiv.explorer.browser_bench import explorer_env, streamlit_server, wait_healthy
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("ANCHORDIV_CHROMIUM", "/usr/bin/chromium")
@@ -31,26 +27,6 @@ STARTUP_SECONDS = 240
 pytestmark = [pytest.mark.slow]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_for(url: str, process: subprocess.Popen, seconds: float) -> None:
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"streamlit exited early with code {process.returncode}")
-        try:
-            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.5)
-    raise TimeoutError(f"streamlit did not answer at {url} within {seconds:.0f} s")
-
-
 @pytest.fixture(scope="module")
 def app_url(tmp_path_factory):
     if not Path(CHROMIUM).is_file():
@@ -58,28 +34,12 @@ def app_url(tmp_path_factory):
     pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (pip install playwright)")
     if not (ASSETS_DIR / WEIGHTS_NAME).is_file():
         pytest.skip("the built-in model weights are not there yet")
-    cache = tmp_path_factory.mktemp("browser-cache")
-    if (cache_dir() / "emoji_world").is_dir():  # reuse the rendered world; it is slow to rebuild
-        (cache / "emoji_world").symlink_to(cache_dir() / "emoji_world", target_is_directory=True)
-    port = free_port()
-    env = {**os.environ, "ANCHORDIV_CACHE": str(cache), "ANCHORDIV_APP_GALLERY_SPLIT": "heldout",
-           "ANCHORDIV_APP_GALLERY_LIMIT": "96"}
-    log = open(cache / "streamlit.log", "w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "streamlit_app.py"), "--server.headless=true",
-         f"--server.port={port}", "--server.address=127.0.0.1", "--browser.gatherUsageStats=false",
-         "--server.fileWatcherType=none"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        url = f"http://127.0.0.1:{port}"
-        wait_for(url, process, 60)
-        yield url, cache / "streamlit.log"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        log.close()
+    workdir = tmp_path_factory.mktemp("browser")
+    # The benchmark's setting: the small held-out gallery, a private cache reusing the rendered world.
+    env = explorer_env(workdir, print)
+    with streamlit_server(ROOT / "app" / "streamlit_app.py", env, workdir / "streamlit.log") as (url, process, log):
+        wait_healthy(url, process, log, seconds=60)
+        yield url, log
 
 
 def neighbour_captions(page) -> list[str]:

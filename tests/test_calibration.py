@@ -8,25 +8,18 @@ import torch
 
 import anchordiv as ad
 
+from conftest import object_style_world
+
 SCALE = 10.0
-
-
-def unit(rng: np.random.Generator, n: int, d: int = 24) -> torch.Tensor:
-    return torch.nn.functional.normalize(torch.as_tensor(rng.standard_normal((n, d)), dtype=torch.float32), dim=1)
 
 
 @pytest.fixture(scope="module")
 def world():
     """240 images: 12 objects x 4 styles x 5 noisy copies; A names the objects, B the styles."""
-    rng = np.random.default_rng(3)
-    objects, styles = unit(rng, 12), unit(rng, 4)
-    rows = [(o, s) for o in range(12) for s in range(4) for _ in range(5)]
-    images = torch.nn.functional.normalize(
-        torch.stack([objects[o] + 0.9 * styles[s] for o, s in rows]) + 0.35 * unit(rng, len(rows)), dim=1)
-    a = ad.EmpiricalAnchors(scale=SCALE).fit(torch.nn.functional.normalize(objects + 0.05 * unit(rng, 12), dim=1))
-    b = ad.EmpiricalAnchors(scale=SCALE).fit(torch.nn.functional.normalize(styles + 0.05 * unit(rng, 4), dim=1))
-    labels = np.array(rows)
-    return images, ad.MixtureAnchors([a, b], [0.5, 0.5]), labels
+    images, rows, object_anchors, style_anchors = object_style_world(3, 12, 4, 5, 24, 0.9, 0.35)
+    a = ad.EmpiricalAnchors(scale=SCALE).fit(object_anchors)
+    b = ad.EmpiricalAnchors(scale=SCALE).fit(style_anchors)
+    return images, ad.MixtureAnchors([a, b], [0.5, 0.5]), np.array(rows)
 
 
 def top_ids(model, images, k=10):

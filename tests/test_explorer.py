@@ -20,27 +20,19 @@ from anchordiv.gallery import Gallery, folder_gallery
 from anchordiv.grids import grid_png
 from anchordiv.images import ImageLoadError
 
+from conftest import object_style_world
+
 SCALE = 12.0
-
-
-def unit(rng: np.random.Generator, n: int, d: int = 16) -> torch.Tensor:
-    return torch.nn.functional.normalize(torch.as_tensor(rng.standard_normal((n, d)), dtype=torch.float32), dim=1)
 
 
 @pytest.fixture(scope="module")
 def world():
     """A labelled synthetic gallery (60 images: 6 objects x 5 styles x 2) and two anchor sets."""
-    rng = np.random.default_rng(0)
-    objects, styles = unit(rng, 6), unit(rng, 5)
-    rows = [(o, s) for o in range(6) for s in range(5) for _ in range(2)]
-    embeddings = torch.stack([objects[o] + 0.8 * styles[s] for o, s in rows]) + 0.15 * unit(rng, len(rows))
-    embeddings = torch.nn.functional.normalize(embeddings, dim=1)
+    embeddings, rows, object_anchors, style_anchors = object_style_world(0, 6, 5, 2, 16, 0.8, 0.15)
     labels = pd.DataFrame({"obj": [f"object {o}" for o, _ in rows], "sty": [f"style {s}" for _, s in rows]})
     images = [Image.new("RGB", (8, 8), (o * 40, s * 50, 0)) for o, s in rows]
     gallery = Gallery(embeddings=embeddings, labels=labels, load=lambda i: images[i], object_column="obj",
-                         name_column="obj", style_column="sty", key="synthetic", description="synthetic")
-    object_anchors = torch.nn.functional.normalize(objects + 0.05 * unit(rng, 6), dim=1)
-    style_anchors = torch.nn.functional.normalize(styles + 0.05 * unit(rng, 5), dim=1)
+                      name_column="obj", style_column="sty", key="synthetic", description="synthetic")
     texts = ([f"object {i}" for i in range(6)], [f"style {i}" for i in range(5)])
     return gallery, (object_anchors, style_anchors), texts
 

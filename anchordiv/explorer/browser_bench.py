@@ -62,7 +62,7 @@ def _log_tail(path: Path, chars: int = 2000) -> str:
     return path.read_text(errors="replace")[-chars:] if path.is_file() else "(no log)"
 
 
-def _wait_healthy(url: str, process: subprocess.Popen, log_path: Path, seconds: float) -> None:
+def wait_healthy(url: str, process: subprocess.Popen, log_path: Path, seconds: float) -> None:
     """Return once streamlit answers its health check; fail with its log when it exits or never answers."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -80,7 +80,7 @@ def _wait_healthy(url: str, process: subprocess.Popen, log_path: Path, seconds: 
 
 
 @contextmanager
-def _server(script: Path, env: dict[str, str], log_path: Path) -> Iterator[tuple[str, subprocess.Popen, Path]]:
+def streamlit_server(script: Path, env: dict[str, str], log_path: Path) -> Iterator[tuple[str, subprocess.Popen, Path]]:
     """``streamlit run script`` headless on a free localhost port: its URL, process and log file;
     always terminated on the way out."""
     port = free_port()
@@ -100,7 +100,7 @@ def _server(script: Path, env: dict[str, str], log_path: Path) -> Iterator[tuple
                 process.wait()
 
 
-def _explorer_env(workdir: Path, log: Callable[[str], None]) -> dict[str, str]:
+def explorer_env(workdir: Path, log: Callable[[str], None]) -> dict[str, str]:
     """The browser test's setting: the small held-out gallery and a private cache (so that the
     user's cache stays untouched) that reuses the rendered emoji world, which is slow to rebuild."""
     from ..builtin.weights import ASSETS_DIR, WEIGHTS_NAME
@@ -249,12 +249,12 @@ def browser_benchmark(repeats: int = 5, log: Callable[[str], None] = print, chro
                      "repeats": repeats}
     with tempfile.TemporaryDirectory(prefix="anchordiv-browser-bench-") as folder, ExitStack() as stack:
         workdir = Path(folder)
-        envs = {"explorer": _explorer_env(workdir, log), "reference": dict(os.environ)}
+        envs = {"explorer": explorer_env(workdir, log), "reference": dict(os.environ)}
         # Both servers start at once (startup is mostly imports); each is terminated on the way out.
-        servers = {name: stack.enter_context(_server(ROOT / "app" / APPS[name][0], envs[name], workdir / f"{name}.log"))
+        servers = {name: stack.enter_context(streamlit_server(ROOT / "app" / APPS[name][0], envs[name], workdir / f"{name}.log"))
                    for name in APPS}
         for url, process, log_path in servers.values():
-            _wait_healthy(url, process, log_path, seconds=90)
+            wait_healthy(url, process, log_path, seconds=90)
         playwright = stack.enter_context(sync_playwright())
         browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
         stack.callback(browser.close)
