@@ -348,8 +348,10 @@ def draw_grid(column, title: str, table: pd.DataFrame, gallery: Gallery, value_n
 
 
 # The page widgets whose values must survive a run that stops before drawing them (a folder not
-# chosen yet, a model that failed to load).
-KEPT_WIDGETS = ("anchors_a", "anchors_b", "p", "weighting", "query_mode", "query_text", "query_search")
+# chosen yet, a model that failed to load): the anchor sets, which the presets fill from code. Only
+# these: writing a value back makes the server send it to the browser again, which would race a
+# person pressing a slider's arrow keys.
+KEPT_WIDGETS = ("anchors_a", "anchors_b")
 
 
 def keep_widget_values() -> None:
@@ -436,7 +438,8 @@ def main() -> None:
     down_png.download_button("Download neighbour grid (PNG)", grid, "neighbours.png", "image/png", key="download_png")
 
     explain_section(geometry, p, weighting, gallery, query, anchor_table)
-    sweep_section(geometry, query, k, gallery, query_labels, query_id, weighting)
+    geometry_key = ex.projection_key(gallery.key, encoder.name, parsed_a.anchors, parsed_b.anchors, spec, prior)
+    sweep_section(geometry, geometry_key, query, k, gallery, query_labels, query_id, weighting)
     umap_section(gallery, geometry, p, weighting, encoder, parsed_a, parsed_b, spec, query_id, anchor_table)
 
 
@@ -465,15 +468,30 @@ def explain_section(geometry: ex.ExplorerGeometry, p: float, weighting: str, gal
                        "anchors in use (a stand-in); the divergence above is the model's own.")
 
 
-def sweep_section(geometry: ex.ExplorerGeometry, query: np.ndarray, k: int, gallery: Gallery,
+@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=BY_IDENTITY)
+def get_p_sweep(geometry_key: str, _geometry: ex.ExplorerGeometry, query: np.ndarray, k: int, gallery: Gallery,
+                query_labels: pd.Series, query_id: int | None, weighting: str) -> pd.DataFrame:
+    """The p sweep does not depend on where p is, so moving p reuses it (``geometry_key`` names ``_geometry``)."""
+    return ex.p_sweep(_geometry, torch.as_tensor(query), k, gallery, query_labels, exclude=query_id, weighting=weighting)
+
+
+def sweep_section(geometry: ex.ExplorerGeometry, geometry_key: str, query: np.ndarray, k: int, gallery: Gallery,
                   query_labels: pd.Series | None, query_id: int | None, weighting: str) -> None:
     st.subheader("p sweep")
     if not geometry.is_mixture or query_labels is None:
         st.caption("Needs both anchor sets and a query from the gallery (whose labels are known).")
         return
-    sweep = ex.p_sweep(geometry, torch.as_tensor(query), k, gallery, query_labels, exclude=query_id, weighting=weighting)
-    st.line_chart(sweep.set_index("p").rename(columns={"object": "same object", "style": "same style"}),
-                  height=240, x_label="p (weight of A)", y_label="agreement")
+    sweep = get_p_sweep(geometry_key, geometry, query, k, gallery, query_labels, query_id, weighting)
+    long = sweep.rename(columns={"object": "same object", "style": "same style"}).melt(
+        id_vars="p", var_name="shared with the query", value_name="fraction")
+    # A Vega-Lite spec rather than st.line_chart: the same picture without building an Altair chart on
+    # every rerun, and a fixed 0-1 axis (no "infinite extent" when a curve is flat).
+    st.vega_lite_chart(long, {
+        "mark": {"type": "line", "point": True}, "height": 240,
+        "encoding": {"x": {"field": "p", "type": "quantitative", "title": "p (weight of A)"},
+                     "y": {"field": "fraction", "type": "quantitative", "title": "agreement",
+                           "scale": {"domain": [0, 1]}},
+                     "color": {"field": "shared with the query", "type": "nominal"}}}, width="stretch")
     st.caption(f"Agreement: the fraction of the top-{k} that shares the query's object or style.")
 
 
