@@ -163,18 +163,23 @@ def check_positive_int(value: Any, name: str, minimum: int = 1) -> int:
     return int(value)
 
 
-def check_non_negative(value: Any, name: str, hint: str) -> float:
-    """``value`` as a finite float ``>= 0``; ``hint`` says what the number is for. Text and
-    booleans are refused."""
-    message = f"{name} must be a finite number >= 0 ({hint}); got {value!r}."
+def finite_non_negative(value: Any) -> float | None:
+    """``value`` as a finite float ``>= 0``, or ``None`` when it is not one (text and booleans are
+    not numbers here), so that each caller can say what the number is for."""
     if isinstance(value, (bool, np.bool_, str, bytes)):
-        raise ValueError(message)
+        return None
     try:
         number = float(value)
-    except (TypeError, ValueError) as error:
-        raise ValueError(message) from error
-    if not math.isfinite(number) or number < 0:
-        raise ValueError(message)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) and number >= 0 else None
+
+
+def check_non_negative(value: Any, name: str, hint: str) -> float:
+    """``value`` as a finite float ``>= 0``; ``hint`` says what the number is for."""
+    number = finite_non_negative(value)
+    if number is None:
+        raise ValueError(f"{name} must be a finite number >= 0 ({hint}); got {value!r}.")
     return number
 
 

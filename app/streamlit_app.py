@@ -212,7 +212,7 @@ def load_encoder_for(choices: dict[str, Any]):
     if choices["model"] == BUILTIN:
         return attempt(lambda: get_encoder("builtin", None), "Could not load the built-in model", stop=True)
     roots = data_roots()
-    if not roots.allow_any_path and not roots.roots:
+    if roots.opens_nothing:
         no_data_folders()
     if not choices.get("checkpoint"):
         st.info("Choose an open_clip checkpoint file in the sidebar"
@@ -230,7 +230,7 @@ def load_encoder_for(choices: dict[str, Any]):
 def load_gallery_for(choices: dict[str, Any], encoder) -> Gallery:
     if choices["source"] == FOLDER:
         roots = data_roots()
-        if not roots.allow_any_path and not roots.roots:
+        if roots.opens_nothing:
             no_data_folders()
         if not choices.get("folder"):
             st.info(("Type the path of" if roots.allow_any_path else "Choose") + " an image folder in the sidebar.")

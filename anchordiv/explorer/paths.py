@@ -51,6 +51,11 @@ class DataRoots:
         allow = options.allow_any_path or environ.get(ANY_PATH_VARIABLE, "").strip().lower() in ("1", "true", "yes")
         return cls(tuple(dict.fromkeys(roots)), allow)
 
+    @property
+    def opens_nothing(self) -> bool:
+        """No root and no free paths: only the built-in world can be shown."""
+        return not self.roots and not self.allow_any_path
+
     def confine(self, path: str | os.PathLike, what: str = "path") -> Path:
         """``path`` resolved (symlinks followed); ``ValueError`` unless it is inside a root (any
         existing path in free mode)."""

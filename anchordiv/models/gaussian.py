@@ -1,11 +1,10 @@
 """Gaussian anchor models: full covariance (optionally shrunk) and probabilistic PCA."""
 from __future__ import annotations
 
-import math
 
 import torch
 
-from .._validation import ArrayLike, as_matrix, check_positive_int, check_scale
+from .._validation import ArrayLike, as_matrix, check_positive_int, check_scale, finite_non_negative
 from .base import AnchorModel, is_single_point
 from .empirical import principal_subspace
 
@@ -56,15 +55,10 @@ def shrunk_covariance(anchors: torch.Tensor, shrinkage: str | float | None) -> t
 
 def _check_ridge(shrinkage: float | None) -> float:
     """A numeric ``shrinkage`` (``None`` = 0) as a finite ridge ``>= 0``."""
-    message = f"shrinkage must be 'ledoit-wolf' or a ridge >= 0 (a finite number, e.g. 0.01); got {shrinkage!r}."
-    if isinstance(shrinkage, (bool, str, bytes)):
-        raise ValueError(message)
-    try:
-        ridge = 0.0 if shrinkage is None else float(shrinkage)
-    except (TypeError, ValueError) as error:
-        raise ValueError(message) from error
-    if not math.isfinite(ridge) or ridge < 0:
-        raise ValueError(message)
+    ridge = 0.0 if shrinkage is None else finite_non_negative(shrinkage)
+    if ridge is None:
+        raise ValueError(f"shrinkage must be 'ledoit-wolf' or a ridge >= 0 (a finite number, e.g. 0.01); "
+                         f"got {shrinkage!r}.")
     return ridge
 
 

@@ -1,27 +1,20 @@
 """Posterior anchor models (paper Fig. 5): a broad prior anchor set adapted with a few targets."""
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import torch
 
-from .._validation import ArrayLike, as_matrix, check_dimension, unit_rows
+from .._validation import ArrayLike, as_matrix, check_dimension, finite_non_negative, unit_rows
 from .base import is_single_point
 from .empirical import EmpiricalAnchors
 from .gaussian import GaussianAnchors
 
 
 def _check_alpha(alpha: float) -> float:
-    message = f"alpha (the prior's pseudo-count) must be finite and >= 0, e.g. 1.0; got {alpha!r}."
-    if isinstance(alpha, (bool, str, bytes)):
-        raise ValueError(message)
-    try:
-        value = float(alpha)
-    except (TypeError, ValueError) as error:
-        raise ValueError(message) from error
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(message)
+    value = finite_non_negative(alpha)
+    if value is None:
+        raise ValueError(f"alpha (the prior's pseudo-count) must be finite and >= 0, e.g. 1.0; got {alpha!r}.")
     return value
 
 
