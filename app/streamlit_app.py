@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -363,6 +364,25 @@ def keep_widget_values() -> None:
             st.session_state[key] = st.session_state[key]
 
 
+@dataclass(frozen=True)
+class View:
+    """What the sections below the anchors draw from: everything but ``p``, which the results
+    fragment owns (so moving it reruns only that fragment)."""
+
+    gallery: Gallery
+    encoder: Any
+    geometry: ex.ExplorerGeometry
+    geometry_key: str
+    weighting: str
+    query: np.ndarray
+    query_id: int | None
+    query_labels: pd.Series | None
+    query_text: str
+    k: int
+    show_iti: bool
+    iti_texts: tuple[str, ...]
+
+
 def main() -> None:
     keep_widget_values()
     choices = sidebar()
@@ -385,11 +405,9 @@ def main() -> None:
         col_a, col_b = st.columns(2)
         parsed_a = anchor_column(col_a, "a", "A (object)", presets, "Gallery object names")
         parsed_b = anchor_column(col_b, "b", "B (style)", presets, "Gallery styles")
-        slider_col, weighting_col = st.columns([3, 2])
-        p = slider_col.slider("p: weight of A against B (p = 1: only A, p = 0: only B)", 0.0, 1.0, 0.5, 0.05, key="p")
-        weighting = weighting_col.radio("Weights", list(ex.WEIGHTINGS), horizontal=True, key="weighting",
-                                        format_func=str.capitalize)
-        weighting_col.caption(ex.WEIGHTINGS[weighting])
+        weighting = st.radio("Weights of A and B", list(ex.WEIGHTINGS), horizontal=True, key="weighting",
+                             format_func=str.capitalize)
+        st.caption(ex.WEIGHTINGS[weighting])
     if query is None:
         return
     spec = attempt(lambda: ex.GeometrySpec(kind=choices["kind"], scale=float(choices["scale"]),
@@ -401,58 +419,79 @@ def main() -> None:
                        "Cannot build the geometry", stop=True)
     for note in geometry.notes:
         st.info(note)
+    view = View(gallery, encoder, geometry,
+                ex.projection_key(gallery.key, encoder.name, parsed_a.anchors, parsed_b.anchors, spec, prior),
+                weighting, query, query_id, query_labels, query_text, choices["k"], choices["show_iti"],
+                parsed_a.anchors + parsed_b.anchors)
+    results_section(view)
+    sweep_section(view)
+    umap_section(view)
+
+
+@st.fragment
+def results_section(view: View) -> None:
+    """The p slider and everything that depends on it: a fragment, so that moving p reruns only this."""
+    geometry, gallery = view.geometry, view.gallery
+    p = st.slider("p: weight of A against B (p = 1: only A, p = 0: only B)", 0.0, 1.0, 0.5, 0.05, key="p",
+                  disabled=not geometry.is_mixture)
     if not geometry.is_mixture:
         st.caption(f"Only set {geometry.component_names[0]} has anchors, so p has no effect.")
-
-    k = choices["k"]
-    index = geometry.index_at(p, weighting)
-    result = attempt(lambda: ex.search_one(index, query, k, exclude=query_id), "Cannot rank the gallery", stop=True)
-    anchor_table = ex.neighbour_table(*result, gallery, query_labels, "divergence")
-    cosine = get_baseline("cosine", gallery, encoder, ())
-    cosine_table = ex.neighbour_table(*ex.search_one(cosine, query, k, exclude=query_id), gallery, query_labels,
-                                      "similarity")
+    tables = neighbour_tables(view, p)
+    anchor_table = tables["anchor divergence"]
 
     st.subheader("Neighbours")
     st.caption("✓obj: same object as the query · ✓sty: same style · d = anchor divergence (lower is closer), "
                "s = similarity (higher is closer)")
-    grid_cols = st.columns(3 if choices["show_iti"] else 2)
-    draw_grid(grid_cols[0], f"Anchor divergence ({anchor_model_kind(spec.kind).short}, p = {p:.2f})",
-              anchor_table, gallery, "divergence")
-    draw_grid(grid_cols[1], "Cosine similarity", cosine_table, gallery, "similarity")
-    tables = {"anchor divergence": anchor_table, "cosine": cosine_table}
-    if choices["show_iti"]:
-        iti_texts = parsed_a.anchors + parsed_b.anchors
-        iti = attempt(lambda: get_baseline("iti", gallery, encoder, iti_texts), "ITI")
-        if iti is not None:
-            tables["iti"] = ex.neighbour_table(*ex.search_one(iti, query, k, exclude=query_id), gallery, query_labels,
-                                               "similarity")
-            draw_grid(grid_cols[2], "ITI (our reading: cosine of anchor profiles)", tables["iti"], gallery, "similarity")
+    grid_cols = st.columns(len(tables))
+    titles = {"anchor divergence": f"Anchor divergence ({anchor_model_kind(geometry.spec.kind).short}, p = {p:.2f})",
+              "cosine": "Cosine similarity", "iti": "ITI (our reading: cosine of anchor profiles)"}
+    for column, (method, table) in zip(grid_cols, tables.items()):
+        draw_grid(column, titles[method], table, gallery, "divergence" if method == "anchor divergence" else "similarity")
 
     combined = ex.combined_table(tables)
     with st.expander("Neighbour table"):
         st.dataframe(combined, hide_index=True)
     down_csv, down_png = st.columns(2)
-    down_csv.download_button("Download neighbour table (CSV)", combined.to_csv(index=False).encode(), "neighbours.csv",
-                             "text/csv", key="download_csv")
-    grid = ex.neighbour_grid_png(anchor_table, gallery, title=f"Query: {query_text} · p = {p:.2f}")
-    down_png.download_button("Download neighbour grid (PNG)", grid, "neighbours.png", "image/png", key="download_png")
+    # Built when clicked (on a server thread), not on every move of p.
+    down_csv.download_button("Download neighbour table (CSV)", lambda: combined.to_csv(index=False).encode(),
+                             "neighbours.csv", "text/csv", key="download_csv")
+    title = f"Query: {view.query_text} · p = {p:.2f}"
+    down_png.download_button("Download neighbour grid (PNG)",
+                             lambda: ex.neighbour_grid_png(anchor_table, gallery, title=title),
+                             "neighbours.png", "image/png", key="download_png")
+    explain_section(view, p, anchor_table)
 
-    explain_section(geometry, p, weighting, gallery, query, anchor_table)
-    geometry_key = ex.projection_key(gallery.key, encoder.name, parsed_a.anchors, parsed_b.anchors, spec, prior)
-    sweep_section(geometry, geometry_key, query, k, gallery, query_labels, query_id, weighting)
-    umap_section(gallery, geometry, p, weighting, encoder, parsed_a, parsed_b, spec, query_id, anchor_table)
+
+def neighbour_tables(view: View, p: float) -> dict[str, pd.DataFrame]:
+    """The query's top-k for the anchor divergence at ``p``, cosine and (when asked) ITI, by method."""
+    gallery, query, k, exclude = view.gallery, view.query, view.k, view.query_id
+    index = view.geometry.index_at(p, view.weighting)
+    result = attempt(lambda: ex.search_one(index, query, k, exclude=exclude), "Cannot rank the gallery", stop=True)
+    tables = {"anchor divergence": ex.neighbour_table(*result, gallery, view.query_labels, "divergence")}
+    cosine = get_baseline("cosine", gallery, view.encoder, ())
+    tables["cosine"] = ex.neighbour_table(*ex.search_one(cosine, query, k, exclude=exclude), gallery,
+                                          view.query_labels, "similarity")
+    if view.show_iti:
+        iti = attempt(lambda: get_baseline("iti", gallery, view.encoder, view.iti_texts), "ITI")
+        if iti is not None:
+            tables["iti"] = ex.neighbour_table(*ex.search_one(iti, query, k, exclude=exclude), gallery,
+                                               view.query_labels, "similarity")
+    return tables
 
 
-def explain_section(geometry: ex.ExplorerGeometry, p: float, weighting: str, gallery: Gallery,
-                    query: np.ndarray, table: pd.DataFrame) -> None:
+@st.fragment
+def explain_section(view: View, p: float, table: pd.DataFrame) -> None:
+    """A fragment of its own: choosing another neighbour reruns only this."""
+    gallery = view.gallery
     st.subheader("Why this neighbour?")
     rank = st.selectbox("Neighbour", table["rank"].tolist(), key="explain_rank",
                         format_func=lambda r: f"{r}. {gallery.caption(table.gallery_id.iloc[r - 1])}")
     neighbour = int(table.gallery_id.iloc[rank - 1])
-    model = geometry.model_at(p, weighting)
+    geometry = view.geometry
     query_tilt, neighbour_tilt, divergence, shown = explain.explain_pair(
-        model, geometry.component_anchors, geometry.component_texts, geometry.component_names,
-        torch.as_tensor(query), gallery.embeddings[neighbour], reverse=geometry.spec.reverse)
+        geometry.model_at(p, view.weighting), geometry.component_anchors, geometry.component_texts,
+        geometry.component_names, torch.as_tensor(view.query), gallery.embeddings[neighbour],
+        reverse=geometry.spec.reverse)
     left, middle, right = st.columns([2, 1, 2])
     left.markdown("**Query's tilted anchor distribution**")
     left.dataframe(query_tilt.top(8), hide_index=True, key="explain_query")
@@ -475,13 +514,15 @@ def get_p_sweep(geometry_key: str, _geometry: ex.ExplorerGeometry, query: np.nda
     return ex.p_sweep(_geometry, torch.as_tensor(query), k, gallery, query_labels, exclude=query_id, weighting=weighting)
 
 
-def sweep_section(geometry: ex.ExplorerGeometry, geometry_key: str, query: np.ndarray, k: int, gallery: Gallery,
-                  query_labels: pd.Series | None, query_id: int | None, weighting: str) -> None:
+def sweep_section(view: View) -> None:
+    """Agreement with the query's object and style across p (outside the results fragment: it does
+    not depend on where p is)."""
     st.subheader("p sweep")
-    if not geometry.is_mixture or query_labels is None:
+    if not view.geometry.is_mixture or view.query_labels is None:
         st.caption("Needs both anchor sets and a query from the gallery (whose labels are known).")
         return
-    sweep = get_p_sweep(geometry_key, geometry, query, k, gallery, query_labels, query_id, weighting)
+    sweep = get_p_sweep(view.geometry_key, view.geometry, view.query, view.k, view.gallery, view.query_labels,
+                        view.query_id, view.weighting)
     long = sweep.rename(columns={"object": "same object", "style": "same style"}).melt(
         id_vars="p", var_name="shared with the query", value_name="fraction")
     # A Vega-Lite spec rather than st.line_chart: the same picture without building an Altair chart on
@@ -492,7 +533,8 @@ def sweep_section(geometry: ex.ExplorerGeometry, geometry_key: str, query: np.nd
                      "y": {"field": "fraction", "type": "quantitative", "title": "agreement",
                            "scale": {"domain": [0, 1]}},
                      "color": {"field": "shared with the query", "type": "nominal"}}}, width="stretch")
-    st.caption(f"Agreement: the fraction of the top-{k} that shares the query's object or style.")
+    st.caption(f"Agreement: the fraction of the top-{view.k} that shares the query's object or style "
+               f"({view.weighting} weights).")
 
 
 def use_projection_pick(chart_key: str) -> None:
@@ -504,11 +546,17 @@ def use_projection_pick(chart_key: str) -> None:
         st.session_state.query_mode = "Gallery image"
 
 
-def umap_section(gallery: Gallery, geometry: ex.ExplorerGeometry, p: float, weighting: str, encoder,
-                 parsed_a: ex.AnchorText, parsed_b: ex.AnchorText, spec: ex.GeometrySpec,
-                 query_id: int | None, table: pd.DataFrame) -> None:
+def project_at_current_p() -> None:
+    st.session_state.umap_p = st.session_state.get("p", 0.5)
+
+
+@st.fragment
+def umap_section(view: View) -> None:
+    """A fragment: its controls rerun only this. It projects the geometry at a p the user pins
+    (``umap_p``), so moving the slider never recomputes a projection."""
+    gallery, geometry = view.gallery, view.geometry
     st.subheader("UMAP of the geometry")
-    controls = st.columns(4)
+    controls = st.columns(5)
     show = controls[0].checkbox("Show the projection", key="umap_show",
                                 help="UMAP of the anchor-divergence kNN graph; computed once per geometry and cached.")
     max_points = int(controls[1].number_input("Points (fixed sample)", 10, 20_000, min(len(gallery), 4000),
@@ -517,21 +565,25 @@ def umap_section(gallery: Gallery, geometry: ex.ExplorerGeometry, p: float, weig
     colour = controls[2].selectbox("Colour by", colour_columns, key="umap_colour",
                                    index=colour_columns.index(gallery.style_column) if gallery.style_column in colour_columns else 0)
     with_cosine = controls[3].checkbox("Cosine projection beside it", key="umap_cosine")
+    controls[4].button("Project at the current p", key="umap_use_p", on_click=project_at_current_p,
+                       disabled=not (show and geometry.is_mixture))
     umap_warm_up()  # started here, after the grids are drawn, so that it never delays them
     if not show:
         return
-    base_key = ex.projection_key(gallery.key, encoder.name, parsed_a.anchors, parsed_b.anchors, spec, round(p, 4),
-                                 weighting)
-    projections = [("anchor", "Anchor divergence", base_key)]
+    if "umap_p" not in st.session_state:
+        project_at_current_p()
+    p = float(st.session_state.umap_p)
+    projections = [("anchor", f"Anchor divergence at p = {p:.2f} ({view.weighting})",
+                    ex.projection_key(view.geometry_key, round(p, 4), view.weighting))]
     if with_cosine:
-        projections.append(("cosine", "Cosine", ex.projection_key(gallery.key, encoder.name)))
-    neighbour_ids = table.gallery_id.tolist()
+        projections.append(("cosine", "Cosine", ex.projection_key(gallery.key, view.encoder.name)))
+    neighbour_ids = neighbour_tables(view, p)["anchor divergence"].gallery_id.tolist()
     for column, (method, title, key) in zip(st.columns(len(projections)), projections):
-        ids, xy = attempt(lambda: get_projection(key, method, gallery, geometry, p, weighting, max_points),
+        ids, xy = attempt(lambda: get_projection(key, method, gallery, geometry, p, view.weighting, max_points),
                           "Cannot project the gallery") or (None, None)
         if ids is None:
             return
-        frame = ex.projection_frame(gallery, ids, xy, query_id, neighbour_ids, colour)
+        frame = ex.projection_frame(gallery, ids, xy, view.query_id, neighbour_ids, colour)
         figure = px.scatter(frame, x="x", y="y", color=colour, symbol="role", custom_data=["gallery_id"],
                             hover_data={gallery.name_column: True, "x": False, "y": False},
                             symbol_map={"gallery": "circle", "neighbour": "diamond", "query": "star"},
@@ -542,9 +594,10 @@ def umap_section(gallery: Gallery, geometry: ex.ExplorerGeometry, p: float, weig
         chart_key = f"umap_chart_{method}"
         column.plotly_chart(figure, key=chart_key, on_select=lambda chart_key=chart_key: use_projection_pick(chart_key),
                             selection_mode="points")
-    missing = ex.outside_sample(ids, query_id, neighbour_ids)
-    if missing:
-        st.caption(f"{missing} of the query and its neighbours are outside the sampled {len(ids):,} points.")
+    missing = ex.outside_sample(ids, view.query_id, neighbour_ids)
+    st.caption(f"Neighbours marked at p = {p:.2f}; moving p does not re-project (press “Project at the current p”)."
+               + (f" {missing} of the query and its neighbours are outside the sampled {len(ids):,} points."
+                  if missing else ""))
 
 
 main()

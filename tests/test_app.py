@@ -213,19 +213,20 @@ def test_the_neighbour_to_explain(library):
 
 
 def test_downloads_hold_the_neighbours_shown(library, monkeypatch):
-    """The CSV and PNG downloads, as the browser would receive them, hold the neighbours on the page."""
-    from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+    """The CSV and PNG downloads, as the browser would receive them on a click, hold the neighbours
+    on the page. They are deferred: the page registers a builder that the server runs on the click."""
+    from streamlit.runtime.media_file_manager import MediaFileManager
 
-    files: dict[str, bytes] = {}
-    keep = MemoryMediaFileStorage.load_and_get_id
+    builders: dict[str, object] = {}
+    keep = MediaFileManager.add_deferred
 
-    def record(self, path_or_data, mimetype, kind, filename=None):
-        if filename:
-            files[filename] = path_or_data
-        return keep(self, path_or_data, mimetype, kind, filename)
+    def record(self, data_callable, mimetype, coordinates, file_name=None, **options):
+        builders[file_name] = data_callable
+        return keep(self, data_callable, mimetype, coordinates, file_name=file_name, **options)
 
-    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", record)
+    monkeypatch.setattr(MediaFileManager, "add_deferred", record)
     app = start()
+    files = {name: build() for name, build in builders.items()}
     import pandas as pd
 
     table = pd.read_csv(io.BytesIO(files["neighbours.csv"]))
@@ -381,6 +382,13 @@ def test_umap_layout_and_p_sweep(library):
     assert not app.exception and not app.error
     app.checkbox(key="umap_cosine").check().run()
     assert not app.exception and not app.error
+    # The projection stays at the p it was made at until asked for the geometry at the current p.
+    assert app.session_state["umap_p"] == 0.5
+    app.slider(key="p").set_value(0.8).run()
+    assert app.session_state["umap_p"] == 0.5
+    app.button(key="umap_use_p").click().run()
+    assert app.session_state["umap_p"] == 0.8 and not app.exception
+    assert any("p = 0.80" in caption.value for caption in app.caption)
     # Selecting a point makes it the query (the chart's on_select callback).
     picked = 5
     assert app.session_state["query_id"] != picked
@@ -389,7 +397,7 @@ def test_umap_layout_and_p_sweep(library):
     assert app.session_state["query_id"] == picked
     presets = library["presets"]
     assert neighbours(app) == expected_ids(library, presets["Gallery object names"], presets["Gallery styles"],
-                                           query_id=picked)
+                                           p=0.8, query_id=picked)
     # The selection persists across reruns but is acted on once, so a query picked afterwards sticks.
     app.button(key="query_random").click().run()
     chosen = app.session_state["query_id"]
