@@ -157,6 +157,16 @@ def _train_builtin(args: argparse.Namespace) -> int:
     return 0
 
 
+def _embed_builtin_world(args: argparse.Namespace) -> int:
+    from .builtin.commands import embed_world_command
+
+    _check_input(args.weights, "--weights", "the folder with the built-in weights and manifest", folder=True)
+    _check_device(args)
+    cache_dir(writable=True)
+    embed_world_command(Path(args.weights), device=args.device)
+    return 0
+
+
 def _evaluate_builtin(args: argparse.Namespace) -> int:
     from .builtin.commands import evaluate_command
 
@@ -297,7 +307,8 @@ def _explorer_bench_browser(args: argparse.Namespace) -> int:
     check_browser()  # before the servers start: a missing browser is a one-line error naming what to install
     print("anchordiv explorer-bench --browser: the explorer against app/reference_grid.py in headless Chromium",
           flush=True)
-    results = browser_benchmark(repeats=args.repeats or 5, log=lambda line: print(line, flush=True))
+    results = browser_benchmark(repeats=args.repeats or 5, split=args.gallery_split, limit=args.gallery_limit,
+                                log=lambda line: print(line, flush=True))
     _write_json(args.json, results)
     return 0
 
@@ -350,6 +361,12 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--out", default=str(ASSETS_DIR), help="folder for the weights and manifest (default: assets/)")
     train.add_argument("--device", help="cpu or cuda (default: CUDA when available)")
     train.set_defaults(handler=_train_builtin)
+    world = commands.add_parser("embed-builtin-world",
+                                help="embed the emoji world with the built-in model and write the embeddings that ship with it")
+    world.add_argument("--weights", default=str(ASSETS_DIR),
+                       help="folder with the weights and manifest; the embeddings are written there (default: assets/)")
+    world.add_argument("--device", help="cpu or cuda (default: CUDA when available)")
+    world.set_defaults(handler=_embed_builtin_world)
     evaluate = commands.add_parser("evaluate-builtin", help="zero-shot and retrieval figures on the held-out emoji")
     evaluate.add_argument("--weights", default=str(ASSETS_DIR), help="folder with the weights and manifest")
     evaluate.add_argument("--scales", type=POSITIVE, nargs="+", help="extra scales s for the sweep (default 5 10 20 50)")
@@ -366,7 +383,13 @@ def build_parser() -> argparse.ArgumentParser:
     explorer_bench.add_argument("--repeats", type=COUNT, help="default 20 (5 with --browser)")
     explorer_bench.add_argument("--browser", action="store_true",
                                 help="time the Streamlit explorer in headless Chromium against a minimal reference app "
-                                     "(open, move p: grid changed, page at rest); the size options do not apply")
+                                     "(first start, start, open, move p: grid changed, page at rest); the size options "
+                                     "above do not apply")
+    explorer_bench.add_argument("--gallery-split", choices=["all", "train", "heldout"], default="all",
+                                dest="gallery_split", help="with --browser: the emoji world split the explorer shows "
+                                                           "(default all, as `make demo`)")
+    explorer_bench.add_argument("--gallery-limit", type=COUNT, dest="gallery_limit",
+                                help="with --browser: only the first N images of that split (default: all)")
     explorer_bench.add_argument("--json", help="also write the figures to this JSON file")
     explorer_bench.set_defaults(handler=_explorer_bench)
     reproduce = commands.add_parser("reproduce", help="the paper's experiments, written as a report (Markdown, PNG, CSV)")

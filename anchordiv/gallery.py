@@ -7,7 +7,7 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -63,7 +63,7 @@ class Gallery:
         return hits[:limit].tolist()
 
 
-def _encode_in_chunks(encoder, images: Sequence[Image.Image] | Callable[[int], Image.Image], count: int,
+def _encode_in_chunks(encoder, images: Callable[[int], Image.Image], count: int,
                       progress: ProgressCallback | None, chunk: int = 512) -> np.ndarray:
     """``(count, d)`` float32 embeddings of ``images(i)``, reporting progress per chunk."""
     parts = []
@@ -75,27 +75,52 @@ def _encode_in_chunks(encoder, images: Sequence[Image.Image] | Callable[[int], I
     return np.concatenate(parts) if parts else np.zeros((0, encoder.dim), np.float32)
 
 
+def embed_world(encoder, split: str = "all", limit: int | None = None,
+                progress: ProgressCallback | None = None) -> np.ndarray:
+    """The first ``limit`` images of the emoji world's ``split`` embedded with ``encoder``: float16
+    ``(n, d)``, the precision the world's embeddings are kept in, shipped or cached. Renders (and
+    caches) the whole split first, which is faster than drawing images one by one."""
+    from .builtin.world_embeddings import DTYPE
+    from .datasets import load_emoji_world
+
+    if progress is not None:
+        progress(0.0, "Rendering the emoji world (once per machine)")
+    world = load_emoji_world(split)
+    count = len(world) if limit is None else max(1, min(int(limit), len(world)))
+    array = world.array
+
+    def image(item: int) -> Image.Image:
+        return Image.fromarray(np.asarray(array[item]), "RGB")
+
+    return _encode_in_chunks(encoder, image, count, progress).astype(DTYPE)
+
+
 def world_gallery(encoder, split: str = "all", limit: int | None = None,
                   progress: ProgressCallback | None = None) -> Gallery:
     """The built-in emoji world (``split`` "all", "train" or "heldout"), first ``limit`` images,
-    embedded with ``encoder``. Embeddings are cached on disk by encoder name and data digest, so
-    only the first start on a machine encodes images."""
+    embedded with ``encoder``. The built-in model's embeddings of the world ship with it
+    (:mod:`anchordiv.builtin.world_embeddings`); other encoders' are made by :func:`embed_world`
+    and cached on disk by encoder name and data digest, so only a first start encodes images.
+    Images are rendered when shown (:class:`~anchordiv.datasets.EmojiWorldView`)."""
+    from .builtin.world_embeddings import shipped_world_embeddings
     from .cache import cache_dir, cached_array
-    from .datasets import load_emoji_world
+    from .datasets import open_emoji_world
     from .datasets.styles import RENDERER_VERSION
 
-    world = load_emoji_world(split)
+    world = open_emoji_world(split)
     count = len(world) if limit is None else max(1, min(int(limit), len(world)))
-    array = world.array[:count]
     labels = world.labels.iloc[:count].reset_index(drop=True)
-    key = f"world|{encoder.name}|{world.digest}|renderer={RENDERER_VERSION}|{split}|{count}"
-    name = hashlib.sha256(key.encode()).hexdigest()[:20]
-    path = cache_dir() / "explorer" / f"world-{name}.npy"
+    key = f"world|{encoder.name}|{world.digest}|renderer={RENDERER_VERSION}|{split}|{count}|float16"
+    shipped = shipped_world_embeddings(getattr(encoder, "weights_sha256", None), world.digest)
+    if shipped is not None:
+        vectors = shipped[world.rows[:count]]
+    else:
+        path = cache_dir() / "explorer" / f"world-{hashlib.sha256(key.encode()).hexdigest()[:20]}.npy"
+        vectors = cached_array(path, key, lambda: embed_world(encoder, split, count, progress))
 
     def load(item: int) -> Image.Image:
-        return Image.fromarray(np.asarray(array[item]), "RGB")
+        return Image.fromarray(world.image(item), "RGB")
 
-    vectors = cached_array(path, key, lambda: _encode_in_chunks(encoder, load, count, progress))
     return Gallery(
         embeddings=torch.from_numpy(np.array(vectors, dtype=np.float32)), labels=labels, load=load,
         object_column="emoji_id", name_column="name", style_column="style", key=key,

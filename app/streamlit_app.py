@@ -23,21 +23,29 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
-import numpy as np
-import pandas as pd
-import plotly.express as px
 import streamlit as st
-import torch
-
-from anchordiv import explain
-from anchordiv import explorer as ex
-from anchordiv import projection
-from anchordiv.datasets import ShippedDataError
-from anchordiv.encoders import load_encoder
-from anchordiv.gallery import Gallery, folder_gallery, world_gallery
-from anchordiv.models import anchor_model_kind, list_anchor_models
 
 st.set_page_config(page_title="anchordiv explorer", page_icon="⚓", layout="wide")
+# A new server's first run imports torch, scikit-learn and the library (about 5 s on 2 cores):
+# the page says so instead of staying blank. Later runs find them imported and skip past this.
+_starting = st.empty()
+_starting.caption("Starting: loading torch, scikit-learn and anchordiv…")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import plotly.express as px  # noqa: E402
+import torch  # noqa: E402
+
+from anchordiv import explain  # noqa: E402
+from anchordiv import explorer as ex  # noqa: E402
+from anchordiv import projection  # noqa: E402
+from anchordiv.datasets import ShippedDataError  # noqa: E402
+from anchordiv.encoders import load_encoder  # noqa: E402
+from anchordiv.gallery import Gallery, folder_gallery, world_gallery  # noqa: E402
+from anchordiv.models import anchor_model_kind, list_anchor_models  # noqa: E402
+from anchordiv.text_cache import encode_texts_cached  # noqa: E402
+
+_starting.empty()
 
 GALLERY_SPLIT = os.environ.get("ANCHORDIV_APP_GALLERY_SPLIT", "all")
 GALLERY_LIMIT = int(os.environ["ANCHORDIV_APP_GALLERY_LIMIT"]) if os.environ.get("ANCHORDIV_APP_GALLERY_LIMIT") else None
@@ -105,9 +113,10 @@ def get_folder_gallery(encoder, folder: str, labels_csv: str | None) -> Gallery:
     return folder_gallery(folder, encoder, labels_csv=labels_csv or None)
 
 
-@st.cache_resource(show_spinner="Encoding anchors…", max_entries=64, hash_funcs=BY_IDENTITY)
+@st.cache_resource(show_spinner="Encoding the anchors (kept on disk for later starts)…", max_entries=64,
+                   hash_funcs=BY_IDENTITY)
 def encode_texts(encoder, texts: tuple[str, ...]) -> torch.Tensor:
-    return encoder.encode_texts(list(texts)) if texts else torch.zeros((0, encoder.dim))
+    return encode_texts_cached(encoder, texts)
 
 
 @st.cache_resource(show_spinner="Fitting the anchor model and indexing the gallery…", max_entries=16,
@@ -379,8 +388,7 @@ class View:
     query_labels: pd.Series | None
     query_text: str
     k: int
-    show_iti: bool
-    iti_texts: tuple[str, ...]
+    baselines: dict[str, pd.DataFrame]
 
 
 def main() -> None:
@@ -419,10 +427,11 @@ def main() -> None:
                        "Cannot build the geometry", stop=True)
     for note in geometry.notes:
         st.info(note)
+    baselines = baseline_tables(gallery, encoder, query, query_id, query_labels, choices["k"],
+                                parsed_a.anchors + parsed_b.anchors if choices["show_iti"] else None)
     view = View(gallery, encoder, geometry,
                 ex.projection_key(gallery.key, encoder.name, parsed_a.anchors, parsed_b.anchors, spec, prior),
-                weighting, query, query_id, query_labels, query_text, choices["k"], choices["show_iti"],
-                parsed_a.anchors + parsed_b.anchors)
+                weighting, query, query_id, query_labels, query_text, choices["k"], baselines)
     results_section(view)
     sweep_section(view)
     umap_section(view)
@@ -463,20 +472,23 @@ def results_section(view: View) -> None:
 
 
 def neighbour_tables(view: View, p: float) -> dict[str, pd.DataFrame]:
-    """The query's top-k for the anchor divergence at ``p``, cosine and (when asked) ITI, by method."""
-    gallery, query, k, exclude = view.gallery, view.query, view.k, view.query_id
+    """The query's top-k for the anchor divergence at ``p``, then the baselines', by method."""
     index = view.geometry.index_at(p, view.weighting)
-    result = attempt(lambda: ex.search_one(index, query, k, exclude=exclude), "Cannot rank the gallery", stop=True)
-    tables = {"anchor divergence": ex.neighbour_table(*result, gallery, view.query_labels, "divergence")}
-    cosine = get_baseline("cosine", gallery, view.encoder, ())
-    tables["cosine"] = ex.neighbour_table(*ex.search_one(cosine, query, k, exclude=exclude), gallery,
-                                          view.query_labels, "similarity")
-    if view.show_iti:
-        iti = attempt(lambda: get_baseline("iti", gallery, view.encoder, view.iti_texts), "ITI")
-        if iti is not None:
-            tables["iti"] = ex.neighbour_table(*ex.search_one(iti, query, k, exclude=exclude), gallery,
-                                               view.query_labels, "similarity")
-    return tables
+    result = attempt(lambda: ex.search_one(index, view.query, view.k, exclude=view.query_id), "Cannot rank the gallery",
+                     stop=True)
+    return {"anchor divergence": ex.neighbour_table(*result, view.gallery, view.query_labels, "divergence"),
+            **view.baselines}
+
+
+def baseline_tables(gallery: Gallery, encoder, query: np.ndarray, query_id: int | None, query_labels: pd.Series | None,
+                    k: int, iti_texts: tuple[str, ...] | None) -> dict[str, pd.DataFrame]:
+    """The query's top-k under cosine and (with ``iti_texts``) ITI: they do not depend on p."""
+    indexes = {"cosine": get_baseline("cosine", gallery, encoder, ())}
+    if iti_texts is not None:
+        indexes["iti"] = attempt(lambda: get_baseline("iti", gallery, encoder, iti_texts), "ITI")
+    return {method: ex.neighbour_table(*ex.search_one(index, query, k, exclude=query_id), gallery, query_labels,
+                                       "similarity")
+            for method, index in indexes.items() if index is not None}
 
 
 @st.fragment
@@ -494,9 +506,10 @@ def explain_section(view: View, p: float, table: pd.DataFrame) -> None:
         reverse=geometry.spec.reverse)
     left, middle, right = st.columns([2, 1, 2])
     left.markdown("**Query's tilted anchor distribution**")
-    left.dataframe(query_tilt.top(8), hide_index=True, key="explain_query")
+    # Static tables: eight rows need no scrolling or sorting, and they draw faster on every move of p.
+    left.table(tilt_table(query_tilt))
     right.markdown(f"**Neighbour {rank}'s tilted anchor distribution**")
-    right.dataframe(neighbour_tilt.top(8), hide_index=True, key="explain_neighbour")
+    right.table(tilt_table(neighbour_tilt))
     middle.image(gallery.image(neighbour), width=96)
     middle.metric("Anchor divergence (model)", f"{divergence:.4f}")
     if query_tilt.exact:
@@ -505,6 +518,11 @@ def explain_section(view: View, p: float, table: pd.DataFrame) -> None:
         middle.metric("KL of the shown tilts", f"{shown:.4f}")
         middle.caption("This model is not supported on the anchors: the tables show the empirical tilt over the "
                        "anchors in use (a stand-in); the divergence above is the model's own.")
+
+
+def tilt_table(tilt: explain.TiltedDistribution) -> pd.DataFrame:
+    """The eight most probable anchors, by anchor, probabilities to 4 decimals (as shown)."""
+    return tilt.top(8).set_index("anchor").round({"probability": 4})
 
 
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs=BY_IDENTITY)

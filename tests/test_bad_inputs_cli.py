@@ -63,7 +63,8 @@ def no_work(monkeypatch, tmp_path):
 
     for module, name in ((anchordiv.encoders, "load_encoder"), (anchordiv.bench, "run_benchmark"),
                          (anchordiv.explorer, "benchmark"), (anchordiv.builtin.commands, "train_command"),
-                         (anchordiv.builtin.commands, "evaluate_command")):
+                         (anchordiv.builtin.commands, "evaluate_command"),
+                         (anchordiv.builtin.commands, "embed_world_command")):
         monkeypatch.setattr(module, name, tripwire)
     monkeypatch.setenv("ANCHORDIV_CACHE", str(tmp_path / "cache"))
 
@@ -108,6 +109,9 @@ CASES = {
     "evaluate memory weight 2": ("evaluate-builtin --memory-weight 2",
                                  r"--memory-weight: must be a finite number >= 0 and <= 1; got '2'"),
     "explorer-bench gallery 0": ("explorer-bench --gallery 0", r"--gallery: must be an integer >= 1"),
+    "explorer-bench gallery limit 0": ("explorer-bench --browser --gallery-limit 0",
+                                       r"--gallery-limit: must be an integer >= 1"),
+    "explorer-bench unknown split": ("explorer-bench --browser --gallery-split test", r"--gallery-split: invalid choice"),
     "unknown command": ("serve", r"invalid choice: 'serve'"),
     "embed without --model": (f"embed {FOLDER}", r"the following arguments are required: --model"),
     "unknown layout": (f"reproduce --layout coco --root {FOLDER}", r"--layout: invalid choice: 'coco'"),
@@ -134,6 +138,8 @@ CASES = {
                              r"--labels '/nonexistent\.csv' does not exist or is not a file; give a CSV"),
     "evaluate missing weights": ("evaluate-builtin --weights /nonexistent/weights",
                                  r"--weights '/nonexistent/weights' does not exist or is not a folder"),
+    "embed world missing weights": ("embed-builtin-world --weights /nonexistent/weights",
+                                    r"--weights '/nonexistent/weights' does not exist or is not a folder"),
     "reproduce missing folder": ("reproduce --folder /nonexistent/images",
                                  r"--folder '/nonexistent/images' does not exist or is not a folder"),
     "reproduce layout without root": ("reproduce --layout imagenet-r", r"--layout needs --root"),

@@ -35,8 +35,8 @@ def app_url(tmp_path_factory):
     if not (ASSETS_DIR / WEIGHTS_NAME).is_file():
         pytest.skip("the built-in model weights are not there yet")
     workdir = tmp_path_factory.mktemp("browser")
-    # The benchmark's setting: the small held-out gallery, a private cache reusing the rendered world.
-    env = explorer_env(workdir, print)
+    # A small held-out gallery and a private, empty cache.
+    env = explorer_env(workdir, split="heldout", limit=96)
     with streamlit_server(ROOT / "app" / "streamlit_app.py", env, workdir / "streamlit.log") as (url, process, log):
         wait_healthy(url, process, log, seconds=60)
         yield url, log

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from anchordiv.builtin.weights import ASSETS_DIR, WEIGHTS_NAME
-from anchordiv.explorer.browser_bench import CHROMIUM, MEASURES, browser_benchmark, check_browser
+from anchordiv.explorer.browser_bench import CHROMIUM, FIRST_START, MEASURES, browser_benchmark, check_browser
 
 pytestmark = [pytest.mark.slow]
 
@@ -27,7 +27,7 @@ def results():
     if not (ASSETS_DIR / WEIGHTS_NAME).is_file():
         pytest.skip("the built-in model weights are not there yet")
     lines: list[str] = []
-    return browser_benchmark(repeats=1, log=lines.append), lines
+    return browser_benchmark(repeats=1, split="heldout", limit=96, log=lines.append), lines
 
 
 def test_every_measure_has_a_positive_finite_time_for_both_apps(results):
@@ -47,9 +47,11 @@ def test_the_ratios_are_explorer_over_reference(results):
 def test_it_prints_the_machine_and_one_line_per_measure(results):
     figures, lines = results
     assert figures["cores"] >= 1 and figures["repeats"] == 1
-    assert any("cores" in line and str(figures["gallery"]["limit"]) in line for line in lines), lines
+    assert any("cores" in line and "first 96 images of the 'heldout'" in line for line in lines), lines
     for words in MEASURES.values():
         assert sum(line.startswith(words) and "explorer / reference" in line for line in lines) == 1, (words, lines)
+    assert math.isfinite(figures["first_start_s"]) and figures["first_start_s"] > 0
+    assert sum(line.startswith(FIRST_START) for line in lines) == 1, lines
 
 
 def test_a_missing_browser_or_driver_names_what_to_install(tmp_path, monkeypatch):

@@ -231,3 +231,23 @@ def test_math_core_does_not_import_datasets():
 def test_every_rendition_is_in_the_layout():
     assert {style for style, _ in LAYOUT} == set(STYLES)
     assert {(style, vendor) for style in RENDITIONS for vendor in VENDORS} <= set(LAYOUT)
+
+
+def test_the_lazy_view_draws_exactly_the_rendered_images(tiny_data, render_calls):
+    """open_emoji_world renders nothing up front; each image it draws equals the whole-world rendering's."""
+    from anchordiv.datasets import open_emoji_world
+
+    for split in ("all", "train", "heldout"):
+        renders = len(render_calls)
+        view = open_emoji_world(split, data_dir=tiny_data)
+        view.image(0)
+        assert len(render_calls) == renders
+        world = load_emoji_world(split, data_dir=tiny_data)
+        assert len(view) == len(world) and view.labels.equals(world.labels)
+        assert all(np.array_equal(view.image(i), world.array[i]) for i in range(len(view)))
+        everything = load_emoji_world("all", data_dir=tiny_data)
+        assert all(np.array_equal(everything.array[row], view.image(i)) for i, row in enumerate(view.rows))
+    with pytest.raises(IndexError, match="outside this split"):
+        view.image(len(view))
+    with pytest.raises(ValueError, match="split='test'"):
+        open_emoji_world("test", data_dir=tiny_data)

@@ -1,4 +1,4 @@
-"""The built-in model's commands: ``train-builtin`` and ``evaluate-builtin``."""
+"""The built-in model's commands: ``train-builtin``, ``embed-builtin-world`` and ``evaluate-builtin``."""
 from __future__ import annotations
 
 import time
@@ -28,6 +28,27 @@ def train_command(config: TrainConfig, out: Path = ASSETS_DIR, device: str | Non
     model, report = train_builtin(config, labels, array, device=device, log=lambda line: print(line, flush=True))
     path = save_builtin(model, report, out)
     print(f"wrote {path} after {time.perf_counter() - started:.0f} s")
+    if config.max_emoji is None:
+        embed_world_command(out, device=device)
+    else:
+        print(f"a toy run: the world's embeddings were not made; `python -m anchordiv embed-builtin-world "
+              f"--weights {out}` makes them (else the explorer embeds the world on its first start)")
+    return path
+
+
+def embed_world_command(weights_dir: Path = ASSETS_DIR, device: str | None = None) -> Path:
+    """Embed the whole emoji world with the built-in model in ``weights_dir`` and write the
+    embeddings the explorer's first start uses (:mod:`anchordiv.builtin.world_embeddings`)."""
+    from ..encoders.builtin import load_builtin_encoder
+    from ..gallery import embed_world
+    from .world_embeddings import save_world_embeddings
+
+    started = time.perf_counter()
+    encoder = load_builtin_encoder(device=device, directory=weights_dir)
+    world = load_emoji_world("all")
+    vectors = embed_world(encoder, "all", progress=lambda fraction, text: print(f"\r{text}", end="", flush=True))
+    path = save_world_embeddings(vectors, encoder.weights_sha256, world.digest, weights_dir)
+    print(f"\nwrote {path} ({len(vectors):,} x {vectors.shape[1]} float16) after {time.perf_counter() - started:.0f} s")
     return path
 
 

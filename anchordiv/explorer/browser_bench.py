@@ -1,11 +1,13 @@
 """Speed in a real browser: :func:`browser_benchmark` times the explorer against a minimal
 reference Streamlit app (``python -m anchordiv explorer-bench --browser``).
 
-Both apps run at once, each ``streamlit run`` on its own free localhost port, and headless system
-Chromium (driven by Playwright, never ``playwright install``) measures for each: opening the app
-with warm caches until its 20 grid captions are drawn, and one step of the p slider until the first
-grid changes and until the script run is over. The reference (``app/reference_grid.py``) draws the
-same kind of page with nothing behind it, so the ratio explorer / reference is the explorer's own cost.
+Each app runs as ``streamlit run`` on a free localhost port, one app at a time, and headless
+system Chromium (driven by Playwright, never ``playwright install``) measures: starting the server
+until the first two grids of 10 captions are drawn (with an empty cache for the explorer's first
+start, then with the disk cache it left), opening the app on a running server, and one step of the
+p slider until the first grid changes and until the script run is over. The reference
+(``app/reference_grid.py``) draws the same kind of page with nothing behind it, so the ratio
+explorer / reference is the explorer's own cost.
 """
 from __future__ import annotations
 
@@ -25,12 +27,13 @@ ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("ANCHORDIV_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
-GALLERY_SPLIT, GALLERY_LIMIT = "heldout", 96
 APPS = {"explorer": ("streamlit_app.py", "weight of A"), "reference": ("reference_grid.py", "weight of grid A")}
-MEASURES = {"open_s": "open the app, warm cache -> first grid",
+MEASURES = {"start_s": "start the server, disk cache present -> first grid",
+            "open_s": "open the app, server running -> first grid",
             "move_p_grid_s": "move p one step -> the grid changes",
             "move_p_rest_s": "move p one step -> page at rest again"}
-WAIT_S = 120  # per wait in the browser; the warm-up load of the explorer embeds its gallery
+FIRST_START = "first start, empty cache -> first grid"
+WAIT_S = 180  # per wait in the browser; a first start with a gallery to embed takes longer
 
 # The captions of each st.image grid (an element holding 10 or more), first grid first: the
 # explorer also captions its query image, which is not part of any grid.
@@ -100,24 +103,20 @@ def streamlit_server(script: Path, env: dict[str, str], log_path: Path) -> Itera
                 process.wait()
 
 
-def explorer_env(workdir: Path, log: Callable[[str], None]) -> dict[str, str]:
-    """The browser test's setting: the small held-out gallery and a private cache (so that the
-    user's cache stays untouched) that reuses the rendered emoji world, which is slow to rebuild."""
+def explorer_env(workdir: Path, split: str = "all", limit: int | None = None) -> dict[str, str]:
+    """The explorer's environment on ``split`` (first ``limit`` images) of the built-in world, with
+    an empty private cache in ``workdir`` (so that the user's cache stays untouched and the first
+    start is a first start)."""
     from ..builtin.weights import ASSETS_DIR, WEIGHTS_NAME
-    from ..cache import cache_dir
 
     if not (ASSETS_DIR / WEIGHTS_NAME).is_file():
         raise ValueError(f"the built-in model weights are missing ({ASSETS_DIR / WEIGHTS_NAME}); "
                          "run `python -m anchordiv train-builtin` first")
     cache = workdir / "cache"
-    cache.mkdir()
-    world = cache_dir() / "emoji_world"
-    if world.is_dir():
-        (cache / "emoji_world").symlink_to(world, target_is_directory=True)
-    else:
-        log(f"note: no rendered emoji world in {world}; the explorer's warm-up load renders it (slow)")
-    return {**os.environ, "ANCHORDIV_CACHE": str(cache), "ANCHORDIV_APP_GALLERY_SPLIT": GALLERY_SPLIT,
-            "ANCHORDIV_APP_GALLERY_LIMIT": str(GALLERY_LIMIT)}
+    cache.mkdir(exist_ok=True)
+    env = {**os.environ, "ANCHORDIV_CACHE": str(cache), "ANCHORDIV_APP_GALLERY_SPLIT": split}
+    env.pop("ANCHORDIV_APP_GALLERY_LIMIT", None)
+    return env if limit is None else {**env, "ANCHORDIV_APP_GALLERY_LIMIT": str(limit)}
 
 
 class RunWatch:
@@ -207,60 +206,89 @@ def _step_p(page, watch: RunWatch, slider_label: str, name: str, log_path: Path,
         raise _fail(page, name, "a change of the grid after moving p", error, log_path) from error
 
 
-def _measure_app(context, url: str, name: str, repeats: int, log_path: Path,
-                 log: Callable[[str], None]) -> dict[str, float]:
-    """The medians of the three measures for one app; a first, unmeasured load warms its caches."""
-    page, watch, seconds = _open(context, url, name, log_path)
-    _wait_at_rest(page, watch, time.perf_counter())
-    log(f"  {name}: warm-up load {seconds:.2f} s")
-    opens = []
-    for _ in range(repeats):
-        page.close()
-        page, watch, seconds = _open(context, url, name, log_path)
-        opens.append(seconds)
+def _start(context, script: Path, env: dict[str, str], log_path: Path, name: str):
+    """Start ``streamlit run script`` and open it: seconds from the launch until the first grids are
+    drawn, with the server still running (the caller closes the returned stack)."""
+    stack = ExitStack()
+    try:
+        started = time.perf_counter()
+        url, process, log_path = stack.enter_context(streamlit_server(script, env, log_path))
+        wait_healthy(url, process, log_path, seconds=WAIT_S)
+        page, watch, _ = _open(context, url, name, log_path)
+        seconds = time.perf_counter() - started
         _wait_at_rest(page, watch, time.perf_counter())
-    steps, key = [], "ArrowRight"
-    for _ in range(repeats):
-        *seconds, key = _step_p(page, watch, APPS[name][1], name, log_path, key)
-        steps.append(seconds)
-    page.close()
-    return {"open_s": statistics.median(opens), "move_p_grid_s": statistics.median(s[0] for s in steps),
-            "move_p_rest_s": statistics.median(s[1] for s in steps)}
+        page.close()
+        return seconds, url, log_path, stack
+    except BaseException:
+        stack.close()
+        raise
+
+
+def _measure_app(context, name: str, env: dict[str, str], workdir: Path, repeats: int,
+                 log: Callable[[str], None]) -> tuple[dict[str, float], float]:
+    """The medians of :data:`MEASURES` for one app, and the seconds of its first start (the
+    explorer's with the empty cache of ``env``, which the later starts then find filled)."""
+    script = ROOT / "app" / APPS[name][0]
+    first, url, log_path, server = _start(context, script, env, workdir / f"{name}-first.log", name)
+    log(f"  {name}: first start {first:.2f} s")
+    with server:
+        opens = []
+        for _ in range(repeats):
+            page, watch, seconds = _open(context, url, name, log_path)
+            opens.append(seconds)
+            _wait_at_rest(page, watch, time.perf_counter())
+            page.close()
+        page, watch, _ = _open(context, url, name, log_path)
+        _wait_at_rest(page, watch, time.perf_counter())
+        steps, key = [], "ArrowRight"
+        for _ in range(repeats):
+            *seconds, key = _step_p(page, watch, APPS[name][1], name, log_path, key)
+            steps.append(seconds)
+        page.close()
+    starts = []
+    for attempt in range(repeats):
+        seconds, _, _, server = _start(context, script, env, workdir / f"{name}-start{attempt}.log", name)
+        server.close()
+        starts.append(seconds)
+    return {"start_s": statistics.median(starts), "open_s": statistics.median(opens),
+            "move_p_grid_s": statistics.median(s[0] for s in steps),
+            "move_p_rest_s": statistics.median(s[1] for s in steps)}, first
 
 
 def _report(results: dict, log: Callable[[str], None]) -> None:
     for key, words in MEASURES.items():
         explorer, reference, ratio = results["explorer"][key], results["reference"][key], results["ratio"][key]
         log(f"{words}: explorer {explorer:.3f} s, reference {reference:.3f} s, explorer / reference {ratio:.2f}")
+    log(f"{FIRST_START}: explorer {results['first_start_s']:.1f} s")
 
 
-def browser_benchmark(repeats: int = 5, log: Callable[[str], None] = print, chromium: str = CHROMIUM) -> dict:
-    """Time the explorer and the reference app in headless Chromium (medians over ``repeats``).
+def browser_benchmark(repeats: int = 5, split: str = "all", limit: int | None = None,
+                      log: Callable[[str], None] = print, chromium: str = CHROMIUM) -> dict:
+    """Time the explorer (on ``split``, first ``limit`` images, of the built-in world) and the
+    reference app in headless Chromium: medians over ``repeats``, one app at a time.
 
-    Returns ``{"cores", "gallery", "repeats", "explorer": {measure: s}, "reference": {...},
-    "ratio": {measure: explorer / reference}}`` with the measures of :data:`MEASURES`.
+    Returns ``{"cores", "gallery", "repeats", "first_start_s", "explorer": {measure: s},
+    "reference": {...}, "ratio": {measure: explorer / reference}}`` with the measures of
+    :data:`MEASURES`; ``first_start_s`` is the explorer's first start with an empty cache.
     """
     from playwright.sync_api import sync_playwright
 
     check_browser(chromium)
-    log(f"machine: {os.cpu_count()} cores; explorer gallery: the first {GALLERY_LIMIT} images of the "
-        f"'{GALLERY_SPLIT}' emoji world; {repeats} repeats, medians")
-    results: dict = {"cores": os.cpu_count(), "gallery": {"split": GALLERY_SPLIT, "limit": GALLERY_LIMIT},
-                     "repeats": repeats}
+    shown = "all" if limit is None else f"the first {limit:,}"
+    log(f"machine: {os.cpu_count()} cores; explorer gallery: {shown} images of the '{split}' emoji world; "
+        f"{repeats} repeats, medians")
+    results: dict = {"cores": os.cpu_count(), "gallery": {"split": split, "limit": limit}, "repeats": repeats}
     with tempfile.TemporaryDirectory(prefix="anchordiv-browser-bench-") as folder, ExitStack() as stack:
         workdir = Path(folder)
-        envs = {"explorer": explorer_env(workdir, log), "reference": dict(os.environ)}
-        # Both servers start at once (startup is mostly imports); each is terminated on the way out.
-        servers = {name: stack.enter_context(streamlit_server(ROOT / "app" / APPS[name][0], envs[name], workdir / f"{name}.log"))
-                   for name in APPS}
-        for url, process, log_path in servers.values():
-            wait_healthy(url, process, log_path, seconds=90)
+        envs = {"explorer": explorer_env(workdir, split, limit), "reference": dict(os.environ)}
         playwright = stack.enter_context(sync_playwright())
         browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
         stack.callback(browser.close)
         context = browser.new_context(viewport={"width": 1500, "height": 2600})
-        for name, (url, _, log_path) in servers.items():
-            results[name] = _measure_app(context, url, name, repeats, log_path, log)
+        for name in APPS:
+            results[name], first = _measure_app(context, name, envs[name], workdir, repeats, log)
+            if name == "explorer":
+                results["first_start_s"] = first
     results["ratio"] = {key: results["explorer"][key] / results["reference"][key] for key in MEASURES}
     _report(results, log)
     return results
