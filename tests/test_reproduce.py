@@ -104,6 +104,34 @@ def test_budget_posterior_condition_and_runtime_verdicts():
 
 # -- real runs -------------------------------------------------------------------------------------
 @needs_weights
+def test_crossings_report_how_far_map_and_agreement_moved_at_half():
+    from anchordiv.reproduce.experiments import crossings
+
+    frame = sweep_table(True)
+    frame["agreement@10"] = np.where(frame["target"] == "object", 0.1 + 0.8 * frame["p"] ** 2, 0.9 - 0.8 * frame["p"])
+    row = crossings(frame).iloc[0]
+    assert row["object-mAP moved at p = 0.5"] == pytest.approx(0.5) and row["crossing p"] == pytest.approx(0.7)
+    assert row["same-object@10 moved at p = 0.5"] == pytest.approx(0.25)  # 0.1 -> 0.3 of 0.1 -> 0.9
+    assert row["same-style@10 moved at p = 0.5"] == pytest.approx(0.5)
+
+
+@needs_weights
+def test_agreement_is_the_shared_fraction_of_the_top_k(encoder):
+    from anchordiv.reproduce import world_study
+    from anchordiv.reproduce.estimates import QuerySample
+    from anchordiv.search import CosineIndex
+
+    study = world_study(encoder, limit=TINY.world_limit)
+    sample = QuerySample(study, 20, seed=3)
+    index = CosineIndex(study.embeddings)
+    agreement = sample.agreement(index, k=5)
+    _, ids = index.search(study.embeddings[sample.ids], 5, exclude=sample.ids)
+    objects = study.labels[study.object_column].to_numpy()
+    expected = (objects[np.asarray(ids)] == objects[sample.ids][:, None]).mean(axis=1)
+    np.testing.assert_allclose(agreement["object"], expected)
+    assert agreement["style"].shape == (20,) and ((0 <= agreement["style"]) & (agreement["style"] <= 1)).all()
+
+
 def test_experiments_give_the_same_numbers_twice(encoder):
     from anchordiv.reproduce import experiments, world_study
     from anchordiv.reproduce.estimates import QuerySample

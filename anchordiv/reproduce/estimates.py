@@ -66,3 +66,10 @@ class QuerySample:
         per_query = retrieval_average_precision(index, self._queries, self._query_labels, self._gallery_labels,
                                                 exclude=self.ids)
         return {name: per_query[:, column] for column, name in enumerate(self.targets)}
+
+    def agreement(self, index: Index, k: int = 10) -> dict[str, np.ndarray]:
+        """Per target, the fraction of each query's top-``k`` under ``index`` that shares its label ``(Q,)``:
+        what a person reads off a grid of ``k`` neighbours."""
+        _, ids = index.search(self._queries, k, exclude=self.ids)
+        shared = self._gallery_labels[np.asarray(ids)] == self._query_labels[:, None, :]  # (Q, k, T)
+        return {name: shared[:, :, column].mean(axis=1) for column, name in enumerate(self.targets)}

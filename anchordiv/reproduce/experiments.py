@@ -81,6 +81,8 @@ class Settings:
 
 
 ModelFit = Callable[[torch.Tensor], AnchorModel]
+# The grid size whose agreement the p sweep reports: the explorer's default top-k.
+AGREEMENT_K = 10
 # The registry's kinds compared across anchor budgets, by the name the tables give them.
 BUDGET_KINDS = ("softmax", "gaussian", "gmm", "latent-gaussian", "latent-softmax")
 
@@ -112,7 +114,8 @@ def _reference_rows(sample: QuerySample, study: Study, settings: Settings, targe
 def p_sweep(study: Study, sample: QuerySample, settings: Settings) -> pd.DataFrame:
     """Fig. 3 (left): object- and style-mAP of ``MixtureAnchors([object, style], [p, 1 - p])`` as
     ``p`` goes 0 -> 1, softmax and Gaussian, balanced, literal and calibrated weights (calibrated on
-    the gallery, without labels); cosine and ITI rows."""
+    the gallery, without labels), with the mean agreement of the top-:data:`AGREEMENT_K` (the
+    fraction sharing the query's object or style); cosine and ITI rows."""
     rows = _reference_rows(sample, study, settings, ("object", "style"))
     for name, factory in (("softmax", EmpiricalAnchors), ("Gaussian", GaussianAnchors)):
         mixture = MixtureAnchors([factory(scale=settings.scale), factory(scale=settings.scale)])
@@ -122,20 +125,24 @@ def p_sweep(study: Study, sample: QuerySample, settings: Settings) -> pd.DataFra
                             "calibrated": mixture.with_calibration(study.embeddings, seed=settings.seed)}
         for weighting, weighted in parametrisations.items():
             for p in settings.p_grid:
-                ap = sample.average_precision(index.with_model(weighted.with_weights([p, 1 - p])))
+                at_p = index.with_model(weighted.with_weights([p, 1 - p]))
+                ap, agreement = sample.average_precision(at_p), sample.agreement(at_p, AGREEMENT_K)
                 rows += [{"method": name, "weighting": weighting, "p": p, "target": target,
-                          **estimate(ap[target], settings.n_bootstrap).row()} for target in ("object", "style")]
+                          **estimate(ap[target], settings.n_bootstrap).row(),
+                          f"agreement@{AGREEMENT_K}": float(agreement[target].mean())} for target in ("object", "style")]
     return pd.DataFrame(rows)
 
 
 def crossings(frame: pd.DataFrame) -> pd.DataFrame:
     """Per method and weighting of a :func:`p_sweep` table: the ``p`` where object-mAP overtakes
-    style-mAP (linear between grid points; NaN if it never does), and how far each has moved at
-    ``p = 1/2`` as a fraction of its whole change from ``p = 0`` to ``p = 1``."""
+    style-mAP (linear between grid points; NaN if it never does), and how far each of object- and
+    style-mAP and object and style agreement@k has moved at ``p = 1/2`` as a fraction of its whole
+    change from ``p = 0`` to ``p = 1``."""
     curves = frame[frame["p"].notna()]
     rows = []
     for (method, weighting), group in curves.groupby(["method", "weighting"], sort=False):
         table = group.pivot_table(index="p", columns="target", values="mean").sort_index()
+        agreement = group.pivot_table(index="p", columns="target", values=f"agreement@{AGREEMENT_K}").sort_index()
         gap = (table["object"] - table["style"]).to_numpy()
         grid = table.index.to_numpy(dtype=float)
         above = np.flatnonzero(gap >= 0)
@@ -145,12 +152,19 @@ def crossings(frame: pd.DataFrame) -> pd.DataFrame:
             crossing = grid[i - 1] + (grid[i] - grid[i - 1]) * (-gap[i - 1]) / (gap[i] - gap[i - 1])
         elif len(above):
             crossing = grid[0]
-        halfway = {target: float(np.interp(0.5, grid, table[target].to_numpy())) for target in ("object", "style")}
-        ends = {target: (table[target].iloc[0], table[target].iloc[-1]) for target in ("object", "style")}
+        moved = {f"{target}-mAP": _moved_at_half(grid, table[target].to_numpy()) for target in ("object", "style")}
+        moved.update({f"same-{target}@{AGREEMENT_K}": _moved_at_half(grid, agreement[target].to_numpy())
+                      for target in ("object", "style")})
         rows.append({"method": method, "weighting": weighting, "crossing p": crossing,
-                     **{f"{target} moved at p = 0.5": (halfway[target] - start) / (end - start) if end != start else np.nan
-                        for target, (start, end) in ends.items()}})
+                     **{f"{name} moved at p = 0.5": value for name, value in moved.items()}})
     return pd.DataFrame(rows)
+
+
+def _moved_at_half(grid: np.ndarray, curve: np.ndarray) -> float:
+    """How far ``curve`` (over increasing ``grid`` from 0 to 1) has moved at 1/2 (linear between
+    grid points), as a fraction of its change from the first point to the last; NaN when flat."""
+    start, end = curve[0], curve[-1]
+    return float((np.interp(0.5, grid, curve) - start) / (end - start)) if end != start else np.nan
 
 
 def scale_sweep(study: Study, sample: QuerySample, settings: Settings) -> pd.DataFrame:

@@ -118,8 +118,9 @@ def run_reproduction(study: Study, out: str | Path, settings: ex.Settings,
         curves = frame[frame["p"].notna()]
         report.table(frame, "p_sweep", _wide(curves.assign(curve=curves["method"] + ", " + curves["weighting"] + ", "
                                                            + curves["target"] + "-mAP"), "p", "curve"))
-        report.text("Where object-mAP overtakes style-mAP, and how far each has moved at p = 0.5 (0: its p = 0 value, "
-                    "1: its p = 1 value). Calibrated weights put p = 0.5 half-way by construction, measured without labels.")
+        report.text("Where object-mAP overtakes style-mAP, and how far object- and style-mAP and the agreement of the "
+                    "top-10 with the query's object and style have moved at p = 0.5 (0: the p = 0 value, 1: the p = 1 "
+                    "value). Calibrated weights aim p = 0.5 at half-way, measured without labels.")
         report.table(ex.crossings(frame), "p_crossings")
     if has_objects:
         frame = timed("scale sweep", lambda: ex.scale_sweep(study, sample, settings))
