@@ -553,6 +553,26 @@ def sweep_section(view: View) -> None:
                      "color": {"field": "shared with the query", "type": "nominal"}}}, width="stretch")
     st.caption(f"Agreement: the fraction of the top-{view.k} that shares the query's object or style "
                f"({view.weighting} weights).")
+    calibration_section(view)
+
+
+def calibration_section(view: View) -> None:
+    """The calibration curve behind the calibrated weights: how far the gallery's neighbourhoods have
+    moved from B's to A's at each log-odds, measured without labels (docs/design.md §3)."""
+    frame = ex.calibration_frame(view.geometry)
+    if frame is None:
+        return
+    with st.expander("How calibrated p is made: the calibration curve"):
+        st.vega_lite_chart(frame, {
+            "mark": {"type": "line", "point": True}, "height": 220,
+            "encoding": {"x": {"field": "log-odds", "type": "quantitative", "title": "log(w_A / w_B)"},
+                         "y": {"field": "moved", "type": "quantitative", "title": "fraction moved from B to A",
+                               "scale": {"domain": [0, 1]}},
+                         "color": {"field": "curve", "type": "nominal"}}}, width="stretch", key="calibration_chart")
+        st.caption("On a fixed sample of gallery images, each side counts the neighbours that have left B's "
+                   "neighbourhood in that set's own divergence (A's side: closer to A's; B's side: farther from "
+                   "B's). p is the slower side: calibrated p = 0.5 uses the weights where it reaches one half. "
+                   "No labels are used.")
 
 
 def use_projection_pick(chart_key: str) -> None:

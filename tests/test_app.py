@@ -513,3 +513,20 @@ def test_choosing_upload_keeps_the_last_results_until_a_file_arrives(library):
     app.radio(key="query_mode").set_value("Upload").run()
     assert not app.exception and neighbours(app) == before
     assert "Showing the last query's neighbours until an image is uploaded" in messages(app)
+
+
+def test_the_calibration_curve_is_the_library_s(library):
+    """The expander under the p sweep plots the calibrated mixture's own curve (progress is p)."""
+    import pyarrow as pa
+
+    app = start()
+    presets = library["presets"]
+    geometry = library_geometry(library, presets["Gallery object names"], presets["Gallery styles"])
+    curve = geometry.calibrated_model.calibration_
+    (chart,) = [chart for chart in app.get("vega_lite_chart") if '"log-odds"' in chart.proto.spec]
+    shown = pa.ipc.open_stream(chart.proto.data.data).read_all().to_pandas()
+    progress = shown[shown["curve"] == "progress = p"]
+    np.testing.assert_allclose(progress["log-odds"], curve.log_odds, rtol=1e-6)
+    np.testing.assert_allclose(progress["moved"], curve.progress, atol=1e-9)
+    np.testing.assert_allclose(shown.loc[shown["curve"] == "B's side", "moved"], curve.progress_b, atol=1e-9)
+    assert not app.exception

@@ -33,7 +33,7 @@ from .anchors import (
     anchor_presets,
     parse_anchor_text,
 )
-from .geometry import WEIGHTINGS, ExplorerGeometry, GeometrySpec, baseline_index, fit_anchor_model
+from .geometry import WEIGHTINGS, ExplorerGeometry, GeometrySpec, baseline_index, calibration_frame, fit_anchor_model
 from .neighbours import (
     agreement,
     agreement_text,
@@ -53,7 +53,8 @@ from .speed import benchmark
 __all__ = [
     "ANIMALS", "BACKGROUNDS", "CHEXPERT_PATHOLOGIES", "CLOTHING", "DOG_BREEDS", "FOOD", "GENERIC_STYLES",
     "MAX_ANCHORS", "VEHICLES", "WEIGHTINGS", "AnchorText", "DataRoots", "ExplorerGeometry", "GeometrySpec", "SharedBuilds",
-    "agreement", "agreement_text", "anchor_presets", "baseline_index", "benchmark", "combined_table", "csv_files",
+    "agreement", "agreement_text", "anchor_presets", "baseline_index", "benchmark", "calibration_frame",
+    "combined_table", "csv_files",
     "default_query_id", "fit_anchor_model", "geometry_projection", "grid_captions", "neighbour_grid_png",
     "neighbour_table", "outside_sample", "p_sweep", "parse_anchor_text", "projection_frame", "projection_key",
     "query_image_from_upload", "search_one",

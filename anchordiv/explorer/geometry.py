@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+import pandas as pd
 import torch
 
 from ..models import AnchorModel, MixtureAnchors, anchor_model_kind
@@ -127,6 +128,19 @@ class ExplorerGeometry:
         terms (``O(G K)``); the shared index is never changed, so concurrent users at different
         ``p`` each get their own ranking."""
         return self.index.with_model(self.model_at(p, weighting)) if self.is_mixture else self.index
+
+
+def calibration_frame(geometry: ExplorerGeometry) -> pd.DataFrame | None:
+    """The calibration curve of ``geometry``'s calibrated mixture in long form, for a plot: columns
+    ``log-odds`` (``lambda = log(w_A / w_B)``), ``curve`` (A's side, B's side, progress) and
+    ``moved`` (0 at B alone, 1 at A alone); the ``p`` each ``lambda`` stands for is its progress.
+    ``None`` for a single anchor set."""
+    curve = geometry.calibrated_model.calibration_ if geometry.is_mixture else None
+    if curve is None:
+        return None
+    sides = {"A's side": curve.progress_a, "B's side": curve.progress_b, "progress = p": curve.progress}
+    return pd.concat([pd.DataFrame({"log-odds": curve.log_odds, "curve": name, "moved": values})
+                      for name, values in sides.items()], ignore_index=True)
 
 
 def baseline_index(kind: str, gallery_embeddings: torch.Tensor, anchors: torch.Tensor | None = None) -> Index:
