@@ -94,19 +94,15 @@ def load_emoji_world(split: str = "all", data_dir: Path | str | None = None) -> 
     their recorded hashes on every call. Renderings live in ``cache_dir() / "emoji_world"``
     and are rebuilt whenever the shipped data, the renderer version or numpy/Pillow change.
     """
-    if split not in CHOICES:
-        raise ValueError(f"split={split!r} is not one of {list(CHOICES)}")
-    shipped = read_shipped(Path(data_dir) if data_dir is not None else DEFAULT_DATA_DIR)
+    view = open_emoji_world(split, data_dir)
+    shipped = view.shipped
     key = "|".join([shipped.digest, f"renderer={RENDERER_VERSION}", f"numpy={np.__version__}", f"pillow={PIL.__version__}"])
     # Named by the data's digest, so checkouts of different data versions do not evict each
     # other, while a renderer or library change rebuilds the file in place.
     path = cache_dir() / "emoji_world" / f"images-{shipped.digest[:16]}.npy"
     array = cached_array(path, key, lambda: render_world(shipped))
-    labels = world_labels(shipped.index)
-    if split != "all":
-        keep = (labels["split"] == split).to_numpy()
-        array, labels = array[keep], labels[keep].reset_index(drop=True)
-    return EmojiWorld(array=array, labels=labels, styles=STYLES, digest=shipped.digest)
+    return EmojiWorld(array=array if split == "all" else array[view.rows], labels=view.labels, styles=STYLES,
+                      digest=shipped.digest)
 
 
 class EmojiWorldView:
@@ -115,7 +111,8 @@ class EmojiWorldView:
     rendering them all takes half a minute on 2 cores.
 
     ``rows`` ``(n,)`` are the split's row numbers in the whole world ("all" order), for indexing
-    arrays made for the whole world. ``image(i)`` equals ``load_emoji_world(split).array[i]``.
+    arrays made for the whole world; ``shipped`` is the verified data it draws from.
+    ``image(i)`` equals ``load_emoji_world(split).array[i]``.
     """
 
     def __init__(self, shipped: ShippedEmoji, split: str, cached_images: int = 4096):
@@ -123,8 +120,7 @@ class EmojiWorldView:
         keep = np.ones(len(labels), bool) if split == "all" else (labels["split"] == split).to_numpy()
         self.rows: np.ndarray = np.flatnonzero(keep)
         self.labels: pd.DataFrame = labels[keep].reset_index(drop=True)
-        self.digest: str = shipped.digest
-        self._shipped = shipped
+        self.shipped = shipped
         self._sprites: np.ndarray | None = None
         self._sprites_lock = threading.Lock()
         # Rendered images are kept (about 12 KB each), so a page drawn again costs nothing.
@@ -133,6 +129,11 @@ class EmojiWorldView:
     def __len__(self) -> int:
         return len(self.rows)
 
+    @property
+    def digest(self) -> str:
+        """The sha256 of the shipped data's manifest, which pins every file."""
+        return self.shipped.digest
+
     def image(self, item: int) -> np.ndarray:
         """Image ``item`` of this split as uint8 ``(CELL, CELL, 3)`` RGB (read-only)."""
         if not 0 <= int(item) < len(self.rows):
@@ -140,9 +141,8 @@ class EmojiWorldView:
         return self._render(int(self.rows[int(item)]))
 
     def _render_row(self, row: int) -> np.ndarray:
-        emoji, (style, source) = row // len(LAYOUT), LAYOUT[row % len(LAYOUT)]
-        emoji_id = self._shipped.index["emoji_id"].iat[emoji]
-        image = render(style, self._all_sprites()[emoji, VENDORS.index(source)], style_seed(emoji_id, source, style))
+        emoji = row // len(LAYOUT)
+        image = render_layout(self.shipped.index["emoji_id"].iat[emoji], self._all_sprites()[emoji], row % len(LAYOUT))
         image.flags.writeable = False
         return image
 
@@ -150,7 +150,7 @@ class EmojiWorldView:
         """Every vendor's sprites ``(n_emoji, vendors, CELL, CELL, 4)``, decoded once (about half a second)."""
         with self._sprites_lock:
             if self._sprites is None:
-                self._sprites = np.stack([self._shipped.sprites(vendor) for vendor in VENDORS], axis=1)
+                self._sprites = np.stack([self.shipped.sprites(vendor) for vendor in VENDORS], axis=1)
             return self._sprites
 
 
@@ -190,7 +190,13 @@ def render_emoji(ids: list[str], sprites: np.ndarray) -> np.ndarray:
     """
     out = np.empty((len(ids), len(LAYOUT), CELL, CELL, 3), np.uint8)
     for i, emoji_id in enumerate(ids):
-        for j, (style, source) in enumerate(LAYOUT):
-            sprite = sprites[i, VENDORS.index(source)]
-            out[i, j] = render(style, sprite, style_seed(emoji_id, source, style))
+        for j in range(len(LAYOUT)):
+            out[i, j] = render_layout(emoji_id, sprites[i], j)
     return out.reshape(-1, CELL, CELL, 3)
+
+
+def render_layout(emoji_id: str, sprites: np.ndarray, position: int) -> np.ndarray:
+    """Image ``position`` of :data:`LAYOUT` for one emoji, from its sprites ``(vendors, CELL, CELL, 4)``:
+    uint8 ``(CELL, CELL, 3)``, the same whichever other images are rendered."""
+    style, source = LAYOUT[position]
+    return render(style, sprites[VENDORS.index(source)], style_seed(emoji_id, source, style))

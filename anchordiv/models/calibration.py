@@ -99,17 +99,21 @@ def calibration_curve(models: list[AnchorModel], reference_eta: torch.Tensor, k:
     own = torch.as_tensor(ids)[:, None]
     divergence.scatter_(2, own.expand(2, -1, -1).contiguous(), float("inf"))  # a query is not its own neighbour
 
-    def neighbour_mean(values: torch.Tensor, ranking: torch.Tensor) -> torch.Tensor:
-        """Mean of ``values`` ``(2, Q, G)`` over each query's top-``k`` under ``ranking`` (lower first): ``(2, Q)``."""
-        top = torch.topk(ranking, k, dim=1, largest=False).indices
+    def top_k(ranking: torch.Tensor) -> torch.Tensor:
+        """Each query's top-``k`` ``(Q, k)`` under ``ranking`` ``(Q, G)`` (lower first)."""
+        return torch.topk(ranking, k, dim=1, largest=False).indices
+
+    def neighbour_mean(values: torch.Tensor, top: torch.Tensor) -> torch.Tensor:
+        """Mean of ``values`` ``(2, Q, G)`` over each query's neighbours ``top`` ``(Q, k)``: ``(2, Q)``."""
         return torch.gather(values, 2, top.expand(2, -1, -1)).float().mean(dim=2)
 
     # A neighbour has moved on A's side when its A-divergence is below the midpoint between the mean
     # A-divergence of A's and of B's neighbourhoods, and on B's side when its B-divergence is above
     # the midpoint on B's: a count, like the agreement a person reads off the grid.
-    midpoint = (neighbour_mean(divergence, divergence[0]) + neighbour_mean(divergence, divergence[1])) / 2
+    top_a, top_b = top_k(divergence[0]), top_k(divergence[1])
+    midpoint = (neighbour_mean(divergence, top_a) + neighbour_mean(divergence, top_b)) / 2
     moved = torch.stack([divergence[0] < midpoint[0][:, None], divergence[1] > midpoint[1][:, None]])
-    at_a, at_b = neighbour_mean(moved, divergence[0]), neighbour_mean(moved, divergence[1])
+    at_a, at_b = neighbour_mean(moved, top_a), neighbour_mean(moved, top_b)
     span = at_a - at_b
     # Queries whose A and B neighbourhoods do not differ on a side have nothing to move between.
     moving = (span > 0).all(dim=0)
@@ -126,7 +130,7 @@ def calibration_curve(models: list[AnchorModel], reference_eta: torch.Tensor, k:
         # The mixture's divergence up to a per-query constant: the ranking is all that matters here.
         mixed = kappa_mix_y[None, :] - (responsibility.T[:, :, None] * scores).sum(dim=0)
         mixed = mixed.scatter(1, own, float("inf"))
-        sides = ((neighbour_mean(moved, mixed) - at_b) / span)[:, moving].mean(dim=1)
+        sides = ((neighbour_mean(moved, top_k(mixed)) - at_b) / span)[:, moving].mean(dim=1)
         progress_a.append(sides[0].item())
         progress_b.append(sides[1].item())
     progress_a, progress_b = np.clip(progress_a, 0, 1), np.clip(progress_b, 0, 1)
