@@ -206,6 +206,15 @@ def _step_p(page, watch: RunWatch, slider_label: str, name: str, log_path: Path,
         raise _fail(page, name, "a change of the grid after moving p", error, log_path) from error
 
 
+def _open_and_settle(context, url: str, name: str, log_path: Path) -> float:
+    """Open a fresh page of the app: seconds until its first grids are drawn; the page is closed
+    once its script run is over (the time to get there is not counted)."""
+    page, watch, seconds = _open(context, url, name, log_path)
+    _wait_at_rest(page, watch, time.perf_counter())
+    page.close()
+    return seconds
+
+
 def _start(context, script: Path, env: dict[str, str], log_path: Path, name: str):
     """Start ``streamlit run script`` and open it: seconds from the launch until the first grids are
     drawn, with the server still running (the caller closes the returned stack)."""
@@ -214,11 +223,8 @@ def _start(context, script: Path, env: dict[str, str], log_path: Path, name: str
         started = time.perf_counter()
         url, process, log_path = stack.enter_context(streamlit_server(script, env, log_path))
         wait_healthy(url, process, log_path, seconds=WAIT_S)
-        page, watch, _ = _open(context, url, name, log_path)
-        seconds = time.perf_counter() - started
-        _wait_at_rest(page, watch, time.perf_counter())
-        page.close()
-        return seconds, url, log_path, stack
+        until_open = time.perf_counter() - started
+        return until_open + _open_and_settle(context, url, name, log_path), url, log_path, stack
     except BaseException:
         stack.close()
         raise
@@ -232,12 +238,7 @@ def _measure_app(context, name: str, env: dict[str, str], workdir: Path, repeats
     first, url, log_path, server = _start(context, script, env, workdir / f"{name}-first.log", name)
     log(f"  {name}: first start {first:.2f} s")
     with server:
-        opens = []
-        for _ in range(repeats):
-            page, watch, seconds = _open(context, url, name, log_path)
-            opens.append(seconds)
-            _wait_at_rest(page, watch, time.perf_counter())
-            page.close()
+        opens = [_open_and_settle(context, url, name, log_path) for _ in range(repeats)]
         page, watch, _ = _open(context, url, name, log_path)
         _wait_at_rest(page, watch, time.perf_counter())
         steps, key = [], "ArrowRight"
