@@ -1,3 +1,4 @@
+import os
 import socket
 
 import numpy as np
@@ -92,3 +93,37 @@ def object_style_world(seed: int, n_objects: int, n_styles: int, copies: int, d:
     object_anchors = torch.nn.functional.normalize(objects + 0.05 * unit_vectors(rng, n_objects, d), dim=1)
     style_anchors = torch.nn.functional.normalize(styles + 0.05 * unit_vectors(rng, n_styles, d), dim=1)
     return torch.nn.functional.normalize(images, dim=1), rows, object_anchors, style_anchors
+
+
+# -- the Streamlit app's tests: a small slice of the built-in world, a private cache ----------------
+APP_SPLIT, APP_LIMIT = "heldout", 96  # 8 emoji x 12 renditions: enough to rank, quick to draw
+
+
+@pytest.fixture(scope="module")
+def app_env(tmp_path_factory):
+    """A private, empty anchordiv cache (the world's embeddings ship and its images are drawn when
+    shown) and a small gallery."""
+    cache = tmp_path_factory.mktemp("anchordiv-cache")
+    saved = {name: os.environ.get(name) for name in ("ANCHORDIV_CACHE", "ANCHORDIV_APP_GALLERY_SPLIT",
+                                                     "ANCHORDIV_APP_GALLERY_LIMIT")}
+    os.environ.update(ANCHORDIV_CACHE=str(cache), ANCHORDIV_APP_GALLERY_SPLIT=APP_SPLIT,
+                      ANCHORDIV_APP_GALLERY_LIMIT=str(APP_LIMIT))
+    yield cache
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+@pytest.fixture(scope="module")
+def library(app_env):
+    """The same encoder and gallery the app uses, for computing the expected neighbours."""
+    from anchordiv import explorer as ex
+    from anchordiv.encoders import load_encoder
+    from anchordiv.gallery import world_gallery
+
+    encoder = load_encoder("builtin", device="cpu")
+    gallery = world_gallery(encoder, split=APP_SPLIT, limit=APP_LIMIT)
+    presets = ex.anchor_presets(gallery)
+    return {"encoder": encoder, "gallery": gallery, "presets": presets}

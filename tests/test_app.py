@@ -16,46 +16,17 @@ import pytest
 from PIL import Image
 
 from anchordiv import explorer as ex
-from anchordiv.gallery import world_gallery
+from conftest import APP_LIMIT
 from anchordiv.builtin.weights import ASSETS_DIR, MANIFEST_NAME, WEIGHTS_NAME
 
 streamlit_testing = pytest.importorskip("streamlit.testing.v1")
 AppTest = streamlit_testing.AppTest
 
 APP = Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py"
-SPLIT, LIMIT = "heldout", 96  # 8 emoji x 12 renditions: enough to rank, quick to draw
 TIMEOUT = 240
 
 pytestmark = pytest.mark.skipif(not (ASSETS_DIR / WEIGHTS_NAME).is_file() or not (ASSETS_DIR / MANIFEST_NAME).is_file(),
                                 reason="the built-in model weights (assets/builtin-model.*) are not there yet")
-
-
-@pytest.fixture(scope="module")
-def app_env(tmp_path_factory):
-    """A private, empty anchordiv cache (the world's embeddings ship and its images are drawn when
-    shown) and a small gallery."""
-    cache = tmp_path_factory.mktemp("anchordiv-cache")
-    saved = {name: os.environ.get(name) for name in ("ANCHORDIV_CACHE", "ANCHORDIV_APP_GALLERY_SPLIT",
-                                                     "ANCHORDIV_APP_GALLERY_LIMIT")}
-    os.environ.update(ANCHORDIV_CACHE=str(cache), ANCHORDIV_APP_GALLERY_SPLIT=SPLIT,
-                      ANCHORDIV_APP_GALLERY_LIMIT=str(LIMIT))
-    yield cache
-    for name, value in saved.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
-
-
-@pytest.fixture(scope="module")
-def library(app_env):
-    """The same encoder and gallery the app uses, for computing the expected neighbours."""
-    from anchordiv.encoders import load_encoder
-
-    encoder = load_encoder("builtin", device="cpu")
-    gallery = world_gallery(encoder, split=SPLIT, limit=LIMIT)
-    presets = ex.anchor_presets(gallery)
-    return {"encoder": encoder, "gallery": gallery, "presets": presets}
 
 
 def select_projection_point(app: AppTest, chart_key: str, gallery_id: int) -> AppTest:
@@ -352,8 +323,9 @@ def test_broken_shipped_world_is_an_error_box(library, monkeypatch):
         raise ShippedDataError("data/emoji/index.csv has sha256 0123 but manifest.json records 4567; "
                                "rebuild it with `python data/build_emoji_world.py`")
 
-    monkeypatch.setattr("anchordiv.gallery.world_gallery", broken)
-    monkeypatch.setenv("ANCHORDIV_APP_GALLERY_LIMIT", str(LIMIT - 1))
+    monkeypatch.syspath_prepend(str(APP.parent))
+    monkeypatch.setattr("shared_ui.world_gallery", broken)
+    monkeypatch.setenv("ANCHORDIV_APP_GALLERY_LIMIT", str(APP_LIMIT - 1))
     app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
     assert not app.exception
     assert any("Could not load the built-in emoji world" in e.value and "build_emoji_world" in e.value for e in app.error)
@@ -530,3 +502,81 @@ def test_the_calibration_curve_is_the_library_s(library):
     np.testing.assert_allclose(progress["moved"], curve.progress, atol=1e-9)
     np.testing.assert_allclose(shown.loc[shown["curve"] == "B's side", "moved"], curve.progress_b, atol=1e-9)
     assert not app.exception
+
+
+# -- shareable views --------------------------------------------------------------------------------
+def open_link(params: dict) -> AppTest:
+    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    app.query_params.update(params)
+    app.run()
+    assert not app.exception, app.exception
+    return app
+
+
+def test_the_url_follows_the_view_and_restores_it(library):
+    """The page's URL carries p, the model, k and the query; opening it in a new session shows the
+    same neighbours."""
+    app = start()
+    presets = library["presets"]
+    app.selectbox(key="model_kind").set_value("gaussian").run()
+    app.number_input(key="top_k").set_value(6).run()
+    app.slider(key="p").set_value(0.8).run()
+    assert app.query_params["p"] == "0.8" and app.query_params["model"] == "gaussian" and app.query_params["k"] == "6"
+    shown = neighbours(app)
+    assert shown == expected_ids(library, presets["Gallery object names"], presets["Gallery styles"], p=0.8,
+                                 kind="gaussian", k=6)
+    again = open_link(dict(app.query_params))
+    assert again.slider(key="p").value == 0.8 and neighbours(again) == shown
+    assert not again.warning
+
+
+def test_a_link_to_another_query_and_anchors(library):
+    app = open_link({"query": "40", "anchors_b": "pixel art\nwatercolor painting", "weighting": "literal", "p": "0.3"})
+    assert app.session_state["query_id"] == 40
+    assert neighbours(app) == expected_ids(library, library["presets"]["Gallery object names"],
+                                           ["pixel art", "watercolor painting"], p=0.3, query_id=40,
+                                           weighting="literal")
+
+
+def test_a_preset_in_the_link_brings_its_list(library):
+    app = open_link({"preset_a": "Paper: dog breeds"})
+    assert app.text_area(key="anchors_a").value.splitlines()[0] == "husky"
+    assert neighbours(app) == expected_ids(library, ex.DOG_BREEDS, library["presets"]["Gallery styles"])
+
+
+def test_a_bad_link_opens_with_defaults_and_says_what_it_ignored(library):
+    app = open_link({"p": "7", "k": "many", "model": "transformer", "query": "99999", "colour": "red",
+                     "gallery": "0000000000"})
+    assert not app.error
+    warning = " ".join(str(w.value) for w in app.warning)
+    for said in ("p:", "k:", "model:", "unknown parameter “colour”", "another gallery"):
+        assert said in warning, said
+    presets = library["presets"]
+    assert app.slider(key="p").value == 0.5 and app.number_input(key="top_k").value == 10
+    assert neighbours(app) == expected_ids(library, presets["Gallery object names"], presets["Gallery styles"])
+    app.slider(key="p").set_value(0.6).run()  # said once, not on every run
+    assert not app.warning
+
+
+def test_long_anchor_lists_are_kept_on_the_server(library):
+    app = start()
+    long_list = "\n".join(f"a carefully typed anchor {i}" for i in range(150))
+    app.text_area(key="anchors_b").set_value(long_list).run()
+    token = app.query_params["anchors_b"]
+    assert token.startswith("@") and len(token) < 20
+    again = open_link(dict(app.query_params))
+    assert again.text_area(key="anchors_b").value == long_list
+    assert neighbours(again) == neighbours(app)
+
+
+def test_the_report_page_shows_the_shipped_report(library):
+    from anchordiv.explorer.report import read_report
+
+    app = start()
+    app.switch_page("pages/report.py").run()
+    assert not app.exception and not app.error
+    title, sections = read_report()
+    assert [tab.label for tab in app.tabs] == [section.title for section in sections]
+    images = [block for section in sections for block in section.blocks if block.kind == "image"]
+    assert len(app.get("image")) == len(images) >= 5
+    assert app.title[0].value == title

@@ -1,0 +1,77 @@
+"""The shipped reproduction report (``docs/reproduction/builtin-world/report.md``) as sections of
+text, figures and data tables, for the explorer's Report page (:func:`read_report`)."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+REPORT_FOLDER = Path(__file__).resolve().parents[2] / "docs" / "reproduction" / "builtin-world"
+REPORT_NAME = "report.md"
+_IMAGE = re.compile(r"^!\[(?P<label>[^\]]*)\]\((?P<file>[^)\s]+)\)\s*$")
+_DATA = re.compile(r"^Data: \[(?P<label>[^\]]*)\]\((?P<file>[^)\s]+\.csv)\)\s*$")
+
+
+@dataclass(frozen=True)
+class ReportBlock:
+    """``kind`` "text" (Markdown), "image" (a PNG of the report) or "data" (a CSV of the report);
+    ``text`` the Markdown or the label, ``path`` the file for images and data."""
+
+    kind: str
+    text: str
+    path: Path | None = None
+
+
+@dataclass(frozen=True)
+class ReportSection:
+    title: str
+    blocks: tuple[ReportBlock, ...]
+
+
+def read_report(folder: str | Path = REPORT_FOLDER) -> tuple[str, list[ReportSection]]:
+    """``(title, sections)`` of the report in ``folder``: the text before the first ``##`` heading
+    is the first section ("Study"). Figures and data files are only those inside ``folder``; a link
+    to anything else stays text. ``ValueError`` with the command that writes it when there is none."""
+    folder = Path(folder)
+    path = folder / REPORT_NAME
+    if not path.is_file():
+        raise ValueError(f"there is no reproduction report at {path}; write it with "
+                         f"`python -m anchordiv reproduce --out {folder}` (about ten minutes on 2 cores)")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    title = lines[0].lstrip("# ").strip() if lines and lines[0].startswith("# ") else "Reproduction report"
+    sections: list[ReportSection] = []
+    heading, blocks, text = "Study", [], []
+    for line in lines[1:] if lines and lines[0].startswith("# ") else lines:
+        if line.startswith("## "):
+            sections.append(_section(heading, blocks, text))
+            heading, blocks, text = line[3:].strip(), [], []
+            continue
+        block = _file_block(line, folder)
+        if block is None:
+            text.append(line)
+            continue
+        blocks.extend(_text_block(text))
+        blocks.append(block)
+        text = []
+    sections.append(_section(heading, blocks, text))
+    return title, [section for section in sections if section.blocks]
+
+
+def _file_block(line: str, folder: Path) -> ReportBlock | None:
+    """An image or data block for a line that links one of the report's own files."""
+    for kind, pattern in (("image", _IMAGE), ("data", _DATA)):
+        match = pattern.match(line.strip())
+        if match:
+            target = (folder / match["file"]).resolve()
+            if target.parent == folder.resolve() and target.is_file():
+                return ReportBlock(kind, match["label"], target)
+    return None
+
+
+def _text_block(lines: list[str]) -> list[ReportBlock]:
+    text = "\n".join(lines).strip()
+    return [ReportBlock("text", text)] if text else []
+
+
+def _section(title: str, blocks: list[ReportBlock], text: list[str]) -> ReportSection:
+    return ReportSection(title, tuple(blocks + _text_block(text)))

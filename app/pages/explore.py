@@ -1,0 +1,351 @@
+"""Explore: one query, two anchor sets, and the neighbourhoods they induce as ``p`` moves, beside
+cosine; the p sweep, "why this neighbour?" and UMAP of the geometry."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.express as px
+import streamlit as st
+import torch
+
+import shared_ui as ui
+from anchordiv import explain
+from anchordiv import explorer as ex
+from anchordiv.gallery import Gallery
+from anchordiv.models import anchor_model_kind
+from shared_ui import BY_IDENTITY, SESSION, attempt
+
+# -- query ----------------------------------------------------------------------------------------
+def choose_query(gallery: Gallery, encoder) -> tuple[np.ndarray | None, int | None, pd.Series | None, Any, str]:
+    """The query as ``(embedding (d,), gallery id or None, labels or None, image or None, description)``.
+    While "Upload" waits for its file, the last query stays, so the page keeps its results."""
+    state = st.session_state
+    query = pick_query(gallery, encoder)
+    if query[0] is not None:
+        state.last_query = (gallery.key, query)
+    elif state.get("query_upload") is None and state.get("last_query", (None,))[0] == gallery.key \
+            and state.get("query_mode") == "Upload":
+        st.caption("Showing the last query's neighbours until an image is uploaded.")
+        query = state.last_query[1]
+    return query
+
+
+def pick_query(gallery: Gallery, encoder) -> tuple[np.ndarray | None, int | None, pd.Series | None, Any, str]:
+    """The query the widgets name now (``None`` embedding when there is none yet)."""
+    state = st.session_state
+    if "query_id" not in state or state.query_id >= len(gallery):
+        state.query_id = ex.default_query_id(gallery)
+    st.subheader("Query")
+    mode = st.radio("Query from", ui.QUERY_MODES, horizontal=True, key="query_mode", persist_state=SESSION)
+    if mode == "Upload":
+        upload = st.file_uploader("Upload an image (PNG, JPEG or WebP)", key="query_upload")
+        if upload is None:
+            st.info("Upload an image to use it as the query.")
+            return None, None, None, None, ""
+        vector = attempt(lambda: ui.embed_upload(encoder, upload.getvalue(), upload.name),
+                         "That upload cannot be used")
+        if vector is None:
+            return None, None, None, None, ""
+        image = ex.query_image_from_upload(upload.getvalue(), upload.name)
+        return vector, None, None, image, f"upload {upload.name}"
+    if mode == "Text":
+        text = st.text_input("Text query", key="query_text", persist_state=SESSION).strip()
+        if not text:
+            st.warning("Type a text query.")
+            return None, None, None, None, ""
+        return ui.embed_text_query(encoder, text), None, None, None, f"text “{text}”"
+
+    search_col, pick_col = st.columns([2, 3])
+    needle = search_col.text_input("Search by name", key="query_search", placeholder="e.g. cat, rocket, pizza",
+                                      persist_state=SESSION)
+    options = gallery.find(needle) if needle.strip() else []
+    if needle.strip() and not options:
+        search_col.caption("No gallery image matches.")
+
+    def picked() -> None:
+        if state.get("query_pick") is not None:
+            state.query_id = int(state.query_pick)
+
+    pick_col.selectbox("Matches", options, index=None, format_func=gallery.caption, key="query_pick",
+                       on_change=picked, placeholder=f"{len(options)} match(es)" if options else "search first")
+
+    def draw_random() -> None:
+        state.query_id = int(np.random.default_rng().integers(len(gallery)))
+
+    # On its own row: beside the two inputs, the narrow query column squeezed its label to "R.".
+    st.button("Random gallery image", key="query_random", on_click=draw_random)
+    item = int(state.query_id)
+    return (gallery.embeddings[item].numpy(), item, gallery.labels.iloc[item], gallery.image(item),
+            f"#{item} {gallery.caption(item)}")
+
+
+# -- results --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class View:
+    """What the sections below the anchors draw from: everything but ``p``, which the results
+    fragment owns (so moving it reruns only that fragment)."""
+
+    gallery: Gallery
+    encoder: Any
+    geometry: ex.ExplorerGeometry
+    geometry_key: str
+    weighting: str
+    query: np.ndarray
+    query_id: int | None
+    query_labels: pd.Series | None
+    query_text: str
+    k: int
+    baselines: dict[str, pd.DataFrame]
+    link_fields: list  # the page's link, which the results fragment updates as p moves
+
+
+def main() -> None:
+    choices = ui.sidebar()
+    encoder = ui.load_encoder_for(choices)
+    gallery = ui.load_gallery_for(choices, encoder)
+    fields = ui.sidebar_fields() + ui.follow_view_link(gallery)
+    ui.link_notes()
+    st.sidebar.caption(f"{gallery.description} · {encoder.name} (d = {encoder.dim}, logit scale "
+                       f"{encoder.logit_scale:.1f}) on CPU")
+
+    query_col, anchor_col = st.columns([1.3, 3])
+    with query_col:
+        query, query_id, query_labels, query_image, query_text = choose_query(gallery, encoder)
+        if query_image is not None:
+            st.image(query_image, caption=query_text, width=160)
+        elif query is not None:
+            st.caption(f"Query: {query_text}")
+
+    presets = ex.anchor_presets(gallery)
+    with anchor_col:
+        st.subheader("Anchors")
+        col_a, col_b = st.columns(2)
+        parsed_a = ui.anchor_column(col_a, "a", "A (object)", presets)
+        parsed_b = ui.anchor_column(col_b, "b", "B (style)", presets)
+        weighting = st.radio("Weights of A and B", list(ex.WEIGHTINGS), horizontal=True, key="weighting",
+                             persist_state=SESSION, format_func=str.capitalize)
+        st.caption(ex.WEIGHTINGS[weighting])
+    ui.publish_link(fields, gallery)
+    ui.share_box(fields, gallery)
+    if query is None:
+        return
+    spec = ui.geometry_spec(choices)
+    prior = ex.parse_anchor_text(choices["prior_text"]).anchors
+    geometry = ui.geometry_for(choices, gallery, encoder, parsed_a.anchors, parsed_b.anchors)
+    baselines = baseline_tables(gallery, encoder, query, query_id, query_labels, choices["k"],
+                                parsed_a.anchors + parsed_b.anchors if choices["show_iti"] else None)
+    view = View(gallery, encoder, geometry,
+                ex.projection_key(gallery.key, encoder.name, parsed_a.anchors, parsed_b.anchors, spec, prior),
+                weighting, query, query_id, query_labels, query_text, choices["k"], baselines, fields)
+    results_section(view)
+    sweep_section(view)
+    umap_section(view)
+
+
+@st.fragment
+def results_section(view: View) -> None:
+    """The p slider and everything that depends on it: a fragment, so that moving p reruns only this."""
+    geometry, gallery = view.geometry, view.gallery
+    p = st.slider("p: weight of A against B (p = 1: only A, p = 0: only B)", 0.0, 1.0, step=0.05, key="p",
+                  persist_state=SESSION,
+                  disabled=not geometry.is_mixture)
+    if not geometry.is_mixture:
+        st.caption(f"Only set {geometry.component_names[0]} has anchors, so p has no effect.")
+    ui.publish_link(view.link_fields, gallery)
+    tables = neighbour_tables(view, p)
+    anchor_table = tables["anchor divergence"]
+
+    st.subheader("Neighbours")
+    st.caption("✓obj: same object as the query · ✓sty: same style · d = anchor divergence (lower is closer), "
+               "s = similarity (higher is closer)")
+    grid_cols = st.columns(len(tables))
+    titles = {"anchor divergence": f"Anchor divergence ({anchor_model_kind(geometry.spec.kind).short}, p = {p:.2f})",
+              "cosine": "Cosine similarity", "iti": "ITI (our reading: cosine of anchor profiles)"}
+    for column, (method, table) in zip(grid_cols, tables.items()):
+        ui.draw_grid(column, titles[method], table, gallery, "divergence" if method == "anchor divergence" else "similarity")
+
+    combined = ex.combined_table(tables)
+    with st.expander("Neighbour table"):
+        st.dataframe(combined, hide_index=True)
+    down_csv, down_png = st.columns(2)
+    # Built when clicked (on a server thread), not on every move of p.
+    down_csv.download_button("Download neighbour table (CSV)", lambda: combined.to_csv(index=False).encode(),
+                             "neighbours.csv", "text/csv", key="download_csv")
+    title = f"Query: {view.query_text} · p = {p:.2f}"
+    down_png.download_button("Download neighbour grid (PNG)",
+                             lambda: ex.neighbour_grid_png(anchor_table, gallery, title=title),
+                             "neighbours.png", "image/png", key="download_png")
+    explain_section(view, p, anchor_table)
+
+
+def neighbour_tables(view: View, p: float) -> dict[str, pd.DataFrame]:
+    """The query's top-k for the anchor divergence at ``p``, then the baselines', by method."""
+    index = view.geometry.index_at(p, view.weighting)
+    result = attempt(lambda: ex.search_one(index, view.query, view.k, exclude=view.query_id), "Cannot rank the gallery",
+                     stop=True)
+    return {"anchor divergence": ex.neighbour_table(*result, view.gallery, view.query_labels, "divergence"),
+            **view.baselines}
+
+
+def baseline_tables(gallery: Gallery, encoder, query: np.ndarray, query_id: int | None, query_labels: pd.Series | None,
+                    k: int, iti_texts: tuple[str, ...] | None) -> dict[str, pd.DataFrame]:
+    """The query's top-k under cosine and (with ``iti_texts``) ITI: they do not depend on p."""
+    indexes = {"cosine": ui.get_baseline("cosine", gallery, encoder, ())}
+    if iti_texts is not None:
+        indexes["iti"] = attempt(lambda: ui.get_baseline("iti", gallery, encoder, iti_texts), "ITI")
+    return {method: ex.neighbour_table(*ex.search_one(index, query, k, exclude=query_id), gallery, query_labels,
+                                       "similarity")
+            for method, index in indexes.items() if index is not None}
+
+
+@st.fragment
+def explain_section(view: View, p: float, table: pd.DataFrame) -> None:
+    """A fragment of its own: choosing another neighbour reruns only this."""
+    gallery = view.gallery
+    st.subheader("Why this neighbour?")
+    rank = st.selectbox("Neighbour", table["rank"].tolist(), key="explain_rank",
+                        format_func=lambda r: f"{r}. {gallery.caption(table.gallery_id.iloc[r - 1])}")
+    neighbour = int(table.gallery_id.iloc[rank - 1])
+    geometry = view.geometry
+    query_tilt, neighbour_tilt, divergence, shown = explain.explain_pair(
+        geometry.model_at(p, view.weighting), geometry.component_anchors, geometry.component_texts,
+        geometry.component_names, torch.as_tensor(view.query), gallery.embeddings[neighbour],
+        reverse=geometry.spec.reverse)
+    left, middle, right = st.columns([2, 1, 2])
+    left.markdown("**Query's tilted anchor distribution**")
+    # Static tables: eight rows need no scrolling or sorting, and they draw faster on every move of p.
+    left.table(tilt_table(query_tilt))
+    right.markdown(f"**Neighbour {rank}'s tilted anchor distribution**")
+    right.table(tilt_table(neighbour_tilt))
+    middle.image(gallery.image(neighbour), width=96)
+    middle.metric("Anchor divergence (model)", f"{divergence:.4f}")
+    if query_tilt.exact:
+        middle.caption("Exact tilted distributions p(anchor | x) ∝ w · exp(s γ·x); their KL equals the divergence.")
+    else:
+        middle.metric("KL of the shown tilts", f"{shown:.4f}")
+        middle.caption("This model is not supported on the anchors: the tables show the empirical tilt over the "
+                       "anchors in use (a stand-in); the divergence above is the model's own.")
+
+
+def tilt_table(tilt: explain.TiltedDistribution) -> pd.DataFrame:
+    """The eight most probable anchors, by anchor, probabilities to 4 decimals (as shown)."""
+    return tilt.top(8).set_index("anchor").round({"probability": 4})
+
+
+@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=BY_IDENTITY)
+def get_p_sweep(geometry_key: str, _geometry: ex.ExplorerGeometry, query: np.ndarray, k: int, gallery: Gallery,
+                query_labels: pd.Series, query_id: int | None, weighting: str) -> pd.DataFrame:
+    """The p sweep does not depend on where p is, so moving p reuses it (``geometry_key`` names ``_geometry``)."""
+    return ex.p_sweep(_geometry, torch.as_tensor(query), k, gallery, query_labels, exclude=query_id, weighting=weighting)
+
+
+def sweep_section(view: View) -> None:
+    """Agreement with the query's object and style across p (outside the results fragment: it does
+    not depend on where p is)."""
+    st.subheader("p sweep")
+    if not view.geometry.is_mixture or view.query_labels is None:
+        st.caption("Needs both anchor sets and a query from the gallery (whose labels are known).")
+        return
+    sweep = get_p_sweep(view.geometry_key, view.geometry, view.query, view.k, view.gallery, view.query_labels,
+                        view.query_id, view.weighting)
+    long = sweep.rename(columns={"object": "same object", "style": "same style"}).melt(
+        id_vars="p", var_name="shared with the query", value_name="fraction")
+    # A Vega-Lite spec rather than st.line_chart: the same picture without building an Altair chart on
+    # every rerun, and a fixed 0-1 axis (no "infinite extent" when a curve is flat).
+    st.vega_lite_chart(long, {
+        "mark": {"type": "line", "point": True}, "height": 240,
+        "encoding": {"x": {"field": "p", "type": "quantitative", "title": "p (weight of A)"},
+                     "y": {"field": "fraction", "type": "quantitative", "title": "agreement",
+                           "scale": {"domain": [0, 1]}},
+                     "color": {"field": "shared with the query", "type": "nominal"}}}, width="stretch")
+    st.caption(f"Agreement: the fraction of the top-{view.k} that shares the query's object or style "
+               f"({view.weighting} weights).")
+    calibration_section(view)
+
+
+def calibration_section(view: View) -> None:
+    """The calibration curve behind the calibrated weights: how far the gallery's neighbourhoods have
+    moved from B's to A's at each log-odds, measured without labels (docs/design.md §3)."""
+    frame = ex.calibration_frame(view.geometry)
+    if frame is None:
+        return
+    with st.expander("How calibrated p is made: the calibration curve"):
+        st.vega_lite_chart(frame, {
+            "mark": {"type": "line", "point": True}, "height": 220,
+            "encoding": {"x": {"field": "log-odds", "type": "quantitative", "title": "log(w_A / w_B)"},
+                         "y": {"field": "moved", "type": "quantitative", "title": "fraction moved from B to A",
+                               "scale": {"domain": [0, 1]}},
+                         "color": {"field": "curve", "type": "nominal"}}}, width="stretch", key="calibration_chart")
+        st.caption("On a fixed sample of gallery images, each side counts the neighbours that have left B's "
+                   "neighbourhood in that set's own divergence (A's side: closer to A's; B's side: farther from "
+                   "B's). p is the slower side: calibrated p = 0.5 uses the weights where it reaches one half. "
+                   "No labels are used.")
+
+
+def use_projection_pick(chart_key: str) -> None:
+    """on_select callback of a projection chart: the clicked image becomes the query. It runs before
+    the page is drawn, so it may still set the query-mode radio."""
+    points = st.session_state[chart_key].selection.points
+    if points:
+        st.session_state.query_id = int(points[0]["customdata"][0])
+        st.session_state.query_mode = "Gallery image"
+
+
+def project_at_current_p() -> None:
+    st.session_state.umap_p = st.session_state.get("p", 0.5)
+
+
+@st.fragment
+def umap_section(view: View) -> None:
+    """A fragment: its controls rerun only this. It projects the geometry at a p the user pins
+    (``umap_p``), so moving the slider never recomputes a projection."""
+    gallery, geometry = view.gallery, view.geometry
+    st.subheader("UMAP of the geometry")
+    controls = st.columns(5)
+    show = controls[0].checkbox("Show the projection", key="umap_show",
+                                help="UMAP of the anchor-divergence kNN graph; computed once per geometry and cached.")
+    max_points = int(controls[1].number_input("Points (fixed sample)", 10, 20_000, min(len(gallery), 4000),
+                                              step=500, key="umap_points"))
+    colour_columns = [c for c in gallery.labels.columns if gallery.labels[c].nunique() < 200] or [gallery.name_column]
+    colour = controls[2].selectbox("Colour by", colour_columns, key="umap_colour",
+                                   index=colour_columns.index(gallery.style_column) if gallery.style_column in colour_columns else 0)
+    with_cosine = controls[3].checkbox("Cosine projection beside it", key="umap_cosine")
+    controls[4].button("Project at the current p", key="umap_use_p", on_click=project_at_current_p,
+                       disabled=not (show and geometry.is_mixture))
+    ui.umap_warm_up()  # started here, after the grids are drawn, so that it never delays them
+    if not show:
+        return
+    if "umap_p" not in st.session_state:
+        project_at_current_p()
+    p = float(st.session_state.umap_p)
+    projections = [("anchor", f"Anchor divergence at p = {p:.2f} ({view.weighting})",
+                    ex.projection_key(view.geometry_key, round(p, 4), view.weighting))]
+    if with_cosine:
+        projections.append(("cosine", "Cosine", ex.projection_key(gallery.key, view.encoder.name)))
+    neighbour_ids = neighbour_tables(view, p)["anchor divergence"].gallery_id.tolist()
+    for column, (method, title, key) in zip(st.columns(len(projections)), projections):
+        ids, xy = attempt(lambda: ui.get_projection(key, method, gallery, geometry, p, view.weighting, max_points),
+                          "Cannot project the gallery") or (None, None)
+        if ids is None:
+            return
+        frame = ex.projection_frame(gallery, ids, xy, view.query_id, neighbour_ids, colour)
+        figure = px.scatter(frame, x="x", y="y", color=colour, symbol="role", custom_data=["gallery_id"],
+                            hover_data={gallery.name_column: True, "x": False, "y": False},
+                            symbol_map={"gallery": "circle", "neighbour": "diamond", "query": "star"},
+                            title=title, height=520)
+        figure.update_traces(marker={"size": 5, "opacity": 0.7})
+        figure.for_each_trace(lambda trace: trace.update(marker={"size": 14, "opacity": 1.0, "line": {"width": 1}})
+                              if "query" in trace.name or "neighbour" in trace.name else None)
+        chart_key = f"umap_chart_{method}"
+        column.plotly_chart(figure, key=chart_key, on_select=lambda chart_key=chart_key: use_projection_pick(chart_key),
+                            selection_mode="points")
+    missing = ex.outside_sample(ids, view.query_id, neighbour_ids)
+    st.caption(f"Neighbours marked at p = {p:.2f}; moving p does not re-project (press “Project at the current p”)."
+               + (f" {missing} of the query and its neighbours are outside the sampled {len(ids):,} points."
+                  if missing else ""))
+
+
+main()

@@ -1,0 +1,42 @@
+"""Report: the shipped reproduction report (its figures and tables), so a demo goes from "this is the
+method" to "this is the evidence" without leaving the app."""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from anchordiv.explorer.report import read_report
+from shared_ui import attempt
+
+
+@st.cache_data(show_spinner=False)
+def report():
+    return read_report()
+
+
+@st.cache_data(show_spinner=False)
+def data_table(path) -> pd.DataFrame:
+    return pd.read_csv(path)
+
+
+def main() -> None:
+    title, sections = attempt(report, "Cannot show the reproduction report", stop=True)
+    st.title(title)
+    st.caption("Written by `python -m anchordiv reproduce --out docs/reproduction/builtin-world` on the built-in "
+               "world and model; every figure below is read from that folder.")
+    for tab, section in zip(st.tabs([section.title for section in sections]), sections):
+        with tab:
+            for number, block in enumerate(section.blocks):
+                if block.kind == "text":
+                    st.markdown(block.text)
+                elif block.kind == "image":
+                    st.image(str(block.path), caption=block.text)
+                else:
+                    with st.expander(f"Data: {block.text}"):
+                        table = data_table(block.path)
+                        st.dataframe(table, hide_index=True)
+                        st.download_button(f"Download {block.text}", table.to_csv(index=False).encode(),
+                                           block.path.name, "text/csv", key=f"report_{section.title}_{number}")
+
+
+main()

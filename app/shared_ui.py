@@ -1,0 +1,412 @@
+"""What the explorer's pages share: the cached resources (encoders, galleries, fitted geometries),
+the sidebar's data, model and geometry choices, the anchor sets, and the error box that replaces a
+traceback. Each page (``app/pages/*.py``) calls these with plain values; nothing here computes what
+the library computes.
+
+Widgets keep their values for the whole session (``persist_state="session"``), so a choice made on
+one page is there on the others and when the user comes back. Shared state lives in
+``st.cache_resource`` (never mutated after it is built); what a user changes lives in
+``st.session_state``, so two browser sessions never see each other's settings.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from typing import Any, Callable
+from urllib.parse import urlencode
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+import torch
+
+from anchordiv import explorer as ex
+from anchordiv import projection
+from anchordiv.cache import cache_dir
+from anchordiv.explorer import links
+from anchordiv.datasets import ShippedDataError
+from anchordiv.encoders import load_encoder
+from anchordiv.gallery import Gallery, folder_gallery, world_gallery
+from anchordiv.models import anchor_model_kind, list_anchor_models
+from anchordiv.text_cache import encode_texts_cached
+
+SESSION = "session"  # persist_state: a widget's value outlives the pages that do not draw it
+
+# Measured by evaluate-builtin on the held-out emoji: softmax with object anchors gives same-emoji
+# mAP 0.530 at s = 10 against 0.431 at the learned scale 29.2 (docs/design.md §3: CLIP behaves alike).
+DEFAULT_SCALE = 10.0
+GRID_WIDTH = 96
+WORLD, FOLDER = "Built-in emoji world", "Image folder"
+BUILTIN, OPEN_CLIP = "Built-in", "open_clip (local checkpoint)"
+DIRECTIONS = {"Query first: KL(p_query ‖ p_neighbour)": False, "Reverse: KL(p_neighbour ‖ p_query)": True}
+
+
+# The library's ways of saying "the input (or the shipped data) is wrong, and here is the fix".
+FIXABLE_ERRORS = (ValueError, ShippedDataError)
+# Cached functions take encoders and galleries themselves; Streamlit hashes them by the strings that
+# identify their content. It matches hash_funcs on the exact type, so each encoder class is named
+# (by its qualified name, which spares importing open_clip at start-up).
+BY_IDENTITY = {
+    "anchordiv.encoders.builtin.BuiltinEncoder": lambda encoder: encoder.name,
+    "anchordiv.encoders.open_clip_encoder.OpenClipEncoder": lambda encoder: encoder.name,
+    Gallery: lambda gallery: gallery.key,
+}
+
+
+def attempt(action: Callable[[], Any], what: str, stop: bool = False) -> Any:
+    """Run ``action``; a :data:`FIXABLE_ERRORS` error becomes an error box (its message names the
+    fix) instead of a traceback. ``stop`` halts the page after it."""
+    try:
+        return action()
+    except FIXABLE_ERRORS as error:
+        st.error(f"{what}: {error}")
+        if stop:
+            st.stop()
+        return None
+
+
+# -- shared, cached resources (never mutated after creation) ------------------------------------
+@st.cache_resource(show_spinner="Loading the model…", max_entries=4)
+def get_encoder(spec: str, pretrained: str | None):
+    return load_encoder(spec, pretrained=pretrained or None, device="cpu")
+
+
+@st.cache_resource(show_spinner=False)
+def world_galleries() -> ex.SharedBuilds:
+    """Process-wide world galleries. Not a cached function of its own because the first start
+    draws a progress bar while embedding, which every visitor arriving meanwhile sees too."""
+    return ex.SharedBuilds()
+
+
+def get_world_gallery(encoder, split: str, limit: int | None, progress) -> Gallery:
+    return world_galleries().get((encoder.name, split, limit),
+                                 lambda report: world_gallery(encoder, split=split, limit=limit, progress=report),
+                                 progress)
+
+
+def world_slice() -> tuple[str, int | None]:
+    """The split and size of the built-in world this server shows (``ANCHORDIV_APP_GALLERY_SPLIT``,
+    ``ANCHORDIV_APP_GALLERY_LIMIT``; read on each run, as :func:`data_roots` is)."""
+    limit = os.environ.get("ANCHORDIV_APP_GALLERY_LIMIT")
+    return os.environ.get("ANCHORDIV_APP_GALLERY_SPLIT", "all"), int(limit) if limit else None
+
+
+def data_roots() -> ex.DataRoots:
+    """The folders this server may open, from its launch options and environment (fixed for the
+    life of the process; read on each run because it is cheap and keeps tests independent)."""
+    return ex.DataRoots.from_launch(sys.argv[1:], os.environ)
+
+
+@st.cache_resource(show_spinner="Embedding the image folder (cached for later starts)…", max_entries=4,
+                   hash_funcs=BY_IDENTITY)
+def get_folder_gallery(encoder, folder: str, labels_csv: str | None) -> Gallery:
+    return folder_gallery(folder, encoder, labels_csv=labels_csv or None)
+
+
+@st.cache_resource(show_spinner="Encoding the anchors (kept on disk for later starts)…", max_entries=64,
+                   hash_funcs=BY_IDENTITY)
+def encode_texts(encoder, texts: tuple[str, ...]) -> torch.Tensor:
+    return encode_texts_cached(encoder, texts)
+
+
+@st.cache_resource(show_spinner="Fitting the anchor model and indexing the gallery…", max_entries=16,
+                   hash_funcs=BY_IDENTITY)
+def get_geometry(gallery: Gallery, encoder, texts_a: tuple[str, ...], texts_b: tuple[str, ...],
+                 spec: ex.GeometrySpec, prior_texts: tuple[str, ...]) -> ex.ExplorerGeometry:
+    anchors = [encode_texts(encoder, texts) for texts in (texts_a, texts_b)]
+    prior = encode_texts(encoder, prior_texts) if anchor_model_kind(spec.kind).needs_prior else None
+    return ex.ExplorerGeometry(gallery.embeddings, anchors, [texts_a, texts_b], spec, prior=prior,
+                               prior_texts=prior_texts)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16, hash_funcs=BY_IDENTITY)
+def get_baseline(kind: str, gallery: Gallery, encoder, texts: tuple[str, ...]):
+    anchors = encode_texts(encoder, texts) if kind == "iti" else None
+    return ex.baseline_index(kind, gallery.embeddings, anchors)
+
+
+@st.cache_data(show_spinner="Embedding the uploaded image…", max_entries=32, hash_funcs=BY_IDENTITY)
+def embed_upload(encoder, data: bytes, name: str) -> np.ndarray:
+    image = ex.query_image_from_upload(data, name)
+    return encoder.encode_images([image])[0].numpy()
+
+
+@st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_IDENTITY)
+def embed_text_query(encoder, text: str) -> np.ndarray:
+    return encoder.encode_texts([text])[0].numpy()
+
+
+@st.cache_resource(show_spinner=False)
+def umap_warm_up() -> threading.Thread:
+    """Compile UMAP's kernels once per server, in the background, before anyone asks for a projection."""
+    thread = threading.Thread(target=projection.warm_up, name="umap-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
+@st.cache_data(show_spinner="Projecting the gallery with UMAP (cached per geometry)…", max_entries=16,
+               hash_funcs=BY_IDENTITY)
+def get_projection(key: str, method: str, gallery: Gallery, _geometry, p: float, weighting: str,
+                   max_points: int) -> tuple[np.ndarray, np.ndarray]:
+    """``_geometry`` is not hashed: ``key`` names it (anchors, model, encoder)."""
+    return ex.geometry_projection(gallery, method, _geometry, p, weighting, None, max_points, cache_key=key)
+
+
+# -- links: every page's state in its URL ---------------------------------------------------------
+QUERY_MODES = ("Gallery image", "Upload", "Text")
+PRESET_DEFAULTS = ("Gallery object names", "Gallery styles")
+
+
+def linked_texts() -> links.LinkedTexts:
+    """Where this server keeps anchor lists too long for a link."""
+    return links.LinkedTexts(cache_dir() / "linked-texts")
+
+
+def sidebar_fields() -> list[links.LinkField]:
+    return links.sidebar_fields(list_anchor_models(), list(DIRECTIONS), linked_texts())
+
+
+def view_fields(gallery: Gallery) -> list[links.LinkField]:
+    state = st.session_state
+    presets = ex.anchor_presets(gallery)
+    now = tuple(state.get(f"preset_{side}", default) for side, default in zip("ab", PRESET_DEFAULTS))
+    return links.view_fields(len(gallery), ex.default_query_id(gallery), presets, PRESET_DEFAULTS, now,
+                             QUERY_MODES, list(ex.WEIGHTINGS), linked_texts())
+
+
+def follow_link(fields: list[links.LinkField], part: str, known: tuple[str, ...] = ()) -> dict[str, Any]:
+    """On this session's first run of ``part`` of a page, take the values the page's link carries
+    (what it ignores is said by :func:`link_notes`) and return them; then give every field without a
+    value its default, so that widgets take their values from the session state alone."""
+    state = st.session_state
+    flag = f"_link_read_{part}"
+    taken: dict[str, Any] = {}
+    if flag not in state:
+        params = {name: st.query_params.get_all(name) for name in st.query_params}
+        read = links.read_link(params, fields, known=known)
+        taken = read.values
+        state.update(taken)
+        state.setdefault("_link_ignored", []).extend(read.ignored)
+        state[flag] = True
+    for item in fields:
+        state.setdefault(item.key, item.default)
+    return taken
+
+
+def follow_view_link(gallery: Gallery) -> list[links.LinkField]:
+    """:func:`follow_link` for the query and the anchor sets, which need the gallery; the fields,
+    for :func:`publish_link`. A link made on another gallery keeps its anchors and p, not its query."""
+    state = st.session_state
+    fields = view_fields(gallery)
+    if "_link_read_view" not in state:
+        token = st.query_params.get(links.GALLERY_PARAM)
+        if token is not None and token != links.gallery_token(gallery.key):
+            fields = [item for item in fields if item.key != "query_id"]
+            state.setdefault("_link_ignored", []).append(
+                "query: the link was made on another gallery or model, so its query image is not opened")
+    taken = follow_link(fields, "view", known=links.ALL_PARAMS)
+    presets = ex.anchor_presets(gallery)
+    for side in "ab":  # a link that names a preset and not its list means the preset's list
+        if f"preset_{side}" in taken and f"anchors_{side}" not in taken:
+            state[f"anchors_{side}"] = "\n".join(presets[state[f"preset_{side}"]])
+    return view_fields(gallery)
+
+
+def link_notes() -> None:
+    """Say once what the opened link carried that the page could not use."""
+    ignored = st.session_state.pop("_link_ignored", None)
+    if ignored:
+        # Each part of a page reads the link, so a parameter unknown to all of them is named by each.
+        st.warning("This link opened with defaults for what it could not use: " + "; ".join(dict.fromkeys(ignored)) + ".")
+
+
+def publish_link(fields: list[links.LinkField], gallery: Gallery | None = None) -> None:
+    """Put the current values of ``fields`` in the page's URL (only when they changed: each change
+    is a message to the browser)."""
+    params = links.write_link(st.session_state, fields)
+    if gallery is not None and params:
+        params[links.GALLERY_PARAM] = links.gallery_token(gallery.key)
+    current = {name: st.query_params.get_all(name) for name in st.query_params}
+    wanted = {name: value if isinstance(value, list) else [value] for name, value in params.items()}
+    if current != wanted:
+        st.query_params.from_dict(params)
+
+
+def share_box(fields: list[links.LinkField], gallery: Gallery | None = None) -> None:
+    """The page's link to copy (the copy button is on the code block)."""
+    params = links.write_link(st.session_state, fields)
+    if gallery is not None and params:
+        params[links.GALLERY_PARAM] = links.gallery_token(gallery.key)
+    with st.popover("🔗 Share this view", key="share_popover"):
+        st.code((st.context.url or "") + ("?" + urlencode(params, doseq=True) if params else ""), language=None,
+                wrap_lines=True)
+        st.caption("Opening this link on a server with the same gallery and model shows the same view. An uploaded "
+                   "query cannot travel in a link; long anchor lists are kept on this server under a hash.")
+
+
+# -- sidebar: data, model, geometry -------------------------------------------------------------
+def sidebar() -> dict[str, Any]:
+    """Every sidebar choice as plain values. The geometry settings follow the page's link."""
+    follow_link(sidebar_fields(), "sidebar", known=links.ALL_PARAMS)
+    bar = st.sidebar
+    bar.title("⚓ anchordiv explorer")
+    choices: dict[str, Any] = {}
+    bar.subheader("Data and model")
+    roots = attempt(data_roots, "This server's data folders are misconfigured", stop=True)
+    choices["source"] = bar.radio("Gallery", [WORLD, FOLDER], key="gallery_source", persist_state=SESSION)
+    if choices["source"] == FOLDER:
+        if roots.allow_any_path:
+            choices["folder"] = bar.text_input("Image folder (subfolders are labels)", key="folder_path",
+                                               persist_state=SESSION)
+            choices["labels_csv"] = bar.text_input("Labels CSV (optional)", key="folder_labels", persist_state=SESSION)
+        else:
+            choices["folder"] = bar.selectbox("Image folder (subfolders are labels)",
+                                              [str(path) for path in roots.image_folders()], index=None,
+                                              key="folder_choice", placeholder="choose a data folder",
+                                              persist_state=SESSION)
+            csvs = (attempt(lambda: ex.csv_files(roots.confine(choices["folder"], "image folder")),
+                            "Could not use that image folder") or []) if choices["folder"] else []
+            choices["labels_csv"] = bar.selectbox("Labels CSV (optional)", [str(path) for path in csvs], index=None,
+                                                  key="folder_labels_choice", placeholder="none", persist_state=SESSION)
+    choices["model"] = bar.radio("Model", [BUILTIN, OPEN_CLIP], key="model_source", persist_state=SESSION)
+    if choices["model"] == OPEN_CLIP:
+        choices["arch"] = bar.text_input("Architecture", value="ViT-B-32", key="openclip_arch", persist_state=SESSION)
+        if roots.allow_any_path:
+            choices["checkpoint"] = bar.text_input("Checkpoint file or pretrained tag", key="openclip_checkpoint",
+                                                   persist_state=SESSION)
+        else:
+            choices["checkpoint"] = bar.selectbox("Checkpoint file", [str(path) for path in roots.checkpoints()],
+                                                  index=None, key="checkpoint_choice",
+                                                  placeholder="choose a checkpoint from the data folders",
+                                                  persist_state=SESSION)
+    bar.subheader("Geometry")
+    # The linked widgets take their values from the session state (follow_link), never a default here.
+    choices["kind"] = bar.selectbox("Anchor model", list_anchor_models(), key="model_kind", persist_state=SESSION,
+                                    format_func=lambda name: anchor_model_kind(name).label)
+    kind = anchor_model_kind(choices["kind"])
+    choices["scale"] = bar.slider("Scale s (inverse temperature)", 1.0, 100.0, step=1.0, key="scale",
+                                  persist_state=SESSION)
+    choices["n_components"] = (bar.number_input("GMM components", 1, 16, key="gmm_components", persist_state=SESSION)
+                               if "n_components" in kind.defaults else 2)
+    choices["rank"] = (bar.number_input("Latent rank", 1, 256, key="latent_rank", persist_state=SESSION)
+                       if "rank" in kind.defaults else 8)
+    choices["alpha"], choices["prior_text"] = 1.0, ""
+    if kind.needs_prior:
+        choices["prior_text"] = bar.text_area("Prior anchor set (one per line)", key="prior_anchors", height=120,
+                                              persist_state=SESSION)
+        choices["alpha"] = bar.number_input("alpha (prior pseudo-count)", 0.0, 1e6, key="alpha", persist_state=SESSION)
+    choices["reverse"] = DIRECTIONS[bar.radio("Direction", list(DIRECTIONS), key="direction", persist_state=SESSION)]
+    choices["k"] = int(bar.number_input("Top-k", 1, 50, key="top_k", persist_state=SESSION))
+    choices["show_iti"] = bar.checkbox("Also show ITI (image → text → image)", key="show_iti", persist_state=SESSION)
+    return choices
+
+
+def no_data_folders() -> None:
+    st.info("This server offers no data folders. Start it with `--data-root DIR` (after `--` on the "
+            "`streamlit run` line) or `ANCHORDIV_DATA_ROOTS=DIR` to offer them, or `--allow-any-path` "
+            "for a local session that may open any path.")
+    st.stop()
+
+
+def load_encoder_for(choices: dict[str, Any]):
+    if choices["model"] == BUILTIN:
+        return attempt(lambda: get_encoder("builtin", None), "Could not load the built-in model", stop=True)
+    roots = data_roots()
+    if roots.opens_nothing:
+        no_data_folders()
+    if not choices.get("checkpoint"):
+        st.info("Choose an open_clip checkpoint file in the sidebar"
+                + (" (or a pretrained tag whose file is on this machine)." if roots.allow_any_path else "."))
+        st.stop()
+
+    def load():
+        # A free path may also be a pretrained tag, so only confined mode resolves it as a file.
+        checkpoint = choices["checkpoint"] if roots.allow_any_path else str(roots.confine(choices["checkpoint"], "checkpoint"))
+        return get_encoder(f"open_clip:{choices['arch']}", checkpoint)
+
+    return attempt(load, "Could not load the open_clip model", stop=True)
+
+
+def load_gallery_for(choices: dict[str, Any], encoder) -> Gallery:
+    if choices["source"] == FOLDER:
+        roots = data_roots()
+        if roots.opens_nothing:
+            no_data_folders()
+        if not choices.get("folder"):
+            st.info(("Type the path of" if roots.allow_any_path else "Choose") + " an image folder in the sidebar.")
+            st.stop()
+
+        def load() -> Gallery:
+            folder = str(roots.confine(choices["folder"], "image folder"))
+            labels = str(roots.confine(choices["labels_csv"], "labels CSV")) if choices.get("labels_csv") else None
+            return get_folder_gallery(encoder, folder, labels)
+
+        gallery = attempt(load, "Could not use that image folder", stop=True)
+        if gallery.skipped:
+            with st.sidebar.expander(f"⚠️ {len(gallery.skipped)} file(s) skipped"):
+                st.dataframe(pd.DataFrame(gallery.skipped, columns=["file", "reason"]), hide_index=True)
+        if gallery.unlabelled:
+            with st.sidebar.expander(f"⚠️ {len(gallery.unlabelled)} image(s) not in the labels CSV"):
+                st.caption("They keep their folder's label.")
+                st.dataframe(pd.DataFrame({"file": gallery.unlabelled}), hide_index=True)
+        return gallery
+    progress = st.empty()
+    # Shown only while the first start embeds the world; later starts read the disk cache.
+    gallery = attempt(lambda: get_world_gallery(encoder, *world_slice(),
+                                                lambda fraction, text: progress.progress(fraction, text)),
+                      "Could not load the built-in emoji world", stop=True)
+    progress.empty()
+    return gallery
+
+
+# -- anchors and geometry -------------------------------------------------------------------------
+def anchor_column(column, name: str, label: str, presets: dict[str, tuple[str, ...]]) -> ex.AnchorText:
+    """One anchor set: a preset menu that fills a text area (one anchor per line), and its count.
+    Their values come from the session state (:func:`follow_view_link`)."""
+    text_key, preset_key = f"anchors_{name}", f"preset_{name}"
+
+    def apply_preset() -> None:
+        st.session_state[text_key] = "\n".join(presets[st.session_state[preset_key]])
+
+    column.selectbox(f"Preset for {label}", list(presets), key=preset_key, on_change=apply_preset,
+                     persist_state=SESSION)
+    column.text_area(f"Anchor set {label} (one per line)", key=text_key, height=160, persist_state=SESSION)
+    parsed = ex.parse_anchor_text(st.session_state[text_key])
+    (column.caption if len(parsed) else column.warning)(parsed.summary())
+    return parsed
+
+
+def anchor_texts(gallery: Gallery) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The anchor sets A and B as typed on the Explore page (or its presets), for pages that use
+    them without showing them."""
+    follow_view_link(gallery)
+    return tuple(ex.parse_anchor_text(st.session_state[f"anchors_{side}"]).anchors for side in "ab")
+
+
+def geometry_spec(choices: dict[str, Any], kind: str | None = None, scale: float | None = None) -> ex.GeometrySpec:
+    """The sidebar's geometry, with ``kind`` and ``scale`` overridden when given (an error box and
+    a stop when a value is invalid)."""
+    return attempt(lambda: ex.GeometrySpec(kind=kind or choices["kind"], scale=float(scale or choices["scale"]),
+                                           n_components=int(choices["n_components"]), rank=int(choices["rank"]),
+                                           alpha=float(choices["alpha"]), reverse=choices["reverse"]),
+                   "Invalid geometry", stop=True)
+
+
+def geometry_for(choices: dict[str, Any], gallery: Gallery, encoder, texts_a: tuple[str, ...],
+                 texts_b: tuple[str, ...], kind: str | None = None, scale: float | None = None) -> ex.ExplorerGeometry:
+    """The cached geometry of anchor sets A and B under the sidebar's settings (``kind`` and
+    ``scale`` override them); an error box and a stop when it cannot be built."""
+    spec = geometry_spec(choices, kind, scale)
+    prior = ex.parse_anchor_text(choices["prior_text"]).anchors
+    geometry = attempt(lambda: get_geometry(gallery, encoder, tuple(texts_a), tuple(texts_b), spec, prior),
+                       "Cannot build the geometry", stop=True)
+    for note in geometry.notes:
+        st.info(note)
+    return geometry
+
+
+def draw_grid(column, title: str, table: pd.DataFrame, gallery: Gallery, value_name: str) -> None:
+    column.markdown(f"**{title}**  \n{ex.agreement_text(table)}")
+    column.image([gallery.image(item) for item in table["gallery_id"]],
+                 caption=ex.grid_captions(table, gallery, value_name), width=GRID_WIDTH)

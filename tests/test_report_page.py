@@ -1,0 +1,33 @@
+"""The Report page's reading of the reproduction report (anchordiv.explorer.report)."""
+from __future__ import annotations
+
+import pytest
+
+from anchordiv.explorer.report import REPORT_FOLDER, read_report
+
+
+def test_the_shipped_report_reads_into_sections_with_its_figures_and_data():
+    title, sections = read_report()
+    assert title == "anchordiv reproduction report"
+    assert sections[0].title == "Study" and sections[1].title.startswith("1. Object vs style")
+    kinds = [block.kind for section in sections for block in section.blocks]
+    assert kinds.count("image") >= 5 and kinds.count("data") >= 3
+    for section in sections:
+        for block in section.blocks:
+            if block.kind != "text":
+                assert block.path.parent == REPORT_FOLDER.resolve() and block.path.is_file()
+            else:
+                assert "![" not in block.text  # every figure became an image block
+
+
+def test_links_outside_the_folder_stay_text(tmp_path):
+    (tmp_path / "report.md").write_text("# R\n## One\n![x](../secret.png)\n![y](missing.png)\nData: [a](a.csv)\n")
+    (tmp_path.parent / "secret.png").write_bytes(b"png")
+    _, sections = read_report(tmp_path)
+    assert [block.kind for block in sections[0].blocks] == ["text"]
+    assert "../secret.png" in sections[0].blocks[0].text
+
+
+def test_no_report_names_the_command(tmp_path):
+    with pytest.raises(ValueError, match="anchordiv reproduce --out"):
+        read_report(tmp_path)
