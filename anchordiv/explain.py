@@ -80,7 +80,8 @@ def tilted_distribution(model: AnchorModel, component_anchors: Sequence[torch.Te
     """The tilted anchor distribution of image ``x`` ``(d,)`` under ``model`` (a single model or a
     :class:`~anchordiv.MixtureAnchors` whose ``k``-th component was fitted to
     ``component_anchors[k]`` ``(N_k, d)`` with texts ``component_texts[k]``)."""
-    eta = model.natural_parameters(_one_embedding(x, "x"))
+    row = _one_embedding(x, "x")
+    eta = model.natural_parameters(row)
     components = model.models if isinstance(model, MixtureAnchors) else [model]
     _check_components(len(components), component_anchors, component_texts, component_names)
     logs, exact = [], True
@@ -90,9 +91,7 @@ def tilted_distribution(model: AnchorModel, component_anchors: Sequence[torch.Te
         # Within-component tilt, normalised, then weighted by the component's responsibility.
         logs.append(log_tilt - torch.logsumexp(log_tilt, dim=0))
     if isinstance(model, MixtureAnchors):
-        component_kappa, _ = model.gallery_state(eta, with_grad=False)
-        terms = component_kappa[0] + torch.as_tensor(model.log_weights_, dtype=eta.dtype)
-        responsibilities = torch.log_softmax(terms, dim=0)
+        responsibilities = torch.log(model.responsibilities(row)[0])
         logs = [log + responsibilities[k] for k, log in enumerate(logs)]
     probabilities = torch.exp(torch.cat(logs)).double().numpy()
     texts = tuple(text for group in component_texts for text in group)
@@ -103,14 +102,36 @@ def tilted_distribution(model: AnchorModel, component_anchors: Sequence[torch.Te
     return TiltedDistribution(texts, names, probabilities / probabilities.sum(), exact)
 
 
-def kl_divergence(p: TiltedDistribution, q: TiltedDistribution) -> float:
-    """``KL(p || q)`` between two distributions over the same anchors (natural log)."""
+def _kl_term_values(p: TiltedDistribution, q: TiltedDistribution) -> np.ndarray:
+    """``p_i log(p_i / q_i)`` per anchor ``(N,)``: 0 where ``p_i = 0``, and ``q_i`` floored at 1e-300
+    so that an anchor ``q`` rules out costs a large finite amount rather than infinity."""
     if p.texts != q.texts:
         raise ValueError(f"p and q must be over the same anchors; got {len(p.texts)} and {len(q.texts)} anchors "
                          "(or other texts). Tilt both with the same model and anchor sets.")
     a, b = p.probabilities, q.probabilities
     support = a > 0
-    return float(np.sum(a[support] * (np.log(a[support]) - np.log(np.maximum(b[support], 1e-300)))))
+    terms = np.zeros_like(a)
+    terms[support] = a[support] * (np.log(a[support]) - np.log(np.maximum(b[support], 1e-300)))
+    return terms
+
+
+def kl_divergence(p: TiltedDistribution, q: TiltedDistribution) -> float:
+    """``KL(p || q) = sum_i p_i log(p_i / q_i)`` between two distributions over the same anchors (natural log)."""
+    return float(np.sum(_kl_term_values(p, q)))
+
+
+def kl_terms(p: TiltedDistribution, q: TiltedDistribution) -> pd.DataFrame:
+    """Each anchor's share of ``KL(p || q)``: one row per anchor ``i`` with columns ``anchor``, ``set``,
+    ``p`` (``p_i``), ``q`` (``q_i``) and ``term = p_i log(p_i / q_i)``, largest term first.
+
+    The terms sum to :func:`kl_divergence` ``(p, q)``. For ``p`` the query's tilt and ``q`` a
+    neighbour's, a large positive term is an anchor the query leans on and the neighbour does not:
+    it pushes the neighbour away. A term near 0 is an anchor both lean on alike, and a negative term
+    (``q_i > p_i``) one the neighbour leans on more than the query: it lowers the total."""
+    terms = _kl_term_values(p, q)
+    frame = pd.DataFrame({"anchor": p.texts, "set": p.components, "p": p.probabilities, "q": q.probabilities,
+                          "term": terms})
+    return frame.sort_values("term", ascending=False, kind="stable", ignore_index=True)
 
 
 def explain_pair(model: AnchorModel, component_anchors: Sequence[torch.Tensor],

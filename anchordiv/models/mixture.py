@@ -1,14 +1,14 @@
 """Mixtures of whole anchor models: the object/style weight ``p`` of the paper."""
 from __future__ import annotations
 
-from typing import Hashable, Sequence
+from typing import Any, Hashable, Sequence
 
 import numpy as np
 import torch
 from sklearn.exceptions import NotFittedError
 
 from .._validation import ArrayLike, check_probability_vector
-from .base import AnchorModel
+from .base import AnchorModel, like_input
 from .calibration import QUERIES, CalibrationCurve, calibration_curve
 
 
@@ -233,6 +233,18 @@ class MixtureAnchors(AnchorModel):
             return kappa, None
         responsibilities = torch.exp(terms - kappa[:, None])
         return kappa, torch.einsum("nk,nkd->nd", responsibilities, component_grad)
+
+    def responsibilities(self, x: ArrayLike) -> Any:
+        """Each component's share of the tilt of images ``x`` ``(n, d)``: shape ``(n, K)``, rows summing to 1.
+
+        ``r_k(eta) = softmax_k(log w_k + kappa_k(eta))`` with ``eta = scale * x / ||x||``, ``kappa_k``
+        component ``k``'s CGF and ``w_k`` the weights in use (:attr:`effective_weights_`): the tilted
+        mixture is ``sum_k r_k(eta) p_k(. | eta)``, so ``r_k`` is how much of ``x``'s tilted
+        distribution lies on component ``k``'s anchors."""
+        eta = self.natural_parameters(x)
+        component_kappa, _ = self.gallery_state(eta, with_grad=False)
+        terms = component_kappa + torch.as_tensor(self.log_weights_, dtype=eta.dtype, device=eta.device)
+        return like_input(torch.softmax(terms, dim=1), x)
 
     def fit_token(self) -> Hashable:
         return tuple(model.fit_token() for model in self._components())

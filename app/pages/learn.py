@@ -1,0 +1,360 @@
+"""Learn: the anchor divergence on a toy world of directions you can see whole (2-D or 3-D), then on
+the real gallery: which anchors make a neighbour close, and how p shares a tilt between A and B.
+
+Every number drawn here comes from :mod:`anchordiv.lesson` and :mod:`anchordiv.explain`; the page only
+turns widgets into their arguments and their results into pictures."""
+from __future__ import annotations
+
+import pandas as pd
+import plotly.express as px
+import plotly.graph_objects as go
+import streamlit as st
+import torch
+
+import shared_ui as ui
+from anchordiv import explain, lesson
+from anchordiv import explorer as ex
+from anchordiv.explorer import links
+from anchordiv.models import anchor_model_kind
+from shared_ui import SESSION, attempt
+
+CIRCLE, SPHERE = "2-D: directions on a circle", "3-D: directions on a sphere"
+# The toy world's first view: A, three "objects" close together; B, two "styles" elsewhere; the
+# query between them, where both sets have a say.
+DEFAULTS = {
+    "learn_world": CIRCLE, "learn_kind": "softmax", "learn_scale": 5.0, "learn_p": 0.5, "learn_weighting": "balanced",
+    "learn_anchors_a": "0, 40, 80", "learn_anchors_b": "160, 250", "learn_query": 120, "learn_width": 40,
+    "learn_anchors_a_3d": "0 0; 60 0; 120 0", "learn_anchors_b_3d": "0 60; 180 60",
+    "learn_query_azimuth": 30, "learn_query_elevation": 20,
+}
+SET_COLOURS = {"A": "#1f77b4", "B": "#d62728"}
+TERMS_SHOWN = 8  # anchors each way in the gallery's bar chart of KL terms
+
+
+# -- the toy world's controls -----------------------------------------------------------------------
+def toy_controls() -> dict:
+    """The toy world's settings as plain values (the anchors still as typed text)."""
+    world, kind, weighting = st.columns([2, 2, 2])
+    settings = {
+        "world": world.radio("World", [CIRCLE, SPHERE], key="learn_world", persist_state=SESSION),
+        "kind": kind.selectbox("Anchor model", lesson.TOY_KINDS, key="learn_kind", persist_state=SESSION,
+                               format_func=lambda name: anchor_model_kind(name).label),
+        "weighting": weighting.radio("Weights of A and B", list(lesson.TOY_WEIGHTINGS), key="learn_weighting",
+                                     persist_state=SESSION, format_func=str.capitalize, horizontal=True),
+    }
+    weighting.caption(lesson.TOY_WEIGHTINGS[settings["weighting"]])
+    scale, p = st.columns(2)
+    settings["scale"] = scale.slider("Scale s (inverse temperature)", 0.5, 40.0, step=0.5, key="learn_scale",
+                                     persist_state=SESSION)
+    settings["p"] = p.slider("p: weight of A against B", 0.0, 1.0, step=0.05, key="learn_p", persist_state=SESSION)
+    return settings
+
+
+def add_query_to(set_key: str, text: str) -> None:
+    """Append ``text`` (the query direction as typed) to an anchor set's text."""
+    current = st.session_state[set_key].strip()
+    st.session_state[set_key] = f"{current}{'; ' if set_key.endswith('_3d') else ', '}{text}" if current else text
+
+
+def anchor_inputs(suffix: str, help_text: str, query_text: str) -> tuple[str, str]:
+    """The two anchor sets' text inputs (and buttons that add the query to each); the typed texts."""
+    texts = []
+    for column, name in zip(st.columns(2), "AB"):
+        key = f"learn_anchors_{name.lower()}{suffix}"
+        texts.append(column.text_input(f"Set {name}" + (" (may be empty)" if name == "B" else ""), key=key,
+                                       help=help_text, persist_state=SESSION))
+        column.button(f"Add the query to {name}", key=f"learn_add_{name.lower()}{suffix}", on_click=add_query_to,
+                      args=(key, query_text))
+    return texts[0], texts[1]
+
+
+# -- pictures shared by both worlds -----------------------------------------------------------------
+def tilt_section(toy: lesson.ToyGeometry, query: torch.Tensor) -> None:
+    st.subheader("What the query looks like, in the anchors' words")
+    table = toy.anchor_table(query)
+    figure = px.bar(table, x="anchor", y="probability", color="set", color_discrete_map=SET_COLOURS,
+                    title="Tilted distribution p(γ | x) over the anchors")
+    st.plotly_chart(figure, key="learn_chart_tilt")
+    st.markdown("The query **tilts** the anchor model toward the anchors it points at. The larger the scale *s*, "
+                "the more the tilt piles onto the single best-matching anchor; a small *s* spreads it out.")
+    st.latex(r"p(\gamma_i \mid x) = \frac{w_i\, e^{s\,\gamma_i\cdot x}}{\sum_j w_j\, e^{s\,\gamma_j\cdot x}}")
+    if not toy.tilt(query).exact:
+        st.caption("This model is not a list of anchors (it is smooth), so the bars show the softmax tilt over the "
+                   "anchors as a readable stand-in; the curves are the model's own.")
+
+
+def responsibility_section(toy: lesson.ToyGeometry, query: torch.Tensor, p: float) -> None:
+    st.subheader("Who owns the query: A or B?")
+    if not toy.is_mixture:
+        st.info("Set B is empty, so set A's model is the whole model and p changes nothing. Type some angles in B.")
+        return
+    curve = lesson.responsibility_curve(toy.model_at, {"query": query}, component_names=toy.component_names)
+    figure = px.line(curve, x="p", y="responsibility", color="component", color_discrete_map=SET_COLOURS,
+                     markers=True, title="Responsibilities of A and B for the query, as p moves")
+    figure.add_vline(x=p, line_dash="dot", annotation_text=f"p = {p:.2f}")
+    st.plotly_chart(figure, key="learn_chart_responsibility")
+    st.markdown("Tilting a mixture tilts each set and weighs the two by their **responsibilities**: how well each "
+                "set explains the query (its κ), times its weight. Moving p hands the query from B (p = 0) to "
+                "A (p = 1); balanced weights stop the tighter set from owning it at p = 0.5 just for being tight.")
+    st.latex(r"r_k(x) = \frac{w_k\, e^{\kappa_k(s x)}}{\sum_j w_j\, e^{\kappa_j(s x)}}")
+
+
+# -- the circle -------------------------------------------------------------------------------------
+def circle_world(settings: dict) -> None:
+    query_angle = st.slider("Query direction θ (degrees)", 0, 359, key="learn_query", persist_state=SESSION)
+    text_a, text_b = anchor_inputs("", "Angles in degrees, separated by commas: add, remove or change one to move "
+                                       "the anchors.", f"{query_angle:g}")
+    angles = attempt(lambda: (lesson.parse_angles(text_a, "Set A"), lesson.parse_angles(text_b, "Set B", True)),
+                     "Cannot read the anchors")
+    if angles is None:
+        return
+    toy = attempt(lambda: lesson.toy_geometry(lesson.circle_directions(angles[0]), lesson.circle_directions(angles[1]),
+                                              settings["kind"], settings["scale"], settings["p"],
+                                              settings["weighting"]), "Cannot fit the toy model")
+    if toy is None:
+        return
+    for note in toy.notes:
+        st.caption(note)
+    query = lesson.circle_directions([query_angle])[0]
+    profile = attempt(lambda: lesson.circle_profile(toy.model, float(query_angle)), "Cannot draw the circle")
+    if profile is None:
+        return
+    picture, shape = st.columns(2)
+    with picture:
+        circle_picture(toy, query, profile)
+    with shape:
+        kappa_picture(profile, angles, query_angle)
+    divergence_picture(profile, angles, query_angle)
+    tilt, owner = st.columns(2)
+    with tilt:
+        tilt_section(toy, query)
+    with owner:
+        responsibility_section(toy, query, settings["p"])
+
+
+def circle_picture(toy: lesson.ToyGeometry, query: torch.Tensor, profile: pd.DataFrame) -> None:
+    st.subheader("The world and the query's neighbourhood")
+    width = st.slider("Neighbourhood size: width of the cosine arc (degrees)", 5, 180, step=5, key="learn_width",
+                      persist_state=SESSION)
+    balls = lesson.equal_size_neighbourhoods(profile, float(width))
+    anchors = toy.anchor_table(query)
+    figure = go.Figure()
+    figure.add_trace(go.Scatter(x=profile["x"], y=profile["y"], mode="lines", line_color="lightgrey",
+                                name="directions", hoverinfo="skip"))
+    # The two neighbourhoods are drawn just outside the circle, one ring each, so both stay visible.
+    for column, radius, colour, name in (("near_by_cosine", 1.08, "grey", "cosine neighbourhood"),
+                                         ("near_by_divergence", 1.16, "#2ca02c", "divergence neighbourhood")):
+        near = balls[balls[column]]
+        figure.add_trace(go.Scatter(x=radius * near["x"], y=radius * near["y"], mode="markers", name=name,
+                                    marker=dict(color=colour, size=5), customdata=near["angle"],
+                                    hovertemplate="%{customdata}°<extra>" + name + "</extra>"))
+    for name, rows in anchors.groupby("set", sort=False):
+        figure.add_trace(go.Scatter(x=rows["x"], y=rows["y"], mode="markers+text", name=f"set {name}",
+                                    text=rows["anchor"], textposition="top center", customdata=rows["probability"],
+                                    marker=dict(color=SET_COLOURS[name], size=8 + 40 * rows["probability"]),
+                                    hovertemplate="%{text}: p = %{customdata:.3f}<extra></extra>"))
+    figure.add_annotation(x=float(query[0]), y=float(query[1]), ax=0, ay=0, xref="x", yref="y", axref="x", ayref="y",
+                          showarrow=True, arrowhead=3, arrowwidth=2, text="query x")
+    figure.update_layout(title="Anchors (size = tilted probability) and the query", height=460,
+                         xaxis=dict(range=[-1.35, 1.35], visible=False),
+                         yaxis=dict(range=[-1.35, 1.35], visible=False, scaleanchor="x"))
+    st.plotly_chart(figure, key="learn_chart_circle")
+    st.markdown("Grey: the directions closest to the query by **cosine**, an arc of the chosen width. Green: "
+                "**as many** directions, those of smallest anchor divergence, the top-k a search would return. "
+                "Near an anchor the green neighbourhood stretches (every direction there tilts to that anchor); "
+                "between two anchors it shrinks, and may jump to directions far away that tilt the same way.")
+
+
+def kappa_picture(profile: pd.DataFrame, angles: tuple[list[float], list[float]], query_angle: float) -> None:
+    st.subheader("κ along the circle")
+    figure = px.line(profile, x="angle", y="kappa", title="κ(s·u(θ)) for every direction θ",
+                     labels={"angle": "direction θ (degrees)", "kappa": "κ"})
+    mark_angles(figure, angles, query_angle)
+    st.plotly_chart(figure, key="learn_chart_kappa")
+    st.markdown("The cumulant generating function κ is the log of the anchors' average agreement with a direction: "
+                "high where the direction points at anchors, low between them and away from them. Over the whole "
+                "plane of η it is convex, and its gradient is the tilted mean of the anchors: the divergence below "
+                "is built from κ and that gradient alone.")
+    st.latex(r"\kappa(\eta) = \log \mathbb{E}_{\gamma\sim P}\!\left[e^{\eta\cdot\gamma}\right],\qquad "
+             r"\eta = s\,u(\theta)")
+
+
+def divergence_picture(profile: pd.DataFrame, angles: tuple[list[float], list[float]], query_angle: float) -> None:
+    st.subheader("Anchor divergence against cosine")
+    figure = go.Figure()
+    figure.add_trace(go.Scatter(x=profile["angle"], y=profile["divergence"], name="anchor divergence D(x → u(θ))",
+                                line_color="#2ca02c"))
+    figure.add_trace(go.Scatter(x=profile["angle"], y=profile["cosine_distance"], name="cosine distance 1 − cos",
+                                line=dict(color="grey", dash="dash"), yaxis="y2"))
+    figure.update_layout(title="From the query to every direction θ", xaxis_title="direction θ (degrees)",
+                         yaxis=dict(title="D (nats)"), legend=dict(orientation="h", y=-0.25),
+                         yaxis2=dict(title="1 − cos", overlaying="y", side="right"))
+    mark_angles(figure, angles, query_angle)
+    st.plotly_chart(figure, key="learn_chart_divergence")
+    st.markdown("Cosine only sees the angle to the query. The anchor divergence asks whether a direction tilts the "
+                "anchors the way the query does: it stays flat while the same anchor keeps winning, and climbs where "
+                "the winner changes, so directions between anchors are far apart and directions on one anchor close.")
+    st.latex(r"D(x \to y) = \mathrm{KL}\big(p(\cdot\mid\eta_x)\,\|\,p(\cdot\mid\eta_y)\big) = "
+             r"\kappa(\eta_y) - \kappa(\eta_x) - \nabla\kappa(\eta_x)\cdot(\eta_y - \eta_x)")
+
+
+def mark_angles(figure: go.Figure, angles: tuple[list[float], list[float]], query_angle: float) -> None:
+    """Vertical lines at the anchors (coloured by set) and at the query."""
+    for name, set_angles in zip("AB", angles):
+        for angle in set_angles:
+            figure.add_vline(x=angle % 360.0, line_color=SET_COLOURS[name], line_width=1, opacity=0.5)
+    figure.add_vline(x=query_angle, line_color="black", line_dash="dot", annotation_text="query")
+
+
+# -- the sphere -------------------------------------------------------------------------------------
+def sphere_world(settings: dict) -> None:
+    azimuth_col, elevation_col = st.columns(2)
+    azimuth = azimuth_col.slider("Query azimuth φ (degrees)", -180, 180, key="learn_query_azimuth",
+                                 persist_state=SESSION)
+    elevation = elevation_col.slider("Query elevation (degrees)", -90, 90, key="learn_query_elevation",
+                                     persist_state=SESSION)
+    text_a, text_b = anchor_inputs("_3d", "Azimuth and elevation in degrees, pairs separated by semicolons, e.g. "
+                                          "'0 0; 90 30'.", f"{azimuth:g} {elevation:g}")
+    pairs = attempt(lambda: (lesson.parse_angle_pairs(text_a, "Set A"),
+                             lesson.parse_angle_pairs(text_b, "Set B", allow_empty=True)), "Cannot read the anchors")
+    if pairs is None:
+        return
+    directions = [lesson.sphere_directions([a for a, _ in group], [e for _, e in group]) for group in pairs]
+    toy = attempt(lambda: lesson.toy_geometry(directions[0], directions[1], settings["kind"], settings["scale"],
+                                              settings["p"], settings["weighting"]), "Cannot fit the toy model")
+    if toy is None:
+        return
+    for note in toy.notes:
+        st.caption(note)
+    query = lesson.sphere_directions([azimuth], [elevation])[0]
+    profile = attempt(lambda: lesson.sphere_profile(toy.model, float(azimuth), float(elevation)),
+                      "Cannot draw the sphere")
+    if profile is None:
+        return
+    st.subheader("Divergence from the query over the whole sphere")
+    divergence_map, cosine_map = st.columns(2)
+    with divergence_map:
+        sphere_map(profile, "divergence", "Anchor divergence D(x → u)", pairs, (azimuth, elevation),
+                   "learn_chart_sphere_divergence")
+    with cosine_map:
+        sphere_map(profile, "cosine_distance", "Cosine distance 1 − cos", pairs, (azimuth, elevation),
+                   "learn_chart_sphere_cosine")
+    st.markdown("Each map is the sphere unrolled (azimuth across, elevation up). Cosine grows alike in every "
+                "direction from the query. The divergence barely grows along directions in which the anchors do not "
+                "vary: put A's anchors on the equator and the query between them, and moving it straight up "
+                "changes nothing the anchors can see, so its neighbourhood stretches out of their plane.")
+    st.latex(r"D(x \to y) = \kappa(\eta_y) - \kappa(\eta_x) - \nabla\kappa(\eta_x)\cdot(\eta_y - \eta_x),\qquad "
+             r"u(\varphi, e) = (\cos e\cos\varphi,\ \cos e\sin\varphi,\ \sin e)")
+    tilt, owner = st.columns(2)
+    with tilt:
+        tilt_section(toy, query)
+    with owner:
+        responsibility_section(toy, query, settings["p"])
+
+
+def sphere_map(profile: pd.DataFrame, value: str, title: str, pairs: tuple, query: tuple[float, float],
+               key: str) -> None:
+    grid = profile.pivot(index="elevation", columns="azimuth", values=value)
+    figure = go.Figure(go.Heatmap(x=grid.columns, y=grid.index, z=grid.to_numpy(), colorscale="Viridis",
+                                  colorbar=dict(title=value.replace("_", " "))))
+    for name, group in zip("AB", pairs):
+        figure.add_trace(go.Scatter(x=[(a + 180.0) % 360.0 - 180.0 for a, _ in group], y=[e for _, e in group],
+                                    mode="markers", name=f"set {name}",
+                                    marker=dict(color=SET_COLOURS[name], size=11, line=dict(color="white", width=1))))
+    figure.add_trace(go.Scatter(x=[query[0]], y=[query[1]], mode="markers", name="query",
+                                marker=dict(symbol="x", color="white", size=12, line=dict(color="black", width=1))))
+    figure.update_layout(title=title, xaxis_title="azimuth φ (degrees)", yaxis_title="elevation (degrees)",
+                         legend=dict(orientation="h", y=-0.25), height=420)
+    st.plotly_chart(figure, key=key)
+
+
+# -- the real gallery -------------------------------------------------------------------------------
+def gallery_section(choices: dict, fields: list) -> None:
+    """``fields``: the page's link so far; the Explore page's (query, anchors, p) join it here."""
+    st.header("On the real gallery")
+    encoder = ui.load_encoder_for(choices)
+    gallery = ui.load_gallery_for(choices, encoder)
+    texts_a, texts_b = ui.anchor_texts(gallery)
+    ui.link_notes()
+    ui.publish_link(fields + ui.view_fields(gallery), gallery)
+    geometry = ui.geometry_for(choices, gallery, encoder, texts_a, texts_b)
+    state = st.session_state
+    query_id = state.get("query_id")
+    if not isinstance(query_id, int) or not 0 <= query_id < len(gallery):
+        query_id = ex.default_query_id(gallery)
+    p, weighting = float(state.get("p", 0.5)), state.get("weighting", "calibrated")
+    st.caption(f"The Explore page's query, anchor sets and weight (p = {p:.2f}, {weighting} weights), under the "
+               "sidebar's model.")
+    values, ids = attempt(lambda: ex.search_one(geometry.index_at(p, weighting), gallery.embeddings[query_id],
+                                                choices["k"], exclude=query_id), "Cannot rank the gallery", stop=True)
+    if state["learn_neighbour"] > len(ids):  # a link's neighbour beyond this k
+        state["learn_neighbour"] = 1
+    rank = st.selectbox("Neighbour", list(range(1, len(ids) + 1)), key="learn_neighbour", persist_state=SESSION,
+                        format_func=lambda r: f"{r}. {gallery.caption(int(ids[r - 1]))}")
+    neighbour = int(ids[rank - 1])
+    query_image, neighbour_image, _ = st.columns([1, 1, 4])
+    query_image.image(gallery.image(query_id), caption=f"query: {gallery.caption(query_id)}", width=96)
+    neighbour_image.image(gallery.image(neighbour), caption=f"neighbour {rank}: {gallery.caption(neighbour)}",
+                          width=96)
+    query, embedding = gallery.embeddings[query_id], gallery.embeddings[neighbour]
+    kl_section(geometry, geometry.model_at(p, weighting), query, embedding)
+    if geometry.is_mixture:
+        curve = lesson.responsibility_curve(lambda value: geometry.model_at(value, weighting),
+                                            {"query": query, f"neighbour {rank}": embedding},
+                                            component_names=geometry.component_names)
+        figure = px.line(curve, x="p", y="responsibility", color="component", line_dash="point",
+                         color_discrete_map=SET_COLOURS, markers=True,
+                         title="Responsibilities of A and B for the query and the neighbour, as p moves")
+        figure.add_vline(x=p, line_dash="dot", annotation_text=f"p = {p:.2f}")
+        st.plotly_chart(figure, key="learn_chart_gallery_responsibility")
+        st.markdown("How much of each image's tilt lies on A's anchors and how much on B's. Where the two images' "
+                    "curves part, p decides whether they count as alike.")
+        st.latex(r"r_k(x) = \frac{w_k\, e^{\kappa_k(s x)}}{\sum_j w_j\, e^{\kappa_j(s x)}}")
+
+
+def kl_section(geometry: ex.ExplorerGeometry, model, query: torch.Tensor, neighbour: torch.Tensor) -> None:
+    reverse = geometry.spec.reverse
+    query_tilt, neighbour_tilt, divergence, _ = explain.explain_pair(
+        model, geometry.component_anchors, geometry.component_texts, geometry.component_names, query, neighbour,
+        reverse=reverse)
+    terms = explain.kl_terms(neighbour_tilt, query_tilt) if reverse else explain.kl_terms(query_tilt, neighbour_tilt)
+    st.subheader("Which anchors make this neighbour close, and which push it away")
+    strongest = pd.concat([terms.head(TERMS_SHOWN), terms.tail(TERMS_SHOWN)]).drop_duplicates("anchor")
+    figure = px.bar(strongest, x="term", y="anchor", color="set", orientation="h", color_discrete_map=SET_COLOURS,
+                    hover_data=["p", "q"], title="Per-anchor terms of the KL (largest both ways)")
+    figure.update_yaxes(autorange="reversed")
+    st.plotly_chart(figure, key="learn_chart_kl_terms")
+    first, second = ("neighbour", "query") if reverse else ("query", "neighbour")
+    st.markdown(f"The divergence is a sum over anchors. An anchor the {first} leans on (large p) and the {second} "
+                f"does not (small q) adds a large term: it **pushes** the neighbour away. An anchor both lean on "
+                f"alike adds about nothing, and one the {second} leans on more adds a negative term that "
+                "**pulls** the total down.")
+    st.latex(r"D = \sum_i p_i \log\frac{p_i}{q_i}")
+    st.caption(f"Sum of the terms: {terms['term'].sum():.4f} nats · the model's divergence: {divergence:.4f}"
+               + ("" if query_tilt.exact else " (this model is smooth, so the terms are over the softmax tilt "
+                                              "of the anchors in use, a stand-in)"))
+    with st.expander("All the terms"):
+        st.dataframe(terms, hide_index=True)
+
+
+def link_fields() -> list:
+    return links.lesson_fields(DEFAULTS, [CIRCLE, SPHERE], lesson.TOY_KINDS, list(lesson.TOY_WEIGHTINGS))
+
+
+def main() -> None:
+    choices = ui.sidebar()
+    fields = ui.sidebar_fields() + link_fields()
+    ui.follow_link(link_fields(), "learn", known=links.ALL_PARAMS)
+    ui.link_notes()
+    st.title("Learn: the anchor divergence, step by step")
+    st.markdown("An image embedding is a direction. The anchors (text embeddings of phrases) are directions too. "
+                "Here they live on a circle or a sphere, so you can see everything: move the query, add, remove "
+                "or move anchors, change the scale s and the weight p, and watch the neighbourhood change.")
+    settings = toy_controls()
+    (circle_world if settings["world"] == CIRCLE else sphere_world)(settings)
+    ui.publish_link(fields)
+    st.divider()
+    gallery_section(choices, fields)
+
+
+main()
