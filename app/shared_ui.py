@@ -221,12 +221,19 @@ def link_notes() -> None:
         st.warning("This link opened with defaults for what it could not use: " + "; ".join(dict.fromkeys(ignored)) + ".")
 
 
-def publish_link(fields: list[links.LinkField], gallery: Gallery | None = None) -> None:
-    """Put the current values of ``fields`` in the page's URL (only when they changed: each change
-    is a message to the browser)."""
+def link_params(fields: list[links.LinkField], gallery: Gallery | None = None) -> dict[str, str | list[str]]:
+    """The URL parameters of the current values of ``fields``, with the gallery's token when they
+    name anything (a query id means nothing on another gallery)."""
     params = links.write_link(st.session_state, fields)
     if gallery is not None and params:
         params[links.GALLERY_PARAM] = links.gallery_token(gallery.key)
+    return params
+
+
+def publish_link(fields: list[links.LinkField], gallery: Gallery | None = None) -> None:
+    """Put the current values of ``fields`` in the page's URL (only when they changed: each change
+    is a message to the browser)."""
+    params = link_params(fields, gallery)
     current = {name: st.query_params.get_all(name) for name in st.query_params}
     wanted = {name: value if isinstance(value, list) else [value] for name, value in params.items()}
     if current != wanted:
@@ -235,9 +242,7 @@ def publish_link(fields: list[links.LinkField], gallery: Gallery | None = None) 
 
 def share_box(fields: list[links.LinkField], gallery: Gallery | None = None) -> None:
     """The page's link to copy (the copy button is on the code block)."""
-    params = links.write_link(st.session_state, fields)
-    if gallery is not None and params:
-        params[links.GALLERY_PARAM] = links.gallery_token(gallery.key)
+    params = link_params(fields, gallery)
     with st.popover("🔗 Share this view", key="share_popover"):
         st.code((st.context.url or "") + ("?" + urlencode(params, doseq=True) if params else ""), language=None,
                 wrap_lines=True)

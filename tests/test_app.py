@@ -10,6 +10,7 @@ import json
 import os
 import re
 from pathlib import Path
+from urllib.parse import parse_qs
 
 import numpy as np
 import pytest
@@ -528,6 +529,9 @@ def test_the_url_follows_the_view_and_restores_it(library):
     again = open_link(dict(app.query_params))
     assert again.slider(key="p").value == 0.8 and neighbours(again) == shown
     assert not again.warning
+    # the "Share this view" box holds the same link, to copy
+    (link,) = [code.value for code in app.code if "?" in code.value]
+    assert parse_qs(link.split("?", 1)[1]) == {name: [value] for name, value in app.query_params.items()}
 
 
 def test_a_link_to_another_query_and_anchors(library):

@@ -130,3 +130,55 @@ def test_browser_types_anchors_moves_p_and_sees_the_grid_change(app_url, tmp_pat
                 page_report(page, log_path)
         finally:
             browser.close()
+
+
+def slider_value(page, label: str) -> float:
+    """The value a slider shows on its thumb."""
+    slider = page.locator('[data-testid="stSlider"]').filter(has_text=label)
+    return float(slider.locator('[data-testid="stSliderThumbValue"]').inner_text())
+
+
+def test_browser_links_restore_the_view_and_every_page_opens(app_url, tmp_path):
+    """Moving p changes the page's URL; that URL in a fresh browser context shows the same p and the
+    same neighbour captions; the navigation lists every page, and each opens without a traceback.
+    The Compare page's PNG, PDF and SVG downloads open and hold its grid."""
+    from playwright.sync_api import sync_playwright
+
+    url, log_path = app_url
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1500, "height": 2600})
+            page.goto(url)
+            wait_for_grids(page, 20)
+            wait_until_idle(page)
+            navigation = page.locator('[data-testid="stSidebarNav"]').inner_text()
+            for title in ("Explore", "Compare", "Learn", "Report"):
+                assert title in navigation, f"{title} missing from the navigation: {navigation}"
+
+            slider = page.locator('[data-testid="stSlider"]').filter(has_text="weight of A").get_by_role("slider")
+            slider.focus()
+            for _ in range(6):  # 0.5 -> 0.8
+                slider.press("ArrowRight")
+            page.wait_for_url("**p=0.8*", timeout=60_000)
+            wait_until_idle(page)
+            shown = neighbour_captions(page)
+            link = page.url
+
+            fresh = browser.new_context(viewport={"width": 1500, "height": 2600}).new_page()
+            fresh.goto(link)
+            wait_for_grids(fresh, 20)
+            wait_until_idle(fresh)
+            assert slider_value(fresh, "weight of A") == 0.8, page_report(fresh, log_path)
+            assert neighbour_captions(fresh) == shown, page_report(fresh, log_path)
+            fresh.screenshot(path=str(tmp_path / "explore.png"), full_page=True)
+
+            for title, text in (("Learn", "tilted"), ("Report", "reproduction report")):
+                fresh.locator('[data-testid="stSidebarNav"]').get_by_text(title, exact=True).click()
+                fresh.get_by_text(text).first.wait_for(timeout=120_000)
+                wait_until_idle(fresh)
+                assert not fresh.get_by_text("Traceback").count(), page_report(fresh, log_path)
+                fresh.screenshot(path=str(tmp_path / f"{title.lower()}.png"), full_page=True)
+            check_compare_exports(fresh, tmp_path, log_path)
+        finally:
+            browser.close()

@@ -129,7 +129,6 @@ def main() -> None:
                              persist_state=SESSION, format_func=str.capitalize)
         st.caption(ex.WEIGHTINGS[weighting])
     ui.publish_link(fields, gallery)
-    ui.share_box(fields, gallery)
     if query is None:
         return
     spec = ui.geometry_spec(choices)
@@ -155,6 +154,7 @@ def results_section(view: View) -> None:
     if not geometry.is_mixture:
         st.caption(f"Only set {geometry.component_names[0]} has anchors, so p has no effect.")
     ui.publish_link(view.link_fields, gallery)
+    ui.share_box(view.link_fields, gallery)  # in the fragment, so the link shown follows p
     tables = neighbour_tables(view, p)
     anchor_table = tables["anchor divergence"]
 

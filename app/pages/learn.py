@@ -269,14 +269,18 @@ def sphere_map(profile: pd.DataFrame, value: str, title: str, pairs: tuple, quer
 
 
 # -- the real gallery -------------------------------------------------------------------------------
-def gallery_section(choices: dict, fields: list) -> None:
-    """``fields``: the page's link so far; the Explore page's (query, anchors, p) join it here."""
+def gallery_section(choices: dict, fields: list, share_slot) -> None:
+    """``fields``: the page's link so far; the Explore page's (query, anchors, p) join it here, and
+    the whole link is offered in ``share_slot`` at the top of the page."""
     st.header("On the real gallery")
     encoder = ui.load_encoder_for(choices)
     gallery = ui.load_gallery_for(choices, encoder)
     texts_a, texts_b = ui.anchor_texts(gallery)
     ui.link_notes()
-    ui.publish_link(fields + ui.view_fields(gallery), gallery)
+    fields = fields + ui.view_fields(gallery)
+    ui.publish_link(fields, gallery)
+    with share_slot:
+        ui.share_box(fields, gallery)
     geometry = ui.geometry_for(choices, gallery, encoder, texts_a, texts_b)
     state = st.session_state
     query_id = state.get("query_id")
@@ -347,6 +351,7 @@ def main() -> None:
     ui.follow_link(link_fields(), "learn", known=links.ALL_PARAMS)
     ui.link_notes()
     st.title("Learn: the anchor divergence, step by step")
+    share_slot = st.container()  # the link, once the gallery part has joined it
     st.markdown("An image embedding is a direction. The anchors (text embeddings of phrases) are directions too. "
                 "Here they live on a circle or a sphere, so you can see everything: move the query, add, remove "
                 "or move anchors, change the scale s and the weight p, and watch the neighbourhood change.")
@@ -354,7 +359,7 @@ def main() -> None:
     (circle_world if settings["world"] == CIRCLE else sphere_world)(settings)
     ui.publish_link(fields)
     st.divider()
-    gallery_section(choices, fields)
+    gallery_section(choices, fields, share_slot)
 
 
 main()
