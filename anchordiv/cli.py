@@ -313,6 +313,86 @@ def _explorer_bench_browser(args: argparse.Namespace) -> int:
     return 0
 
 
+def _figure(args: argparse.Namespace) -> int:
+    from .encoders import load_encoder
+    from .explorer import GeometrySpec
+    from .figure import compare, render_figure
+    from .gallery import world_gallery
+
+    form, rows, columns, images, files = _figure_inputs(args)
+    encoder = load_encoder(args.model, pretrained=args.pretrained, device=args.device,
+                           allow_download=args.allow_download)
+    gallery = world_gallery(encoder, split=args.split, limit=args.limit)
+    texts_a, texts_b = (files[name] or _preset(gallery, getattr(args, f"preset_{name}"), f"--preset-{name}")
+                        for name in ("a", "b"))
+    spec = GeometrySpec(kind=args.kind, scale=args.scale, reverse=args.reverse)
+    print(f"anchordiv figure: {len(rows)} row(s) x {len(columns)} column(s), top-{args.k}, {gallery.description}, "
+          f"{encoder.name}", flush=True)
+    result = compare(gallery, encoder, rows, columns, texts_a, texts_b, args.k, spec, args.weighting,
+                     prior_texts=files["prior"] or (), images=images)
+    data = render_figure(result, form, dpi=args.dpi)
+    atomic_write(Path(args.out), lambda handle: handle.write(data))
+    print(f"wrote {args.out}")
+    return 0
+
+
+def _figure_inputs(args: argparse.Namespace):
+    """Everything ``figure`` can check before loading a model, checked: the output's format (from
+    its suffix) and folder, the query and geometry specs, the image files of ``image:`` rows (read),
+    and the anchor files (read; ``None`` where a preset is used)."""
+    from .figure import FORMATS, parse_geometry_column, parse_query_row
+
+    form = Path(args.out).suffix.lower().lstrip(".")
+    if form not in FORMATS:
+        raise ValueError(f"--out {args.out!r} must end in .png, .pdf or .svg (the figure's format)")
+    _check_output_file(args.out, "--out")
+    rows = _parsed(args.queries, parse_query_row, "--queries")
+    columns = _parsed(args.geometries, parse_geometry_column, "--geometries")
+    images = {}
+    for row in rows:
+        if row.kind == "upload":
+            raise ValueError(f"--queries {str(row)!r}: upload: rows belong to the app; give the file as image:PATH")
+        if row.kind == "image":
+            _check_input(row.value, "--queries image:", "an image file (PNG, JPEG or WebP)")
+            images[row.value] = Path(row.value).read_bytes()
+    files = {name: _anchor_file(path, option) for name, option, path in (
+        ("a", "--anchors-a", args.anchors_a), ("b", "--anchors-b", args.anchors_b),
+        ("prior", "--prior-anchors", args.prior_anchors))}
+    _check_device(args)
+    return form, rows, columns, images, files
+
+
+def _anchor_file(path: str | None, option: str) -> tuple[str, ...] | None:
+    """The anchors of the file ``path`` given with ``option``, parsed as the app parses its text areas
+    (``None`` when no file is given; an error when it holds none)."""
+    from .explorer import parse_anchor_text
+
+    if path is None:
+        return None
+    anchors = parse_anchor_text("\n".join(_read_lines(path, option))).anchors
+    if not anchors:
+        raise ValueError(f"{option} {path!r} has no anchors (every line is blank); give one anchor per line")
+    return anchors
+
+
+def _parsed(texts: list[str], parse: Callable, option: str) -> list:
+    """Each of ``texts`` through ``parse``; a bad one is named with ``option``."""
+    try:
+        return [parse(text) for text in texts]
+    except ValueError as error:
+        raise ValueError(f"{option}: {error}") from None
+
+
+def _preset(gallery, name: str, option: str) -> tuple[str, ...]:
+    """The anchors of preset ``name`` for ``gallery``."""
+    from .explorer import anchor_presets
+
+    presets = anchor_presets(gallery)
+    if name not in presets:
+        raise ValueError(f"{option} {name!r} is not a preset; choose one of {', '.join(map(repr, presets))}")
+    return presets[name]
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="anchordiv", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -414,7 +494,49 @@ def build_parser() -> argparse.ArgumentParser:
     reproduce.add_argument("--scale", type=POSITIVE, help="logit scale s of the anchor models (default 10)")
     reproduce.add_argument("--seed", type=NATURAL, help="seed of every random draw (default 0)")
     reproduce.set_defaults(handler=_reproduce)
+    _add_figure_parser(commands)
     return parser
+
+
+def _add_figure_parser(commands) -> None:
+    from .explorer import WEIGHTINGS
+    from .models import list_anchor_models
+
+    figure = commands.add_parser(
+        "figure", help="queries (rows) x geometries (columns) of top-k neighbours as PNG, PDF or SVG (paper Figs. 1, 8)")
+    figure.add_argument("--queries", nargs="+", required=True, metavar="Q",
+                        help="rows: #ID, NAME or name:NAME (first caption containing it), text:TEXT, random, "
+                             "random:SEED, image:PATH")
+    figure.add_argument("--geometries", nargs="+", required=True, metavar="G",
+                        help="columns: cosine, iti, A, B, 'mix p=0.3', each anchor column with optional "
+                             "model=KIND s=SCALE (mix: weighting=NAME), quoted when it has spaces")
+    figure.add_argument("--out", required=True, help="the figure's file: .png, .pdf or .svg")
+    for name, role, preset in (("a", "A (default: the gallery's object names)", "Gallery object names"),
+                               ("b", "B (default: the gallery's styles)", "Gallery styles")):
+        sets = figure.add_mutually_exclusive_group()
+        sets.add_argument(f"--anchors-{name}", dest=f"anchors_{name}",
+                          help=f"text file of anchor set {role}, one per line")
+        sets.add_argument(f"--preset-{name}", dest=f"preset_{name}", default=preset,
+                          help=f"a preset for set {name.upper()} (default {preset!r})")
+    figure.add_argument("--prior-anchors", dest="prior_anchors",
+                        help="text file of prior anchors, one per line, for the posterior kinds")
+    figure.add_argument("--kind", choices=list_anchor_models(), default="softmax",
+                        help="anchor model of the anchor columns without model= (default softmax)")
+    figure.add_argument("--scale", type=POSITIVE, default=10.0, help="logit scale s of columns without s= (default 10)")
+    figure.add_argument("--weighting", choices=list(WEIGHTINGS), default="calibrated",
+                        help="weights of A and B in mix columns without weighting= (default calibrated)")
+    figure.add_argument("--reverse", action="store_true", help="rank by KL(p_neighbour || p_query)")
+    figure.add_argument("-k", "--k", type=COUNT, default=5, dest="k", help="neighbours per cell (default 5)")
+    figure.add_argument("--split", choices=["all", "train", "heldout"], default="all",
+                        help="the emoji world split to search (default all)")
+    figure.add_argument("--limit", type=COUNT, help="only the first N images of that split")
+    figure.add_argument("--dpi", type=COUNT, default=200, help="resolution of a PNG (default 200)")
+    figure.add_argument("--model", default="builtin", help="encoder spec: builtin (default) or open_clip:<arch>")
+    figure.add_argument("--pretrained", help="open_clip checkpoint file or pretrained tag (its file must be on disk)")
+    figure.add_argument("--allow-download", action="store_true", dest="allow_download",
+                        help="let open_clip fetch missing weights from the network (off: nothing is downloaded)")
+    figure.add_argument("--device", help="cpu or cuda for encoding (default: CUDA when available)")
+    figure.set_defaults(handler=_figure)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,10 +1,10 @@
 """What the explorer's pages share: the cached resources (encoders, galleries, fitted geometries),
 the sidebar's data, model and geometry choices, the anchor sets, and the error box that replaces a
-traceback. Each page (``app/pages/*.py``) calls these with plain values; nothing here computes what
+traceback. Each page (``app/views/*.py``) calls these with plain values; nothing here computes what
 the library computes.
 
-Widgets keep their values for the whole session (``persist_state="session"``), so a choice made on
-one page is there on the others and when the user comes back. Shared state lives in
+Widgets keep their values for the whole session (:func:`keep_values`), so a choice made on one page
+is there on the others and when the user comes back. Shared state lives in
 ``st.cache_resource`` (never mutated after it is built); what a user changes lives in
 ``st.session_state``, so two browser sessions never see each other's settings.
 """
@@ -30,8 +30,6 @@ from anchordiv.encoders import load_encoder
 from anchordiv.gallery import Gallery, folder_gallery, world_gallery
 from anchordiv.models import anchor_model_kind, list_anchor_models
 from anchordiv.text_cache import encode_texts_cached
-
-SESSION = "session"  # persist_state: a widget's value outlives the pages that do not draw it
 
 # Measured by evaluate-builtin on the held-out emoji: softmax with object anchors gives same-emoji
 # mAP 0.530 at s = 10 against 0.431 at the learned scale 29.2 (docs/design.md §3: CLIP behaves alike).
@@ -153,6 +151,49 @@ def get_projection(key: str, method: str, gallery: Gallery, _geometry, p: float,
     return ex.geometry_projection(gallery, method, _geometry, p, weighting, None, max_points, cache_key=key)
 
 
+# The widget values that outlive a page that does not draw them: every page's link fields and the
+# data and model choices. Those after the gallery in a page are drawn only when it loads (a folder
+# not chosen yet stops the run before them), so they are kept on every run, not just on arrival.
+ALWAYS_DRAWN = (
+    "gallery_source", "folder_path", "folder_labels", "folder_choice", "folder_labels_choice", "model_source",
+    "openclip_arch", "openclip_checkpoint", "checkpoint_choice", "model_kind", "scale", "gmm_components",
+    "latent_rank", "alpha", "prior_anchors", "direction", "top_k", "show_iti", "learn_world", "learn_kind",
+    "learn_weighting", "learn_scale", "learn_p", "learn_anchors_a", "learn_anchors_b", "learn_query", "learn_width",
+    "learn_anchors_a_3d", "learn_anchors_b_3d", "learn_query_azimuth", "learn_query_elevation",
+)
+AFTER_THE_GALLERY = (
+    "query_mode", "query_id", "query_text", "query_search", "weighting", "p", "preset_a", "anchors_a", "preset_b",
+    "anchors_b", "compare_rows", "compare_columns", "compare_k", "compare_weighting", "compare_search",
+    "compare_text", "learn_neighbour",
+)
+
+
+def keep_values(page: str) -> None:
+    """Called at the start of every full run, with the page about to run.
+
+    Streamlit forgets a widget's value when a run does not draw the widget (another page, or a run
+    that stopped early): the server may drop it, and the browser shows the default when the widget
+    comes back. A widget drawn by another page starts from its default too. So a value missing now
+    is restored from the copy the last run left, and values are written back, which makes the
+    server send them with their widgets: all of them on a page's first run, those after the gallery
+    on every run. No more: writing a value back during a run races a person pressing a slider's
+    arrow keys (the p slider's own runs are fragment runs, which do not come here).
+    """
+    state = st.session_state
+    kept = state.get("_kept", {})
+    arrived = state.get("_page") != page
+    for key in ALWAYS_DRAWN + AFTER_THE_GALLERY:
+        if key not in state and key in kept:
+            state[key] = kept[key]
+        elif key in state and (arrived or key in AFTER_THE_GALLERY):
+            # Deleted first: the key may still name the last page's widget, which would take the value.
+            value = state[key]
+            del state[key]
+            state[key] = value
+    state["_page"] = page
+    state["_kept"] = {key: state[key] for key in ALWAYS_DRAWN + AFTER_THE_GALLERY if key in state}
+
+
 # -- links: every page's state in its URL ---------------------------------------------------------
 QUERY_MODES = ("Gallery image", "Upload", "Text")
 PRESET_DEFAULTS = ("Gallery object names", "Gallery styles")
@@ -243,7 +284,7 @@ def publish_link(fields: list[links.LinkField], gallery: Gallery | None = None) 
 def share_box(fields: list[links.LinkField], gallery: Gallery | None = None) -> None:
     """The page's link to copy (the copy button is on the code block)."""
     params = link_params(fields, gallery)
-    with st.popover("🔗 Share this view", key="share_popover"):
+    with st.popover("Share this view", icon=":material/link:", key="share_popover"):
         st.code((st.context.url or "") + ("?" + urlencode(params, doseq=True) if params else ""), language=None,
                 wrap_lines=True)
         st.caption("Opening this link on a server with the same gallery and model shows the same view. An uploaded "
@@ -259,51 +300,45 @@ def sidebar() -> dict[str, Any]:
     choices: dict[str, Any] = {}
     bar.subheader("Data and model")
     roots = attempt(data_roots, "This server's data folders are misconfigured", stop=True)
-    choices["source"] = bar.radio("Gallery", [WORLD, FOLDER], key="gallery_source", persist_state=SESSION)
+    choices["source"] = bar.radio("Gallery", [WORLD, FOLDER], key="gallery_source")
     if choices["source"] == FOLDER:
         if roots.allow_any_path:
-            choices["folder"] = bar.text_input("Image folder (subfolders are labels)", key="folder_path",
-                                               persist_state=SESSION)
-            choices["labels_csv"] = bar.text_input("Labels CSV (optional)", key="folder_labels", persist_state=SESSION)
+            choices["folder"] = bar.text_input("Image folder (subfolders are labels)", key="folder_path")
+            choices["labels_csv"] = bar.text_input("Labels CSV (optional)", key="folder_labels")
         else:
             choices["folder"] = bar.selectbox("Image folder (subfolders are labels)",
                                               [str(path) for path in roots.image_folders()], index=None,
-                                              key="folder_choice", placeholder="choose a data folder",
-                                              persist_state=SESSION)
+                                              key="folder_choice", placeholder="choose a data folder")
             csvs = (attempt(lambda: ex.csv_files(roots.confine(choices["folder"], "image folder")),
                             "Could not use that image folder") or []) if choices["folder"] else []
             choices["labels_csv"] = bar.selectbox("Labels CSV (optional)", [str(path) for path in csvs], index=None,
-                                                  key="folder_labels_choice", placeholder="none", persist_state=SESSION)
-    choices["model"] = bar.radio("Model", [BUILTIN, OPEN_CLIP], key="model_source", persist_state=SESSION)
+                                                  key="folder_labels_choice", placeholder="none")
+    choices["model"] = bar.radio("Model", [BUILTIN, OPEN_CLIP], key="model_source")
     if choices["model"] == OPEN_CLIP:
-        choices["arch"] = bar.text_input("Architecture", value="ViT-B-32", key="openclip_arch", persist_state=SESSION)
+        choices["arch"] = bar.text_input("Architecture", value="ViT-B-32", key="openclip_arch")
         if roots.allow_any_path:
-            choices["checkpoint"] = bar.text_input("Checkpoint file or pretrained tag", key="openclip_checkpoint",
-                                                   persist_state=SESSION)
+            choices["checkpoint"] = bar.text_input("Checkpoint file or pretrained tag", key="openclip_checkpoint")
         else:
             choices["checkpoint"] = bar.selectbox("Checkpoint file", [str(path) for path in roots.checkpoints()],
                                                   index=None, key="checkpoint_choice",
-                                                  placeholder="choose a checkpoint from the data folders",
-                                                  persist_state=SESSION)
+                                                  placeholder="choose a checkpoint from the data folders")
     bar.subheader("Geometry")
     # The linked widgets take their values from the session state (follow_link), never a default here.
-    choices["kind"] = bar.selectbox("Anchor model", list_anchor_models(), key="model_kind", persist_state=SESSION,
+    choices["kind"] = bar.selectbox("Anchor model", list_anchor_models(), key="model_kind",
                                     format_func=lambda name: anchor_model_kind(name).label)
     kind = anchor_model_kind(choices["kind"])
-    choices["scale"] = bar.slider("Scale s (inverse temperature)", 1.0, 100.0, step=1.0, key="scale",
-                                  persist_state=SESSION)
-    choices["n_components"] = (bar.number_input("GMM components", 1, 16, key="gmm_components", persist_state=SESSION)
+    choices["scale"] = bar.slider("Scale s (inverse temperature)", 1.0, 100.0, step=1.0, key="scale")
+    choices["n_components"] = (bar.number_input("GMM components", 1, 16, key="gmm_components")
                                if "n_components" in kind.defaults else 2)
-    choices["rank"] = (bar.number_input("Latent rank", 1, 256, key="latent_rank", persist_state=SESSION)
+    choices["rank"] = (bar.number_input("Latent rank", 1, 256, key="latent_rank")
                        if "rank" in kind.defaults else 8)
     choices["alpha"], choices["prior_text"] = 1.0, ""
     if kind.needs_prior:
-        choices["prior_text"] = bar.text_area("Prior anchor set (one per line)", key="prior_anchors", height=120,
-                                              persist_state=SESSION)
-        choices["alpha"] = bar.number_input("alpha (prior pseudo-count)", 0.0, 1e6, key="alpha", persist_state=SESSION)
-    choices["reverse"] = DIRECTIONS[bar.radio("Direction", list(DIRECTIONS), key="direction", persist_state=SESSION)]
-    choices["k"] = int(bar.number_input("Top-k", 1, 50, key="top_k", persist_state=SESSION))
-    choices["show_iti"] = bar.checkbox("Also show ITI (image → text → image)", key="show_iti", persist_state=SESSION)
+        choices["prior_text"] = bar.text_area("Prior anchor set (one per line)", key="prior_anchors", height=120)
+        choices["alpha"] = bar.number_input("alpha (prior pseudo-count)", 0.0, 1e6, key="alpha")
+    choices["reverse"] = DIRECTIONS[bar.radio("Direction", list(DIRECTIONS), key="direction")]
+    choices["k"] = int(bar.number_input("Top-k", 1, 50, key="top_k"))
+    choices["show_iti"] = bar.checkbox("Also show ITI (image → text → image)", key="show_iti")
     return choices
 
 
@@ -374,9 +409,8 @@ def anchor_column(column, name: str, label: str, presets: dict[str, tuple[str, .
     def apply_preset() -> None:
         st.session_state[text_key] = "\n".join(presets[st.session_state[preset_key]])
 
-    column.selectbox(f"Preset for {label}", list(presets), key=preset_key, on_change=apply_preset,
-                     persist_state=SESSION)
-    column.text_area(f"Anchor set {label} (one per line)", key=text_key, height=160, persist_state=SESSION)
+    column.selectbox(f"Preset for {label}", list(presets), key=preset_key, on_change=apply_preset)
+    column.text_area(f"Anchor set {label} (one per line)", key=text_key, height=160)
     parsed = ex.parse_anchor_text(st.session_state[text_key])
     (column.caption if len(parsed) else column.warning)(parsed.summary())
     return parsed

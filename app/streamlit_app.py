@@ -1,7 +1,7 @@
 """anchordiv explorer: which images are similar, in the sense the anchors say.
 
 Run with ``streamlit run app/streamlit_app.py`` (or ``make demo``). This entry sets up the page and
-the navigation; each page is a short module of ``app/pages/`` and what they share (cached models,
+the navigation; each page is a short module of ``app/views/`` and what they share (cached models,
 galleries and geometries, the sidebar, links) is :mod:`shared_ui`. The pages are thin: widgets pass
 plain arguments to :mod:`anchordiv.explorer`, :mod:`anchordiv.figure`, :mod:`anchordiv.lesson` and
 :mod:`anchordiv.explain`, and draw what they return.
@@ -42,14 +42,17 @@ APP_DIR = Path(__file__).resolve().parent
 if str(APP_DIR) not in sys.path:
     sys.path.insert(0, str(APP_DIR))
 
-importlib.import_module("shared_ui")  # torch and the library, imported once under the caption above
+# Torch and the library, imported once under the caption above.
+shared_ui = importlib.import_module("shared_ui")
 
 _starting.empty()
 
 PAGES = [
-    st.Page(APP_DIR / "pages" / "explore.py", title="Explore", icon="🔎", default=True),
-    st.Page(APP_DIR / "pages" / "compare.py", title="Compare", icon="🖼️", url_path="compare"),
-    st.Page(APP_DIR / "pages" / "learn.py", title="Learn", icon="📐", url_path="learn"),
-    st.Page(APP_DIR / "pages" / "report.py", title="Report", icon="📊", url_path="report"),
+    st.Page(APP_DIR / "views" / "explore.py", title="Explore", icon=":material/search:", default=True),
+    st.Page(APP_DIR / "views" / "compare.py", title="Compare", icon=":material/grid_view:", url_path="compare"),
+    st.Page(APP_DIR / "views" / "learn.py", title="Learn", icon=":material/school:", url_path="learn"),
+    st.Page(APP_DIR / "views" / "report.py", title="Report", icon=":material/analytics:", url_path="report"),
 ]
-st.navigation(PAGES).run()
+page = st.navigation(PAGES)
+shared_ui.keep_values(page.url_path)
+page.run()

@@ -577,7 +577,7 @@ def test_the_report_page_shows_the_shipped_report(library):
     from anchordiv.explorer.report import read_report
 
     app = start()
-    app.switch_page("pages/report.py").run()
+    app.switch_page("views/report.py").run()
     assert not app.exception and not app.error
     title, sections = read_report()
     assert [tab.label for tab in app.tabs] == [section.title for section in sections]

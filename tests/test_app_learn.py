@@ -19,7 +19,7 @@ streamlit_testing = pytest.importorskip("streamlit.testing.v1")
 AppTest = streamlit_testing.AppTest
 
 APP = Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py"
-LEARN = "pages/learn.py"
+LEARN = "views/learn.py"
 TIMEOUT = 240
 
 pytestmark = [

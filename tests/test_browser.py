@@ -182,3 +182,32 @@ def test_browser_links_restore_the_view_and_every_page_opens(app_url, tmp_path):
             check_compare_exports(fresh, tmp_path, log_path)
         finally:
             browser.close()
+
+
+def check_compare_exports(page, tmp_path: Path, log_path: Path) -> None:
+    """Open Compare, download its PNG, PDF and SVG and check that each opens and holds the grid:
+    the default figure is 2 query rows x 4 geometry columns x top-5, one image per thumbnail and
+    one per query."""
+    import re
+    from xml.etree import ElementTree
+
+    from PIL import Image
+
+    page.locator('[data-testid="stSidebarNav"]').get_by_text("Compare", exact=True).click()
+    page.get_by_role("button", name="Download PDF").wait_for(timeout=120_000)
+    wait_until_idle(page)
+    assert not page.get_by_text("Traceback").count(), page_report(page, log_path)
+    page.screenshot(path=str(tmp_path / "compare.png"), full_page=True)
+    files = {}
+    for kind in ("PNG", "PDF", "SVG"):
+        with page.expect_download(timeout=120_000) as download:
+            page.get_by_role("button", name=f"Download {kind}").click()
+        files[kind] = tmp_path / f"figure.{kind.lower()}"
+        download.value.save_as(files[kind])
+    images = 2 * (4 * 5 + 1)
+    with Image.open(files["PNG"]) as png:
+        assert png.format == "PNG" and png.width > 1000 and png.height > 400, png.size
+    pdf = files["PDF"].read_bytes()
+    assert pdf.startswith(b"%PDF") and len(re.findall(rb"/Subtype\s*/Image", pdf)) == images
+    svg = ElementTree.parse(files["SVG"]).getroot()
+    assert len(svg.findall(".//{http://www.w3.org/2000/svg}image")) == images

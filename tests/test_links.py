@@ -100,3 +100,15 @@ def test_an_uploaded_query_is_not_written(texts):
 
 def test_gallery_token_names_the_content():
     assert links.gallery_token("world:a") == links.gallery_token("world:a") != links.gallery_token("world:b")
+
+
+def test_compare_rows_and_columns_travel_but_uploads_do_not():
+    fields = links.compare_fields(["#1", "random:1"], ["cosine", "A"], list(WEIGHTINGS))
+    state = {"compare_rows": ["#4", "upload:cat.png", "text:a dog"], "compare_columns": ["mix p=0.3 model=gaussian"],
+             "compare_k": 5, "compare_weighting": "literal"}
+    params = links.write_link(state, fields)
+    assert params == {"rows": ["#4", "text:a dog"], "columns": ["mix p=0.3 model=gaussian"], "mix_weighting": "literal"}
+    assert links.read_link(params, fields).values == {"compare_rows": ["#4", "text:a dog"],
+                                                      "compare_columns": ["mix p=0.3 model=gaussian"],
+                                                      "compare_weighting": "literal"}
+    assert {item.param for item in fields} <= set(links.ALL_PARAMS)

@@ -72,7 +72,8 @@ class LinkField:
     * ``"choice"``: one of ``choices``, a mapping from the URL word to the state value;
     * ``"flag"``: ``1`` or ``0``;
     * ``"text"``: any text; with ``texts`` set, one too long for a URL goes to that store;
-    * ``"list"``: a list of texts, as a repeated parameter (``rows=a&rows=b``).
+    * ``"list"``: a list of texts, as a repeated parameter (``rows=a&rows=b``); items starting
+      with ``local_prefix`` (an uploaded query, whose bytes stay in the session) are left out.
     """
 
     key: str
@@ -83,6 +84,7 @@ class LinkField:
     high: float = math.inf
     choices: Mapping[str, Any] = field(default_factory=dict)
     texts: LinkedTexts | None = None
+    local_prefix: str | None = None
 
     def read(self, raw: Sequence[str]) -> Any:
         """The state value of the URL values ``raw``; ``ValueError`` saying why it is not accepted."""
@@ -123,7 +125,7 @@ class LinkField:
         """The URL value(s) of the state ``value``; ``None`` for a choice no link can carry (an
         uploaded query)."""
         if self.kind == "list":
-            return [str(item) for item in value]
+            return [str(item) for item in value if not (self.local_prefix and str(item).startswith(self.local_prefix))]
         if self.kind == "choice":
             return next((word for word, choice in self.choices.items() if choice == value), None)
         if self.kind == "flag":
@@ -263,9 +265,21 @@ def lesson_fields(defaults: Mapping[str, Any], worlds: Sequence[str], kinds: Seq
     ]
 
 
+def compare_fields(default_rows: Sequence[str], default_columns: Sequence[str], weightings: Sequence[str]
+                   ) -> list[LinkField]:
+    """The Compare page's figure: its query rows and geometry columns (as the specs of
+    :mod:`anchordiv.figure`), the top-k of each cell and the weighting of its mix columns."""
+    return [
+        LinkField("compare_rows", "rows", list(default_rows), "list", local_prefix="upload:"),
+        LinkField("compare_columns", "columns", list(default_columns), "list"),
+        LinkField("compare_k", "cell_k", 5, "integer", low=1, high=20),
+        LinkField("compare_weighting", "mix_weighting", weightings[0], "choice", choices={w: w for w in weightings}),
+    ]
+
+
 # Every parameter some page reads (tests check each page's fields against it): a link that carries
 # another page's parameter is not told it is unknown.
 ALL_PARAMS = ("model", "scale", "components", "rank", "alpha", "prior", "direction", "k", "iti", "mode", "query",
               "text", "weighting", "p", "preset_a", "anchors_a", "preset_b", "anchors_b", GALLERY_PARAM,
-              "rows", "columns", "toy_world", "toy_model", "toy_weighting", "toy_scale", "toy_p", "toy_a", "toy_b",
+              "rows", "columns", "cell_k", "mix_weighting", "toy_world", "toy_model", "toy_weighting", "toy_scale", "toy_p", "toy_a", "toy_b",
               "toy_query", "toy_width", "toy_a3", "toy_b3", "toy_azimuth", "toy_elevation", "neighbour")

@@ -16,7 +16,7 @@ from anchordiv import explain
 from anchordiv import explorer as ex
 from anchordiv.gallery import Gallery
 from anchordiv.models import anchor_model_kind
-from shared_ui import BY_IDENTITY, SESSION, attempt
+from shared_ui import BY_IDENTITY, attempt
 
 # -- query ----------------------------------------------------------------------------------------
 def choose_query(gallery: Gallery, encoder) -> tuple[np.ndarray | None, int | None, pd.Series | None, Any, str]:
@@ -39,7 +39,7 @@ def pick_query(gallery: Gallery, encoder) -> tuple[np.ndarray | None, int | None
     if "query_id" not in state or state.query_id >= len(gallery):
         state.query_id = ex.default_query_id(gallery)
     st.subheader("Query")
-    mode = st.radio("Query from", ui.QUERY_MODES, horizontal=True, key="query_mode", persist_state=SESSION)
+    mode = st.radio("Query from", ui.QUERY_MODES, horizontal=True, key="query_mode")
     if mode == "Upload":
         upload = st.file_uploader("Upload an image (PNG, JPEG or WebP)", key="query_upload")
         if upload is None:
@@ -52,15 +52,14 @@ def pick_query(gallery: Gallery, encoder) -> tuple[np.ndarray | None, int | None
         image = ex.query_image_from_upload(upload.getvalue(), upload.name)
         return vector, None, None, image, f"upload {upload.name}"
     if mode == "Text":
-        text = st.text_input("Text query", key="query_text", persist_state=SESSION).strip()
+        text = st.text_input("Text query", key="query_text").strip()
         if not text:
             st.warning("Type a text query.")
             return None, None, None, None, ""
         return ui.embed_text_query(encoder, text), None, None, None, f"text “{text}”"
 
     search_col, pick_col = st.columns([2, 3])
-    needle = search_col.text_input("Search by name", key="query_search", placeholder="e.g. cat, rocket, pizza",
-                                      persist_state=SESSION)
+    needle = search_col.text_input("Search by name", key="query_search", placeholder="e.g. cat, rocket, pizza")
     options = gallery.find(needle) if needle.strip() else []
     if needle.strip() and not options:
         search_col.caption("No gallery image matches.")
@@ -125,8 +124,7 @@ def main() -> None:
         col_a, col_b = st.columns(2)
         parsed_a = ui.anchor_column(col_a, "a", "A (object)", presets)
         parsed_b = ui.anchor_column(col_b, "b", "B (style)", presets)
-        weighting = st.radio("Weights of A and B", list(ex.WEIGHTINGS), horizontal=True, key="weighting",
-                             persist_state=SESSION, format_func=str.capitalize)
+        weighting = st.radio("Weights of A and B", list(ex.WEIGHTINGS), horizontal=True, key="weighting", format_func=str.capitalize)
         st.caption(ex.WEIGHTINGS[weighting])
     ui.publish_link(fields, gallery)
     if query is None:
@@ -149,7 +147,6 @@ def results_section(view: View) -> None:
     """The p slider and everything that depends on it: a fragment, so that moving p reruns only this."""
     geometry, gallery = view.geometry, view.gallery
     p = st.slider("p: weight of A against B (p = 1: only A, p = 0: only B)", 0.0, 1.0, step=0.05, key="p",
-                  persist_state=SESSION,
                   disabled=not geometry.is_mixture)
     if not geometry.is_mixture:
         st.caption(f"Only set {geometry.component_names[0]} has anchors, so p has no effect.")

@@ -16,7 +16,7 @@ from anchordiv import explain, lesson
 from anchordiv import explorer as ex
 from anchordiv.explorer import links
 from anchordiv.models import anchor_model_kind
-from shared_ui import SESSION, attempt
+from shared_ui import attempt
 
 CIRCLE, SPHERE = "2-D: directions on a circle", "3-D: directions on a sphere"
 # The toy world's first view: A, three "objects" close together; B, two "styles" elsewhere; the
@@ -36,17 +36,15 @@ def toy_controls() -> dict:
     """The toy world's settings as plain values (the anchors still as typed text)."""
     world, kind, weighting = st.columns([2, 2, 2])
     settings = {
-        "world": world.radio("World", [CIRCLE, SPHERE], key="learn_world", persist_state=SESSION),
-        "kind": kind.selectbox("Anchor model", lesson.TOY_KINDS, key="learn_kind", persist_state=SESSION,
+        "world": world.radio("World", [CIRCLE, SPHERE], key="learn_world"),
+        "kind": kind.selectbox("Anchor model", lesson.TOY_KINDS, key="learn_kind",
                                format_func=lambda name: anchor_model_kind(name).label),
-        "weighting": weighting.radio("Weights of A and B", list(lesson.TOY_WEIGHTINGS), key="learn_weighting",
-                                     persist_state=SESSION, format_func=str.capitalize, horizontal=True),
+        "weighting": weighting.radio("Weights of A and B", list(lesson.TOY_WEIGHTINGS), key="learn_weighting", format_func=str.capitalize, horizontal=True),
     }
     weighting.caption(lesson.TOY_WEIGHTINGS[settings["weighting"]])
     scale, p = st.columns(2)
-    settings["scale"] = scale.slider("Scale s (inverse temperature)", 0.5, 40.0, step=0.5, key="learn_scale",
-                                     persist_state=SESSION)
-    settings["p"] = p.slider("p: weight of A against B", 0.0, 1.0, step=0.05, key="learn_p", persist_state=SESSION)
+    settings["scale"] = scale.slider("Scale s (inverse temperature)", 0.5, 40.0, step=0.5, key="learn_scale")
+    settings["p"] = p.slider("p: weight of A against B", 0.0, 1.0, step=0.05, key="learn_p")
     return settings
 
 
@@ -62,7 +60,7 @@ def anchor_inputs(suffix: str, help_text: str, query_text: str) -> tuple[str, st
     for column, name in zip(st.columns(2), "AB"):
         key = f"learn_anchors_{name.lower()}{suffix}"
         texts.append(column.text_input(f"Set {name}" + (" (may be empty)" if name == "B" else ""), key=key,
-                                       help=help_text, persist_state=SESSION))
+                                       help=help_text))
         column.button(f"Add the query to {name}", key=f"learn_add_{name.lower()}{suffix}", on_click=add_query_to,
                       args=(key, query_text))
     return texts[0], texts[1]
@@ -101,7 +99,7 @@ def responsibility_section(toy: lesson.ToyGeometry, query: torch.Tensor, p: floa
 
 # -- the circle -------------------------------------------------------------------------------------
 def circle_world(settings: dict) -> None:
-    query_angle = st.slider("Query direction θ (degrees)", 0, 359, key="learn_query", persist_state=SESSION)
+    query_angle = st.slider("Query direction θ (degrees)", 0, 359, key="learn_query")
     text_a, text_b = anchor_inputs("", "Angles in degrees, separated by commas: add, remove or change one to move "
                                        "the anchors.", f"{query_angle:g}")
     angles = attempt(lambda: (lesson.parse_angles(text_a, "Set A"), lesson.parse_angles(text_b, "Set B", True)),
@@ -134,8 +132,7 @@ def circle_world(settings: dict) -> None:
 
 def circle_picture(toy: lesson.ToyGeometry, query: torch.Tensor, profile: pd.DataFrame) -> None:
     st.subheader("The world and the query's neighbourhood")
-    width = st.slider("Neighbourhood size: width of the cosine arc (degrees)", 5, 180, step=5, key="learn_width",
-                      persist_state=SESSION)
+    width = st.slider("Neighbourhood size: width of the cosine arc (degrees)", 5, 180, step=5, key="learn_width")
     balls = lesson.equal_size_neighbourhoods(profile, float(width))
     anchors = toy.anchor_table(query)
     figure = go.Figure()
@@ -209,10 +206,8 @@ def mark_angles(figure: go.Figure, angles: tuple[list[float], list[float]], quer
 # -- the sphere -------------------------------------------------------------------------------------
 def sphere_world(settings: dict) -> None:
     azimuth_col, elevation_col = st.columns(2)
-    azimuth = azimuth_col.slider("Query azimuth φ (degrees)", -180, 180, key="learn_query_azimuth",
-                                 persist_state=SESSION)
-    elevation = elevation_col.slider("Query elevation (degrees)", -90, 90, key="learn_query_elevation",
-                                     persist_state=SESSION)
+    azimuth = azimuth_col.slider("Query azimuth φ (degrees)", -180, 180, key="learn_query_azimuth")
+    elevation = elevation_col.slider("Query elevation (degrees)", -90, 90, key="learn_query_elevation")
     text_a, text_b = anchor_inputs("_3d", "Azimuth and elevation in degrees, pairs separated by semicolons, e.g. "
                                           "'0 0; 90 30'.", f"{azimuth:g} {elevation:g}")
     pairs = attempt(lambda: (lesson.parse_angle_pairs(text_a, "Set A"),
@@ -293,7 +288,7 @@ def gallery_section(choices: dict, fields: list, share_slot) -> None:
                                                 choices["k"], exclude=query_id), "Cannot rank the gallery", stop=True)
     if state["learn_neighbour"] > len(ids):  # a link's neighbour beyond this k
         state["learn_neighbour"] = 1
-    rank = st.selectbox("Neighbour", list(range(1, len(ids) + 1)), key="learn_neighbour", persist_state=SESSION,
+    rank = st.selectbox("Neighbour", list(range(1, len(ids) + 1)), key="learn_neighbour",
                         format_func=lambda r: f"{r}. {gallery.caption(int(ids[r - 1]))}")
     neighbour = int(ids[rank - 1])
     query_image, neighbour_image, _ = st.columns([1, 1, 4])

@@ -1,0 +1,205 @@
+"""Compare: the figure builder. Rows are queries, columns are geometries, each cell the query's top-k
+under that geometry (the paper's Figs. 1 and 8, made interactive), exported as PNG, PDF or SVG.
+
+The rows and columns are plain text specs (:mod:`anchordiv.figure`) kept in
+``st.session_state["compare_rows"]`` and ``["compare_columns"]`` (lists of strings); an uploaded
+query is the row ``upload:<name>``, its bytes kept in ``["compare_uploads"]``. The anchor sets are
+the Explore page's; the model, scale and direction are the sidebar's, and a column may override the
+model and scale (``A model=gaussian s=20``)."""
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import streamlit as st
+
+import shared_ui as ui
+from anchordiv import explorer as ex
+from anchordiv import figure as fg
+from anchordiv.explorer import links
+from anchordiv.gallery import Gallery
+from anchordiv.models import list_anchor_models
+from shared_ui import attempt
+
+ROWS, COLUMNS, UPLOADS = "compare_rows", "compare_columns", "compare_uploads"
+COMMON_COLUMNS = ["cosine", "iti", "A", "B", "mix p=0.25", "mix p=0.5", "mix p=0.75"]
+DEFAULT_COLUMNS = ["cosine", "A", "B", "mix p=0.5"]  # Fig. 1: the baseline, each set alone, and their mixture
+PREVIEW_DPI = 110
+
+
+# -- rows -----------------------------------------------------------------------------------------
+def add_row(spec: str) -> None:
+    """Append ``spec`` to the rows (a callback: it runs before the rows' widget is drawn)."""
+    rows = st.session_state[ROWS]
+    if spec not in rows:
+        st.session_state[ROWS] = [*rows, spec]
+
+
+def add_random() -> None:
+    add_row(str(fg.QueryRow("random", int(np.random.default_rng().integers(1_000_000)))))
+
+
+def add_picked() -> None:
+    picked = st.session_state.compare_pick
+    if picked is not None:
+        add_row(str(fg.QueryRow("id", int(picked))))
+        st.session_state.compare_pick = None
+
+
+def add_text() -> None:
+    text = " ".join(st.session_state.compare_text.split())
+    if text:
+        add_row(str(fg.QueryRow("text", text)))
+        st.session_state.compare_text = ""
+
+
+def add_upload() -> None:
+    upload = st.session_state.compare_upload
+    if upload is not None:
+        st.session_state[UPLOADS] = {**st.session_state[UPLOADS], upload.name: upload.getvalue()}
+        add_row(str(fg.QueryRow("upload", upload.name)))
+
+
+def row_controls(gallery: Gallery) -> None:
+    """The rows as an editable list (remove with ✕, or type a spec), and the ways to add one."""
+    st.multiselect("Queries (rows, top to bottom)", st.session_state[ROWS], key=ROWS, accept_new_options=True, placeholder="type a row: #12, cat, text:a dog in watercolor, random:7",
+                   help="A gallery id (#12), a name (the first image whose caption contains it), text:…, random or "
+                        "random:SEED; ✕ removes a row.")
+    by_name, by_text, by_file = st.columns(3)
+    needle = by_name.text_input("Find a gallery image by name", key="compare_search",
+                                placeholder="e.g. kissing, halo")
+    matches = gallery.find(needle) if needle.strip() else []
+    by_name.selectbox("Add a match", matches, index=None, format_func=gallery.caption, key="compare_pick",
+                      on_change=add_picked, placeholder=f"{len(matches)} match(es)" if matches else "search first")
+    by_name.button("Add a random gallery image", key="compare_add_random", on_click=add_random)
+    by_text.text_input("Text query", key="compare_text", placeholder="a dog in watercolor")
+    by_text.button("Add the text query", key="compare_add_text", on_click=add_text)
+    by_file.file_uploader("Upload a query image (PNG, JPEG or WebP)", type=["png", "jpg", "jpeg", "webp"],
+                          key="compare_upload", on_change=add_upload)
+
+
+def usable_rows(gallery: Gallery, encoder) -> list[fg.QueryRow]:
+    """The rows that parse and resolve; an error box for each that does not (it stays in the list)."""
+    rows = []
+    for spec in st.session_state[ROWS]:
+        row = attempt(lambda: fg.parse_query_row(spec), f"Row {spec!r} is left out")
+        if row is not None and attempt(lambda: fg.resolve_queries([row], gallery, encoder, st.session_state[UPLOADS],
+                                                                  *embedders(encoder)), f"Row {spec!r} is left out"):
+            rows.append(row)
+    return rows
+
+
+def embedders(encoder):
+    """The app's cached text and image embedders, for :func:`anchordiv.figure.compare`."""
+    return (lambda text: ui.embed_text_query(encoder, text)), (lambda data, name: ui.embed_upload(encoder, data, name))
+
+
+# -- columns --------------------------------------------------------------------------------------
+def add_custom_column() -> None:
+    """Append the typed column when it parses; otherwise keep it in the box and say why (below it)."""
+    text = st.session_state.compare_custom
+    try:
+        column = fg.parse_geometry_column(text)
+    except ValueError as error:
+        st.session_state.compare_custom_error = f"Column {text!r} is not added: {error}"
+        return
+    st.session_state.compare_custom_error = None
+    if str(column) not in st.session_state[COLUMNS]:
+        st.session_state[COLUMNS] = [*st.session_state[COLUMNS], str(column)]
+    st.session_state.compare_custom = ""
+
+
+def column_controls() -> None:
+    st.multiselect("Geometries (columns, left to right)", COMMON_COLUMNS, key=COLUMNS, accept_new_options=True, placeholder="choose or type a column")
+    st.text_input("Add a custom column", key="compare_custom", on_change=add_custom_column,
+                  placeholder="e.g. mix p=0.3 model=gaussian s=20 weighting=literal",
+                  help="cosine, iti, A, B or mix p=…; A, B and mix take model=KIND and s=SCALE, mix also "
+                       f"weighting=NAME. Models: {', '.join(list_anchor_models())}.")
+    if st.session_state.get("compare_custom_error"):
+        st.error(st.session_state.compare_custom_error)
+
+
+def usable_columns() -> list[fg.GeometryColumn]:
+    parsed = [attempt(lambda: fg.parse_geometry_column(spec), f"Column {spec!r} is left out")
+              for spec in st.session_state[COLUMNS]]
+    return [column for column in parsed if column is not None]
+
+
+# -- the figure -----------------------------------------------------------------------------------
+def figure_key(result: fg.CompareResult) -> str:
+    """Names ``result``'s content (settings, columns, query vectors and neighbours), for the preview's cache."""
+    digest = hashlib.sha256(repr((result.settings, [str(c) for c in result.columns], result.gallery.key)).encode())
+    for query in result.queries:
+        digest.update(query.caption.encode() + np.ascontiguousarray(query.vector).tobytes())
+    digest.update(result.frame().to_csv(index=False).encode())
+    return digest.hexdigest()
+
+
+@st.cache_data(show_spinner="Drawing the figure…", max_entries=16)
+def preview_png(key: str, _result: fg.CompareResult) -> bytes:
+    """``_result`` is not hashed: ``key`` names it (:func:`figure_key`)."""
+    return fg.render_figure(_result, "png", dpi=PREVIEW_DPI)
+
+
+def downloads(result: fg.CompareResult) -> None:
+    """The figure as PNG (200 dpi), PDF and SVG (vector), and its neighbours as CSV; each built when clicked."""
+    kinds = {"png": ("PNG", "image/png"), "pdf": ("PDF", "application/pdf"), "svg": ("SVG", "image/svg+xml")}
+    columns = st.columns(len(kinds) + 1)
+    for column, (form, (label, mime)) in zip(columns, kinds.items()):
+        column.download_button(f"Download {label}", lambda form=form: fg.render_figure(result, form),
+                               f"anchordiv-figure.{form}", mime, key=f"compare_download_{form}")
+    columns[-1].download_button("Download CSV", lambda: result.frame().to_csv(index=False).encode(),
+                                "anchordiv-figure.csv", "text/csv", key="compare_download_csv")
+
+
+def main() -> None:
+    choices = ui.sidebar()
+    encoder = ui.load_encoder_for(choices)
+    gallery = ui.load_gallery_for(choices, encoder)
+    texts_a, texts_b = ui.anchor_texts(gallery)
+    state = st.session_state
+    page_fields = links.compare_fields([f"#{ex.default_query_id(gallery)}", str(fg.QueryRow("random", 1))],
+                                       DEFAULT_COLUMNS, list(ex.WEIGHTINGS))
+    ui.follow_link(page_fields, "compare", known=links.ALL_PARAMS)
+    ui.link_notes()
+    state.setdefault(UPLOADS, {})
+    for key in (ROWS, COLUMNS):  # a multiselect holds each value once (a link may repeat one)
+        state[key] = list(dict.fromkeys(state[key]))
+
+    st.title("Compare geometries")
+    share_slot = st.container()  # the link, once the controls below have settled the state
+    st.caption(f"Each row is a query, each column a geometry, each cell the query's top-k. Anchor sets from the "
+               f"Explore page: A has {len(texts_a):,} anchors, B {len(texts_b):,}; model, scale and direction from "
+               "the sidebar unless a column sets its own.")
+    row_controls(gallery)
+    column_controls()
+    k_col, weighting_col = st.columns([1, 3])
+    k = int(k_col.number_input("Top-k per cell", 1, 20, key="compare_k"))
+    weighting = weighting_col.radio("Weights of A and B in mix columns", list(ex.WEIGHTINGS), horizontal=True,
+                                    key="compare_weighting", format_func=str.capitalize)
+    fields = ui.sidebar_fields() + ui.view_fields(gallery) + page_fields
+    ui.publish_link(fields, gallery)
+    with share_slot:
+        ui.share_box(fields, gallery)
+    rows, columns = usable_rows(gallery, encoder), usable_columns()
+    if not rows or not columns:
+        st.info("Add at least one query row and one geometry column to draw the figure.")
+        return
+    embed_text, embed_image = embedders(encoder)
+    result = attempt(lambda: fg.compare(
+        gallery, encoder, rows, columns, texts_a, texts_b, k, ui.geometry_spec(choices), weighting,
+        prior_texts=ex.parse_anchor_text(choices["prior_text"]).anchors,
+        geometry_for=lambda kind, scale: ui.geometry_for(choices, gallery, encoder, texts_a, texts_b, kind, scale),
+        baseline_for=lambda kind: ui.get_baseline(kind, gallery, encoder, texts_a + texts_b if kind == "iti" else ()),
+        images=state[UPLOADS], embed_text=embed_text, embed_image=embed_image), "Cannot build the figure")
+    if result is None:
+        return
+    st.image(preview_png(figure_key(result), result), width="stretch")
+    st.caption("Green frame (obj): same object as the query · orange frame (sty): same style. "
+               + " · ".join(result.settings.lines()))
+    downloads(result)
+    with st.expander("Neighbour table"):
+        st.dataframe(result.frame(), hide_index=True)
+
+
+main()

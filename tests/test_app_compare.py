@@ -1,0 +1,157 @@
+"""The Compare page (the figure builder) through streamlit.testing.v1.AppTest: its neighbour table is
+anchordiv.figure.compare's for the same rows, columns and settings, every control changes what the
+library says it changes, and bad input is a message on the page, never an exception."""
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from anchordiv import explorer as ex
+from anchordiv import figure as fg
+from anchordiv.builtin.weights import ASSETS_DIR, MANIFEST_NAME, WEIGHTS_NAME
+
+streamlit_testing = pytest.importorskip("streamlit.testing.v1")
+AppTest = streamlit_testing.AppTest
+
+APP = Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py"
+TIMEOUT = 240
+
+pytestmark = [
+    pytest.mark.skipif(not (ASSETS_DIR / WEIGHTS_NAME).is_file() or not (ASSETS_DIR / MANIFEST_NAME).is_file(),
+                       reason="the built-in model weights (assets/builtin-model.*) are not there yet"),
+    pytest.mark.usefixtures("app_env"),
+]
+
+
+def open_compare() -> AppTest:
+    """The Compare page as a visitor opening its address."""
+    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    app.switch_page("views/compare.py").run()
+    assert not app.exception, app.exception
+    return app
+
+
+def expected(library, rows, columns, k=5, weighting="calibrated", spec=ex.GeometrySpec(scale=10.0),
+             images=None) -> fg.CompareResult:
+    """The library's figure for the page's default anchor sets (the Explore page's presets)."""
+    presets = library["presets"]
+    return fg.compare(library["gallery"], library["encoder"], rows, columns, presets["Gallery object names"],
+                      presets["Gallery styles"], k, spec, weighting, images=images)
+
+
+def shown_table(app: AppTest) -> pd.DataFrame:
+    return app.dataframe[0].value
+
+
+def assert_page_shows(app: AppTest, result: fg.CompareResult) -> None:
+    """The page's neighbour table and settings are the library's, and the figure is drawn."""
+    assert not app.exception, app.exception
+    table, want = shown_table(app), result.frame()
+    assert table[["query", "geometry", "rank", "gallery_id"]].values.tolist() == \
+        want[["query", "geometry", "rank", "gallery_id"]].values.tolist()
+    value = "divergence" if "divergence" in want else "similarity"
+    pd.testing.assert_series_equal(table[value], want[value], check_exact=False, rtol=1e-5)
+    assert len(app.get("image")) == 1
+    assert any(" · ".join(result.settings.lines()) in caption.value for caption in app.caption)
+
+
+def test_the_page_opens_on_the_library_figure_with_its_downloads(library):
+    app = open_compare()
+    assert not app.error
+    rows, columns = app.session_state["compare_rows"], app.session_state["compare_columns"]
+    assert rows == [f"#{ex.default_query_id(library['gallery'])}", "random:1"]
+    assert columns == ["cosine", "A", "B", "mix p=0.5"]
+    assert_page_shows(app, expected(library, rows, columns))
+    keys = {button.proto.id.rsplit("-", 1)[-1] for button in app.get("download_button")}
+    assert {"compare_download_png", "compare_download_pdf", "compare_download_svg"} <= keys
+
+
+def test_each_control_changes_what_the_library_says(library):
+    app = open_compare()
+    app.multiselect(key="compare_columns").set_value(["iti", "mix p=0.3 model=gaussian s=20"]).run()
+    app.text_input(key="compare_custom").input("B s=5").run()
+    columns = ["iti", "mix p=0.3 model=gaussian s=20", "B s=5"]
+    assert app.session_state["compare_columns"] == columns
+    app.text_input(key="compare_text").input("a dog in  watercolor").run()
+    app.button(key="compare_add_text").click().run()
+    app.text_input(key="compare_search").input("kissing").run()
+    app.selectbox(key="compare_pick").select_index(1).run()
+    second_kiss = library["gallery"].find("kissing")[1]
+    rows = app.session_state["compare_rows"]
+    assert rows[2:] == ["text:a dog in watercolor", f"#{second_kiss}"]
+    app.number_input(key="compare_k").set_value(3).run()
+    app.radio(key="compare_weighting").set_value("literal").run()
+    assert_page_shows(app, expected(library, rows, columns, k=3, weighting="literal"))
+    app.sidebar.slider(key="scale").set_value(25.0).run()  # the default scale: column "B s=5" keeps its own
+    assert_page_shows(app, expected(library, rows, columns, k=3, weighting="literal", spec=ex.GeometrySpec(scale=25.0)))
+    app.button(key="compare_add_random").click().run()
+    added = app.session_state["compare_rows"][-1]
+    assert fg.parse_query_row(added).kind == "random" and fg.parse_query_row(added).value is not None
+
+
+def test_an_uploaded_query_is_a_row(library):
+    app = open_compare()
+    png = io.BytesIO()
+    library["gallery"].image(30).save(png, format="PNG")
+    app.session_state["compare_uploads"] = {"face.png": png.getvalue()}
+    app.multiselect(key="compare_rows").set_value(["upload:face.png", "#2"]).run()
+    result = expected(library, ["upload:face.png", "#2"], app.session_state["compare_columns"],
+                      images={"face.png": png.getvalue()})
+    assert_page_shows(app, result)
+    assert shown_table(app).same_object.iloc[:5].isna().all()  # an upload has no labels to share
+
+
+def test_bad_input_is_a_message_and_the_rest_is_still_drawn(library):
+    app = open_compare()
+    app.multiselect(key="compare_rows").set_value(["#1", "#999", "no such emoji", "upload:gone.png", "#"]).run()
+    errors = " ".join(error.value for error in app.error)
+    for message in ("the gallery has 96 images", "no gallery image's caption contains 'no such emoji'",
+                    "no image data for 'gone.png'; upload it again", "after '#' comes a gallery id"):
+        assert message in errors
+    assert_page_shows(app, expected(library, ["#1"], app.session_state["compare_columns"]))
+
+    app.text_input(key="compare_custom").input("mix p=3").run()
+    assert any("Column 'mix p=3' is not added: p=3 is outside [0, 1]" in error.value for error in app.error)
+    assert app.text_input(key="compare_custom").value == "mix p=3"  # kept, to fix it
+    app.multiselect(key="compare_columns").set_value(["A", "A model=nope"]).run()
+    assert any("unknown anchor model 'nope'" in error.value for error in app.error)
+    assert_page_shows(app, expected(library, ["#1"], ["A"]))
+
+    app.session_state["compare_rows"] = ["#1", "#4", "#1"]  # as a hand-made link might say
+    app.run()
+    assert not app.exception and app.session_state["compare_rows"] == ["#1", "#4"]
+
+    app.session_state["anchors_b"] = ""
+    app.multiselect(key="compare_columns").set_value(["cosine", "B"]).run()
+    assert not app.exception
+    assert any("column 'B' needs anchors in set B" in error.value for error in app.error)
+    app.multiselect(key="compare_rows").set_value([]).run()
+    assert not app.exception and any("Add at least one query row" in info.value for info in app.info)
+
+
+def test_the_sidebar_chosen_on_explore_holds_on_the_first_run_of_compare(library):
+    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    app.sidebar.slider(key="scale").set_value(20.0).run()
+    app.switch_page("views/compare.py").run()
+    rows, columns = app.session_state["compare_rows"], app.session_state["compare_columns"]
+    assert_page_shows(app, expected(library, rows, columns, spec=ex.GeometrySpec(scale=20.0)))
+
+
+def test_the_figure_travels_in_the_link(library):
+    app = open_compare()
+    app.multiselect(key="compare_columns").set_value(["cosine", "mix p=0.3 model=gaussian s=20"]).run()
+    app.number_input(key="compare_k").set_value(3).run()
+    assert app.query_params["columns"] == ["cosine", "mix p=0.3 model=gaussian s=20"] and app.query_params["cell_k"] == "3"
+    shown = shown_table(app)
+    again = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    again.query_params = dict(app.query_params) | {"cell_k": "99"}
+    again.switch_page("views/compare.py").run()
+    assert not again.exception
+    assert again.session_state["compare_columns"] == ["cosine", "mix p=0.3 model=gaussian s=20"]
+    assert "cell_k" in " ".join(str(item.value) for item in again.warning)  # 99 is out of range: k stays 5
+    rows, columns = again.session_state["compare_rows"], again.session_state["compare_columns"]
+    assert_page_shows(again, expected(library, rows, columns, k=5))
+    assert shown_table(again)["gallery_id"].tolist()[:3] == shown["gallery_id"].tolist()[:3]
