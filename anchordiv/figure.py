@@ -401,8 +401,8 @@ def compare(gallery: Gallery, encoder, rows: Sequence[QueryRow | str], columns: 
                                                              prior_texts))
     baseline_for = _once(baseline_for or _fitting_baselines(gallery, encoder, texts_a + texts_b))
     queries = resolve_queries(rows, gallery, encoder, images, embed_text, embed_image)
-    settings = CompareSettings(check_positive_int(k, "top-k"), weighting, default_spec, texts_a, texts_b, prior_texts, gallery.description,
-                               encoder.name)
+    settings = CompareSettings(check_positive_int(k, "top-k"), weighting, default_spec, texts_a, texts_b, prior_texts,
+                               gallery.description, encoder.name)
     tables = []
     for query in queries:
         tables.append([_cell(query, column, gallery, settings, geometry_for, baseline_for) for column in columns])

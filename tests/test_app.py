@@ -584,3 +584,5 @@ def test_the_report_page_shows_the_shipped_report(library):
     images = [block for section in sections for block in section.blocks if block.kind == "image"]
     assert len(app.get("image")) == len(images) >= 5
     assert app.title[0].value == title
+    glance = " ".join(str(item.value) for item in app.markdown)
+    assert all(section.verdict in glance for section in sections if section.verdict)

@@ -31,3 +31,12 @@ def test_links_outside_the_folder_stay_text(tmp_path):
 def test_no_report_names_the_command(tmp_path):
     with pytest.raises(ValueError, match="anchordiv reproduce --out"):
         read_report(tmp_path)
+
+
+def test_each_experiment_has_its_verdict():
+    _, sections = read_report()
+    verdicts = {section.title: section.verdict for section in sections}
+    assert verdicts["Study"] is None
+    assert verdicts["1. Object vs style anchors: the p sweep (paper Fig. 3, left)"].startswith("Holds:")
+    assert sum(verdict is not None for verdict in verdicts.values()) >= 6
+    assert not any(verdict and "**" in verdict for verdict in verdicts.values())

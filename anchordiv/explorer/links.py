@@ -281,5 +281,6 @@ def compare_fields(default_rows: Sequence[str], default_columns: Sequence[str], 
 # another page's parameter is not told it is unknown.
 ALL_PARAMS = ("model", "scale", "components", "rank", "alpha", "prior", "direction", "k", "iti", "mode", "query",
               "text", "weighting", "p", "preset_a", "anchors_a", "preset_b", "anchors_b", GALLERY_PARAM,
-              "rows", "columns", "cell_k", "mix_weighting", "toy_world", "toy_model", "toy_weighting", "toy_scale", "toy_p", "toy_a", "toy_b",
+              "rows", "columns", "cell_k", "mix_weighting", "toy_world", "toy_model", "toy_weighting", "toy_scale",
+              "toy_p", "toy_a", "toy_b",
               "toy_query", "toy_width", "toy_a3", "toy_b3", "toy_azimuth", "toy_elevation", "neighbour")

@@ -27,6 +27,15 @@ class ReportSection:
     title: str
     blocks: tuple[ReportBlock, ...]
 
+    @property
+    def verdict(self) -> str | None:
+        """The section's verdict (its first paragraph when that is in bold), without the bold."""
+        first = next((block.text for block in self.blocks if block.kind == "text"), "")
+        paragraph = first.split("\n\n", 1)[0].strip()
+        if paragraph.startswith("**") and paragraph.endswith("**"):
+            return paragraph[2:-2]
+        return None
+
 
 def read_report(folder: str | Path = REPORT_FOLDER) -> tuple[str, list[ReportSection]]:
     """``(title, sections)`` of the report in ``folder``: the text before the first ``##`` heading

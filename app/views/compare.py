@@ -62,7 +62,8 @@ def add_upload() -> None:
 
 def row_controls(gallery: Gallery) -> None:
     """The rows as an editable list (remove with ✕, or type a spec), and the ways to add one."""
-    st.multiselect("Queries (rows, top to bottom)", st.session_state[ROWS], key=ROWS, accept_new_options=True, placeholder="type a row: #12, cat, text:a dog in watercolor, random:7",
+    st.multiselect("Queries (rows, top to bottom)", st.session_state[ROWS], key=ROWS, accept_new_options=True,
+                   placeholder="type a row: #12, cat, text:a dog in watercolor, random:7",
                    help="A gallery id (#12), a name (the first image whose caption contains it), text:…, random or "
                         "random:SEED; ✕ removes a row.")
     by_name, by_text, by_file = st.columns(3)
@@ -110,7 +111,8 @@ def add_custom_column() -> None:
 
 
 def column_controls() -> None:
-    st.multiselect("Geometries (columns, left to right)", COMMON_COLUMNS, key=COLUMNS, accept_new_options=True, placeholder="choose or type a column")
+    st.multiselect("Geometries (columns, left to right)", COMMON_COLUMNS, key=COLUMNS, accept_new_options=True,
+                   placeholder="choose or type a column")
     st.text_input("Add a custom column", key="compare_custom", on_change=add_custom_column,
                   placeholder="e.g. mix p=0.3 model=gaussian s=20 weighting=literal",
                   help="cosine, iti, A, B or mix p=…; A, B and mix take model=KIND and s=SCALE, mix also "

@@ -124,7 +124,8 @@ def main() -> None:
         col_a, col_b = st.columns(2)
         parsed_a = ui.anchor_column(col_a, "a", "A (object)", presets)
         parsed_b = ui.anchor_column(col_b, "b", "B (style)", presets)
-        weighting = st.radio("Weights of A and B", list(ex.WEIGHTINGS), horizontal=True, key="weighting", format_func=str.capitalize)
+        weighting = st.radio("Weights of A and B", list(ex.WEIGHTINGS), horizontal=True, key="weighting",
+                             format_func=str.capitalize)
         st.caption(ex.WEIGHTINGS[weighting])
     ui.publish_link(fields, gallery)
     if query is None:

@@ -39,7 +39,8 @@ def toy_controls() -> dict:
         "world": world.radio("World", [CIRCLE, SPHERE], key="learn_world"),
         "kind": kind.selectbox("Anchor model", lesson.TOY_KINDS, key="learn_kind",
                                format_func=lambda name: anchor_model_kind(name).label),
-        "weighting": weighting.radio("Weights of A and B", list(lesson.TOY_WEIGHTINGS), key="learn_weighting", format_func=str.capitalize, horizontal=True),
+        "weighting": weighting.radio("Weights of A and B", list(lesson.TOY_WEIGHTINGS), key="learn_weighting",
+                                     format_func=str.capitalize, horizontal=True),
     }
     weighting.caption(lesson.TOY_WEIGHTINGS[settings["weighting"]])
     scale, p = st.columns(2)

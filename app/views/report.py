@@ -19,14 +19,23 @@ def data_table(path) -> pd.DataFrame:
     return pd.read_csv(path)
 
 
+def at_a_glance(sections) -> None:
+    """Each experiment's verdict, one line each, before the study's details."""
+    verdicts = [(section.title, section.verdict) for section in sections if section.verdict]
+    if verdicts:
+        st.subheader("At a glance")
+        st.markdown("\n".join(f"- **{title}**: {verdict}" for title, verdict in verdicts))
+        st.caption("Each tab holds the experiment's figure, its table and its data.")
+
+
 def main() -> None:
     title, sections = attempt(report, "Cannot show the reproduction report", stop=True)
     st.title(title)
     st.caption("Written by `python -m anchordiv reproduce --out docs/reproduction/builtin-world` on the built-in "
                "world and model; every figure below is read from that folder.")
-    for tab, section in zip(st.tabs([section.title for section in sections]), sections):
+    for number, (tab, section) in enumerate(zip(st.tabs([section.title for section in sections]), sections)):
         with tab:
-            for number, block in enumerate(section.blocks):
+            for index, block in enumerate(section.blocks):
                 if block.kind == "text":
                     st.markdown(block.text)
                 elif block.kind == "image":
@@ -36,7 +45,9 @@ def main() -> None:
                         table = data_table(block.path)
                         st.dataframe(table, hide_index=True)
                         st.download_button(f"Download {block.text}", table.to_csv(index=False).encode(),
-                                           block.path.name, "text/csv", key=f"report_{section.title}_{number}")
+                                           block.path.name, "text/csv", key=f"report_{section.title}_{index}")
+            if number == 0:
+                at_a_glance(sections)
 
 
 main()
