@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -77,59 +78,75 @@ def page_report(page, log_path: Path) -> str:
     return f"page text:\n{body}\nstreamlit log:\n{log}"
 
 
-def test_browser_types_anchors_moves_p_and_sees_the_grid_change(app_url, tmp_path):
-    from playwright.sync_api import Error as PlaywrightError
+@contextmanager
+def chromium():
+    """The system Chromium, headless, closed afterwards."""
     from playwright.sync_api import sync_playwright
 
-    url, log_path = app_url
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         try:
-            page = browser.new_page(viewport={"width": 1500, "height": 2600})
-            page.goto(url)
-            try:
-                start = wait_for_grids(page, 20)  # two grids of 10
-                wait_until_idle(page)
-            except PlaywrightError as error:
-                pytest.fail(f"the neighbour grids never appeared ({error})\n{page_report(page, log_path)}")
-            page.screenshot(path=str(tmp_path / "start.png"), full_page=True)
-
-            style_box = page.get_by_label("Anchor set B (style) (one per line)")
-            style_box.fill("pixel art\nneon on black\npixel art\n")
-            style_box.press("Control+Enter")  # Streamlit's shortcut to apply a text area
-            page.get_by_text("2 anchors in use").first.wait_for(timeout=60_000)
-            wait_until_idle(page)
-            typed = wait_for_change(page, start)
-
-            slider = page.locator('[data-testid="stSlider"]').filter(has_text="weight of A").get_by_role("slider")
-            slider.focus()
-            for _ in range(10):  # 0.5 -> 1.0 in steps of 0.05: only A
-                slider.press("ArrowRight")
-            page.get_by_text("p = 1.00").first.wait_for(timeout=60_000)
-            wait_until_idle(page)
-            moved = wait_for_change(page, typed)
-            assert moved[:10] != typed[:10] or typed[:10] != start[:10], \
-                f"the neighbour grid never changed\n{page_report(page, log_path)}"
-            shot = tmp_path / "after.png"
-            page.screenshot(path=str(shot), full_page=True)
-            shutil.copy(shot, "/tmp/anchordiv_app.png")
-            assert not page.get_by_text("Traceback").count(), page_report(page, log_path)
-
-            # A run that stops before drawing the anchors (no data folder offered) must not empty
-            # them in the browser while the server keeps using them: set A was filled by its preset.
-            object_box = page.get_by_label("Anchor set A (object) (one per line)")
-            objects = object_box.input_value()
-            assert objects.strip(), page_report(page, log_path)
-            page.get_by_text("Image folder", exact=True).click()
-            page.get_by_text("offers no data folders").first.wait_for(timeout=60_000)
-            page.get_by_text("Built-in emoji world", exact=True).click()
-            page.get_by_text("2 anchors in use").first.wait_for(timeout=60_000)
-            wait_until_idle(page)
-            assert object_box.input_value() == objects, page_report(page, log_path)
-            assert style_box.input_value().splitlines() == ["pixel art", "neon on black", "pixel art"], \
-                page_report(page, log_path)
+            yield browser
         finally:
             browser.close()
+
+
+def open_explorer(browser, url: str, log_path: Path):
+    """A page in a fresh browser context (no cookies, no storage) on ``url``, once both neighbour
+    grids are drawn and the run has ended."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    page = browser.new_context(viewport={"width": 1500, "height": 2600}).new_page()
+    page.goto(url)
+    try:
+        wait_for_grids(page, 20)  # two grids of 10
+        wait_until_idle(page)
+    except PlaywrightError as error:
+        pytest.fail(f"the neighbour grids never appeared ({error})\n{page_report(page, log_path)}")
+    return page
+
+
+def test_browser_types_anchors_moves_p_and_sees_the_grid_change(app_url, tmp_path):
+    url, log_path = app_url
+    with chromium() as browser:
+        page = open_explorer(browser, url, log_path)
+        start = neighbour_captions(page)
+        page.screenshot(path=str(tmp_path / "start.png"), full_page=True)
+
+        style_box = page.get_by_label("Anchor set B (style) (one per line)")
+        style_box.fill("pixel art\nneon on black\npixel art\n")
+        style_box.press("Control+Enter")  # Streamlit's shortcut to apply a text area
+        page.get_by_text("2 anchors in use").first.wait_for(timeout=60_000)
+        wait_until_idle(page)
+        typed = wait_for_change(page, start)
+
+        slider = page.locator('[data-testid="stSlider"]').filter(has_text="weight of A").get_by_role("slider")
+        slider.focus()
+        for _ in range(10):  # 0.5 -> 1.0 in steps of 0.05: only A
+            slider.press("ArrowRight")
+        page.get_by_text("p = 1.00").first.wait_for(timeout=60_000)
+        wait_until_idle(page)
+        moved = wait_for_change(page, typed)
+        assert moved[:10] != typed[:10] or typed[:10] != start[:10], \
+            f"the neighbour grid never changed\n{page_report(page, log_path)}"
+        shot = tmp_path / "after.png"
+        page.screenshot(path=str(shot), full_page=True)
+        shutil.copy(shot, "/tmp/anchordiv_app.png")
+        assert not page.get_by_text("Traceback").count(), page_report(page, log_path)
+
+        # A run that stops before drawing the anchors (no data folder offered) must not empty
+        # them in the browser while the server keeps using them: set A was filled by its preset.
+        object_box = page.get_by_label("Anchor set A (object) (one per line)")
+        objects = object_box.input_value()
+        assert objects.strip(), page_report(page, log_path)
+        page.get_by_text("Image folder", exact=True).click()
+        page.get_by_text("offers no data folders").first.wait_for(timeout=60_000)
+        page.get_by_text("Built-in emoji world", exact=True).click()
+        page.get_by_text("2 anchors in use").first.wait_for(timeout=60_000)
+        wait_until_idle(page)
+        assert object_box.input_value() == objects, page_report(page, log_path)
+        assert style_box.input_value().splitlines() == ["pixel art", "neon on black", "pixel art"], \
+            page_report(page, log_path)
 
 
 def slider_value(page, label: str) -> float:
@@ -142,46 +159,34 @@ def test_browser_links_restore_the_view_and_every_page_opens(app_url, tmp_path):
     """Moving p changes the page's URL; that URL in a fresh browser context shows the same p and the
     same neighbour captions; the navigation lists every page, and each opens without a traceback.
     The Compare page's PNG, PDF and SVG downloads open and hold its grid."""
-    from playwright.sync_api import sync_playwright
-
     url, log_path = app_url
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            page = browser.new_page(viewport={"width": 1500, "height": 2600})
-            page.goto(url)
-            wait_for_grids(page, 20)
-            wait_until_idle(page)
-            navigation = page.locator('[data-testid="stSidebarNav"]').inner_text()
-            for title in ("Explore", "Compare", "Learn", "Report"):
-                assert title in navigation, f"{title} missing from the navigation: {navigation}"
+    with chromium() as browser:
+        page = open_explorer(browser, url, log_path)
+        navigation = page.locator('[data-testid="stSidebarNav"]').inner_text()
+        for title in ("Explore", "Compare", "Learn", "Report"):
+            assert title in navigation, f"{title} missing from the navigation: {navigation}"
 
-            slider = page.locator('[data-testid="stSlider"]').filter(has_text="weight of A").get_by_role("slider")
-            slider.focus()
-            for _ in range(6):  # 0.5 -> 0.8
-                slider.press("ArrowRight")
-            page.wait_for_url("**p=0.8*", timeout=60_000)
-            wait_until_idle(page)
-            shown = neighbour_captions(page)
-            link = page.url
+        slider = page.locator('[data-testid="stSlider"]').filter(has_text="weight of A").get_by_role("slider")
+        slider.focus()
+        for _ in range(6):  # 0.5 -> 0.8
+            slider.press("ArrowRight")
+        page.wait_for_url("**p=0.8*", timeout=60_000)
+        wait_until_idle(page)
+        shown = neighbour_captions(page)
+        link = page.url
 
-            fresh = browser.new_context(viewport={"width": 1500, "height": 2600}).new_page()
-            fresh.goto(link)
-            wait_for_grids(fresh, 20)
+        fresh = open_explorer(browser, link, log_path)
+        assert slider_value(fresh, "weight of A") == 0.8, page_report(fresh, log_path)
+        assert neighbour_captions(fresh) == shown, page_report(fresh, log_path)
+        fresh.screenshot(path=str(tmp_path / "explore.png"), full_page=True)
+
+        for title, text in (("Learn", "tilted"), ("Report", "reproduction report")):
+            fresh.locator('[data-testid="stSidebarNav"]').get_by_text(title, exact=True).click()
+            fresh.get_by_text(text).first.wait_for(timeout=120_000)
             wait_until_idle(fresh)
-            assert slider_value(fresh, "weight of A") == 0.8, page_report(fresh, log_path)
-            assert neighbour_captions(fresh) == shown, page_report(fresh, log_path)
-            fresh.screenshot(path=str(tmp_path / "explore.png"), full_page=True)
-
-            for title, text in (("Learn", "tilted"), ("Report", "reproduction report")):
-                fresh.locator('[data-testid="stSidebarNav"]').get_by_text(title, exact=True).click()
-                fresh.get_by_text(text).first.wait_for(timeout=120_000)
-                wait_until_idle(fresh)
-                assert not fresh.get_by_text("Traceback").count(), page_report(fresh, log_path)
-                fresh.screenshot(path=str(tmp_path / f"{title.lower()}.png"), full_page=True)
-            check_compare_exports(fresh, tmp_path, log_path)
-        finally:
-            browser.close()
+            assert not fresh.get_by_text("Traceback").count(), page_report(fresh, log_path)
+            fresh.screenshot(path=str(tmp_path / f"{title.lower()}.png"), full_page=True)
+        check_compare_exports(fresh, tmp_path, log_path)
 
 
 def check_compare_exports(page, tmp_path: Path, log_path: Path) -> None:
