@@ -50,8 +50,8 @@ class Index(Protocol):
 GALLERY_CHUNK = 2**20
 
 
-def _exclusion_matrix(exclude: ArrayLike | None, n_queries: int, n_gallery: int,
-                      device: torch.device) -> torch.Tensor | None:
+def exclusion_matrix(exclude: ArrayLike | None, n_queries: int, n_gallery: int,
+                     device: torch.device) -> torch.Tensor | None:
     """``exclude`` as a ``(Q, m)`` long tensor of gallery ids (``-1`` pads rows); ids must be
     integers from ``-1`` to ``n_gallery - 1``, so a mistyped id is never silently ignored."""
     if exclude is None:
@@ -71,6 +71,19 @@ def _exclusion_matrix(exclude: ArrayLike | None, n_queries: int, n_gallery: int,
         raise ValueError(f"exclude holds ids outside -1..{n_gallery - 1} (min {int(ids.min())}, max "
                          f"{int(ids.max())}); use gallery positions, and -1 to pad a row.")
     return ids
+
+
+def check_top_k(k: int, n_gallery: int, exclude: torch.Tensor | None) -> int:
+    """``k`` as an int, refused unless it is a whole number from 1 to the items left per query
+    (``n_gallery`` minus the width of an :func:`exclusion_matrix`)."""
+    width = 0 if exclude is None else exclude.shape[1]
+    available = n_gallery - width
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1 or k > available:
+        raise ValueError(
+            f"k={k!r} must be an integer from 1 to {available} (the gallery has {n_gallery} "
+            f"items{f', {width} excluded per query' if width else ''}); lower k."
+        )
+    return int(k)
 
 
 def _mask_excluded(scores: torch.Tensor, exclude: torch.Tensor, start: int) -> None:
@@ -134,24 +147,14 @@ class _InnerProductIndex:
     def _values(self, scores: torch.Tensor, offset: torch.Tensor | None) -> torch.Tensor:
         return scores
 
-    def _check_k(self, k: int, exclude: torch.Tensor | None) -> int:
-        width = 0 if exclude is None else exclude.shape[1]
-        available = self._n_gallery - width
-        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1 or k > available:
-            raise ValueError(
-                f"k={k!r} must be an integer from 1 to {available} (the gallery has {self._n_gallery} "
-                f"items{f', {width} excluded per query' if width else ''}); lower k."
-            )
-        return int(k)
-
     def search(self, queries: ArrayLike, k: int, exclude: ArrayLike | None = None) -> tuple[Any, Any]:
         """The ``k`` nearest gallery items for each query ``(Q, d)``: ``(values, ids)``, both ``(Q, k)``,
         best first (see ``higher_is_closer``). ``exclude`` gives gallery ids to skip per query,
         shape ``(Q,)`` or ``(Q, m)`` with ``-1`` for none (e.g. the query's own position).
         Returns numpy arrays for numpy queries, tensors for tensor queries."""
         query_vectors, offset = self._query_vectors(queries)
-        excluded = _exclusion_matrix(exclude, query_vectors.shape[0], self._n_gallery, self.device)
-        k = self._check_k(k, excluded)
+        excluded = exclusion_matrix(exclude, query_vectors.shape[0], self._n_gallery, self.device)
+        k = check_top_k(k, self._n_gallery, excluded)
         keys, bias = self._keys_and_bias()
         scores, ids = top_k_inner_product(query_vectors, keys, bias, k, excluded)
         return like_input(self._values(scores, offset), queries), like_input(ids, queries)
@@ -216,6 +219,40 @@ class AnchorIndex(_InnerProductIndex):
         index._weights_token = model.weights_token()
         index._keys, index._bias = index._augmented(model)
         return index
+
+    @property
+    def gallery_eta(self) -> torch.Tensor:
+        """The stored natural parameters ``eta_y`` ``(G, d)`` (shared: never write to them)."""
+        return self._eta
+
+    @property
+    def component_kappa(self) -> torch.Tensor:
+        """Per-component ``kappa_k(eta_y)`` ``(G, K)`` as stored for a mixture (``(G,)`` for one model)."""
+        return self._state[0]
+
+    @property
+    def fit_token(self):
+        """The fit of the model the stored terms belong to (compare with ``model.fit_token()``)."""
+        return self._fit_token
+
+    def slider(self, query: ArrayLike, k: int = 10, exclude: Any = None, grid: Any = None,
+               candidates: int | None = None) -> Any:
+        """A certified ``p`` slider for one ``query`` ``(d,)`` over this index's two-component
+        :class:`~anchordiv.MixtureAnchors` (docs/design.md §10): ``slider.at(p)`` gives
+        ``(values, ids, certified)``, both ``(k,)``, for the mixture ``model.with_weights([p, 1 - p])``
+        in its parametrisation (literal, balanced or calibrated), exact whether certified or not.
+
+        One pass over the gallery now (``O(G d)``); each move then costs ``O(C)`` for ``C``
+        candidates when certified, one exact search otherwise. ``exclude``: one gallery id (or
+        ``-1``/``None``); ``grid``: interior points (int) or responsibilities in ``[0, 1]``;
+        ``candidates``: items kept per grid point (default ``max(4 k, 64)``). Raises ``ValueError``
+        for a reverse index (its divergences do not have the convex form; use
+        ``with_model(m).search``), for a model that is not a two-component mixture, and for ``k``
+        outside ``1 .. len(index)`` minus the excluded id. See :class:`anchordiv.slider.MixtureSlider`.
+        """
+        from .slider import MixtureSlider  # the slider imports this module's neighbours; keep it lazy
+
+        return MixtureSlider(self, query, k=k, exclude=exclude, grid=grid, candidates=candidates)
 
     def _augmented(self, model: AnchorModel) -> tuple[torch.Tensor, torch.Tensor]:
         """Keys ``(G, d)`` and bias ``(G,)`` of the stored gallery under ``model``'s weights."""

@@ -1,0 +1,281 @@
+"""A certified ``p`` slider for a two-component :class:`~anchordiv.MixtureAnchors` (docs/design.md §10).
+
+For a query ``x`` and a mixture ``P = w_A P_A + w_B P_B``, let ``r`` be the query's responsibility
+for A, ``r = sigmoid(lambda)`` with the log-odds ``lambda = log w_A - log w_B + kappa_A(eta_x) -
+kappa_B(eta_x)`` (monotone increasing in ``p`` for every parametrisation). Then, exactly,
+
+    D(x -> y) = c(r) - f_y(r),
+    f_y(r)    = r a_y + (1 - r) b_y - log(r exp(alpha_y) + (1 - r) exp(beta_y)),
+    c(r)      = r a_x + (1 - r) b_x,
+
+with ``a_y = grad kappa_A(eta_x) . eta_y``, ``b_y = grad kappa_B(eta_x) . eta_y`` (``a_x``, ``b_x``
+the same with ``eta_x``), ``alpha_y = kappa_A(eta_y) - kappa_A(eta_x)`` and ``beta_y =
+kappa_B(eta_y) - kappa_B(eta_x)``. ``f_y`` is linear minus the log of a positive linear function of
+``r``, so it is convex in ``r``. One pass over the gallery keeps the top-``k'`` items by ``f`` at a
+grid of ``r`` values; an item kept at neither neighbour ``r_j <= r <= r_{j+1}`` has ``f_y(r)`` below
+the chord of the thresholds ``t_j``, ``t_{j+1}`` (the ``k'``-th best scores there). When the
+``k``-th best candidate at ``r`` reaches that chord, the top-``k`` among the candidates is the
+exact top-``k`` (up to exact ties); otherwise :meth:`MixtureSlider.at` falls back to the exact
+search. Math core only: torch and numpy, no I/O.
+"""
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+import torch
+
+from ._validation import ArrayLike, as_numeric_tensor, check_positive_int
+from .models.mixture import MixtureAnchors
+from .search import check_top_k
+
+DEFAULT_GRID = 31            # interior grid points, uniform in log-odds; r = 0 and r = 1 are added
+DEFAULT_TAIL = 1e-3          # the default grid spans the log-odds of p in [TAIL, 1 - TAIL]
+MIN_CANDIDATES = 64          # default k' = max(4 k, MIN_CANDIDATES)
+PASS_ROWS = 2**16            # gallery rows per block of the one pass
+CERTIFICATE_RTOL = 1e-10     # slack on the certificate, far above float64 round-off of f
+
+
+def log_sigmoid(z: np.ndarray | float) -> np.ndarray:
+    """``log sigmoid(z) = -log(1 + exp(-z))``, stable for all ``z`` including ``+-inf``."""
+    return -np.logaddexp(0.0, -np.asarray(z, dtype=np.float64))
+
+
+def sigmoid_gap(low: float, high: float) -> float:
+    """``sigmoid(high) - sigmoid(low)`` without cancellation, for ``low <= high`` (``+-inf`` allowed):
+    ``sigmoid(h) - sigmoid(l) = sigmoid(h) sigmoid(-l) (1 - exp(l - h))``."""
+    if low == high:
+        return 0.0
+    return float(np.exp(log_sigmoid(high) + log_sigmoid(-low)) * -np.expm1(low - high))
+
+
+def mixture_scores(log_r: Any, log_1mr: Any, a: Any, b: Any, alpha: Any, beta: Any, lib: Any = np) -> Any:
+    """Ranking scores ``f_y(r)`` (larger is closer), broadcasting items against grid points.
+
+    ``f_y(r) = b_y + r (a_y - b_y) - logaddexp(log r + alpha_y, log(1 - r) + beta_y)``, with
+    ``log r`` and ``log(1 - r)`` passed separately so that ``r = 0`` and ``r = 1`` (a ``-inf`` log)
+    and ``r`` within round-off of 1 stay exact. ``lib`` is ``numpy`` or ``torch``.
+    """
+    r = lib.exp(log_r)
+    return b + r * (a - b) - lib.logaddexp(log_r + alpha, log_1mr + beta)
+
+
+def _check_query(query: ArrayLike, dim: int) -> torch.Tensor:
+    """One query as a ``(1, d)`` tensor (a ``(d,)`` vector or a single-row matrix)."""
+    tensor = as_numeric_tensor(query, "query")
+    if tensor.ndim == 2 and tensor.shape[0] == 1:
+        tensor = tensor[0]
+    if tensor.ndim != 1 or tensor.shape[0] != dim:
+        raise ValueError(f"query must be one embedding of shape ({dim},); got shape {tuple(tensor.shape)}. "
+                         "Slide one query at a time.")
+    return tensor[None, :]
+
+
+def _check_exclude(exclude: Any, n_gallery: int) -> int | None:
+    """``exclude`` as one gallery id, or ``None`` (``None`` or ``-1``: nothing excluded)."""
+    if exclude is None:
+        return None
+    if isinstance(exclude, (torch.Tensor, np.ndarray)):
+        if (exclude.size if isinstance(exclude, np.ndarray) else exclude.numel()) != 1:
+            raise ValueError(f"exclude must be one gallery id (or -1 / None); got shape {tuple(exclude.shape)}.")
+        exclude = exclude.reshape(()).item()
+    if isinstance(exclude, bool) or not isinstance(exclude, numbers.Integral) or not -1 <= exclude < n_gallery:
+        raise ValueError(f"exclude must be one integer gallery id from -1 (none) to {n_gallery - 1}; got {exclude!r}.")
+    return None if exclude == -1 else int(exclude)
+
+
+def _check_p(p: Any) -> float:
+    if isinstance(p, (bool, np.bool_)) or not isinstance(p, numbers.Real) or not 0.0 <= float(p) <= 1.0:
+        raise ValueError(f"p must be a number from 0 to 1 (the weight of component A); got {p!r}.")
+    return float(p)
+
+
+class MixtureSlider:
+    """Top-``k`` for one query at any weight ``p`` of a two-component mixture, certified exact.
+
+    Built by :meth:`anchordiv.AnchorIndex.slider`. Construction makes one pass over the gallery:
+    ``O(G d)`` for ``a_y``, ``b_y`` plus ``O(G m)`` for ``f`` at ``m`` grid points, keeping the union of
+    each grid point's top-``k'`` (``C <= m k'`` candidates). :meth:`at` then costs ``O(C)`` when the
+    answer is certified and one exact search (``O(G d)``) when it is not.
+
+    Parameters
+    ----------
+    index : an :class:`~anchordiv.AnchorIndex` (query first) over a :class:`~anchordiv.MixtureAnchors`
+        of two components; its model's parametrisation (literal, balanced or calibrated) maps ``p``.
+    query : one embedding ``(d,)`` (or ``(1, d)``). k : results per move.
+    exclude : one gallery id to leave out (the query's own position), ``-1`` or ``None`` for none.
+    grid : ``None`` (31 interior points), an int ``m`` (``m`` interior points uniform in the query's
+        log-odds ``lambda`` between ``lambda(p = 1e-3)`` and ``lambda(p = 1 - 1e-3)``), or
+        responsibilities ``r`` in ``[0, 1]``. ``r = 0`` and ``r = 1`` are always added.
+    candidates : ``k'``, items kept per grid point (default ``max(4 k, 64)``).
+    """
+
+    def __init__(self, index: Any, query: ArrayLike, k: int = 10, exclude: Any = None,
+                 grid: int | ArrayLike | None = None, candidates: int | None = None):
+        self._check_index(index)
+        self._index, self.model = index, index.model
+        self._query = query
+        self._like_tensor = isinstance(query, torch.Tensor)
+        self._dtype = index.gallery_eta.dtype
+        n_gallery = len(index)
+        self.exclude = _check_exclude(exclude, n_gallery)
+        available = n_gallery - (self.exclude is not None)
+        self.k = check_top_k(k, n_gallery, None if self.exclude is None else torch.tensor([[self.exclude]]))
+        kept = max(4 * self.k, MIN_CANDIDATES) if candidates is None else check_positive_int(candidates, "candidates")
+        self._kept, self._everything = min(kept, available), kept >= available
+        self._query_terms(_check_query(query, index.gallery_eta.shape[1]))
+        self._log_odds_grid = self._make_grid(grid)
+        self._one_pass()
+
+    # -- construction ------------------------------------------------------------------------------
+    @staticmethod
+    def _check_index(index: Any) -> None:
+        model = index.model
+        if not isinstance(model, MixtureAnchors):
+            raise ValueError(f"slider needs an AnchorIndex over a MixtureAnchors of two components; this index's "
+                             f"model is {type(model).__name__}. Build AnchorIndex(MixtureAnchors([a, b]), gallery).")
+        if len(model.models) != 2:
+            raise ValueError(f"slider needs a MixtureAnchors of two components (A weighted p, B 1 - p); this one has "
+                             f"{len(model.models)}. Use index.with_model(...).search for other weights.")
+        if index.reverse:
+            raise ValueError("slider works in the query-first direction only (reverse=False): reverse divergences "
+                             "are not convex in the query's responsibility. Use index.with_model(m).search instead.")
+        if model.fit_token() != index.fit_token:
+            raise ValueError("The mixture was refitted after this AnchorIndex was built; build a new AnchorIndex.")
+
+    def _query_terms(self, query: torch.Tensor) -> None:
+        """Per-component ``kappa_k(eta_x)``, ``grad kappa_k(eta_x)`` and ``grad kappa_k(eta_x) . eta_x``
+        in float64, so the log-odds and ``c(r)`` are accurate to round-off."""
+        eta = self.model.natural_parameters(query, "query").to(self._index.device, torch.float64)
+        pairs = [component.cgf_grad_eta(eta) for component in self.model.models]
+        self._kappa_x = np.array([float(kappa[0]) for kappa, _ in pairs])                     # (2,)
+        self._grads = torch.stack([grad[0] for _, grad in pairs], dim=1)                     # (d, 2)
+        self._self_scores = (eta[0] @ self._grads).cpu().numpy()                             # (2,): a_x, b_x
+
+    def log_odds(self, p: float) -> float:
+        """The query's log-odds for A at weight ``p``, ``lambda(p) = log w_A - log w_B + kappa_A(eta_x) -
+        kappa_B(eta_x)``, with ``w`` the mixture's effective weights at ``p`` (``+-inf`` at the ends)."""
+        log_w = self.model.with_weights([_check_p(p), 1.0 - _check_p(p)]).log_weights_
+        terms = log_w + self._kappa_x
+        if np.isneginf(terms[0]) or np.isneginf(terms[1]):
+            return -np.inf if np.isneginf(terms[0]) else np.inf
+        return float(terms[0] - terms[1])
+
+    def responsibility(self, p: float) -> float:
+        """``r(p) = sigmoid(lambda(p))``: the query's responsibility for A at weight ``p``."""
+        return float(np.exp(log_sigmoid(self.log_odds(p))))
+
+    def _make_grid(self, grid: int | ArrayLike | None) -> np.ndarray:
+        """Sorted distinct log-odds ``lambda_j`` ``(m + 2,)`` with ``-inf`` (``r = 0``) and ``inf`` (``r = 1``)."""
+        if grid is None or isinstance(grid, numbers.Integral):
+            count = DEFAULT_GRID if grid is None else check_positive_int(grid, "grid")
+            low, high = self.log_odds(DEFAULT_TAIL), self.log_odds(1.0 - DEFAULT_TAIL)
+            interior = np.linspace(low, high, count)
+        else:
+            r = np.asarray(grid, dtype=np.float64).ravel()
+            if r.size == 0 or not np.all((r >= 0) & (r <= 1)):
+                raise ValueError(f"grid must be an int (points) or responsibilities in [0, 1]; got {grid!r}.")
+            with np.errstate(divide="ignore"):
+                interior = np.log(r) - np.log1p(-r)
+        return np.unique(np.concatenate([[-np.inf], interior, [np.inf]]))
+
+    def _one_pass(self) -> None:
+        """``f`` at every grid point for every item, in blocks; keeps each point's top-``k'``, the
+        thresholds ``t_j`` (the ``k'``-th best, ``-inf`` when every item is kept) and the candidates'
+        terms ``a``, ``b``, ``alpha``, ``beta``."""
+        index, device = self._index, self._index.device
+        log_r = torch.as_tensor(log_sigmoid(self._log_odds_grid), device=device)[None, :]      # (1, m)
+        log_1mr = torch.as_tensor(log_sigmoid(-self._log_odds_grid), device=device)[None, :]
+        kappa_x = torch.as_tensor(self._kappa_x, device=device)
+        best_scores = best_ids = None
+        for start in range(0, len(index), PASS_ROWS):
+            terms = self._item_terms(slice(start, start + PASS_ROWS), kappa_x)
+            scores = mixture_scores(log_r, log_1mr, *(t[:, None] for t in terms), lib=torch)  # (n, m)
+            if self.exclude is not None and start <= self.exclude < start + scores.shape[0]:
+                scores[self.exclude - start] = float("-inf")
+            top, ids = torch.topk(scores, min(self._kept, scores.shape[0]), dim=0)
+            ids = ids + start
+            if best_scores is not None:
+                merged = torch.cat([best_scores, top])
+                top, order = torch.topk(merged, min(self._kept, merged.shape[0]), dim=0)
+                ids = torch.gather(torch.cat([best_ids, ids]), 0, order)
+            best_scores, best_ids = top, ids
+        thresholds = best_scores[-1].cpu().numpy()
+        self._thresholds = np.full_like(thresholds, -np.inf) if self._everything else thresholds
+        self.candidate_ids = torch.unique(best_ids).cpu()
+        if self.exclude is not None:
+            self.candidate_ids = self.candidate_ids[self.candidate_ids != self.exclude]
+        terms = self._item_terms(self.candidate_ids.to(device), kappa_x)
+        self._a, self._b, self._alpha, self._beta = (t.cpu().numpy() for t in terms)
+        self.candidate_ids = self.candidate_ids.numpy()
+
+    def _item_terms(self, rows: Any, kappa_x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """``(a_y, b_y, alpha_y, beta_y)`` in float64, each ``(n,)``, for gallery ``rows``."""
+        eta = self._index.gallery_eta[rows].to(torch.float64)
+        scores = eta @ self._grads                                                       # (n, 2)
+        shifted = self._index.component_kappa[rows].to(torch.float64) - kappa_x          # (n, 2)
+        return scores[:, 0], scores[:, 1], shifted[:, 0], shifted[:, 1]
+
+    # -- moving the slider -------------------------------------------------------------------------
+    @property
+    def n_candidates(self) -> int:
+        """``C``, the number of distinct candidates kept (at most ``(m + 2) k'``)."""
+        return int(self.candidate_ids.shape[0])
+
+    @property
+    def grid(self) -> np.ndarray:
+        """The grid's responsibilities ``r_j`` ``(m + 2,)``, ascending, from 0 to 1."""
+        return np.exp(log_sigmoid(self._log_odds_grid))
+
+    def bound(self, log_odds: float) -> float:
+        """The chord ``(1 - t) t_j + t t_{j+1}``, ``t = (r - r_j) / (r_{j+1} - r_j)``, at ``r = sigmoid(log_odds)``
+        between the neighbouring grid thresholds: no non-candidate scores above it (convexity of ``f``)."""
+        grid = self._log_odds_grid
+        j = int(np.clip(np.searchsorted(grid, log_odds, side="right") - 1, 0, len(grid) - 2))
+        if log_odds == grid[j]:
+            return float(self._thresholds[j])
+        if np.isneginf(self._thresholds[j]) and np.isneginf(self._thresholds[j + 1]):
+            return -np.inf
+        t = sigmoid_gap(grid[j], log_odds) / sigmoid_gap(grid[j], grid[j + 1])
+        return float((1.0 - t) * self._thresholds[j] + t * self._thresholds[j + 1])
+
+    def at(self, p: float) -> tuple[Any, Any, bool]:
+        """The top-``k`` at weight ``p``: ``(values, ids, certified)``.
+
+        ``values`` ``(k,)`` are the divergences ``D(x -> y)`` under ``model.with_weights([p, 1 - p])``
+        ascending, ``ids`` ``(k,)`` gallery positions (numpy for a numpy query, tensors on the index's
+        device for a tensor query, as :meth:`AnchorIndex.search` gives for one query). ``certified`` is
+        ``True`` when the ``k``-th best candidate's score reaches the chord of the grid thresholds (the
+        answer is then exact, up to exact ties, from ``O(C)`` work); ``False`` means the answer came
+        from the exact search at ``p`` instead (a pass over the gallery), so it is exact either way.
+        """
+        p = _check_p(p)
+        log_odds = self.log_odds(p)
+        log_r, log_1mr = log_sigmoid(log_odds), log_sigmoid(-log_odds)
+        scores = mixture_scores(log_r, log_1mr, self._a, self._b, self._alpha, self._beta)
+        if scores.shape[0] >= self.k:
+            top = np.argpartition(-scores, self.k - 1)[:self.k]
+            top = top[np.argsort(-scores[top], kind="stable")]
+            kth = scores[top[-1]]
+            bound = self.bound(log_odds)
+            if kth >= bound + CERTIFICATE_RTOL * (1.0 + abs(bound)) or np.isneginf(bound):
+                r = np.exp(log_r)
+                offset = r * self._self_scores[0] + (1.0 - r) * self._self_scores[1]   # c(r)
+                return self._output(offset - scores[top], self.candidate_ids[top]) + (True,)
+        return self._exact(p) + (False,)
+
+    def _exact(self, p: float) -> tuple[Any, Any]:
+        """The fallback: the index's exact search at ``p`` for this query."""
+        index = self._index.with_model(self.model.with_weights([p, 1.0 - p]))
+        exclude = None if self.exclude is None else [self.exclude]
+        query = (self._query.reshape(1, -1) if isinstance(self._query, torch.Tensor)
+                 else np.asarray(self._query).reshape(1, -1))
+        values, ids = index.search(query, self.k, exclude=exclude)
+        return values[0], ids[0]
+
+    def _output(self, values: np.ndarray, ids: np.ndarray) -> tuple[Any, Any]:
+        if self._like_tensor:
+            return (torch.as_tensor(values, dtype=self._dtype, device=self._index.device),
+                    torch.as_tensor(ids, dtype=torch.long, device=self._index.device))
+        return values.astype(torch.empty((), dtype=self._dtype).numpy().dtype), ids.astype(np.int64)

@@ -1,0 +1,160 @@
+"""The certified p slider (docs/design.md §10): exact whenever certified, exact on fallback,
+certified for almost every p at the default grid, and clear errors where it does not apply."""
+import numpy as np
+import pytest
+import torch
+
+import anchordiv as ad
+from anchordiv.slider import log_sigmoid, mixture_scores
+
+from conftest import clustered
+
+SCALE = 20.0
+D, G, K = 32, 4000, 10
+TOL = dict(rtol=1e-4, atol=1e-3)  # float32 gallery against a float64 brute force
+
+
+@pytest.fixture(scope="module")
+def world():
+    """A broad object set (200 anchors) and a tight style set (6 anchors near 3 centres), float32."""
+    rng = np.random.default_rng(7)
+    centres = rng.standard_normal((8, D))
+    objects = clustered(rng, 200, centres, 0.8).astype(np.float32)
+    styles = clustered(rng, 6, centres[:3], 0.3).astype(np.float32)
+    gallery = clustered(rng, G, centres, 0.7).astype(np.float32)
+    return {"objects": objects, "styles": styles, "gallery": gallery}
+
+
+@pytest.fixture(scope="module")
+def mixtures(world):
+    """One mixture per parametrisation, components an empirical and a Gaussian model."""
+    a = ad.EmpiricalAnchors(scale=SCALE).fit(world["objects"])
+    b = ad.GaussianAnchors(scale=SCALE).fit(world["styles"])
+    literal = ad.MixtureAnchors([a, b], [0.5, 0.5])
+    return {"literal": literal, "balanced": literal.with_balance(world["gallery"]),
+            "calibrated": literal.with_calibration(world["gallery"])}
+
+
+def brute_force(mixture, gallery, query_id, p, k):
+    """The full divergence row at p (float64), the query excluded: (sorted values, their ids, row)."""
+    model = mixture.with_weights([p, 1 - p])
+    row = model.divergence(gallery[query_id:query_id + 1].astype(np.float64), gallery.astype(np.float64))[0]
+    row[query_id] = np.inf
+    order = np.argsort(row, kind="stable")[:k]
+    return row[order], order, row
+
+
+def check_exact(values, ids, mixture, gallery, query_id, p, k=K):
+    expected_values, expected_ids, row = brute_force(mixture, gallery, query_id, p, k)
+    assert values.shape == ids.shape == (k,)
+    np.testing.assert_allclose(values, expected_values, **TOL)       # the k smallest divergences
+    np.testing.assert_allclose(row[ids], values, **TOL)              # each id carries its own value
+    assert len(set(ids.tolist())) == k and query_id not in ids
+    differing = set(ids.tolist()) ^ set(expected_ids.tolist())
+    if differing:                                                    # only exact ties may differ
+        assert np.all(np.abs(row[list(differing)] - expected_values[-1]) <= 1e-3)
+
+
+@pytest.mark.parametrize("kind", ["literal", "balanced", "calibrated"])
+def test_exact_and_certified_for_random_p(world, mixtures, kind):
+    gallery, mixture = world["gallery"], mixtures[kind]
+    index = ad.AnchorIndex(mixture, gallery, device="cpu")
+    rng = np.random.default_rng(1)
+    certified = []
+    for query_id in rng.choice(G, 4, replace=False):
+        slider = index.slider(gallery[query_id], k=K, exclude=int(query_id))
+        for p in np.concatenate([rng.uniform(0, 1, 50), [0.0, 1.0]]):
+            values, ids, ok = slider.at(float(p))
+            check_exact(values, ids, mixture, gallery, int(query_id), float(p))
+            certified.append(ok)
+    rate = np.mean(certified)
+    print(f"{kind}: certified {rate:.3f} of {len(certified)} moves")
+    assert rate >= 0.95
+
+
+def test_matches_the_index_search_and_keeps_the_input_type(world, mixtures):
+    gallery, mixture = world["gallery"], mixtures["balanced"]
+    index = ad.AnchorIndex(mixture, gallery, device="cpu")
+    slider = index.slider(torch.as_tensor(gallery[5]), k=K, exclude=5)
+    for p in (0.0, 0.3, 0.77, 1.0):
+        values, ids, _ = slider.at(p)
+        assert isinstance(values, torch.Tensor) and values.dtype == torch.float32 and ids.dtype == torch.long
+        search_values, search_ids = index.with_model(mixture.with_weights([p, 1 - p])).search(
+            torch.as_tensor(gallery[5:6]), K, exclude=[5])
+        torch.testing.assert_close(values, search_values[0], **TOL)
+        assert set(ids.tolist()) == set(search_ids[0].tolist())
+    values, ids, _ = index.slider(gallery[5], k=K).at(0.5)               # no exclusion: the query is first
+    assert isinstance(values, np.ndarray) and ids[0] == 5 and abs(values[0]) < 1e-3
+
+
+@pytest.mark.parametrize("options", [dict(candidates=1), dict(candidates=K, grid=1), dict(candidates=K + 1, grid=[0.5])])
+def test_a_failing_certificate_falls_back_exactly(world, mixtures, options):
+    gallery, mixture = world["gallery"], mixtures["literal"]
+    slider = ad.AnchorIndex(mixture, gallery, device="cpu").slider(gallery[11], k=K, exclude=11, **options)
+    outcomes = []
+    for p in np.random.default_rng(2).uniform(0, 1, 25):
+        values, ids, ok = slider.at(float(p))
+        check_exact(values, ids, mixture, gallery, 11, float(p))
+        outcomes.append(ok)
+    if options.get("candidates") == 1:                                   # fewer than k candidates: never certified
+        assert slider.n_candidates < 3 * K and not any(outcomes)
+    elif options.get("grid") == 1:                                       # k' = k on a 3-point grid: some p fail
+        assert not all(outcomes)
+
+
+def test_every_item_a_candidate_is_always_certified(world, mixtures):
+    gallery, mixture = world["gallery"][:300], mixtures["literal"]
+    slider = ad.AnchorIndex(mixture, gallery, device="cpu").slider(gallery[0], k=K, exclude=0, candidates=400)
+    assert slider.n_candidates == 299
+    for p in (0.0, 0.01, 0.5, 1.0):
+        values, ids, ok = slider.at(p)
+        assert ok
+        check_exact(values, ids, mixture, gallery, 0, p)
+
+
+def test_scores_are_convex_in_r_and_r_is_monotone_in_p(world, mixtures):
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(0, 5, (2, 50, 1))
+    alpha, beta = rng.normal(0, 8, (2, 50, 1))
+    log_odds = np.linspace(-12, 12, 241)  # beyond, 1 - r is too close to round-off for a chord test
+    r = np.exp(log_sigmoid(log_odds))
+    f = mixture_scores(log_sigmoid(log_odds), log_sigmoid(-log_odds), a, b, alpha, beta)   # (50, 241)
+    # the chord of a convex function lies above it: f(r_i) <= interpolation of f(r_{i-1}), f(r_{i+1})
+    t = (r[1:-1] - r[:-2]) / (r[2:] - r[:-2])
+    chord = (1 - t) * f[:, :-2] + t * f[:, 2:]
+    assert np.all(f[:, 1:-1] <= chord + 1e-9 * (1 + np.abs(chord)))
+    gallery = world["gallery"]
+    for mixture in mixtures.values():
+        slider = ad.AnchorIndex(mixture, gallery, device="cpu").slider(gallery[3], k=K)
+        responsibilities = [slider.responsibility(p) for p in np.linspace(0, 1, 101)]
+        assert responsibilities[0] == 0.0 and responsibilities[-1] == 1.0
+        assert np.all(np.diff(responsibilities) >= 0)
+        expected = mixture.with_weights([0.4, 0.6]).responsibilities(gallery[3:4].astype(np.float64))[0, 0]
+        assert slider.responsibility(0.4) == pytest.approx(expected, rel=1e-4, abs=1e-9)
+        assert np.all(np.diff(slider.grid) > 0) and slider.grid[0] == 0 and slider.grid[-1] == 1
+
+
+def test_errors_name_the_problem(world, mixtures):
+    gallery = world["gallery"][:200]
+    mixture = mixtures["literal"]
+    with pytest.raises(ValueError, match="query-first"):
+        ad.AnchorIndex(mixture, gallery, reverse=True, device="cpu").slider(gallery[0])
+    with pytest.raises(ValueError, match="MixtureAnchors"):
+        ad.AnchorIndex(mixture.models[0], gallery, device="cpu").slider(gallery[0])
+    three = ad.MixtureAnchors([*mixture.models, mixture.models[0]])
+    with pytest.raises(ValueError, match="two components"):
+        ad.AnchorIndex(three, gallery, device="cpu").slider(gallery[0])
+    index = ad.AnchorIndex(mixture, gallery, device="cpu")
+    with pytest.raises(ValueError, match="from 1 to 199"):
+        index.slider(gallery[0], k=200, exclude=0)
+    assert index.slider(gallery[0], k=200).at(0.5)[0].shape == (200,)
+    for bad in (dict(k=0), dict(k=2.0), dict(exclude=200), dict(exclude=1.5), dict(candidates=0),
+                dict(grid=[1.5]), dict(grid=0)):
+        with pytest.raises(ValueError):
+            index.slider(gallery[0], **bad)
+    with pytest.raises(ValueError, match="one embedding"):
+        index.slider(gallery[:2])
+    slider = index.slider(gallery[0])
+    for bad_p in (-0.1, 1.1, float("nan"), True, "0.5"):
+        with pytest.raises(ValueError, match="p must be"):
+            slider.at(bad_p)
