@@ -24,12 +24,16 @@ from .models import (
     posterior_gaussian,
 )
 from .search import AnchorIndex, CosineIndex, Index, ITIIndex
+from .sharded import ShardedAnchorIndex
+from .slider import MixtureSlider
+from .store import GalleryStore
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "AnchorIndex", "AnchorModel", "CosineIndex", "EmpiricalAnchors", "GaussianAnchors", "GaussianMixtureAnchors",
-    "ITIIndex", "Index", "LatentEmpiricalAnchors", "LatentGaussianAnchors", "MeanAP", "MixtureAnchors",
-    "NotFittedError", "anchor_model_kind", "average_precision", "default_device", "fit_anchor_model",
+    "AnchorIndex", "AnchorModel", "CosineIndex", "EmpiricalAnchors", "GalleryStore", "GaussianAnchors",
+    "GaussianMixtureAnchors", "ITIIndex", "Index", "LatentEmpiricalAnchors", "LatentGaussianAnchors", "MeanAP",
+    "MixtureAnchors", "MixtureSlider", "NotFittedError", "ShardedAnchorIndex", "anchor_model_kind",
+    "average_precision", "default_device", "fit_anchor_model",
     "list_anchor_models", "mean_average_precision", "posterior_empirical", "posterior_gaussian",
 ]

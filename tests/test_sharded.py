@@ -1,0 +1,111 @@
+"""ShardedAnchorIndex over a GalleryStore returns what AnchorIndex returns on the store's rows."""
+import numpy as np
+import pytest
+import torch
+
+import anchordiv as ad
+from anchordiv.search import Index
+from anchordiv.sharded import ShardedAnchorIndex
+from anchordiv.store import GalleryStore
+
+NAMES = ["empirical", "gaussian", "gmm", "mixture", "mixture-balanced"]
+
+
+@pytest.fixture(scope="module")
+def stores(data, tmp_path_factory):
+    """The conftest gallery (70 rows) at several shard sizes, 1-row shards included."""
+    folder = tmp_path_factory.mktemp("stores")
+    return {rows: GalleryStore.from_array(data["gallery"], folder / f"s{rows}", shard_rows=rows, dtype="float32")
+            for rows in (1, 13, 70)}
+
+
+def assert_same(sharded, expected, rtol=1e-4):
+    np.testing.assert_array_equal(sharded[1], expected[1])
+    np.testing.assert_allclose(sharded[0], expected[0], rtol=rtol, atol=rtol)
+
+
+def full_rows(store):
+    return store.rows(np.arange(len(store))).numpy()
+
+
+@pytest.mark.parametrize("shard_rows", [1, 13, 70])
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("name", NAMES)
+def test_equals_anchor_index(data, models, stores, name, reverse, shard_rows):
+    store, model = stores[shard_rows], models[name]
+    expected_index = ad.AnchorIndex(model, full_rows(store), reverse=reverse)
+    index = ShardedAnchorIndex(model, store, reverse=reverse, block_rows=4)
+    assert isinstance(index, Index) and len(index) == 70 and index.higher_is_closer is False
+    queries = data["queries"]
+    assert_same(index.search(queries, 10), expected_index.search(queries, 10))
+    exclude = np.array([[0, 50], [1, -1], [69, 2], [3, -1], [4, 40], [5, 6], [-1, -1], [7, 12], [8, 13]])
+    assert_same(index.search(queries, 9, exclude=exclude), expected_index.search(queries, 9, exclude=exclude))
+
+
+def test_float16_store_and_tensor_queries(data, models, tmp_path):
+    store = GalleryStore.from_array(data["gallery"], tmp_path / "s", shard_rows=16)
+    model = models["gaussian"]
+    queries = torch.as_tensor(data["queries"], dtype=torch.float32)
+    values, ids = ShardedAnchorIndex(model, store, device="cpu").search(queries, 5)
+    assert isinstance(values, torch.Tensor) and ids.dtype == torch.int64
+    expected = ad.AnchorIndex(model, full_rows(store), device="cpu").search(queries, 5)
+    assert_same((values.numpy(), ids.numpy()), (expected[0].numpy(), expected[1].numpy()))
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_with_model_equals_a_fresh_index(data, models, stores, reverse):
+    mixture, store = models["mixture-balanced"], stores[13]
+    base = ShardedAnchorIndex(mixture, store, reverse=reverse)
+    before = base.search(data["queries"], 8)
+    other = mixture.with_weights([0.9, 0.1])
+    reweighted = base.with_model(other)
+    assert_same(reweighted.search(data["queries"], 8), ShardedAnchorIndex(other, store, reverse=reverse)
+                .search(data["queries"], 8))
+    assert_same(reweighted.search(data["queries"], 8), ad.AnchorIndex(other, full_rows(store), reverse=reverse)
+                .search(data["queries"], 8))
+    assert_same(base.search(data["queries"], 8), before)  # the original index is unchanged
+    with pytest.raises(ValueError, match="fitted components"):
+        base.with_model(models["empirical"])
+
+
+def test_component_kappa_and_eta_blocks(models, stores):
+    mixture, store = models["mixture"], stores[13]
+    index = ShardedAnchorIndex(mixture, store, block_rows=5)
+    kappa = torch.cat(index.component_kappa)
+    eta = torch.cat([block for _, block in index.iter_eta()])
+    assert kappa.shape == (70, 2) and eta.shape == (70, 24)
+    assert [start for start, _ in index.iter_eta()][:4] == [0, 5, 10, 13]
+    for k, component in enumerate(mixture.models):
+        np.testing.assert_allclose(kappa[:, k], component.cgf(full_rows(store)), rtol=1e-5)
+    assert torch.cat(ShardedAnchorIndex(models["empirical"], store).component_kappa).shape == (70, 1)
+
+
+def test_bad_requests_are_refused(data, models, stores):
+    index = ShardedAnchorIndex(models["empirical"], stores[13])
+    with pytest.raises(ValueError, match="from 1 to 70"):
+        index.search(data["queries"], 71)
+    with pytest.raises(ValueError, match="from 1 to 70"):
+        index.search(data["queries"], 2.0)
+    with pytest.raises(ValueError, match="from 1 to 69"):
+        index.search(data["queries"], 70, exclude=np.arange(9))
+    with pytest.raises(ValueError, match="outside -1..69"):
+        index.search(data["queries"], 3, exclude=np.full(9, 70))
+    with pytest.raises(ValueError, match="ray engine comes later"):
+        ShardedAnchorIndex(models["empirical"], stores[13], engine="ray")
+    with pytest.raises(ValueError, match="dimension"):
+        ShardedAnchorIndex(ad.EmpiricalAnchors(scale=12.0).fit(np.eye(5)), stores[13])
+    with pytest.raises(ValueError, match="GalleryStore"):
+        ShardedAnchorIndex(models["empirical"], data["gallery"])
+
+
+def test_set_weights_and_refit_are_noticed(data, stores):
+    anchors, style = data["anchors"], data["style"]
+    mixture = ad.MixtureAnchors([ad.EmpiricalAnchors(scale=12.0), ad.EmpiricalAnchors(scale=12.0)],
+                                [0.5, 0.5]).fit([anchors, style])
+    index = ShardedAnchorIndex(mixture, stores[13])
+    mixture.set_weights([0.2, 0.8])  # in place: the next search re-mixes for itself
+    assert_same(index.search(data["queries"], 6),
+                ad.AnchorIndex(mixture, full_rows(stores[13])).search(data["queries"], 6))
+    mixture.fit([style, anchors])
+    with pytest.raises(ValueError, match="refitted"):
+        index.search(data["queries"], 6)
