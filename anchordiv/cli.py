@@ -95,6 +95,11 @@ def _bench(args: argparse.Namespace) -> int:
     from .bench import BenchConfig, run_benchmark, summary
 
     _check_output_file(args.json, "--json")
+    if args.synthetic:
+        return _bench_synthetic(args)
+    for option in ("shard_rows", "moves", "store_dir"):
+        if getattr(args, option) is not None:
+            raise ValueError(f"{_option(option)} belongs to the store benchmark; add --synthetic (with --scale N).")
     config = BenchConfig.paper() if args.paper else BenchConfig()
     for field in fields(BenchConfig):
         value = getattr(args, field.name, None)
@@ -110,6 +115,26 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_synthetic(args: argparse.Namespace) -> int:
+    """``bench --scale N --synthetic``: the store-scale benchmark (issue 15) at ``N`` gallery rows."""
+    from .bench import ScaleConfig, run_scale_benchmark
+
+    if args.scale is None or float(args.scale) != int(args.scale):
+        raise ValueError(f"--synthetic needs --scale N, the gallery's row count (a whole number, e.g. 1000000); "
+                         f"got {args.scale!r}.")
+    config = ScaleConfig(gallery=int(args.scale))
+    for name in ("dim", "shard_rows", "moves", "k", "queries", "store_dir"):
+        if getattr(args, name) is not None:
+            setattr(config, name, getattr(args, name))
+    labels = {"gallery": "--scale"}
+    config.validate(lambda name: labels.get(name, _option(name)))
+    print(f"anchordiv bench --synthetic: G={config.gallery:,} rows, d={config.dim}, float16 store, "
+          f"shards of {config.shard_rows:,}, k={config.k}, {config.moves:,} moves per query, cpu", flush=True)
+    result = run_scale_benchmark(config, log=lambda line: print(line, flush=True))
+    _write_json(args.json, result)
+    return 0
+
+
 def _write_json(path: str | None, result: object) -> None:
     """Write ``result`` as JSON when a ``--json`` path was given."""
     if path:
@@ -119,29 +144,55 @@ def _write_json(path: str | None, result: object) -> None:
 
 
 def _embed(args: argparse.Namespace) -> int:
-    from .embeddings import embed_folder, export_npz
     from .encoders import load_encoder
 
     # Everything that can be checked is, before loading a model, which can take a while.
     _check_input(args.folder, "image folder", "a folder of images", folder=True)
     _check_input(args.labels, "--labels", "a CSV file with a path (or filename) column")
-    _check_output_file(args.out, "--out")
+    to_store = bool(args.out) and not args.out.lower().endswith(".npz")
+    if to_store:
+        _check_output_folder(args.out, "--out")
+    else:
+        _check_output_file(args.out, "--out")
     _check_device(args)
     cache_dir(writable=True)
     encoder = load_encoder(args.model, pretrained=args.pretrained, device=args.device,
                            allow_download=args.allow_download)
     print(f"anchordiv embed: {args.folder} with {encoder.name} on {encoder.device}", flush=True)
+    skipped = _embed_to_store(args, encoder) if to_store else _embed_to_cache(args, encoder)
+    if skipped:
+        print(f"skipped {len(skipped)} file{'s' * (len(skipped) != 1)} (not in the gallery):")
+        for path, reason in skipped:
+            print(f"  {path}: {reason}")
+    return 0
+
+
+def _embed_to_cache(args: argparse.Namespace, encoder) -> list[tuple[str, str]]:
+    """The folder's embeddings through the content-hash cache, also as an .npz with ``--out``."""
+    from .embeddings import embed_folder, export_npz
+
     gallery = embed_folder(args.folder, encoder, labels_csv=args.labels, batch_size=args.batch_size)
     count = len(gallery.paths)
     print(f"embedded {count} images: {gallery.reused} reused from the cache, {count - gallery.reused} newly encoded "
           f"(cache: {gallery.cache_path})")
-    if gallery.skipped:
-        print(f"skipped {len(gallery.skipped)} file{'s' * (len(gallery.skipped) != 1)} (not in the gallery):")
-        for path, reason in gallery.skipped:
-            print(f"  {path}: {reason}")
     if args.out:
         print(f"wrote {export_npz(gallery, args.out)}")
-    return 0
+    return gallery.skipped
+
+
+def _embed_to_store(args: argparse.Namespace, encoder) -> list[tuple[str, str]]:
+    """The folder embedded into a GalleryStore at ``--out``, shard by shard: a rerun after a crash
+    keeps the finished shards and rebuilds damaged ones."""
+    from .embeddings import embed_folder_to_store
+
+    store = embed_folder_to_store(args.folder, encoder, args.out, labels_csv=args.labels, shard_rows=args.shard_rows,
+                                  batch_size=args.batch_size, overwrite=args.overwrite,
+                                  progress=lambda fraction, text: print(f"{fraction:4.0%} {text}", flush=True))
+    report = store.build_report
+    print(f"wrote the store {args.out}: {len(store)} images in {len(store.shards)} shard(s); {report.reused} "
+          f"shard(s) kept from an earlier run, {len(report.embedded)} embedded now"
+          + (f", rebuilt (damaged): {', '.join(report.rebuilt)}" if report.rebuilt else ""))
+    return list(store.skipped)
 
 
 def _train_builtin(args: argparse.Namespace) -> int:
@@ -403,7 +454,15 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--dim", type=COUNT)
     bench.add_argument("--anchors", type=_integer(2), nargs="+", help="anchor counts N")
     bench.add_argument("--k", type=COUNT)
-    bench.add_argument("--scale", type=POSITIVE)
+    bench.add_argument("--scale", type=POSITIVE,
+                       help="the anchor models' scale; with --synthetic, the gallery's row count N instead")
+    bench.add_argument("--synthetic", action="store_true",
+                       help="the store benchmark: N synthetic rows in a float16 GalleryStore, sharded search and "
+                            "the certified p slider (build time, memory, new-query pass, slider moves)")
+    bench.add_argument("--shard-rows", type=COUNT, dest="shard_rows", help="with --synthetic: rows per shard (65,536)")
+    bench.add_argument("--moves", type=COUNT, help="with --synthetic: random p per slider (1,000)")
+    bench.add_argument("--store-dir", dest="store_dir",
+                       help="with --synthetic: build the store here (kept) instead of a temporary folder")
     bench.add_argument("--repeats", type=COUNT)
     bench.add_argument("--warmup", type=NATURAL)
     bench.add_argument("--methods", nargs="+", choices=["cosine", "softmax", "gaussian", "gmm", "naive"])
@@ -422,7 +481,12 @@ def build_parser() -> argparse.ArgumentParser:
     embed.add_argument("--labels", help="CSV with a path (or filename) column and label columns")
     embed.add_argument("--batch-size", type=COUNT, default=64, dest="batch_size")
     embed.add_argument("--device", help="cpu or cuda (default: CUDA when available)")
-    embed.add_argument("--out", help="also write embeddings, paths and labels to this .npz file")
+    embed.add_argument("--out", help="also write embeddings, paths and labels to this .npz file; or, for a path "
+                                     "not ending in .npz, a gallery store folder (resumable: a rerun continues)")
+    embed.add_argument("--shard-rows", type=COUNT, default=4096, dest="shard_rows",
+                       help="images per shard of a store (default 4096)")
+    embed.add_argument("--overwrite", action="store_true",
+                       help="replace a store built from other files or settings at --out")
     embed.set_defaults(handler=_embed)
     from .builtin.train import TrainConfig
     from .builtin.weights import ASSETS_DIR

@@ -44,6 +44,7 @@ from anchordiv.encoders.base import Encoder
 from anchordiv.images import (
     MAX_BYTES, FileRefused, ImageLoadError, display_name, file_problem, load_image, read_regular_file, system_folder,
 )
+from anchordiv.store import GalleryStore, StorePlan
 
 try:  # POSIX only; without it concurrent runs on one cache are not serialised (and stray temp files stay)
     import fcntl
@@ -533,3 +534,67 @@ def _discard_partial(partial: Path) -> None:
         partial.rmdir()
     except OSError:  # a waiting run has just created its own lock file here; it removes the folder when done
         pass
+
+
+def embed_folder_to_store(
+    folder: str | os.PathLike,
+    encoder: Encoder,
+    out: str | os.PathLike,
+    labels_csv: str | os.PathLike | None = None,
+    shard_rows: int = 4096,
+    batch_size: int = 64,
+    dtype: str = "float16",
+    progress: Callable[[float, str], None] | None = None,
+    overwrite: bool = False,
+) -> GalleryStore:
+    """Embed every image under ``folder`` with ``encoder`` into a :class:`~anchordiv.store.GalleryStore`
+    in the folder ``out``, ``shard_rows`` files per shard; resumable.
+
+    Files, labels and skipped files are as in :func:`embed_folder`; a file that is not an
+    acceptable image gets no row (rows keep ids ``0 .. G-1`` in sorted path order) and is listed
+    with its reason in ``store.skipped``. The plan (every file's path and content sha256, the
+    encoder, the labels CSV, ``shard_rows``, ``dtype``) is fixed first: a rerun after a kill keeps
+    the finished shards (checked by sha256) and embeds only the rest; a damaged shard is named in
+    ``progress`` and ``store.build_report.rebuilt`` and embedded again. A changed folder, encoder or
+    setting is refused unless ``overwrite=True`` (which embeds everything afresh).
+    ``progress(fraction, text)`` is told after each shard.
+    """
+    root = Path(folder).expanduser()
+    if not root.is_dir():
+        raise ValueError(f"image folder {display_name(folder)!r} does not exist or is not a folder")
+    csv_path = Path(labels_csv).expanduser() if labels_csv is not None else None
+    table = _read_labels_table(csv_path) if csv_path is not None else None  # a bad CSV fails before encoding
+    files, unread = scan_folder(root, exclude=csv_path)
+    if not files:
+        raise ValueError(f"image folder {display_name(folder)!r} holds no files to embed; put images in it")
+    plan = StorePlan(
+        items=tuple((rel, _fingerprint(root / rel)) for rel in files), dim=encoder.dim, encoder=encoder.name,
+        shard_rows=shard_rows, dtype=dtype, skipped=tuple(unread),
+        # The format covers the loader's rules; the CSV's hash, the labels written at the end.
+        settings={"format": CACHE_FORMAT, "labels_sha256": sha256_file(csv_path) if csv_path is not None else None},
+    )
+    return GalleryStore.build(
+        out, plan, lambda keys: _embed_files(root, keys, encoder, batch_size),
+        labels=lambda paths: _labels(paths, table, csv_path)[0], progress=progress, overwrite=overwrite)
+
+
+def _embed_files(root: Path, paths: list[str], encoder: Encoder, batch_size: int
+                 ) -> tuple[np.ndarray, list[tuple[int, str]]]:
+    """``(vectors (kept, d), skipped)`` for ``paths`` under ``root``: images loaded ``batch_size``
+    at a time (a shard's images are never all in memory), ``skipped`` ``(index, reason)``."""
+    chunks: list[np.ndarray] = []
+    skipped: list[tuple[int, str]] = []
+    for start in range(0, len(paths), batch_size):
+        images, kept = [], []
+        for index in range(start, min(start + batch_size, len(paths))):
+            try:
+                images.append(load_image(root / paths[index], name=display_name(paths[index])))
+                kept.append(paths[index])
+            except ImageLoadError as error:
+                skipped.append((index, error.reason))
+        if images:
+            encoded = encoder.encode_images(images, batch_size=batch_size).numpy()
+            _check_vectors(encoded, kept, encoder)
+            chunks.append(encoded)
+    vectors = np.concatenate(chunks) if chunks else np.zeros((0, encoder.dim), np.float32)
+    return vectors, skipped

@@ -245,7 +245,7 @@ class AnchorIndex(_InnerProductIndex):
         One pass over the gallery now (``O(G d)``); each move then costs ``O(C)`` for ``C``
         candidates when certified, one exact search otherwise. ``exclude``: one gallery id (or
         ``-1``/``None``); ``grid``: interior points (int) or responsibilities in ``[0, 1]``;
-        ``candidates``: items kept per grid point (default ``max(4 k, 64)``). Raises ``ValueError``
+        ``candidates``: items kept per grid point (default ``max(4 k, 256)``). Raises ``ValueError``
         for a reverse index (its divergences do not have the convex form; use
         ``with_model(m).search``), for a model that is not a two-component mixture, and for ``k``
         outside ``1 .. len(index)`` minus the excluded id. See :class:`anchordiv.slider.MixtureSlider`.

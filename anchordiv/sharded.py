@@ -19,12 +19,14 @@ from __future__ import annotations
 import copy
 from typing import Any, Iterator
 
+import numpy as np
 import torch
 
 from ._validation import ArrayLike, check_finite_output, check_positive_int
 from .device import resolve_device
 from .models.base import BLOCK_ELEMENTS, AnchorModel, like_input
 from .search import check_top_k, exclusion_matrix, top_k_inner_product
+from .slider import MixtureSlider
 from .store import GalleryStore
 
 ENGINES = ("local",)
@@ -87,6 +89,11 @@ class ShardedAnchorIndex:
 
     # -- what a p-slider needs ----------------------------------------------------------------
     @property
+    def fit_token(self):
+        """The fit of the model the stored terms belong to (compare with ``model.fit_token()``)."""
+        return self._fit_token
+
+    @property
     def component_kappa(self) -> list[torch.Tensor]:
         """Per shard, ``kappa_k(eta_y)`` ``(rows, K)`` (``K = 1`` for a plain model), on ``device``."""
         return [state if state.ndim == 2 else state[:, None] for state in self._kappa_state]
@@ -96,6 +103,43 @@ class ShardedAnchorIndex:
         rows starting at global position ``start``, one block at a time."""
         for number in range(len(self.store.shards)):
             yield from self._eta_blocks(number)
+
+    def iter_gallery_terms(self) -> Iterator[tuple[int, torch.Tensor, torch.Tensor, torch.Tensor]]:
+        """``(start, rows (n, d), factors (n,), kappa (n, K))`` over the whole gallery, one block at a
+        time: the store's float32 rows, ``eta_y = factors[:, None] * rows`` up to float32 rounding
+        (``factors = scale / ||row||``), and the block's rows of :attr:`component_kappa`. The slider's
+        one pass takes ``eta_y . g`` as ``factor * (row . g)``, so no scaled ``(n, d)`` copy is made."""
+        kappa, scale = self.component_kappa, float(self.model.scale)
+        for number in range(len(self.store.shards)):
+            shard_start = self.store.shard_starts[number]
+            for start, block in self.store.shard_blocks(number, self.block_rows):
+                rows = block.to(self.device)
+                factors = scale / torch.linalg.vector_norm(rows, dim=1)
+                yield start, rows, factors, kappa[number][start - shard_start:start - shard_start + rows.shape[0]]
+
+    def gallery_rows(self, ids: ArrayLike) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(eta (n, d), kappa (n, K))`` at global positions ``ids`` ``(n,)``, on ``device``: reads
+        only those rows of the store (the slider's candidates)."""
+        positions = torch.as_tensor(np.asarray(ids, dtype=np.int64).reshape(-1))
+        eta = self.model.natural_parameters(self.store.rows(positions), "gallery").to(self.device)
+        kappa = self.component_kappa
+        wanted = positions.numpy()
+        shard_of = np.searchsorted(self.store.shard_starts, wanted, side="right") - 1
+        result = torch.empty(wanted.size, kappa[0].shape[1], dtype=kappa[0].dtype, device=self.device)
+        for number in np.unique(shard_of):
+            picked = np.flatnonzero(shard_of == number)
+            local = torch.as_tensor(wanted[picked] - self.store.shard_starts[number], device=self.device)
+            result[torch.as_tensor(picked, device=self.device)] = kappa[number][local]
+        return eta, result
+
+    def slider(self, query: ArrayLike, k: int = 10, exclude: Any = None, grid: Any = None,
+               candidates: int | None = None) -> MixtureSlider:
+        """A certified ``p`` slider for one ``query`` ``(d,)`` over this index's two-component
+        :class:`~anchordiv.MixtureAnchors`, as :meth:`anchordiv.AnchorIndex.slider` (same arguments,
+        same results; docs/design.md §10): one pass reads the store block by block, never a float32
+        copy of the gallery; ``slider.at(p)`` gives ``(values, ids, certified)``, and an uncertified
+        move falls back to ``with_model(m).search`` (one pass over the store)."""
+        return MixtureSlider(self, query, k=k, exclude=exclude, grid=grid, candidates=candidates)
 
     # -- re-weighting ------------------------------------------------------------------------
     def with_model(self, model: AnchorModel) -> "ShardedAnchorIndex":

@@ -21,7 +21,7 @@ search. Math core only: torch and numpy, no I/O.
 from __future__ import annotations
 
 import numbers
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 import torch
@@ -32,8 +32,8 @@ from .search import check_top_k
 
 DEFAULT_GRID = 31            # interior grid points, uniform in log-odds; r = 0 and r = 1 are added
 DEFAULT_TAIL = 1e-3          # the default grid spans the log-odds of p in [TAIL, 1 - TAIL]
-MIN_CANDIDATES = 64          # default k' = max(4 k, MIN_CANDIDATES)
-PASS_ROWS = 2**16            # gallery rows per block of the one pass
+MIN_CANDIDATES = 256         # default k' = max(4 k, MIN_CANDIDATES): at G = 10^6, 64 certified 72-92% of moves, 256 all
+PASS_ROWS = 2**16            # gallery rows per block of the one pass over an in-memory index
 CERTIFICATE_RTOL = 1e-10     # slack on the certificate, far above float64 round-off of f
 
 
@@ -91,40 +91,64 @@ def _check_p(p: Any) -> float:
     return float(p)
 
 
+class InMemoryGallery:
+    """An :class:`~anchordiv.AnchorIndex`'s stored gallery through the interface the slider reads
+    (:meth:`anchordiv.sharded.ShardedAnchorIndex.iter_gallery_terms` and ``gallery_rows``) from
+    its public ``gallery_eta`` and ``component_kappa``: views, nothing copied."""
+
+    def __init__(self, index: Any):
+        self.eta, self.kappa = index.gallery_eta, index.component_kappa
+
+    def iter_gallery_terms(self) -> Iterator[tuple[int, torch.Tensor, torch.Tensor, torch.Tensor]]:
+        """``(start, eta (n, d), factors (n,), kappa (n, K))`` for consecutive rows, ``PASS_ROWS`` at a
+        time; the factors are ones, the stored ``eta`` being already scaled."""
+        for start in range(0, self.eta.shape[0], PASS_ROWS):
+            eta, kappa = self.eta[start:start + PASS_ROWS], self.kappa[start:start + PASS_ROWS]
+            yield start, eta, torch.ones(eta.shape[0], dtype=eta.dtype, device=eta.device), kappa
+
+    def gallery_rows(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(eta (n, d), kappa (n, K))`` at gallery positions ``ids`` ``(n,)``."""
+        ids = ids.to(self.eta.device)
+        return self.eta[ids], self.kappa[ids]
+
+
 class MixtureSlider:
     """Top-``k`` for one query at any weight ``p`` of a two-component mixture, certified exact.
 
-    Built by :meth:`anchordiv.AnchorIndex.slider`. Construction makes one pass over the gallery:
-    ``O(G d)`` for ``a_y``, ``b_y`` plus ``O(G m)`` for ``f`` at ``m`` grid points, keeping the union of
-    each grid point's top-``k'`` (``C <= m k'`` candidates). :meth:`at` then costs ``O(C)`` when the
-    answer is certified and one exact search (``O(G d)``) when it is not.
+    Built by :meth:`anchordiv.AnchorIndex.slider` or :meth:`anchordiv.sharded.ShardedAnchorIndex.slider`.
+    Construction makes one pass over the gallery, block by block: ``O(G d)`` (a float32 mat-vec)
+    for ``a_y``, ``b_y`` plus ``O(G m)`` for ``f`` at ``m`` grid points, keeping the union of each grid
+    point's top-``k'`` (``C <= m k'`` candidates), then reads only the candidates' rows. No
+    ``(G, d)`` copy is made, so over a store the gallery is never held at float32. :meth:`at` then
+    costs ``O(C)`` when the answer is certified and one exact search (``O(G d)``) when it is not.
 
     Parameters
     ----------
-    index : an :class:`~anchordiv.AnchorIndex` (query first) over a :class:`~anchordiv.MixtureAnchors`
-        of two components; its model's parametrisation (literal, balanced or calibrated) maps ``p``.
+    index : an :class:`~anchordiv.AnchorIndex` or :class:`~anchordiv.sharded.ShardedAnchorIndex`
+        (query first) over a :class:`~anchordiv.MixtureAnchors` of two components; its model's
+        parametrisation (literal, balanced or calibrated) maps ``p``.
     query : one embedding ``(d,)`` (or ``(1, d)``). k : results per move.
     exclude : one gallery id to leave out (the query's own position), ``-1`` or ``None`` for none.
     grid : ``None`` (31 interior points), an int ``m`` (``m`` interior points uniform in the query's
         log-odds ``lambda`` between ``lambda(p = 1e-3)`` and ``lambda(p = 1 - 1e-3)``), or
         responsibilities ``r`` in ``[0, 1]``. ``r = 0`` and ``r = 1`` are always added.
-    candidates : ``k'``, items kept per grid point (default ``max(4 k, 64)``).
+    candidates : ``k'``, items kept per grid point (default ``max(4 k, 256)``).
     """
 
     def __init__(self, index: Any, query: ArrayLike, k: int = 10, exclude: Any = None,
                  grid: int | ArrayLike | None = None, candidates: int | None = None):
         self._check_index(index)
         self._index, self.model = index, index.model
+        self._gallery = index if hasattr(index, "iter_gallery_terms") else InMemoryGallery(index)
         self._query = query
         self._like_tensor = isinstance(query, torch.Tensor)
-        self._dtype = index.gallery_eta.dtype
         n_gallery = len(index)
         self.exclude = _check_exclude(exclude, n_gallery)
         available = n_gallery - (self.exclude is not None)
         self.k = check_top_k(k, n_gallery, None if self.exclude is None else torch.tensor([[self.exclude]]))
         kept = max(4 * self.k, MIN_CANDIDATES) if candidates is None else check_positive_int(candidates, "candidates")
         self._kept, self._everything = min(kept, available), kept >= available
-        self._query_terms(_check_query(query, index.gallery_eta.shape[1]))
+        self._query_terms(_check_query(query, self.model.n_features_in_))
         self._log_odds_grid = self._make_grid(grid)
         self._one_pass()
 
@@ -133,8 +157,9 @@ class MixtureSlider:
     def _check_index(index: Any) -> None:
         model = index.model
         if not isinstance(model, MixtureAnchors):
-            raise ValueError(f"slider needs an AnchorIndex over a MixtureAnchors of two components; this index's "
-                             f"model is {type(model).__name__}. Build AnchorIndex(MixtureAnchors([a, b]), gallery).")
+            raise ValueError(f"slider needs an index over a MixtureAnchors of two components; this index's "
+                             f"model is {type(model).__name__}. Build AnchorIndex(MixtureAnchors([a, b]), gallery) "
+                             "or ShardedAnchorIndex(MixtureAnchors([a, b]), store).")
         if len(model.models) != 2:
             raise ValueError(f"slider needs a MixtureAnchors of two components (A weighted p, B 1 - p); this one has "
                              f"{len(model.models)}. Use index.with_model(...).search for other weights.")
@@ -142,7 +167,7 @@ class MixtureSlider:
             raise ValueError("slider works in the query-first direction only (reverse=False): reverse divergences "
                              "are not convex in the query's responsibility. Use index.with_model(m).search instead.")
         if model.fit_token() != index.fit_token:
-            raise ValueError("The mixture was refitted after this AnchorIndex was built; build a new AnchorIndex.")
+            raise ValueError("The mixture was refitted after this index was built; build a new index over it.")
 
     def _query_terms(self, query: torch.Tensor) -> None:
         """Per-component ``kappa_k(eta_x)``, ``grad kappa_k(eta_x)`` and ``grad kappa_k(eta_x) . eta_x``
@@ -181,16 +206,22 @@ class MixtureSlider:
         return np.unique(np.concatenate([[-np.inf], interior, [np.inf]]))
 
     def _one_pass(self) -> None:
-        """``f`` at every grid point for every item, in blocks; keeps each point's top-``k'``, the
-        thresholds ``t_j`` (the ``k'``-th best, ``-inf`` when every item is kept) and the candidates'
-        terms ``a``, ``b``, ``alpha``, ``beta``."""
-        index, device = self._index, self._index.device
+        """``f`` at every grid point for every item, block by block; keeps each point's top-``k'``, the
+        thresholds ``t_j`` (the ``k'``-th best plus the pass's rounding bound, ``-inf`` when every item
+        is kept), then fetches only the candidates' rows for their float64 terms ``a``, ``b``,
+        ``alpha``, ``beta``."""
+        device = self._index.device
         log_r = torch.as_tensor(log_sigmoid(self._log_odds_grid), device=device)[None, :]      # (1, m)
         log_1mr = torch.as_tensor(log_sigmoid(-self._log_odds_grid), device=device)[None, :]
         kappa_x = torch.as_tensor(self._kappa_x, device=device)
         best_scores = best_ids = None
-        for start in range(0, len(index), PASS_ROWS):
-            terms = self._item_terms(slice(start, start + PASS_ROWS), kappa_x)
+        for start, rows, factors, kappa in self._gallery.iter_gallery_terms():
+            # The mat-vec at the gallery's precision (float32: the pass's cost), the rest in float64;
+            # _pass_slack bounds the float32 rounding (and so a float64 gallery's too).
+            grads = self._grads.to(rows.dtype)
+            ab = (rows @ grads).to(torch.float64) * factors.to(torch.float64)[:, None]      # (n, 2)
+            shifted = kappa.to(torch.float64) - kappa_x                                      # (n, 2)
+            terms = (ab[:, 0], ab[:, 1], shifted[:, 0], shifted[:, 1])
             scores = mixture_scores(log_r, log_1mr, *(t[:, None] for t in terms), lib=torch)  # (n, m)
             if self.exclude is not None and start <= self.exclude < start + scores.shape[0]:
                 scores[self.exclude - start] = float("-inf")
@@ -201,21 +232,30 @@ class MixtureSlider:
                 top, order = torch.topk(merged, min(self._kept, merged.shape[0]), dim=0)
                 ids = torch.gather(torch.cat([best_ids, ids]), 0, order)
             best_scores, best_ids = top, ids
-        thresholds = best_scores[-1].cpu().numpy()
+        thresholds = best_scores[-1].cpu().numpy() + self._pass_slack()
         self._thresholds = np.full_like(thresholds, -np.inf) if self._everything else thresholds
-        self.candidate_ids = torch.unique(best_ids).cpu()
+        candidate_ids = torch.unique(best_ids).cpu()
         if self.exclude is not None:
-            self.candidate_ids = self.candidate_ids[self.candidate_ids != self.exclude]
-        terms = self._item_terms(self.candidate_ids.to(device), kappa_x)
-        self._a, self._b, self._alpha, self._beta = (t.cpu().numpy() for t in terms)
-        self.candidate_ids = self.candidate_ids.numpy()
+            candidate_ids = candidate_ids[candidate_ids != self.exclude]
+        eta, kappa = self._gallery.gallery_rows(candidate_ids)
+        self._dtype = eta.dtype
+        scores = eta.to(torch.float64) @ self._grads                                        # (C, 2)
+        shifted = kappa.to(torch.float64) - kappa_x                                           # (C, 2)
+        self._a, self._b, self._alpha, self._beta = (t.cpu().numpy() for t in
+                                                     (scores[:, 0], scores[:, 1], shifted[:, 0], shifted[:, 1]))
+        self.candidate_ids = candidate_ids.numpy()
 
-    def _item_terms(self, rows: Any, kappa_x: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """``(a_y, b_y, alpha_y, beta_y)`` in float64, each ``(n,)``, for gallery ``rows``."""
-        eta = self._index.gallery_eta[rows].to(torch.float64)
-        scores = eta @ self._grads                                                       # (n, 2)
-        shifted = self._index.component_kappa[rows].to(torch.float64) - kappa_x          # (n, 2)
-        return scores[:, 0], scores[:, 1], shifted[:, 0], shifted[:, 1]
+    def _pass_slack(self) -> float:
+        """A bound on ``|f_pass - f|`` from the pass's float32 ``a_y = factor_y (row_y . g_k)`` against
+        ``eta_y . g_k`` with the float32 ``eta_y = fl(factor_y row_y)`` the candidates are scored with:
+        a float32 dot product of length ``d`` errs by at most ``gamma_d sum_i |u_i v_i| <= gamma_d ||u||
+        ||v||`` (Higham, Thm 3.1), rounding ``eta_y`` and the factor add two more roundings
+        (``gamma_{d+2}``), ``||eta_y|| = scale`` up to float32 round-off (the 1.001), and ``f`` mixes
+        ``a`` and ``b`` with weights ``r``, ``1 - r``. Added to the thresholds keeps certificates exact."""
+        terms, unit = self._grads.shape[0] + 2, float(np.finfo(np.float32).eps) / 2
+        gamma = terms * unit / (1.0 - terms * unit)
+        grad_norms = torch.linalg.vector_norm(self._grads, dim=0).max().item()
+        return gamma * grad_norms * float(self.model.scale) * 1.001
 
     # -- moving the slider -------------------------------------------------------------------------
     @property

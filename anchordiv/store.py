@@ -6,6 +6,12 @@ Layout of a store folder::
     shard-00000.npy ...    (rows_s, d) float16 (default) or float32, unit-norm rows
     ids.npy                (G,) int64 external ids of the rows (default 0 .. G-1)
     labels.csv             optional, G rows (a pandas DataFrame written with to_csv)
+    plan.json              only in a store made by ``build``: the fixed list of items and settings
+    shard-00000.json ...   only in a store made by ``build``: the record of a finished shard (its sha256,
+                           the items it skipped and why), written after the shard
+
+A store made by :meth:`GalleryStore.build` (e.g. a folder of images embedded by
+:func:`anchordiv.embeddings.embed_folder_to_store`) is resumable: see :class:`StoreWriter`.
 
 Rows are unit-normalised when written, so a reader never has to normalise them again (an anchor
 model renormalises anyway, which also absorbs float16 rounding of the norm). Every file is
@@ -17,10 +23,12 @@ time to float32.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -28,6 +36,7 @@ import torch
 
 from ._validation import ArrayLike, as_matrix, as_numeric_tensor, check_positive_int, unit_rows
 from .cache import atomic_write, sha256_file
+from .images import display_name
 
 FORMAT = "anchordiv-gallery-store"
 VERSION = 1
@@ -35,8 +44,15 @@ MANIFEST = "manifest.json"
 IDS_FILE = "ids.npy"
 LABELS_FILE = "labels.csv"
 DTYPES = ("float16", "float32")
-# The files a store writes (temporary ones included): only these may be cleared by a rewrite.
-_OWN_FILE = re.compile(r"^(shard-\d+\.npy|ids\.npy|labels\.csv|manifest\.json|\..+\.tmp)$")
+PLAN_FILE = "plan.json"
+PLAN_FORMAT = "anchordiv-store-plan"
+# The files a manifest may name.
+_STORE_FILE = re.compile(r"^(shard-\d+\.npy|ids\.npy|labels\.csv)$")
+# The files a store or its resumable build writes (temporary ones included): only these may be
+# cleared by a rewrite. ``shard-NNNNN.json`` records a finished shard of a build (see StoreWriter).
+_OWN_FILE = re.compile(r"^(shard-\d+\.npy|shard-\d+\.json|plan\.json|ids\.npy|labels\.csv|manifest\.json"
+                       r"|\..+\.tmp)$")
+_TEMPORARY = re.compile(r"^\..+\.tmp$")
 
 
 def _shard_name(number: int) -> str:
@@ -63,6 +79,8 @@ class GalleryStore:
         self.shards = [self._open_shard(entry) for entry in manifest["shards"]]
         self.ids = self._open_ids()
         self._labels: pd.DataFrame | None = None
+        # Set by build: what this run embedded, reused and rebuilt; None for a store opened as it is.
+        self.build_report: BuildReport | None = None
 
     # -- writing -----------------------------------------------------------------------------
     @classmethod
@@ -115,6 +133,43 @@ class GalleryStore:
         atomic_write(directory / MANIFEST, lambda handle: handle.write(json.dumps(manifest, indent=1).encode()))
         return cls.open(directory)
 
+    @classmethod
+    def build(cls, directory: str | Path, plan: "StorePlan",
+              embed_shard: Callable[[list[str]], tuple[ArrayLike, list[tuple[int, str]]]],
+              labels: Callable[[list[str]], pd.DataFrame] | None = None,
+              progress: Callable[[float, str], None] | None = None, overwrite: bool = False) -> "GalleryStore":
+        """Build (or resume building) the store of ``plan`` in ``directory``, one shard at a time, and open it.
+
+        ``embed_shard(keys)`` embeds the items of one shard and returns ``(vectors, skipped)``:
+        ``vectors`` ``(n, d)`` for the items it kept, in order, and ``skipped`` ``(index in keys,
+        reason)`` for the others. ``labels(kept keys)`` gives the labels DataFrame (one row per
+        kept item), or ``None`` for no labels. ``progress(fraction, text)`` is told after each shard.
+
+        This is the local engine: shards are embedded in order in this process. Finished shards of
+        an earlier run of the same plan are verified (sha256) and kept; damaged ones are named in
+        ``progress`` and ``store.build_report.rebuilt`` and embedded again. See :class:`StoreWriter`.
+        """
+        writer = StoreWriter(directory, plan, overwrite=overwrite)
+        pending = writer.pending_shards()
+        say = progress or (lambda fraction, text: None)
+        for name in writer.damaged:
+            say(0.0, f"{name} is damaged or does not match its record; embedding it again")
+        done = plan.n_shards - len(pending)
+        for number in pending:
+            vectors, skipped = embed_shard(plan.shard_keys(number))
+            writer.write_shard(number, vectors, skipped)
+            done += 1
+            say(done / plan.n_shards, f"shard {number + 1} of {plan.n_shards} written ({_shard_name(number)})")
+        store = writer.finish(labels)
+        store.build_report = BuildReport(embedded=list(pending), reused=plan.n_shards - len(pending),
+                                         rebuilt=list(writer.damaged))
+        return store
+
+    @property
+    def skipped(self) -> list[tuple[str, str]]:
+        """``(item, reason)`` for every item of a built store's plan that is not in it (empty otherwise)."""
+        return [(str(item), str(reason)) for item, reason in self._manifest.get("skipped", [])]
+
     # -- reading -----------------------------------------------------------------------------
     @classmethod
     def open(cls, directory: str | Path, verify: bool = False) -> "GalleryStore":
@@ -125,8 +180,12 @@ class GalleryStore:
         if verify:
             bad = store.verify()
             if bad:
+                # A built store keeps its plan, so running the same build again re-embeds only what is damaged.
+                fix = ("run the same build again (GalleryStore.build / embed_folder_to_store): it re-embeds the "
+                       "damaged shards" if "plan" in store._manifest
+                       else "rebuild the store with GalleryStore.from_array")
                 raise ValueError(f"store {directory}: {', '.join(bad)} do(es) not match the sha256 in {MANIFEST} "
-                                 "(damaged or changed); rebuild the store with GalleryStore.from_array.")
+                                 f"(damaged or changed); {fix}.")
         return store
 
     def verify(self) -> list[str]:
@@ -161,10 +220,16 @@ class GalleryStore:
         """As :meth:`iter_blocks`, for shard ``number`` only (the unit of work of a sharded search)."""
         rows = check_positive_int(rows, "rows")
         shard, shard_start = self.shards[number], self.shard_starts[number]
-        for offset in range(0, shard.shape[0], rows):
-            # A copy: the memory map is read-only, and torch wants a writable array.
-            block = np.array(shard[offset:offset + rows], dtype=np.float32)
-            yield shard_start + offset, torch.from_numpy(block)
+        width = shard.shape[1]
+        # Read from the file, not through the memory map: pages read through a map count in the
+        # process's resident memory until the kernel reclaims them, so a scan of a 1 GB store
+        # would hold about 1 GB; a read leaves them in the page cache only.
+        with open(shard.filename, "rb") as handle:
+            for offset in range(0, shard.shape[0], rows):
+                count = min(rows, shard.shape[0] - offset)
+                handle.seek(shard.offset + offset * width * shard.dtype.itemsize)
+                block = np.fromfile(handle, dtype=shard.dtype, count=count * width).reshape(count, width)
+                yield shard_start + offset, torch.from_numpy(block.astype(np.float32))
 
     def rows(self, positions: ArrayLike) -> torch.Tensor:
         """The rows at gallery ``positions`` ``(n,)`` (0 .. G-1, what an index returns) as a float32
@@ -178,9 +243,22 @@ class GalleryStore:
         shard_of = np.searchsorted(self.shard_starts, wanted, side="right") - 1
         result = np.empty((wanted.size, self.dim), dtype=np.float32)
         for number in np.unique(shard_of):
-            picked = shard_of == number
-            result[picked] = self.shards[number][wanted[picked] - self.shard_starts[number]]
+            picked = np.flatnonzero(shard_of == number)
+            result[picked] = self._read_rows(number, wanted[picked] - self.shard_starts[number])
         return torch.from_numpy(result)
+
+    def _read_rows(self, number: int, local: np.ndarray) -> np.ndarray:
+        """Rows ``local`` ``(n,)`` of shard ``number``, read one by one from the file: indexing the
+        memory map instead faults in each row's page and the kernel's read-ahead around it, so a
+        sample of 20,000 rows left most of a 1 GB store resident."""
+        shard = self.shards[number]
+        row_bytes = shard.shape[1] * shard.dtype.itemsize
+        out = np.empty((local.size, shard.shape[1]), dtype=shard.dtype)
+        with open(shard.filename, "rb") as handle:
+            for index, row in enumerate(local):
+                handle.seek(shard.offset + int(row) * row_bytes)
+                out[index] = np.frombuffer(handle.read(row_bytes), dtype=shard.dtype)
+        return out
 
     def _open_shard(self, entry: dict[str, Any]) -> np.ndarray:
         path = self.directory / entry["file"]
@@ -233,7 +311,7 @@ def _check_manifest(manifest: Any) -> None:
         raise ValueError(f"dtype {manifest['dtype']!r} / dim {manifest['dim']!r} out of range")
     expected_start = 0
     for entry in manifest["shards"]:
-        if (int(entry["start"]) != expected_start or int(entry["rows"]) < 1 or not _OWN_FILE.match(entry["file"])
+        if (int(entry["start"]) != expected_start or int(entry["rows"]) < 1 or not _STORE_FILE.match(entry["file"])
                 or not isinstance(entry["sha256"], str)):
             raise ValueError(f"shard entry {entry!r} is malformed or does not continue at row {expected_start}")
         expected_start += int(entry["rows"])
@@ -241,7 +319,7 @@ def _check_manifest(manifest: Any) -> None:
         raise ValueError(f"the shards hold {expected_start} rows but rows is {manifest['rows']!r}")
     for key in ("ids", "labels"):
         entry = manifest[key]
-        if entry is not None and (not _OWN_FILE.match(entry["file"]) or not isinstance(entry["sha256"], str)):
+        if entry is not None and (not _STORE_FILE.match(entry["file"]) or not isinstance(entry["sha256"], str)):
             raise ValueError(f"{key} entry {entry!r} is malformed")
     if manifest["ids"] is None:
         raise ValueError("ids entry is missing")
@@ -284,3 +362,256 @@ def _prepare_folder(directory: Path, overwrite: bool) -> None:
         if path.name != MANIFEST and _OWN_FILE.match(path.name) and path.is_file():
             path.unlink()
     directory.mkdir(parents=True, exist_ok=True)
+
+
+# -- resumable building ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class StorePlan:
+    """What a store built by :class:`StoreWriter` holds, fixed before any shard is embedded.
+
+    ``items`` are ``(key, fingerprint)`` pairs in store order (e.g. a file's relative path and the
+    sha256 of its content); shard ``s`` covers items ``s * shard_rows`` up to the next shard, so
+    every run of the same plan agrees on which items go to which shard. An item that cannot be
+    embedded is skipped with its reason; the kept rows get ids ``0 .. G-1`` in item order.
+    ``skipped`` lists ``(name, reason)`` refused before planning (e.g. sockets in a folder);
+    ``settings`` anything else the rows or labels depend on (JSON), e.g. the labels file's sha256.
+    """
+
+    items: tuple[tuple[str, str], ...]
+    dim: int
+    encoder: str | None
+    shard_rows: int = 4096
+    dtype: str = "float16"
+    skipped: tuple[tuple[str, str], ...] = ()
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {DTYPES}; got {self.dtype!r}.")
+        check_positive_int(self.shard_rows, "shard_rows")
+        check_positive_int(self.dim, "dim")
+        if not self.items:
+            raise ValueError("the plan has no items, so the store would be empty; give at least one item "
+                             "(for a folder: at least one image file).")
+        keys = [key for key, _ in self.items]
+        if len(set(keys)) != len(keys):
+            raise ValueError("the plan's item keys must be distinct; drop the repeated ones.")
+
+    @property
+    def n_shards(self) -> int:
+        return -(-len(self.items) // self.shard_rows)
+
+    def shard_keys(self, number: int) -> list[str]:
+        """The keys of the items of shard ``number``, in order."""
+        return [key for key, _ in self.items[number * self.shard_rows:(number + 1) * self.shard_rows]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": PLAN_FORMAT, "version": VERSION, "dim": self.dim, "encoder": self.encoder,
+                "shard_rows": self.shard_rows, "dtype": self.dtype, "settings": self.settings,
+                "skipped": [list(entry) for entry in self.skipped], "items": [list(item) for item in self.items]}
+
+    @property
+    def key(self) -> str:
+        """sha256 of everything in the plan: two runs may share a folder only when their keys are equal."""
+        return hashlib.sha256(json.dumps(self.to_json(), sort_keys=True).encode()).hexdigest()
+
+    def difference(self, other: "StorePlan") -> str:
+        """The first thing that differs from ``other``, in words (for refusal messages)."""
+        for name in ("encoder", "dim", "dtype", "shard_rows", "settings", "skipped"):
+            if getattr(self, name) != getattr(other, name):
+                return f"{name} {getattr(other, name)!r} there, {getattr(self, name)!r} now"
+        mine, theirs = dict(self.items), dict(other.items)
+        kinds = {"new": [key for key in mine if key not in theirs], "gone": [key for key in theirs if key not in mine],
+                 "changed": [key for key in mine if key in theirs and mine[key] != theirs[key]]}
+        words = [f"{len(keys)} item(s) {kind} (first: {display_name(keys[0])!r})"
+                 for kind, keys in kinds.items() if keys]
+        return ", ".join(words) or "the items are in another order"
+
+
+@dataclass
+class BuildReport:
+    """What one :meth:`GalleryStore.build` call did: shard numbers it embedded, how many finished
+    shards of an earlier run it reused, and the files of the damaged ones it embedded again."""
+
+    embedded: list[int]
+    reused: int
+    rebuilt: list[str]
+
+
+class StoreWriter:
+    """Writes the store of a :class:`StorePlan` shard by shard, so that a killed build loses nothing.
+
+    Order of writes: ``plan.json`` first; then for each shard its ``.npy`` and, after it, its
+    record ``shard-NNNNN.json`` (the plan's key, the rows, the sha256, the skipped items); the
+    ids, labels and manifest last, once every shard has a record. Each write is atomic, so a kill
+    leaves finished shards (with records) and at most one shard without a record, which is redone.
+    A new writer on the same folder and plan verifies every recorded shard (sha256): good ones are
+    kept, damaged or missing ones are listed in ``damaged`` and pending again (a finished store's
+    manifest is removed first, so it never vouches for a shard being rebuilt). A folder holding
+    another plan's store or build, or anything else, is refused unless ``overwrite=True``.
+
+    Shards are independent files, so several workers may call :meth:`write_shard` for different
+    shards at once (a distributed engine); :meth:`finish` runs once, after all of them.
+    """
+
+    def __init__(self, directory: str | Path, plan: StorePlan, overwrite: bool = False):
+        self.directory = Path(directory).expanduser()
+        self.plan = plan
+        self.damaged: list[str] = []
+        self._key = plan.key
+        self._start(overwrite)
+
+    def _start(self, overwrite: bool) -> None:
+        """Resume this plan's build, or clear the folder (as allowed) and write the plan."""
+        try:
+            existing = _read_plan(self.directory)
+        except ValueError:
+            if not overwrite:
+                raise
+            existing = None  # a damaged plan is replaced like any other
+        if existing is not None and existing.key == self._key:
+            _remove_temporaries(self.directory)  # a killed run's half-written files; nothing reads them
+            return
+        if existing is not None and not overwrite:
+            raise ValueError(f"{self.directory} holds the store (or an unfinished build) of another plan "
+                             f"({self.plan.difference(existing)}); pass overwrite=True to replace it, or choose "
+                             "another folder.")
+        _prepare_folder(self.directory, overwrite)
+        atomic_write(self.directory / PLAN_FILE,
+                     lambda handle: handle.write(json.dumps(self.plan.to_json()).encode()))
+
+    def pending_shards(self) -> list[int]:
+        """The shards without a good record, in order; damaged ones are added to ``damaged``."""
+        pending = []
+        for number in range(self.plan.n_shards):
+            problem = self._record_problem(number)
+            if problem is not None:
+                pending.append(number)
+                if problem:
+                    self.damaged.append(problem)
+        if pending:
+            (self.directory / MANIFEST).unlink(missing_ok=True)
+        return pending
+
+    def write_shard(self, number: int, vectors: ArrayLike, skipped: Sequence[tuple[int, str]]) -> None:
+        """Write shard ``number``: ``vectors`` ``(n, d)`` for its kept items in order (rows are
+        unit-normalised here) and ``skipped`` ``(index in the shard, reason)`` for the others."""
+        size = len(self.plan.shard_keys(number))
+        skipped = sorted((int(index), str(reason)) for index, reason in skipped)
+        indices = [index for index, _ in skipped]
+        if len(set(indices)) != len(indices) or any(not 0 <= index < size for index in indices):
+            raise ValueError(f"{_shard_name(number)}: skipped indices must be distinct and in 0..{size - 1}; "
+                             f"got {indices}.")
+        rows = size - len(skipped)
+        path = self.directory / _shard_name(number)
+        if rows:
+            array = self._checked_rows(number, vectors, rows)
+            atomic_write(path, lambda handle: np.save(handle, array))
+            digest = sha256_file(path)
+        else:  # every item was skipped: no shard file, and the manifest leaves the shard out
+            path.unlink(missing_ok=True)
+            digest = None
+        record = {"plan": self._key, "shard": number, "rows": rows, "sha256": digest,
+                  "skipped": [list(entry) for entry in skipped]}
+        atomic_write(_record_path(self.directory, number), lambda handle: handle.write(json.dumps(record).encode()))
+
+    def finish(self, labels: Callable[[list[str]], pd.DataFrame] | None = None) -> GalleryStore:
+        """Write the ids, labels and manifest once every shard has a good record, and open the store."""
+        records = [_read_json(_record_path(self.directory, number)) for number in range(self.plan.n_shards)]
+        missing = [_shard_name(number) for number, record in enumerate(records)
+                   if record is None or record.get("plan") != self._key]
+        if missing:
+            raise ValueError(f"{self.directory}: {', '.join(missing[:3])} not finished yet; write every shard "
+                             "before finish (or rerun the build to finish it).")
+        shards, kept, skipped, start = [], [], list(self.plan.skipped), 0
+        for number, record in enumerate(records):
+            keys = self.plan.shard_keys(number)
+            reasons = {index: reason for index, reason in record["skipped"]}
+            skipped += [(display_name(keys[index]), reason) for index, reason in sorted(reasons.items())]
+            kept += [key for index, key in enumerate(keys) if index not in reasons]
+            if record["rows"]:
+                shards.append({"file": _shard_name(number), "rows": record["rows"], "start": start,
+                               "sha256": record["sha256"]})
+                start += record["rows"]
+        if not kept:
+            raise ValueError(f"none of the plan's {len(self.plan.items)} items could be embedded (first: "
+                             f"{skipped[0][0]!r}: {skipped[0][1]}); the store would be empty.")
+        ids = np.arange(len(kept), dtype=np.int64)
+        atomic_write(self.directory / IDS_FILE, lambda handle: np.save(handle, ids))
+        manifest: dict[str, Any] = {
+            "format": FORMAT, "version": VERSION, "dim": self.plan.dim, "dtype": self.plan.dtype, "rows": len(kept),
+            "normalised": True, "encoder": self.plan.encoder, "shards": shards,
+            "ids": {"file": IDS_FILE, "sha256": sha256_file(self.directory / IDS_FILE)}, "labels": None,
+            "plan": self._key, "skipped": [list(entry) for entry in sorted(skipped)],
+        }
+        frame = labels(kept) if labels is not None else None
+        if frame is not None:
+            if not isinstance(frame, pd.DataFrame) or len(frame) != len(kept):
+                raise ValueError(f"labels must give a DataFrame of {len(kept)} rows (one per kept item); got "
+                                 f"{type(frame).__name__}.")
+            atomic_write(self.directory / LABELS_FILE, lambda handle: handle.write(frame.to_csv(index=False).encode()))
+            manifest["labels"] = {"file": LABELS_FILE, "sha256": sha256_file(self.directory / LABELS_FILE)}
+        atomic_write(self.directory / MANIFEST, lambda handle: handle.write(json.dumps(manifest, indent=1).encode()))
+        return GalleryStore.open(self.directory)
+
+    def _record_problem(self, number: int) -> str | None:
+        """``None`` when shard ``number`` is finished and intact; ``""`` when it was never finished;
+        otherwise the name of the file that is damaged or missing (the shard is redone either way)."""
+        record_path = _record_path(self.directory, number)
+        if not record_path.exists():
+            return ""
+        record = _read_json(record_path)
+        if record is None or record.get("plan") != self._key or record.get("shard") != number:
+            return record_path.name
+        path = self.directory / _shard_name(number)
+        if record.get("rows") == 0:
+            return None
+        if not path.is_file() or sha256_file(path) != record.get("sha256"):
+            return path.name
+        return None
+
+    def _checked_rows(self, number: int, vectors: ArrayLike, rows: int) -> np.ndarray:
+        """``vectors`` as ``(rows, dim)`` unit rows in the plan's dtype; ``ValueError`` naming the shard."""
+        tensor = as_numeric_tensor(vectors, f"{_shard_name(number)} vectors")
+        if tuple(tensor.shape) != (rows, self.plan.dim):
+            raise ValueError(f"{_shard_name(number)}: got vectors of shape {tuple(tensor.shape)} for {rows} kept "
+                             f"items of dimension {self.plan.dim}; return one row per item not skipped.")
+        return _unit_shard(tensor, 0, rows).numpy().astype(self.plan.dtype)
+
+
+def _record_path(directory: Path, number: int) -> Path:
+    return directory / f"shard-{number:05d}.json"
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    """The JSON object in ``path``; ``None`` when it is missing or not a JSON object."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _read_plan(directory: Path) -> StorePlan | None:
+    """The plan of the build in ``directory``; ``None`` when there is none. A plan file that cannot
+    be read is a ``ValueError`` naming it (it is written atomically, so it was changed by hand)."""
+    path = directory / PLAN_FILE
+    if not path.exists():
+        return None
+    data = _read_json(path)
+    try:
+        if data is None or data.get("format") != PLAN_FORMAT or data.get("version") != VERSION:
+            raise ValueError("not a version-1 store plan")
+        return StorePlan(items=tuple((str(key), str(print_)) for key, print_ in data["items"]), dim=data["dim"],
+                         encoder=data["encoder"], shard_rows=data["shard_rows"], dtype=data["dtype"],
+                         skipped=tuple((str(name), str(reason)) for name, reason in data["skipped"]),
+                         settings=data["settings"])
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"{path} is damaged ({error}); pass overwrite=True to build the store afresh, or "
+                         "choose another folder.") from error
+
+
+def _remove_temporaries(directory: Path) -> None:
+    for path in directory.iterdir():
+        if _TEMPORARY.match(path.name) and path.is_file():
+            path.unlink(missing_ok=True)

@@ -109,3 +109,20 @@ def test_set_weights_and_refit_are_noticed(data, stores):
     mixture.fit([style, anchors])
     with pytest.raises(ValueError, match="refitted"):
         index.search(data["queries"], 6)
+
+
+@pytest.mark.parametrize("shard_rows", [1, 13, 70])
+def test_gallery_terms_are_the_in_memory_index_terms(models, stores, shard_rows):
+    """What the slider reads: block by block, and the candidates' rows, as AnchorIndex stores them."""
+    store, model = stores[shard_rows], models["mixture"]
+    expected = ad.AnchorIndex(model, full_rows(store), device="cpu")
+    index = ShardedAnchorIndex(model, store, device="cpu", block_rows=4)
+    blocks = list(index.iter_gallery_terms())
+    assert [block[0] for block in blocks] == sorted({block[0] for block in blocks})
+    eta = torch.cat([factors[:, None] * rows for _, rows, factors, _ in blocks])
+    np.testing.assert_array_equal(eta, expected.gallery_eta)  # the same float32 eta the search uses
+    np.testing.assert_allclose(torch.cat([block[3] for block in blocks]), expected.component_kappa, rtol=1e-6)
+    ids = torch.tensor([69, 0, 13, 14, 13])
+    eta, kappa = index.gallery_rows(ids)
+    np.testing.assert_allclose(eta, expected.gallery_eta[ids], rtol=1e-6)
+    np.testing.assert_allclose(kappa, expected.component_kappa[ids], rtol=1e-6)

@@ -158,3 +158,51 @@ def test_errors_name_the_problem(world, mixtures):
     for bad_p in (-0.1, 1.1, float("nan"), True, "0.5"):
         with pytest.raises(ValueError, match="p must be"):
             slider.at(bad_p)
+
+
+@pytest.fixture(scope="module")
+def store(world, tmp_path_factory):
+    """The world's gallery as a float32 store of uneven shards (1500 rows), so blocks cross shards."""
+    from anchordiv.store import GalleryStore
+
+    return GalleryStore.from_array(world["gallery"], tmp_path_factory.mktemp("slider") / "store",
+                                   shard_rows=1500, dtype="float32")
+
+
+@pytest.mark.parametrize("kind", ["literal", "balanced", "calibrated"])
+def test_the_sharded_slider_equals_the_in_memory_slider_and_brute_force(world, mixtures, store, kind):
+    from anchordiv.sharded import ShardedAnchorIndex
+
+    gallery, mixture = world["gallery"], mixtures[kind]
+    memory = ad.AnchorIndex(mixture, gallery, device="cpu")
+    sharded = ShardedAnchorIndex(mixture, store, device="cpu", block_rows=700)
+    rng = np.random.default_rng(2)
+    certified = []
+    for query_id in rng.choice(G, 3, replace=False):
+        expected = memory.slider(gallery[query_id], k=K, exclude=int(query_id))
+        slider = sharded.slider(gallery[query_id], k=K, exclude=int(query_id))
+        np.testing.assert_array_equal(np.sort(slider.candidate_ids), np.sort(expected.candidate_ids))
+        for p in np.concatenate([rng.uniform(0, 1, 40), [0.0, 1.0]]):
+            values, ids, ok = slider.at(float(p))
+            expected_values, expected_ids, expected_ok = expected.at(float(p))
+            np.testing.assert_array_equal(ids, expected_ids)
+            np.testing.assert_allclose(values, expected_values, rtol=1e-5, atol=1e-5)
+            assert ok == expected_ok
+            check_exact(values, ids, mixture, gallery, int(query_id), float(p))
+            certified.append(ok)
+    assert np.mean(certified) >= 0.95
+
+
+def test_the_sharded_slider_falls_back_to_the_sharded_search(world, mixtures, store):
+    """With one candidate per grid point nothing certifies, and each move is the store's own exact search."""
+    from anchordiv.sharded import ShardedAnchorIndex
+
+    sharded = ShardedAnchorIndex(mixtures["calibrated"], store, device="cpu", block_rows=700)
+    slider = sharded.slider(world["gallery"][5], k=K, exclude=5, grid=2, candidates=1)
+    for p in (0.1, 0.6):
+        values, ids, ok = slider.at(p)
+        expected = sharded.with_model(sharded.model.with_weights([p, 1 - p])).search(world["gallery"][5:6], K,
+                                                                                   exclude=[5])
+        assert not ok
+        np.testing.assert_array_equal(ids, expected[1][0])
+        np.testing.assert_allclose(values, expected[0][0])
