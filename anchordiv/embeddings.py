@@ -86,6 +86,18 @@ class EmbeddedGallery:
         return [display_name(path) for path in self.paths]
 
 
+def _open_folder(folder: str | os.PathLike, labels_csv: str | os.PathLike | None):
+    """``(root, csv_path, labels table or None, files, unread)`` of an image folder to embed; a
+    missing folder or a bad labels CSV fails here, before any image is encoded."""
+    root = Path(folder).expanduser()
+    if not root.is_dir():
+        raise ValueError(f"image folder {display_name(folder)!r} does not exist or is not a folder")
+    csv_path = Path(labels_csv).expanduser() if labels_csv is not None else None
+    table = _read_labels_table(csv_path) if csv_path is not None else None
+    files, unread = scan_folder(root, exclude=csv_path)
+    return root, csv_path, table, files, unread
+
+
 def embed_folder(
     folder: str | os.PathLike,
     encoder: Encoder,
@@ -105,12 +117,7 @@ def embed_folder(
     ``~/.cache/anchordiv``). Raises ``ValueError`` for a missing or system folder, an unreadable
     labels CSV (before any image is encoded) and an encoder that returns NaN or zero vectors.
     """
-    root = Path(folder).expanduser()
-    if not root.is_dir():
-        raise ValueError(f"image folder {display_name(folder)!r} does not exist or is not a folder")
-    csv_path = Path(labels_csv).expanduser() if labels_csv is not None else None
-    table = _read_labels_table(csv_path) if csv_path is not None else None  # a bad CSV fails before encoding
-    files, unread = scan_folder(root, exclude=csv_path)
+    root, csv_path, table, files, unread = _open_folder(folder, labels_csv)
     fingerprints = {rel: _fingerprint(root / rel) for rel in tqdm(
         files, desc="hashing", unit="file", file=sys.stderr, disable=not progress, leave=False)}
     key = _cache_key(encoder.name, fingerprints)
@@ -559,12 +566,7 @@ def embed_folder_to_store(
     setting is refused unless ``overwrite=True`` (which embeds everything afresh).
     ``progress(fraction, text)`` is told after each shard.
     """
-    root = Path(folder).expanduser()
-    if not root.is_dir():
-        raise ValueError(f"image folder {display_name(folder)!r} does not exist or is not a folder")
-    csv_path = Path(labels_csv).expanduser() if labels_csv is not None else None
-    table = _read_labels_table(csv_path) if csv_path is not None else None  # a bad CSV fails before encoding
-    files, unread = scan_folder(root, exclude=csv_path)
+    root, csv_path, table, files, unread = _open_folder(folder, labels_csv)
     if not files:
         raise ValueError(f"image folder {display_name(folder)!r} holds no files to embed; put images in it")
     plan = StorePlan(
