@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 import numbers
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Iterator, Protocol, runtime_checkable
 
 import torch
 
@@ -229,6 +229,20 @@ class AnchorIndex(_InnerProductIndex):
     def component_kappa(self) -> torch.Tensor:
         """Per-component ``kappa_k(eta_y)`` ``(G, K)`` as stored for a mixture (``(G,)`` for one model)."""
         return self._state[0]
+
+    def iter_gallery_terms(self, rows: int = 2**16) -> Iterator[tuple[int, torch.Tensor, torch.Tensor, torch.Tensor]]:
+        """``(start, eta (n, d), factors (n,), kappa (n, K))`` for consecutive blocks of ``rows``
+        stored rows, as :meth:`anchordiv.sharded.ShardedAnchorIndex.iter_gallery_terms` gives them
+        (the slider's one pass reads either); the factors are ones, the stored ``eta`` being already
+        scaled. Views, nothing copied."""
+        for start in range(0, self._n_gallery, rows):
+            eta, kappa = self._eta[start:start + rows], self.component_kappa[start:start + rows]
+            yield start, eta, torch.ones(eta.shape[0], dtype=eta.dtype, device=eta.device), kappa
+
+    def gallery_rows(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(eta (n, d), kappa (n, K))`` at gallery positions ``ids`` ``(n,)``."""
+        ids = torch.as_tensor(ids).to(self.device)
+        return self._eta[ids], self.component_kappa[ids]
 
     @property
     def fit_token(self):

@@ -21,7 +21,7 @@ search. Math core only: torch and numpy, no I/O.
 from __future__ import annotations
 
 import numbers
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import torch
@@ -33,7 +33,6 @@ from .search import check_top_k
 DEFAULT_GRID = 31            # interior grid points, uniform in log-odds; r = 0 and r = 1 are added
 DEFAULT_TAIL = 1e-3          # the default grid spans the log-odds of p in [TAIL, 1 - TAIL]
 MIN_CANDIDATES = 256         # default k' = max(4 k, MIN_CANDIDATES): at G = 10^6, 64 certified 72-92% of moves, 256 all
-PASS_ROWS = 2**16            # gallery rows per block of the one pass over an in-memory index
 CERTIFICATE_RTOL = 1e-10     # slack on the certificate, far above float64 round-off of f
 
 
@@ -91,27 +90,6 @@ def _check_p(p: Any) -> float:
     return float(p)
 
 
-class InMemoryGallery:
-    """An :class:`~anchordiv.AnchorIndex`'s stored gallery through the interface the slider reads
-    (:meth:`anchordiv.sharded.ShardedAnchorIndex.iter_gallery_terms` and ``gallery_rows``) from
-    its public ``gallery_eta`` and ``component_kappa``: views, nothing copied."""
-
-    def __init__(self, index: Any):
-        self.eta, self.kappa = index.gallery_eta, index.component_kappa
-
-    def iter_gallery_terms(self) -> Iterator[tuple[int, torch.Tensor, torch.Tensor, torch.Tensor]]:
-        """``(start, eta (n, d), factors (n,), kappa (n, K))`` for consecutive rows, ``PASS_ROWS`` at a
-        time; the factors are ones, the stored ``eta`` being already scaled."""
-        for start in range(0, self.eta.shape[0], PASS_ROWS):
-            eta, kappa = self.eta[start:start + PASS_ROWS], self.kappa[start:start + PASS_ROWS]
-            yield start, eta, torch.ones(eta.shape[0], dtype=eta.dtype, device=eta.device), kappa
-
-    def gallery_rows(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(eta (n, d), kappa (n, K))`` at gallery positions ``ids`` ``(n,)``."""
-        ids = ids.to(self.eta.device)
-        return self.eta[ids], self.kappa[ids]
-
-
 class MixtureSlider:
     """Top-``k`` for one query at any weight ``p`` of a two-component mixture, certified exact.
 
@@ -139,7 +117,6 @@ class MixtureSlider:
                  grid: int | ArrayLike | None = None, candidates: int | None = None):
         self._check_index(index)
         self._index, self.model = index, index.model
-        self._gallery = index if hasattr(index, "iter_gallery_terms") else InMemoryGallery(index)
         self._query = query
         self._like_tensor = isinstance(query, torch.Tensor)
         n_gallery = len(index)
@@ -215,7 +192,7 @@ class MixtureSlider:
         log_1mr = torch.as_tensor(log_sigmoid(-self._log_odds_grid), device=device)[None, :]
         kappa_x = torch.as_tensor(self._kappa_x, device=device)
         best_scores = best_ids = None
-        for start, rows, factors, kappa in self._gallery.iter_gallery_terms():
+        for start, rows, factors, kappa in self._index.iter_gallery_terms():
             # The mat-vec at the gallery's precision (float32: the pass's cost), the rest in float64;
             # _pass_slack bounds the float32 rounding (and so a float64 gallery's too).
             grads = self._grads.to(rows.dtype)
@@ -237,7 +214,7 @@ class MixtureSlider:
         candidate_ids = torch.unique(best_ids).cpu()
         if self.exclude is not None:
             candidate_ids = candidate_ids[candidate_ids != self.exclude]
-        eta, kappa = self._gallery.gallery_rows(candidate_ids)
+        eta, kappa = self._index.gallery_rows(candidate_ids)
         self._dtype = eta.dtype
         scores = eta.to(torch.float64) @ self._grads                                        # (C, 2)
         shifted = kappa.to(torch.float64) - kappa_x                                           # (C, 2)
