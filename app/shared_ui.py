@@ -135,6 +135,13 @@ def embed_text_query(encoder, text: str) -> np.ndarray:
     return encoder.encode_texts([text])[0].numpy()
 
 
+@st.cache_resource(show_spinner=False, max_entries=8, hash_funcs=BY_IDENTITY)
+def gallery_presets(gallery: Gallery) -> dict[str, tuple[str, ...]]:
+    """The preset anchor lists of ``gallery`` (60 ms for the whole world, and every full run of a
+    page needs them several times); shared, never changed by a caller."""
+    return ex.anchor_presets(gallery)
+
+
 @st.cache_resource(show_spinner=False)
 def umap_warm_up() -> threading.Thread:
     """Compile UMAP's kernels once per server, in the background, before anyone asks for a projection."""
@@ -210,7 +217,7 @@ def sidebar_fields() -> list[links.LinkField]:
 
 def view_fields(gallery: Gallery) -> list[links.LinkField]:
     state = st.session_state
-    presets = ex.anchor_presets(gallery)
+    presets = gallery_presets(gallery)
     now = tuple(state.get(f"preset_{side}", default) for side, default in zip("ab", PRESET_DEFAULTS))
     return links.view_fields(len(gallery), ex.default_query_id(gallery), presets, PRESET_DEFAULTS, now,
                              QUERY_MODES, list(ex.WEIGHTINGS), linked_texts())
@@ -247,7 +254,7 @@ def follow_view_link(gallery: Gallery) -> list[links.LinkField]:
             state.setdefault("_link_ignored", []).append(
                 "query: the link was made on another gallery or model, so its query image is not opened")
     taken = follow_link(fields, "view", known=links.ALL_PARAMS)
-    presets = ex.anchor_presets(gallery)
+    presets = gallery_presets(gallery)
     for side in "ab":  # a link that names a preset and not its list means the preset's list
         if f"preset_{side}" in taken and f"anchors_{side}" not in taken:
             state[f"anchors_{side}"] = "\n".join(presets[state[f"preset_{side}"]])

@@ -118,7 +118,7 @@ def main() -> None:
         elif query is not None:
             st.caption(f"Query: {query_text}")
 
-    presets = ex.anchor_presets(gallery)
+    presets = ui.gallery_presets(gallery)
     with anchor_col:
         st.subheader("Anchors")
         col_a, col_b = st.columns(2)
