@@ -343,8 +343,9 @@ def link_fields() -> list:
 
 def main() -> None:
     choices = ui.sidebar()
-    fields = ui.sidebar_fields() + link_fields()
-    ui.follow_link(link_fields(), "learn", known=links.ALL_PARAMS)
+    lesson_fields = link_fields()
+    fields = ui.sidebar_fields() + lesson_fields
+    ui.follow_link(lesson_fields, "learn", known=links.ALL_PARAMS)
     ui.link_notes()
     st.title("Learn: the anchor divergence, step by step")
     share_slot = st.container()  # the link, once the gallery part has joined it
