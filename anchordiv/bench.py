@@ -26,7 +26,7 @@ from .models import EmpiricalAnchors, MixtureAnchors, anchor_model_kind
 from .models.base import BLOCK_ELEMENTS
 from .models.em import SCATTER_BLOCK_ELEMENTS
 from .search import AnchorIndex, CosineIndex
-from .sharded import ShardedAnchorIndex
+from .sharded import ENGINES, SCAN_BLOCK_ELEMENTS, ShardedAnchorIndex
 from .store import GalleryStore
 
 METHODS = ("cosine", "softmax", "gaussian", "gmm", "naive")
@@ -362,7 +362,12 @@ SCALE_LABELS = {
     "peak_rss_anonymous_bytes_searching": "  of which anonymous (arrays)",
     "peak_rss_file_bytes_searching": "  of which file-backed (the store's mapped pages and shared libraries)",
     "rss_at_start_bytes": "resident memory at start (python, torch)",
+    "calibration_seconds": "mixture calibration", "ray_start_seconds": "ray start", "actor_rss_total_bytes_after_search": "Ray workers' resident memory after searching",
 }
+ENGINE_FIGURES = ("index_build_seconds", "reference_pass_seconds", "rss_after_index_bytes", "new_query_pass_seconds", "new_query_vs_reference",
+                  "slider_move_p50_ms", "slider_move_p95_ms", "certified_rate", "exact_search_seconds",
+                  "peak_rss_total_bytes_searching", "peak_rss_anonymous_bytes_searching", "peak_rss_file_bytes_searching",
+                  "ray_start_seconds", "actor_rss_total_bytes_after_search")
 
 
 @dataclass
@@ -378,11 +383,19 @@ class ScaleConfig:
     queries: int = 3
     store_dir: str | None = None
     seed: int = 0
+    engines: tuple[str, ...] = ("local", "ray")
+    address: str | None = None
+    workers: int | None = None
 
     def validate(self, label: Callable[[str], str] = str) -> "ScaleConfig":
         """Refuse sizes the run cannot honour, and ones that would not fit in memory or on disk."""
         for name in ("gallery", "dim", "shard_rows", "moves", "k", "queries"):
             setattr(self, name, check_positive_int(getattr(self, name), label(name)))
+        self.engines = tuple(dict.fromkeys(self.engines))
+        if not self.engines or not set(self.engines) <= set(ENGINES):
+            raise ValueError(f"{label('engines')} must name engines from {ENGINES}; got {self.engines!r}.")
+        if self.workers is not None:
+            self.workers = check_positive_int(self.workers, label("workers"))
         if self.gallery < max(self.k + 1, MIN_SYNTHETIC_ROWS):
             raise ValueError(f"{label('gallery')}={self.gallery} is too small: give at least "
                              f"{max(self.k + 1, MIN_SYNTHETIC_ROWS)} rows.")
@@ -394,7 +407,7 @@ class ScaleConfig:
         copy), one float32 shard being written, the index's per-item terms, one search block
         (float16 read, float32 rows and eta, float64 grid scores), and the calibration sample."""
         g, d, rows = self.gallery, self.dim, min(self.shard_rows, self.gallery)
-        block = min(BLOCK_ELEMENTS // d, g)
+        block = min(SCAN_BLOCK_ELEMENTS // d, g)
         return {
             "generation block": block * d * (4 * 3 + 2),
             "store writing": 3 * rows * d * 4,
@@ -553,16 +566,43 @@ def _run_scale(config: ScaleConfig, folder: Path, log: Callable[[str], None]) ->
     report("store_bytes_on_disk", size, f"{size / 2**20:,.1f} MiB")
     started = time.perf_counter()
     mixture = synthetic_mixture(config, store, centres, generator)
-    index = ShardedAnchorIndex(mixture, store, device="cpu")
+    report("calibration_seconds", time.perf_counter() - started,
+           f"{time.perf_counter() - started:.2f} s (the mixture calibrated on {min(CALIBRATION_ROWS, len(store)):,} rows)")
+    for engine in config.engines:
+        figures[engine] = {}
+        _bench_engine(config, store, mixture, engine, lambda name, value, text, engine=engine:
+                      _report_engine(figures[engine], log, engine, name, value, text))
+    return figures
+
+
+def _report_engine(figures: dict, log: Callable[[str], None], engine: str, name: str, value: object, text: str) -> None:
+    figures[name] = value
+    log(f"[{engine}] {SCALE_LABELS[name]}: {text}")
+
+
+def _bench_engine(config: ScaleConfig, store: GalleryStore, mixture: MixtureAnchors, engine: str,
+                  report: Callable[[str, object, str], None]) -> None:
+    """Index, slider and search figures for one engine (the Ray instance started first, and timed)."""
+    if engine == "ray":
+        from .ray_runtime import connect
+
+        started = time.perf_counter()
+        connect(config.address)
+        report("ray_start_seconds", time.perf_counter() - started, f"{time.perf_counter() - started:.2f} s")
+    started = time.perf_counter()
+    options = {"address": config.address, "workers": config.workers} if engine == "ray" else {}
+    index = ShardedAnchorIndex(mixture, store, device="cpu", engine=engine, **options)
+    workers = f", {index.workers} Ray tasks" if engine == "ray" else ""
     report("index_build_seconds", time.perf_counter() - started,
-           f"{time.perf_counter() - started:.2f} s (calibrate on {min(CALIBRATION_ROWS, len(store)):,} rows, "
-           "kappa_k for every row)")
+           f"{time.perf_counter() - started:.2f} s (kappa_k for every row{workers})")
     resident = resident_memory()["total"]
     report("rss_after_index_bytes", resident, f"{resident / 2**30:.2f} GiB")
     _time_search(config, store, index, report)
-    log("engine=ray: not available yet (issue 15)")
-    figures["engine_ray"] = "not available yet (issue 15)"
-    return figures
+    if engine == "ray":
+        actors = [memory["total"] for memory in index.resident_memory()]
+        report("actor_rss_total_bytes_after_search", actors,
+               " + ".join(f"{size / 2**30:.2f}" for size in actors) + " GiB (each Ray worker process: python, torch, "
+               "its shards' kappa)")
 
 
 def _time_search(config: ScaleConfig, store: GalleryStore, index: ShardedAnchorIndex,
@@ -570,9 +610,10 @@ def _time_search(config: ScaleConfig, store: GalleryStore, index: ShardedAnchorI
     rng = np.random.default_rng(config.seed + 1)
     query_ids = rng.choice(len(store), config.queries, replace=False)
     vector = torch.nn.functional.normalize(torch.randn(config.dim), dim=0)
-    reference_pass(store, vector, index.block_rows)  # warm the page cache, as a store in use would be
+    rows = SCAN_BLOCK_ELEMENTS // config.dim
+    reference_pass(store, vector, rows)  # warm the page cache, as a store in use would be
     with PeakResidentMemory() as memory:
-        reference = float(np.median([reference_pass(store, vector, index.block_rows) for _ in query_ids]))
+        reference = float(np.median([reference_pass(store, vector, rows) for _ in query_ids]))
         passes, move_seconds, certified = [], [], []
         for query_id in query_ids:
             query = store.rows([int(query_id)])[0].numpy()

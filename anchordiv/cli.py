@@ -97,7 +97,9 @@ def _bench(args: argparse.Namespace) -> int:
     _check_output_file(args.json, "--json")
     if args.synthetic:
         return _bench_synthetic(args)
-    for option in ("shard_rows", "moves", "store_dir"):
+    if args.engine != "both":
+        raise ValueError("--engine belongs to the store benchmark; add --synthetic (with --scale N).")
+    for option in ("shard_rows", "moves", "store_dir", "address", "workers"):
         if getattr(args, option) is not None:
             raise ValueError(f"{_option(option)} belongs to the store benchmark; add --synthetic (with --scale N).")
     config = BenchConfig.paper() if args.paper else BenchConfig()
@@ -123,13 +125,15 @@ def _bench_synthetic(args: argparse.Namespace) -> int:
         raise ValueError(f"--synthetic needs --scale N, the gallery's row count (a whole number, e.g. 1000000); "
                          f"got {args.scale!r}.")
     config = ScaleConfig(gallery=int(args.scale))
-    for name in ("dim", "shard_rows", "moves", "k", "queries", "store_dir"):
+    for name in ("dim", "shard_rows", "moves", "k", "queries", "store_dir", "address", "workers"):
         if getattr(args, name) is not None:
             setattr(config, name, getattr(args, name))
-    labels = {"gallery": "--scale"}
+    config.engines = ("local", "ray") if args.engine == "both" else (args.engine,)
+    labels = {"gallery": "--scale", "engines": "--engine"}
     config.validate(lambda name: labels.get(name, _option(name)))
     print(f"anchordiv bench --synthetic: G={config.gallery:,} rows, d={config.dim}, float16 store, "
-          f"shards of {config.shard_rows:,}, k={config.k}, {config.moves:,} moves per query, cpu", flush=True)
+          f"shards of {config.shard_rows:,}, k={config.k}, {config.moves:,} moves per query, cpu, "
+          f"engines {' and '.join(config.engines)}", flush=True)
     result = run_scale_benchmark(config, log=lambda line: print(line, flush=True))
     _write_json(args.json, result)
     return 0
@@ -144,27 +148,51 @@ def _write_json(path: str | None, result: object) -> None:
 
 
 def _embed(args: argparse.Namespace) -> int:
-    from .encoders import load_encoder
-
     # Everything that can be checked is, before loading a model, which can take a while.
     _check_input(args.folder, "image folder", "a folder of images", folder=True)
     _check_input(args.labels, "--labels", "a CSV file with a path (or filename) column")
     to_store = bool(args.out) and not args.out.lower().endswith(".npz")
+    _check_engine(args, to_store)
     if to_store:
         _check_output_folder(args.out, "--out")
     else:
         _check_output_file(args.out, "--out")
-    _check_device(args)
+    if args.engine == "local":
+        _check_device(args)  # with Ray the cluster's workers choose their device, not this machine
     cache_dir(writable=True)
-    encoder = load_encoder(args.model, pretrained=args.pretrained, device=args.device,
-                           allow_download=args.allow_download)
-    print(f"anchordiv embed: {args.folder} with {encoder.name} on {encoder.device}", flush=True)
-    skipped = _embed_to_store(args, encoder) if to_store else _embed_to_cache(args, encoder)
+    skipped = _embed_on_ray(args) if args.engine == "ray" else _embed_locally(args, to_store)
     if skipped:
         print(f"skipped {len(skipped)} file{'s' * (len(skipped) != 1)} (not in the gallery):")
         for path, reason in skipped:
             print(f"  {path}: {reason}")
     return 0
+
+
+def _check_engine(args: argparse.Namespace, to_store: bool) -> None:
+    """Before the work: ``--address``, ``--workers`` and ``--device`` fit the engine, and Ray has a store to write."""
+    if args.engine == "local":
+        for option in ("address", "workers"):
+            if getattr(args, option) is not None:
+                raise ValueError(f"{_option(option)} {getattr(args, option)!r} is for Ray, which only --engine ray "
+                                 f"uses; add --engine ray, or drop {_option(option)}")
+        return
+    if not to_store:
+        given = f"--out {args.out!r} is an .npz file" if args.out else "no --out was given"
+        raise ValueError(f"--engine ray writes a gallery store, and {given}; give --out a folder path (not ending "
+                         "in .npz), or drop --engine ray")
+    if args.device is not None:
+        raise ValueError(f"--device {args.device!r} is for --engine local; with --engine ray each worker takes "
+                         "one GPU when the cluster has GPUs, else a CPU: drop --device")
+
+
+def _embed_locally(args: argparse.Namespace, to_store: bool) -> list[tuple[str, str]]:
+    """The local engine: the encoder loaded in this process, into a store or the cache."""
+    from .encoders import load_encoder
+
+    encoder = load_encoder(args.model, pretrained=args.pretrained, device=args.device,
+                           allow_download=args.allow_download)
+    print(f"anchordiv embed: {args.folder} with {encoder.name} on {encoder.device}", flush=True)
+    return _embed_to_store(args, encoder) if to_store else _embed_to_cache(args, encoder)
 
 
 def _embed_to_cache(args: argparse.Namespace, encoder) -> list[tuple[str, str]]:
@@ -186,10 +214,31 @@ def _embed_to_store(args: argparse.Namespace, encoder) -> list[tuple[str, str]]:
     from .embeddings import embed_folder_to_store
 
     store = embed_folder_to_store(args.folder, encoder, args.out, labels_csv=args.labels, shard_rows=args.shard_rows,
-                                  batch_size=args.batch_size, overwrite=args.overwrite,
-                                  progress=lambda fraction, text: print(f"{fraction:4.0%} {text}", flush=True))
+                                  batch_size=args.batch_size, overwrite=args.overwrite, progress=_print_progress)
+    return _report_store(args.out, store)
+
+
+def _embed_on_ray(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """``--engine ray``: the same store as :func:`_embed_to_store`, embedded by encoder actors on Ray."""
+    from .ray_embed import embed_folder_to_store_ray
+
+    where = f"the Ray cluster at {args.address}" if args.address else "Ray"
+    print(f"anchordiv embed: {args.folder} with {args.model} on {where}", flush=True)
+    store = embed_folder_to_store_ray(
+        args.folder, args.model, args.out, labels_csv=args.labels, shard_rows=args.shard_rows,
+        batch_size=args.batch_size, overwrite=args.overwrite, progress=_print_progress, pretrained=args.pretrained,
+        allow_download=args.allow_download, address=args.address, workers=args.workers)
+    return _report_store(args.out, store)
+
+
+def _print_progress(fraction: float, text: str) -> None:
+    print(f"{fraction:4.0%} {text}", flush=True)
+
+
+def _report_store(out: str, store) -> list[tuple[str, str]]:
+    """Say what a store build wrote, kept and rebuilt; return its skipped files."""
     report = store.build_report
-    print(f"wrote the store {args.out}: {len(store)} images in {len(store.shards)} shard(s); {report.reused} "
+    print(f"wrote the store {out}: {len(store)} images in {len(store.shards)} shard(s); {report.reused} "
           f"shard(s) kept from an earlier run, {len(report.embedded)} embedded now"
           + (f", rebuilt (damaged): {', '.join(report.rebuilt)}" if report.rebuilt else ""))
     return list(store.skipped)
@@ -463,6 +512,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--moves", type=COUNT, help="with --synthetic: random p per slider (1,000)")
     bench.add_argument("--store-dir", dest="store_dir",
                        help="with --synthetic: build the store here (kept) instead of a temporary folder")
+    bench.add_argument("--engine", choices=["local", "ray", "both"], default="both",
+                       help="with --synthetic: search in this process, in Ray actors, or both in turn (default both)")
+    bench.add_argument("--address", help="with --synthetic --engine ray: the Ray cluster to join (default: a local instance)")
+    bench.add_argument("--workers", type=COUNT, help="with --synthetic --engine ray: Ray actors (default: one per CPU)")
     bench.add_argument("--repeats", type=COUNT)
     bench.add_argument("--warmup", type=NATURAL)
     bench.add_argument("--methods", nargs="+", choices=["cosine", "softmax", "gaussian", "gmm", "naive"])
@@ -487,6 +540,13 @@ def build_parser() -> argparse.ArgumentParser:
                        help="images per shard of a store (default 4096)")
     embed.add_argument("--overwrite", action="store_true",
                        help="replace a store built from other files or settings at --out")
+    embed.add_argument("--engine", choices=["local", "ray"], default="local",
+                       help="local (default): encode in this process; ray: encoder actors on Ray (one per GPU, else "
+                            "per CPU) write the same store (--out must be a folder)")
+    embed.add_argument("--address", help="with --engine ray: join the Ray cluster at this address (auto, HOST:PORT "
+                                         "or ray://HOST:10001) instead of starting a local instance")
+    embed.add_argument("--workers", type=COUNT, help="with --engine ray: encoder actors, each holding a copy of the "
+                                                     "model (default: one per GPU, else one per CPU)")
     embed.set_defaults(handler=_embed)
     from .builtin.train import TrainConfig
     from .builtin.weights import ASSETS_DIR

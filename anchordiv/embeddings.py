@@ -543,6 +543,51 @@ def _discard_partial(partial: Path) -> None:
         pass
 
 
+@dataclass(frozen=True, eq=False)
+class FolderStorePlan:
+    """What embedding a folder into a store is fixed by, before any image is read.
+
+    ``root`` is the image folder; ``plan`` the :class:`~anchordiv.store.StorePlan` (every file's
+    relative path and content sha256 in sorted order, the encoder, the labels CSV's sha256,
+    ``shard_rows``, ``dtype``, the entries refused while listing). Every engine builds its store
+    from this one plan, so a store started by one engine is resumed by any other.
+    """
+
+    root: Path
+    plan: StorePlan
+    labels_table: pd.DataFrame | None
+    labels_csv: Path | None
+
+    def labels(self, paths: list[str]) -> pd.DataFrame:
+        """The labels of the kept ``paths`` (one row each, in order), as :func:`embed_folder` gives them."""
+        return _labels(paths, self.labels_table, self.labels_csv)[0]
+
+
+def plan_folder_store(
+    folder: str | os.PathLike,
+    encoder_name: str,
+    dim: int,
+    labels_csv: str | os.PathLike | None = None,
+    shard_rows: int = 4096,
+    dtype: str = "float16",
+) -> FolderStorePlan:
+    """The :class:`FolderStorePlan` of embedding ``folder`` with the encoder named ``encoder_name``
+    (vectors of dimension ``dim``); hashes every file but reads no image.
+
+    Raises ``ValueError`` for a missing, system or empty folder and an unreadable labels CSV.
+    """
+    root, csv_path, table, files, unread = _open_folder(folder, labels_csv)
+    if not files:
+        raise ValueError(f"image folder {display_name(folder)!r} holds no files to embed; put images in it")
+    plan = StorePlan(
+        items=tuple((rel, _fingerprint(root / rel)) for rel in files), dim=dim, encoder=encoder_name,
+        shard_rows=shard_rows, dtype=dtype, skipped=tuple(unread), source=str(root),
+        # The format covers the loader's rules; the CSV's hash, the labels written at the end.
+        settings={"format": CACHE_FORMAT, "labels_sha256": sha256_file(csv_path) if csv_path is not None else None},
+    )
+    return FolderStorePlan(root=root, plan=plan, labels_table=table, labels_csv=csv_path)
+
+
 def embed_folder_to_store(
     folder: str | os.PathLike,
     encoder: Encoder,
@@ -564,26 +609,24 @@ def embed_folder_to_store(
     the finished shards (checked by sha256) and embeds only the rest; a damaged shard is named in
     ``progress`` and ``store.build_report.rebuilt`` and embedded again. A changed folder, encoder or
     setting is refused unless ``overwrite=True`` (which embeds everything afresh).
-    ``progress(fraction, text)`` is told after each shard.
+    ``progress(fraction, text)`` is told after each shard. This is the local engine (shards in
+    order, in this process); :func:`anchordiv.ray_embed.embed_folder_to_store_ray` builds the
+    same store on Ray.
     """
-    root, csv_path, table, files, unread = _open_folder(folder, labels_csv)
-    if not files:
-        raise ValueError(f"image folder {display_name(folder)!r} holds no files to embed; put images in it")
-    plan = StorePlan(
-        items=tuple((rel, _fingerprint(root / rel)) for rel in files), dim=encoder.dim, encoder=encoder.name,
-        shard_rows=shard_rows, dtype=dtype, skipped=tuple(unread),
-        # The format covers the loader's rules; the CSV's hash, the labels written at the end.
-        settings={"format": CACHE_FORMAT, "labels_sha256": sha256_file(csv_path) if csv_path is not None else None},
-    )
+    planned = plan_folder_store(folder, encoder.name, encoder.dim, labels_csv, shard_rows, dtype)
     return GalleryStore.build(
-        out, plan, lambda keys: _embed_files(root, keys, encoder, batch_size),
-        labels=lambda paths: _labels(paths, table, csv_path)[0], progress=progress, overwrite=overwrite)
+        out, planned.plan, lambda keys: embed_files(planned.root, keys, encoder, batch_size),
+        labels=planned.labels, progress=progress, overwrite=overwrite)
 
 
-def _embed_files(root: Path, paths: list[str], encoder: Encoder, batch_size: int
-                 ) -> tuple[np.ndarray, list[tuple[int, str]]]:
+def embed_files(root: Path, paths: list[str], encoder: Encoder, batch_size: int
+                ) -> tuple[np.ndarray, list[tuple[int, str]]]:
     """``(vectors (kept, d), skipped)`` for ``paths`` under ``root``: images loaded ``batch_size``
-    at a time (a shard's images are never all in memory), ``skipped`` ``(index, reason)``."""
+    at a time (a shard's images are never all in memory), ``skipped`` ``(index, reason)``.
+
+    What every engine runs on its share of a store's files. Raises ``ValueError`` when ``encoder``
+    returns NaN, infinite or zero vectors.
+    """
     chunks: list[np.ndarray] = []
     skipped: list[tuple[int, str]] = []
     for start in range(0, len(paths), batch_size):

@@ -232,12 +232,16 @@ class AnchorIndex(_InnerProductIndex):
 
     def iter_gallery_terms(self, rows: int = 2**16) -> Iterator[tuple[int, torch.Tensor, torch.Tensor, torch.Tensor]]:
         """``(start, eta (n, d), factors (n,), kappa (n, K))`` for consecutive blocks of ``rows``
-        stored rows, as :meth:`anchordiv.sharded.ShardedAnchorIndex.iter_gallery_terms` gives them
+        stored rows, as :meth:`anchordiv.sharded.ShardScanner.iter_gallery_terms` gives them
         (the slider's one pass reads either); the factors are ones, the stored ``eta`` being already
         scaled. Views, nothing copied."""
         for start in range(0, self._n_gallery, rows):
             eta, kappa = self._eta[start:start + rows], self.component_kappa[start:start + rows]
             yield start, eta, torch.ones(eta.shape[0], dtype=eta.dtype, device=eta.device), kappa
+
+    def grid_top_k(self, job: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        """The certified slider's one pass, ``job`` an :class:`anchordiv.slider.GridPass`, over this gallery."""
+        return job.run(self.iter_gallery_terms())
 
     def gallery_rows(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(eta (n, d), kappa (n, K))`` at gallery positions ``ids`` ``(n,)``."""

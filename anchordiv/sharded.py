@@ -1,11 +1,13 @@
-"""Exact anchor-divergence retrieval over a :class:`~anchordiv.store.GalleryStore` (docs/design.md §4, §9).
+"""Exact anchor-divergence retrieval over a :class:`~anchordiv.store.GalleryStore` (docs/design.md §4, §11).
 
 :class:`ShardedAnchorIndex` returns what :class:`~anchordiv.AnchorIndex` returns on the store's
 float32 rows, but never holds the gallery in memory at float32: each shard's ``eta_y`` is read
-from the memory map one block at a time during a search, and the only per-item arrays kept are
-the per-component ``kappa_k(eta_y)`` ``(rows, K)``. A search is a map (each shard's top-``k`` of
-``query . key + bias``) followed by a reduce (the global top-``k`` of those), so an engine that
-runs the map elsewhere (Ray, later) can slot in at :meth:`ShardedAnchorIndex._shard_top_k`.
+from disk one block at a time during a search, and the only per-item arrays kept are the
+per-component ``kappa_k(eta_y)`` ``(rows, K)``. A search is a map (each :class:`ShardScanner`'s
+top-``k`` of ``query . key + bias`` over its shards) followed by a reduce (:func:`merge_top_k`).
+The engine decides where the scanners run: ``"local"``, one scanner in this process; ``"ray"``,
+one Ray task per share of the shards, reading the store's files itself (so every node must see the
+store's folder at the same path) and returning only its top-``k``.
 
 Reverse direction (``KL(p_y || p_x)``): the keys ``grad kappa(eta_y)`` are ``(G, d)``, as large as
 the gallery itself at float32 (2 GB for 10^6 x 512) and too costly to keep; float16 copies on disk
@@ -17,27 +19,212 @@ they share that pass.
 from __future__ import annotations
 
 import copy
-from typing import Any, Iterator
+from pathlib import Path
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 import torch
 
 from ._validation import ArrayLike, check_finite_output, check_positive_int
 from .device import resolve_device
-from .models.base import BLOCK_ELEMENTS, AnchorModel, like_input
+from .models.base import AnchorModel, like_input
 from .search import check_top_k, exclusion_matrix, top_k_inner_product
-from .slider import MixtureSlider
+from .slider import GridPass, MixtureSlider
 from .store import GalleryStore
 
-ENGINES = ("local",)
+ENGINES = ("local", "ray")
+# Rows scored at a time: 16 MB of float32 at d = 512. Larger blocks are no faster here (the scan
+# is bound by reading the store), and each block's float32 copies count in resident memory.
+SCAN_BLOCK_ELEMENTS = 2**22
 
 
 def merge_top_k(scores: list[torch.Tensor], ids: list[torch.Tensor], k: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The ``k`` largest of several ``(Q, k_i)`` score tensors and their ``(Q, k_i)`` global ids:
-    ``(Q, min(k, sum k_i))`` each, best first. The reduce step of a sharded search."""
-    all_scores, all_ids = torch.cat(scores, dim=1), torch.cat(ids, dim=1)
+    ``(Q, min(k, sum k_i))`` each, best first, on the first part's device. The reduce step of a sharded search."""
+    device = scores[0].device
+    all_scores = torch.cat([part.to(device) for part in scores], dim=1)
+    all_ids = torch.cat([part.to(device) for part in ids], dim=1)
     best, order = torch.topk(all_scores, min(k, all_scores.shape[1]), dim=1)
     return best, torch.gather(all_ids, 1, order)
+
+
+class ShardScanner:
+    """The map side of a sharded search: some shards of a store, their per-item ``kappa_k(eta_y)``,
+    and exact scans over them. :class:`ShardedAnchorIndex` holds one (``engine="local"``), or runs
+    one in each Ray task (``engine="ray"``); every method takes and returns small, picklable values.
+
+    Parameters
+    ----------
+    model : the fitted anchor model (its weights may differ per call: each scan takes the model).
+    store : a :class:`GalleryStore`, or its folder (a Ray actor opens the store itself).
+    shards : the shard numbers this scanner serves (``None``: all). reverse, device, block_rows:
+        as :class:`ShardedAnchorIndex`.
+    """
+
+    def __init__(self, model: AnchorModel, store: GalleryStore | str | Path, shards: Sequence[int] | None = None,
+                 reverse: bool = False, device: str | torch.device | None = None, block_rows: int | None = None,
+                 kappa_state: dict[int, torch.Tensor] | None = None):
+        self.store = store if isinstance(store, GalleryStore) else GalleryStore.open(store)
+        self.model, self.reverse, self.device = model, bool(reverse), resolve_device(device)
+        self.block_rows = (max(1, SCAN_BLOCK_ELEMENTS // self.store.dim) if block_rows is None
+                           else check_positive_int(block_rows, "block_rows"))
+        self.shards = list(range(len(self.store.shards))) if shards is None else [int(n) for n in shards]
+        # What gallery_state gives without gradients: (rows,) for a plain model, (rows, K) for a mixture;
+        # computed once (one pass over the shards) unless an earlier scanner's are handed over.
+        if kappa_state is None:
+            kappa_state = {number: torch.cat([model.gallery_state(eta, with_grad=False)[0]
+                                              for _, eta in self.eta_blocks(number)]) for number in self.shards}
+        self._kappa_state = {number: torch.as_tensor(kappa_state[number]).to(self.device) for number in self.shards}
+        self._bias: tuple[Any, dict[int, torch.Tensor] | None] = (object(), None)
+
+    def kappa_state(self) -> dict[int, torch.Tensor]:
+        """Shard number -> what ``model.gallery_state`` gives without gradients, on the CPU: hand it to
+        another scanner of the same shards (``kappa_state=``) to spare it the pass over them."""
+        return {number: state.cpu() for number, state in self._kappa_state.items()}
+
+    def component_kappa(self) -> dict[int, torch.Tensor]:
+        """Shard number -> ``kappa_k(eta_y)`` ``(rows, K)`` (``K = 1`` for a plain model), on ``device``."""
+        return {number: state if state.ndim == 2 else state[:, None] for number, state in self._kappa_state.items()}
+
+    def eta_blocks(self, number: int) -> Iterator[tuple[int, torch.Tensor]]:
+        """``(start, eta)`` for shard ``number``: rows read from the file and turned into float32
+        ``eta = scale * y / ||y||`` ``(n, d)`` on ``device``, ``block_rows`` at a time; ``start`` global."""
+        for start, block in self.store.shard_blocks(number, self.block_rows):
+            yield start, self.model.natural_parameters(block, "gallery").to(self.device)
+
+    def iter_gallery_terms(self) -> Iterator[tuple[int, torch.Tensor, torch.Tensor, torch.Tensor]]:
+        """``(start, rows (n, d), factors (n,), kappa (n, K))`` over this scanner's shards, one block at
+        a time: the store's float32 rows, ``eta_y = factors[:, None] * rows`` up to float32 rounding
+        (``factors = scale / ||row||``), and the block's ``kappa_k``. The slider's one pass takes
+        ``eta_y . g`` as ``factor * (row . g)``, so no scaled ``(n, d)`` copy is made."""
+        kappa, scale = self.component_kappa(), float(self.model.scale)
+        for number in self.shards:
+            shard_start = self.store.shard_starts[number]
+            for start, block in self.store.shard_blocks(number, self.block_rows):
+                rows = block.to(self.device)
+                factors = scale / torch.linalg.vector_norm(rows, dim=1)
+                local = start - shard_start
+                yield start, rows, factors, kappa[number][local:local + rows.shape[0]]
+
+    def with_model(self, model: AnchorModel) -> "ShardScanner":
+        """This scanner for ``model``, the same fitted components at other weights: shares the shards and
+        ``kappa_k`` (nothing is recomputed but the ``O(G K)`` mix at the next scan)."""
+        if model is self.model:
+            return self
+        scanner = copy.copy(self)
+        scanner.model, scanner._bias = model, (object(), None)
+        return scanner
+
+    def top_k(self, queries: torch.Tensor, k: int, exclude: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The best ``min(k, rows)`` scores ``query . key + bias`` ``(Q, .)`` over this scanner's shards and
+        their global ids, on the CPU; ``exclude`` ``(Q, m)`` global ids or ``None``."""
+        queries = queries.to(self.device)
+        exclude = None if exclude is None else exclude.to(self.device)
+        model = self.model
+        bias = None if self.reverse else self._mixed_bias(model)
+        best = None
+        for number in self.shards:
+            shard_start = self.store.shard_starts[number]
+            for start, eta in self.eta_blocks(number):
+                if self.reverse:
+                    keys, block_bias = self._reverse_terms(model, eta)
+                else:
+                    local = start - shard_start
+                    keys, block_bias = eta, bias[number][local:local + eta.shape[0]]
+                shifted = None if exclude is None else exclude - start
+                scores, ids = top_k_inner_product(queries, keys, block_bias, min(k, eta.shape[0]), shifted)
+                part = (scores, ids + start)
+                # Fold as we go: at most 2k candidates per query are ever held.
+                best = part if best is None else merge_top_k([best[0], part[0]], [best[1], part[1]], k)
+        return best[0].cpu(), best[1].cpu()
+
+    def grid_top_k(self, job: GridPass) -> tuple[torch.Tensor, torch.Tensor]:
+        """The certified slider's one pass over this scanner's shards (on the CPU)."""
+        scores, ids = job.run(self.iter_gallery_terms())
+        return scores.cpu(), ids.cpu()
+
+    def resident_memory(self) -> dict[str, int]:
+        """This process's resident memory (see :func:`anchordiv.bench.resident_memory`): a Ray
+        actor's own figure, for the benchmark."""
+        from .bench import resident_memory
+
+        return resident_memory()
+
+    def _mixed_bias(self, model: AnchorModel) -> dict[int, torch.Tensor]:
+        """Shard number -> ``-kappa(eta_y)`` ``(rows,)`` under ``model``'s weights, kept for the last weights seen."""
+        token, bias = self._bias
+        if bias is None or token != model.weights_token():
+            bias = {number: -model.combine_state((state, None))[0] for number, state in self._kappa_state.items()}
+            self._bias = (model.weights_token(), bias)
+        return bias
+
+    @staticmethod
+    def _reverse_terms(model: AnchorModel, eta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Keys ``grad kappa(eta_y)`` ``(n, d)`` and bias ``kappa - grad . eta`` ``(n,)`` of one block."""
+        kappa, grad = model.combine_state(model.gallery_state(eta, with_grad=True))
+        bias = kappa - (grad * eta).sum(dim=1)
+        return grad, check_finite_output(bias, "the gallery's conjugate terms", model.scale)
+
+
+class _LocalEngine:
+    """One scanner over every shard, in this process."""
+
+    workers = 1
+
+    def __init__(self, scanner: ShardScanner):
+        self.scanner = scanner
+
+    def put(self, value: Any) -> Any:
+        return value
+
+    def map(self, model: AnchorModel, method: str, *args: Any) -> list[Any]:
+        """``[scanner.method(*args)]`` with the scanner for ``model``'s weights."""
+        return [getattr(self.scanner.with_model(model), method)(*args)]
+
+
+class _RayEngine:
+    """Ray tasks over the store's files, each over every ``workers``-th shard. Tasks, not actors: a
+    task holds a CPU only while it scans, so several indexes (and a user's other Ray work) share a
+    small cluster without waiting for each other. What a task would recompute, the per-item
+    ``kappa_k``, is computed once by the first tasks and kept in Ray's object store."""
+
+    def __init__(self, model: AnchorModel, store: GalleryStore, reverse: bool, device: torch.device | None,
+                 block_rows: int | None, address: str | None, workers: int | None):
+        from .ray_runtime import connect
+
+        self._ray = connect(address)
+        n_shards = len(store.shards)
+        resources = self._ray.cluster_resources()
+        count = min(n_shards, max(1, int(resources.get("CPU", 1))) if workers is None
+                    else check_positive_int(workers, "workers"))
+        gpus = 1 if resources.get("GPU", 0) >= count else 0
+        self._scan = self._ray.remote(num_cpus=1, num_gpus=gpus)(_scan_shards)
+        self._groups = [list(range(first, n_shards, count)) for first in range(count)]
+        # Every node must see the store at this path (a shared file system).
+        self._settings = (str(Path(store.directory).resolve()), reverse, None if device is None else str(device),
+                          block_rows)
+        self._kappa: list[Any] = [None] * count
+        self._kappa = [self.put(state) for state in self.map(self.put(model), "kappa_state")]
+
+    @property
+    def workers(self) -> int:
+        return len(self._groups)
+
+    def put(self, value: Any) -> Any:
+        return self._ray.put(value)
+
+    def map(self, model: Any, method: str, *args: Any) -> list[Any]:
+        """``ShardScanner.method(*args)`` in one task per shard group, for ``model`` (or its object ref)."""
+        return self._ray.get([self._scan.remote(method, model, group, kappa, self._settings, args)
+                              for group, kappa in zip(self._groups, self._kappa)])
+
+
+def _scan_shards(method: str, model: AnchorModel, shards: list[int], kappa_state: dict[int, torch.Tensor] | None,
+                 settings: tuple, args: tuple) -> Any:
+    """One Ray task: a :class:`ShardScanner` over ``shards`` (given their ``kappa_state`` when known) runs ``method``."""
+    folder, reverse, device, block_rows = settings
+    scanner = ShardScanner(model, folder, shards, reverse, device, block_rows, kappa_state=kappa_state)
+    return getattr(scanner, method)(*args)
 
 
 class ShardedAnchorIndex:
@@ -50,39 +237,48 @@ class ShardedAnchorIndex:
     ----------
     model : a fitted anchor model of the store's dimension. store : a :class:`GalleryStore`.
     reverse : rank by ``KL(p_y || p_x)`` instead (keys recomputed per search; see the module doc).
-    engine : ``"local"`` (the only one for now). device : where blocks are scored (``None``: CUDA
-        when available, else CPU). block_rows : gallery rows read and scored at a time (default:
-        about 128 MB of float32 per block).
+    engine : ``"local"`` (scan in this process) or ``"ray"`` (scan in Ray tasks, each over a share
+        of the shards; the merge is a reduce here). device : where blocks are scored (``None``: CUDA
+        when available, else CPU; a Ray actor decides for itself). block_rows : gallery rows read and
+        scored at a time (default: 16 MB of float32 per block). address : the Ray cluster to join
+        (``None``: a local instance, or ``RAY_ADDRESS``; see :func:`anchordiv.ray_runtime.connect`).
+        workers : Ray tasks per scan (default: one per CPU of the cluster, at most one per shard).
 
-    Memory: the float16 memory maps (paged by the OS), ``component_kappa`` (``G K`` floats) and one
-    block. For a :class:`~anchordiv.MixtureAnchors`, :meth:`with_model` re-mixes the stored
-    per-component ``kappa_k`` at other weights in ``O(G K)``.
+    Memory: one block per scanner, ``component_kappa`` (``G K`` floats, here and in the scanners)
+    and the candidates of a search. For a :class:`~anchordiv.MixtureAnchors`, :meth:`with_model`
+    re-mixes the stored per-component ``kappa_k`` at other weights in ``O(G K)``.
     """
 
     higher_is_closer = False
 
     def __init__(self, model: AnchorModel, store: GalleryStore, reverse: bool = False, engine: str = "local",
-                 device: str | torch.device | None = None, block_rows: int | None = None):
+                 device: str | torch.device | None = None, block_rows: int | None = None,
+                 address: str | None = None, workers: int | None = None):
         if engine not in ENGINES:
-            raise ValueError(f"engine must be one of {ENGINES}; got {engine!r} (a ray engine comes later).")
+            raise ValueError(f"engine must be one of {ENGINES}; got {engine!r}.")
         if not isinstance(store, GalleryStore):
             raise ValueError(f"store must be a GalleryStore (GalleryStore.open(folder)); got {type(store).__name__}.")
+        if engine == "local" and (address is not None or workers is not None):
+            raise ValueError("address and workers are for engine='ray'; drop them or pass engine='ray'.")
         self.device = resolve_device(device)
         model.check_fitted()
         if store.dim != model.n_features_in_:
             raise ValueError(f"the store has dimension {store.dim} but the anchors have dimension "
                              f"{model.n_features_in_}; embed images and anchor texts with the same model.")
         self.model, self.store, self.reverse, self.engine = model, store, bool(reverse), engine
-        self.block_rows = (max(1, BLOCK_ELEMENTS // store.dim) if block_rows is None
-                           else check_positive_int(block_rows, "block_rows"))
+        if engine == "local":
+            self._engine: _LocalEngine | _RayEngine = _LocalEngine(
+                ShardScanner(model, store, None, reverse, self.device, block_rows))
+        else:
+            self._engine = _RayEngine(model, store, reverse, None if device is None else self.device, block_rows,
+                                      address, workers)
         self._n_gallery = len(store)
         self._fit_token = model.fit_token()
-        self._weights_token = model.weights_token()
-        # Per shard, what gallery_state gives without gradients: (rows,) for a plain model, (rows, K) for a mixture.
-        self._kappa_state = [torch.cat([model.gallery_state(eta, with_grad=False)[0]
-                                        for _, eta in self._eta_blocks(number)])
-                             for number in range(len(store.shards))]
-        self._bias = self._mixed_bias(model)
+        self._model_handle, self._handle_weights = self._engine.put(model), model.weights_token()
+        per_shard: dict[int, torch.Tensor] = {}
+        for part in self._engine.map(self._model_handle, "component_kappa"):
+            per_shard.update(part)
+        self._kappa = [per_shard[number].to(self.device) for number in range(len(store.shards))]
 
     def __len__(self) -> int:
         return self._n_gallery
@@ -96,56 +292,52 @@ class ShardedAnchorIndex:
     @property
     def component_kappa(self) -> list[torch.Tensor]:
         """Per shard, ``kappa_k(eta_y)`` ``(rows, K)`` (``K = 1`` for a plain model), on ``device``."""
-        return [state if state.ndim == 2 else state[:, None] for state in self._kappa_state]
+        return self._kappa
 
-    def iter_eta(self) -> Iterator[tuple[int, torch.Tensor]]:
-        """``(start, eta)`` over the whole gallery: ``eta`` ``(n, d)`` float32 on ``device`` for the
-        rows starting at global position ``start``, one block at a time."""
-        for number in range(len(self.store.shards)):
-            yield from self._eta_blocks(number)
-
-    def iter_gallery_terms(self) -> Iterator[tuple[int, torch.Tensor, torch.Tensor, torch.Tensor]]:
-        """``(start, rows (n, d), factors (n,), kappa (n, K))`` over the whole gallery, one block at a
-        time: the store's float32 rows, ``eta_y = factors[:, None] * rows`` up to float32 rounding
-        (``factors = scale / ||row||``), and the block's rows of :attr:`component_kappa`. The slider's
-        one pass takes ``eta_y . g`` as ``factor * (row . g)``, so no scaled ``(n, d)`` copy is made."""
-        kappa, scale = self.component_kappa, float(self.model.scale)
-        for number in range(len(self.store.shards)):
-            shard_start = self.store.shard_starts[number]
-            for start, block in self.store.shard_blocks(number, self.block_rows):
-                rows = block.to(self.device)
-                factors = scale / torch.linalg.vector_norm(rows, dim=1)
-                yield start, rows, factors, kappa[number][start - shard_start:start - shard_start + rows.shape[0]]
+    def grid_top_k(self, job: GridPass) -> tuple[torch.Tensor, torch.Tensor]:
+        """The certified slider's one pass (:class:`~anchordiv.slider.GridPass`): each scanner runs it
+        over its shards, and the parts are merged here."""
+        return job.merge(self._engine.map(self._model_handle, "grid_top_k", job))
 
     def gallery_rows(self, ids: ArrayLike) -> tuple[torch.Tensor, torch.Tensor]:
         """``(eta (n, d), kappa (n, K))`` at global positions ``ids`` ``(n,)``, on ``device``: reads
         only those rows of the store (the slider's candidates)."""
         positions = torch.as_tensor(np.asarray(ids, dtype=np.int64).reshape(-1))
         eta = self.model.natural_parameters(self.store.rows(positions), "gallery").to(self.device)
-        kappa = self.component_kappa
         wanted = positions.numpy()
         shard_of = np.searchsorted(self.store.shard_starts, wanted, side="right") - 1
-        result = torch.empty(wanted.size, kappa[0].shape[1], dtype=kappa[0].dtype, device=self.device)
+        result = torch.empty(wanted.size, self._kappa[0].shape[1], dtype=self._kappa[0].dtype, device=self.device)
         for number in np.unique(shard_of):
             picked = np.flatnonzero(shard_of == number)
             local = torch.as_tensor(wanted[picked] - self.store.shard_starts[number], device=self.device)
-            result[torch.as_tensor(picked, device=self.device)] = kappa[number][local]
+            result[torch.as_tensor(picked, device=self.device)] = self._kappa[number][local]
         return eta, result
 
     def slider(self, query: ArrayLike, k: int = 10, exclude: Any = None, grid: Any = None,
                candidates: int | None = None) -> MixtureSlider:
         """A certified ``p`` slider for one ``query`` ``(d,)`` over this index's two-component
         :class:`~anchordiv.MixtureAnchors`, as :meth:`anchordiv.AnchorIndex.slider` (same arguments,
-        same results; docs/design.md §10): one pass reads the store block by block, never a float32
-        copy of the gallery; ``slider.at(p)`` gives ``(values, ids, certified)``, and an uncertified
+        same results; docs/design.md §10): its one pass is a map over the scanners (never a float32
+        copy of the gallery); ``slider.at(p)`` gives ``(values, ids, certified)``, and an uncertified
         move falls back to ``with_model(m).search`` (one pass over the store)."""
         return MixtureSlider(self, query, k=k, exclude=exclude, grid=grid, candidates=candidates)
 
+    @property
+    def workers(self) -> int:
+        """How many scanners share a scan: 1 locally, the Ray tasks per scan with ``engine="ray"``."""
+        return self._engine.workers
+
+    def resident_memory(self) -> list[dict[str, int]]:
+        """The resident memory of each scanner's process, one per worker (this process's for the local
+        engine; for Ray, the worker processes that ran one task each, after it)."""
+        return self._engine.map(self._model_handle, "resident_memory")
+
     # -- re-weighting ------------------------------------------------------------------------
     def with_model(self, model: AnchorModel) -> "ShardedAnchorIndex":
-        """A new index over the same store for ``model``, a model with this index's fitted components
-        at other weights (e.g. ``index.model.with_weights([p, 1 - p])``): the stored ``kappa_k`` are
-        re-mixed in ``O(G K)``, nothing is read from disk. This index is unchanged."""
+        """A new index over the same store and scanners for ``model``, a model with this index's fitted
+        components at other weights (e.g. ``index.model.with_weights([p, 1 - p])``): the stored
+        ``kappa_k`` are re-mixed in ``O(G K)`` at the next search, nothing is read from disk. This
+        index is unchanged."""
         if model.fit_token() != self._fit_token:
             raise ValueError(
                 "with_model needs a model with this index's fitted components (e.g. index.model.with_weights(w)); "
@@ -153,8 +345,7 @@ class ShardedAnchorIndex:
             )
         index = copy.copy(self)
         index.model = model
-        index._weights_token = model.weights_token()
-        index._bias = index._mixed_bias(model)
+        index._model_handle, index._handle_weights = self._engine.put(model), model.weights_token()
         return index
 
     # -- search ------------------------------------------------------------------------------
@@ -162,59 +353,24 @@ class ShardedAnchorIndex:
         """The ``k`` gallery items of least divergence for each query ``(Q, d)``: ``(values, ids)``,
         both ``(Q, k)``, ascending; ``ids`` global positions. ``exclude`` ``(Q,)`` or ``(Q, m)``
         global positions to skip, ``-1`` for none. numpy in, numpy out; tensors in, tensors out."""
-        query_vectors, offset = self._query_vectors(queries)
-        excluded = exclusion_matrix(exclude, query_vectors.shape[0], self._n_gallery, self.device)
-        k = check_top_k(k, self._n_gallery, excluded)
-        bias = self._current_bias()
-        parts = [self._shard_top_k(number, query_vectors, k, excluded, bias) for number in range(len(self.store.shards))]
-        scores, ids = merge_top_k([part[0] for part in parts], [part[1] for part in parts], k)
-        values = check_finite_output(offset[:, None] - scores, "the anchor divergences of the search", self.model.scale)
-        return like_input(values, queries), like_input(ids, queries)
-
-    def _shard_top_k(self, number: int, queries: torch.Tensor, k: int, exclude: torch.Tensor | None,
-                     bias: list[torch.Tensor] | None) -> tuple[torch.Tensor, torch.Tensor]:
-        """Shard ``number``'s best ``min(k, rows)`` scores ``(Q, .)`` and their global ids: the map step."""
-        best = None
-        shard_start = self.store.shard_starts[number]
-        for start, eta in self._eta_blocks(number):
-            if self.reverse:
-                keys, block_bias = self._reverse_terms(eta)
-            else:
-                keys, block_bias = eta, bias[number][start - shard_start:start - shard_start + eta.shape[0]]
-            local = None if exclude is None else exclude - start
-            scores, ids = top_k_inner_product(queries, keys, block_bias, min(k, eta.shape[0]), local)
-            ids = ids + start
-            if best is not None:  # fold as we go: at most 2k candidates per query are ever held
-                scores, ids = merge_top_k([best[0], scores], [best[1], ids], k)
-            best = (scores, ids)
-        return best
-
-    def _reverse_terms(self, eta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Keys ``grad kappa(eta_y)`` ``(n, d)`` and bias ``kappa - grad . eta`` ``(n,)`` of one block."""
-        kappa, grad = self.model.combine_state(self.model.gallery_state(eta, with_grad=True))
-        bias = kappa - (grad * eta).sum(dim=1)
-        return grad, check_finite_output(bias, "the gallery's conjugate terms", self.model.scale)
-
-    def _mixed_bias(self, model: AnchorModel) -> list[torch.Tensor] | None:
-        """Per shard ``-kappa(eta_y)`` ``(rows,)`` under ``model``'s weights; ``None`` in reverse,
-        where the bias is recomputed per block with the keys."""
-        if self.reverse:
-            return None
-        return [-model.combine_state((state, None))[0] for state in self._kappa_state]
-
-    def _current_bias(self) -> list[torch.Tensor] | None:
         if self.model.fit_token() != self._fit_token:
             raise ValueError("The anchor model was refitted after this ShardedAnchorIndex was built, so the stored "
                              "gallery terms are stale; build a new ShardedAnchorIndex(model, store).")
-        if self.model.weights_token() != self._weights_token:  # set_weights since: re-mix for this call only
-            return self._mixed_bias(self.model)
-        return self._bias
+        query_vectors, offset = self._query_vectors(queries)
+        excluded = exclusion_matrix(exclude, query_vectors.shape[0], self._n_gallery, self.device)
+        k = check_top_k(k, self._n_gallery, excluded)
+        parts = self._engine.map(self._model_for_scanners(), "top_k", query_vectors, k, excluded)
+        scores, ids = merge_top_k([part[0] for part in parts], [part[1] for part in parts], k)
+        scores, ids = scores.to(self.device), ids.to(self.device)
+        values = check_finite_output(offset[:, None] - scores, "the anchor divergences of the search", self.model.scale)
+        return like_input(values, queries), like_input(ids, queries)
 
-    def _eta_blocks(self, number: int) -> Iterator[tuple[int, torch.Tensor]]:
-        """``(start, eta)`` for shard ``number``: float16 rows read from the memory map and turned
-        into float32 ``eta = scale * y / ||y||`` on ``device``, ``block_rows`` at a time."""
-        for start, block in self.store.shard_blocks(number, self.block_rows):
-            yield start, self.model.natural_parameters(block, "gallery").to(self.device)
+    def _model_for_scanners(self) -> Any:
+        """The model as the scanners must see it: the handle made for it or, after a ``model.set_weights``
+        (which changes it in place), a fresh one for this call, so a search never changes the index."""
+        if self.model.weights_token() == self._handle_weights:
+            return self._model_handle
+        return self._engine.put(self.model)
 
     def _query_vectors(self, queries: ArrayLike) -> tuple[torch.Tensor, torch.Tensor]:
         """As in AnchorIndex: query-first ``grad kappa(eta_x)`` with offset ``kappa*``; reverse ``eta_x``

@@ -21,7 +21,8 @@ search. Math core only: torch and numpy, no I/O.
 from __future__ import annotations
 
 import numbers
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Iterable
 
 import numpy as np
 import torch
@@ -88,6 +89,54 @@ def _check_p(p: Any) -> float:
     if isinstance(p, (bool, np.bool_)) or not isinstance(p, numbers.Real) or not 0.0 <= float(p) <= 1.0:
         raise ValueError(f"p must be a number from 0 to 1 (the weight of component A); got {p!r}.")
     return float(p)
+
+
+@dataclass(frozen=True)
+class GridPass:
+    """The slider's one pass over a gallery, as a job any engine can run on its part of the gallery
+    (small and picklable, so it travels to Ray workers) and whose parts merge exactly.
+
+    ``grads`` ``(d, 2)`` float64 ``grad kappa_A(eta_x)``, ``grad kappa_B(eta_x)``; ``kappa_x`` ``(2,)``
+    ``kappa_k(eta_x)``; ``log_r``, ``log_1mr`` ``(m,)`` the grid's ``log r_j`` and ``log(1 - r_j)``;
+    ``exclude`` a global gallery position to leave out (or ``None``); ``kept`` ``k'``.
+    """
+
+    grads: torch.Tensor
+    kappa_x: np.ndarray
+    log_r: np.ndarray
+    log_1mr: np.ndarray
+    exclude: int | None
+    kept: int
+
+    def run(self, blocks: Iterable[tuple[int, torch.Tensor, torch.Tensor, torch.Tensor]]
+            ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each grid point's top-``k'`` ``f`` scores ``(m, k'')`` (descending along each row) and their
+        global positions ``(m, k'')`` over ``blocks`` of ``(start, rows (n, d), factors (n,), kappa
+        (n, 2))`` with ``eta_y = factors * rows`` (as ``iter_gallery_terms`` gives them)."""
+        best: tuple[torch.Tensor, torch.Tensor] | None = None
+        for start, rows, factors, kappa in blocks:
+            device = rows.device
+            # The mat-vec at the gallery's precision (float32: the pass's cost), the rest in float64;
+            # MixtureSlider._pass_slack bounds the float32 rounding (and so a float64 gallery's too).
+            ab = (rows @ self.grads.to(device, rows.dtype)).to(torch.float64) * factors.to(torch.float64)[:, None]
+            shifted = kappa.to(torch.float64) - torch.as_tensor(self.kappa_x, device=device)        # (n, 2)
+            grid = [torch.as_tensor(values, device=device)[:, None] for values in (self.log_r, self.log_1mr)]
+            terms = (ab[:, 0], ab[:, 1], shifted[:, 0], shifted[:, 1])
+            # Grid points by items, so each point's top-k' runs along contiguous memory.
+            scores = mixture_scores(*grid, *(t[None, :] for t in terms), lib=torch)                # (m, n)
+            if self.exclude is not None and start <= self.exclude < start + scores.shape[1]:
+                scores[:, self.exclude - start] = float("-inf")
+            top, ids = torch.topk(scores, min(self.kept, scores.shape[1]), dim=1)
+            part = (top, ids + start)
+            best = part if best is None else self.merge([best, part])
+        return best
+
+    def merge(self, parts: list[tuple[torch.Tensor, torch.Tensor]]) -> tuple[torch.Tensor, torch.Tensor]:
+        """The top-``k'`` per grid point of several :meth:`run` results (the reduce step), on the first's device."""
+        device = parts[0][0].device
+        scores = torch.cat([part[0].to(device) for part in parts], dim=1)
+        top, order = torch.topk(scores, min(self.kept, scores.shape[1]), dim=1)
+        return top, torch.gather(torch.cat([part[1].to(device) for part in parts], dim=1), 1, order)
 
 
 class MixtureSlider:
@@ -183,33 +232,13 @@ class MixtureSlider:
         return np.unique(np.concatenate([[-np.inf], interior, [np.inf]]))
 
     def _one_pass(self) -> None:
-        """``f`` at every grid point for every item, block by block; keeps each point's top-``k'``, the
-        thresholds ``t_j`` (the ``k'``-th best plus the pass's rounding bound, ``-inf`` when every item
-        is kept), then fetches only the candidates' rows for their float64 terms ``a``, ``b``,
-        ``alpha``, ``beta``."""
-        device = self._index.device
-        log_r = torch.as_tensor(log_sigmoid(self._log_odds_grid), device=device)[None, :]      # (1, m)
-        log_1mr = torch.as_tensor(log_sigmoid(-self._log_odds_grid), device=device)[None, :]
-        kappa_x = torch.as_tensor(self._kappa_x, device=device)
-        best_scores = best_ids = None
-        for start, rows, factors, kappa in self._index.iter_gallery_terms():
-            # The mat-vec at the gallery's precision (float32: the pass's cost), the rest in float64;
-            # _pass_slack bounds the float32 rounding (and so a float64 gallery's too).
-            grads = self._grads.to(rows.dtype)
-            ab = (rows @ grads).to(torch.float64) * factors.to(torch.float64)[:, None]      # (n, 2)
-            shifted = kappa.to(torch.float64) - kappa_x                                      # (n, 2)
-            terms = (ab[:, 0], ab[:, 1], shifted[:, 0], shifted[:, 1])
-            scores = mixture_scores(log_r, log_1mr, *(t[:, None] for t in terms), lib=torch)  # (n, m)
-            if self.exclude is not None and start <= self.exclude < start + scores.shape[0]:
-                scores[self.exclude - start] = float("-inf")
-            top, ids = torch.topk(scores, min(self._kept, scores.shape[0]), dim=0)
-            ids = ids + start
-            if best_scores is not None:
-                merged = torch.cat([best_scores, top])
-                top, order = torch.topk(merged, min(self._kept, merged.shape[0]), dim=0)
-                ids = torch.gather(torch.cat([best_ids, ids]), 0, order)
-            best_scores, best_ids = top, ids
-        thresholds = best_scores[-1].cpu().numpy() + self._pass_slack()
+        """Each grid point's top-``k'`` from the index's one pass (:class:`GridPass`), the thresholds
+        ``t_j`` (the ``k'``-th best plus the pass's rounding bound, ``-inf`` when every item is
+        kept), then only the candidates' rows, for their float64 terms ``a``, ``b``, ``alpha``, ``beta``."""
+        job = GridPass(grads=self._grads.cpu(), kappa_x=self._kappa_x, log_r=log_sigmoid(self._log_odds_grid),
+                       log_1mr=log_sigmoid(-self._log_odds_grid), exclude=self.exclude, kept=self._kept)
+        best_scores, best_ids = self._index.grid_top_k(job)
+        thresholds = best_scores[:, -1].cpu().numpy() + self._pass_slack()
         self._thresholds = np.full_like(thresholds, -np.inf) if self._everything else thresholds
         candidate_ids = torch.unique(best_ids).cpu()
         if self.exclude is not None:
@@ -217,7 +246,7 @@ class MixtureSlider:
         eta, kappa = self._index.gallery_rows(candidate_ids)
         self._dtype = eta.dtype
         scores = eta.to(torch.float64) @ self._grads                                        # (C, 2)
-        shifted = kappa.to(torch.float64) - kappa_x                                           # (C, 2)
+        shifted = kappa.to(torch.float64) - torch.as_tensor(self._kappa_x, device=kappa.device)  # (C, 2)
         self._a, self._b, self._alpha, self._beta = (t.cpu().numpy() for t in
                                                      (scores[:, 0], scores[:, 1], shifted[:, 0], shifted[:, 1]))
         self.candidate_ids = candidate_ids.numpy()

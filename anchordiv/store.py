@@ -166,6 +166,11 @@ class GalleryStore:
         return store
 
     @property
+    def source(self) -> str | None:
+        """Where a built store's items came from (its image folder, as given to the build), or ``None``."""
+        return self._manifest.get("source")
+
+    @property
     def skipped(self) -> list[tuple[str, str]]:
         """``(item, reason)`` for every item of a built store's plan that is not in it (empty otherwise)."""
         return [(str(item), str(reason)) for item, reason in self._manifest.get("skipped", [])]
@@ -375,6 +380,8 @@ class StorePlan:
     embedded is skipped with its reason; the kept rows get ids ``0 .. G-1`` in item order.
     ``skipped`` lists ``(name, reason)`` refused before planning (e.g. sockets in a folder);
     ``settings`` anything else the rows or labels depend on (JSON), e.g. the labels file's sha256.
+    ``source`` where the items can be read again (an image folder, for thumbnails): recorded in the
+    manifest but not part of :attr:`key`, so a moved folder does not void a build.
     """
 
     items: tuple[tuple[str, str], ...]
@@ -384,6 +391,7 @@ class StorePlan:
     dtype: str = "float16"
     skipped: tuple[tuple[str, str], ...] = ()
     settings: dict[str, Any] = field(default_factory=dict)
+    source: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.dtype not in DTYPES:
@@ -542,7 +550,7 @@ class StoreWriter:
             "format": FORMAT, "version": VERSION, "dim": self.plan.dim, "dtype": self.plan.dtype, "rows": len(kept),
             "normalised": True, "encoder": self.plan.encoder, "shards": shards,
             "ids": {"file": IDS_FILE, "sha256": sha256_file(self.directory / IDS_FILE)}, "labels": None,
-            "plan": self._key, "skipped": [list(entry) for entry in sorted(skipped)],
+            "plan": self._key, "skipped": [list(entry) for entry in sorted(skipped)], "source": self.plan.source,
         }
         frame = labels(kept) if labels is not None else None
         if frame is not None:

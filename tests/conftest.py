@@ -1,9 +1,11 @@
 import os
 import socket
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from PIL import Image
 
 import anchordiv as ad
 
@@ -127,3 +129,36 @@ def library(app_env):
     gallery = world_gallery(encoder, split=APP_SPLIT, limit=APP_LIMIT)
     presets = ex.anchor_presets(gallery)
     return {"encoder": encoder, "gallery": gallery, "presets": presets}
+
+
+# -- a folder for the store builders (local and Ray engines): images, and files that are not -------
+STORE_SHARD_ROWS = 4
+# Sorted: a/ (items 0-5), b/ (6-11), bad/ (12-15: all of shard 3, which then has no rows), c/ (16-21), notes.txt (22).
+STORE_IMAGES = [f"{label}/{index}.png" for label in "abc" for index in range(6)]
+STORE_NOT_IMAGES = ["bad/0.png", "bad/1.png", "bad/2.png", "bad/3.png", "notes.txt"]
+
+
+def make_store_folder(root: Path) -> Path:
+    """``root`` filled with :data:`STORE_IMAGES` (small random PNGs of a few sizes) and
+    :data:`STORE_NOT_IMAGES` (text named like images)."""
+    for seed, rel in enumerate(STORE_IMAGES):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        pixels = np.random.default_rng(seed).integers(0, 256, (18 + seed % 5, 22, 3), dtype=np.uint8)
+        Image.fromarray(pixels).save(root / rel)
+    for rel in STORE_NOT_IMAGES:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(b"not an image at all")
+    return root
+
+
+@pytest.fixture(scope="module")
+def ray_instance():
+    """A two-CPU local Ray instance for the module, stopped at its end (unless the process was
+    already connected, e.g. by another module)."""
+    from anchordiv.ray_runtime import connect, import_ray
+
+    started_here = not import_ray().is_initialized()
+    ray = connect(num_cpus=2)
+    yield ray
+    if started_here:
+        ray.shutdown()

@@ -72,27 +72,30 @@ def test_sizes_that_cannot_fit_in_memory_are_refused_with_an_estimate(monkeypatc
     config.validate()
 
 
-SCALE_LINES = ("store build", "store size on disk", "index build", "resident memory after building the index",
-               "exact mat-vec pass", "new-query pass", "new-query pass / mat-vec pass", "slider move p50",
-               "slider move p95", "certified rate", "exact search", "peak resident memory searching")
+SCALE_LINES = ("store build", "store size on disk", "mixture calibration") + tuple(f"[local] {name}" for name in (
+    "index build", "resident memory after building the index", "exact mat-vec pass", "new-query pass",
+    "new-query pass / mat-vec pass", "slider move p50", "slider move p95", "certified rate", "exact search",
+    "peak resident memory searching"))
 
 
 def test_synthetic_store_bench_prints_every_figure_and_writes_them(tmp_path, capsys):
     out = tmp_path / "scale.json"
     code = main(["bench", "--scale", "20000", "--synthetic", "--dim", "32", "--moves", "50", "--shard-rows", "7000",
-                 "--store-dir", str(tmp_path / "store"), "--json", str(out)])
+                 "--store-dir", str(tmp_path / "store"), "--json", str(out), "--engine", "local"])
     assert code == 0
     printed = capsys.readouterr().out.splitlines()
     names = {line.split(":")[0] for line in printed}
     assert set(SCALE_LINES) <= names
-    assert "engine=ray: not available yet (issue 15)" in printed
     result = json.loads(out.read_text())
     assert result["config"]["gallery"] == 20000 and result["parametrisation"] == "calibrated"
-    for key in ("store_build_seconds", "store_bytes_on_disk", "reference_pass_seconds", "new_query_pass_seconds",
-                "new_query_vs_reference", "slider_move_p50_ms", "slider_move_p95_ms", "exact_search_seconds",
-                "peak_rss_total_bytes_searching"):
+    assert "ray" not in result and result["config"]["engines"] == ["local"]
+    for key in ("store_build_seconds", "store_bytes_on_disk", "calibration_seconds"):
         assert result[key] > 0
-    assert 0.0 <= result["certified_rate"] <= 1.0
+    local = result["local"]
+    for key in ("index_build_seconds", "reference_pass_seconds", "new_query_pass_seconds", "new_query_vs_reference",
+                "slider_move_p50_ms", "slider_move_p95_ms", "exact_search_seconds", "peak_rss_total_bytes_searching"):
+        assert local[key] > 0
+    assert 0.0 <= local["certified_rate"] <= 1.0
     assert result["store_bytes_on_disk"] >= 20000 * 32 * 2  # float16 rows
     assert len(list((tmp_path / "store" / "store").glob("shard-*.npy"))) == 3
 
@@ -102,6 +105,8 @@ def test_synthetic_bench_refuses_what_it_cannot_do(capsys, monkeypatch):
     assert "--synthetic needs --scale N, the gallery's row count" in capsys.readouterr().err
     assert main(["bench", "--moves", "5"]) == 2
     assert "--moves belongs to the store benchmark; add --synthetic" in capsys.readouterr().err
+    assert main(["bench", "--engine", "ray"]) == 2
+    assert "--engine belongs to the store benchmark" in capsys.readouterr().err
     monkeypatch.setattr("anchordiv.bench.available_memory", lambda device: 2**20)
     assert main(["bench", "--scale", "5000", "--synthetic", "--dim", "8"]) == 2
     assert "this benchmark needs about" in capsys.readouterr().err

@@ -5,7 +5,7 @@ import torch
 
 import anchordiv as ad
 from anchordiv.search import Index
-from anchordiv.sharded import ShardedAnchorIndex
+from anchordiv.sharded import ShardedAnchorIndex, ShardScanner
 from anchordiv.store import GalleryStore
 
 NAMES = ["empirical", "gaussian", "gmm", "mixture", "mixture-balanced"]
@@ -72,9 +72,12 @@ def test_component_kappa_and_eta_blocks(models, stores):
     mixture, store = models["mixture"], stores[13]
     index = ShardedAnchorIndex(mixture, store, block_rows=5)
     kappa = torch.cat(index.component_kappa)
-    eta = torch.cat([block for _, block in index.iter_eta()])
-    assert kappa.shape == (70, 2) and eta.shape == (70, 24)
-    assert [start for start, _ in index.iter_eta()][:4] == [0, 5, 10, 13]
+    scanner = ShardScanner(mixture, store.directory, shards=[0, 1], block_rows=5)
+    blocks = [block for number in scanner.shards for block in scanner.eta_blocks(number)]
+    eta = torch.cat([block for _, block in blocks])
+    assert kappa.shape == (70, 2) and eta.shape == (26, 24)
+    assert [start for start, _ in blocks] == [0, 5, 10, 13, 18, 23]
+    np.testing.assert_allclose(torch.cat(list(scanner.component_kappa().values())), kappa[:26], rtol=1e-6)
     for k, component in enumerate(mixture.models):
         np.testing.assert_allclose(kappa[:, k], component.cgf(full_rows(store)), rtol=1e-5)
     assert torch.cat(ShardedAnchorIndex(models["empirical"], store).component_kappa).shape == (70, 1)
@@ -90,8 +93,10 @@ def test_bad_requests_are_refused(data, models, stores):
         index.search(data["queries"], 70, exclude=np.arange(9))
     with pytest.raises(ValueError, match="outside -1..69"):
         index.search(data["queries"], 3, exclude=np.full(9, 70))
-    with pytest.raises(ValueError, match="ray engine comes later"):
-        ShardedAnchorIndex(models["empirical"], stores[13], engine="ray")
+    with pytest.raises(ValueError, match="engine must be one of"):
+        ShardedAnchorIndex(models["empirical"], stores[13], engine="spark")
+    with pytest.raises(ValueError, match="for engine='ray'"):
+        ShardedAnchorIndex(models["empirical"], stores[13], workers=2)
     with pytest.raises(ValueError, match="dimension"):
         ShardedAnchorIndex(ad.EmpiricalAnchors(scale=12.0).fit(np.eye(5)), stores[13])
     with pytest.raises(ValueError, match="GalleryStore"):
@@ -117,7 +122,7 @@ def test_gallery_terms_are_the_in_memory_index_terms(models, stores, shard_rows)
     store, model = stores[shard_rows], models["mixture"]
     expected = ad.AnchorIndex(model, full_rows(store), device="cpu")
     index = ShardedAnchorIndex(model, store, device="cpu", block_rows=4)
-    blocks = list(index.iter_gallery_terms())
+    blocks = list(ShardScanner(model, store, device="cpu", block_rows=4).iter_gallery_terms())
     assert [block[0] for block in blocks] == sorted({block[0] for block in blocks})
     eta = torch.cat([factors[:, None] * rows for _, rows, factors, _ in blocks])
     np.testing.assert_array_equal(eta, expected.gallery_eta)  # the same float32 eta the search uses

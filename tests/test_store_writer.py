@@ -3,17 +3,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image
+from conftest import STORE_IMAGES as GOOD, STORE_NOT_IMAGES as BAD, STORE_SHARD_ROWS as SHARD_ROWS, make_store_folder
 
 from anchordiv.embeddings import embed_folder_to_store
 from anchordiv.encoders import load_encoder
 from anchordiv.images import load_image
 from anchordiv.store import MANIFEST, PLAN_FILE, GalleryStore, StorePlan
-
-SHARD_ROWS = 4
-# Sorted: a/ (items 0-5), b/ (6-11), bad/ (12-15: all of shard 3, which then has no rows), c/ (16-21), notes.txt (22).
-GOOD = [f"{label}/{index}.png" for label in "abc" for index in range(6)]
-BAD = ["bad/0.png", "bad/1.png", "bad/2.png", "bad/3.png", "notes.txt"]
 
 
 class Killed(Exception):
@@ -43,15 +38,7 @@ def counted(encoder, monkeypatch):
 
 @pytest.fixture
 def folder(tmp_path) -> Path:
-    root = tmp_path / "images"
-    for seed, rel in enumerate(GOOD):
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        pixels = np.random.default_rng(seed).integers(0, 256, (18 + seed % 5, 22, 3), dtype=np.uint8)
-        Image.fromarray(pixels).save(root / rel)
-    for rel in BAD:
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_bytes(b"not an image at all")
-    return root
+    return make_store_folder(tmp_path / "images")
 
 
 def build(folder, encoder, out, **options):
