@@ -18,6 +18,7 @@ from urllib.parse import urlencode
 
 import numpy as np
 import pandas as pd
+import plotly.express as px
 import streamlit as st
 import torch
 
@@ -29,13 +30,14 @@ from anchordiv.datasets import ShippedDataError
 from anchordiv.encoders import load_encoder
 from anchordiv.gallery import Gallery, folder_gallery, world_gallery
 from anchordiv.models import anchor_model_kind, list_anchor_models
+from anchordiv.store import MANIFEST
 from anchordiv.text_cache import encode_texts_cached
 
 # Measured by evaluate-builtin on the held-out emoji: softmax with object anchors gives same-emoji
 # mAP 0.530 at s = 10 against 0.431 at the learned scale 29.2 (docs/design.md §3: CLIP behaves alike).
 DEFAULT_SCALE = 10.0
 GRID_WIDTH = 96
-WORLD, FOLDER = "Built-in emoji world", "Image folder"
+WORLD, FOLDER, STORE = "Built-in emoji world", "Image folder", "Gallery store"
 BUILTIN, OPEN_CLIP = "Built-in", "open_clip (local checkpoint)"
 DIRECTIONS = {"Query first: KL(p_query ‖ p_neighbour)": False, "Reverse: KL(p_neighbour ‖ p_query)": True}
 
@@ -49,6 +51,7 @@ BY_IDENTITY = {
     "anchordiv.encoders.builtin.BuiltinEncoder": lambda encoder: encoder.name,
     "anchordiv.encoders.open_clip_encoder.OpenClipEncoder": lambda encoder: encoder.name,
     Gallery: lambda gallery: gallery.key,
+    ex.StoreGallery: lambda gallery: gallery.key,
 }
 
 
@@ -102,6 +105,12 @@ def get_folder_gallery(encoder, folder: str, labels_csv: str | None) -> Gallery:
     return folder_gallery(folder, encoder, labels_csv=labels_csv or None)
 
 
+@st.cache_resource(show_spinner="Opening the gallery store and indexing its names…", max_entries=4)
+def get_store_gallery(folder: str, stamp: tuple[int, int], encoder_name: str, dim: int) -> ex.StoreGallery:
+    """``stamp`` (the manifest's modification time and size) opens a store written again afresh."""
+    return ex.StoreGallery.open(folder, encoder_name, dim)
+
+
 @st.cache_resource(show_spinner="Encoding the anchors (kept on disk for later starts)…", max_entries=64,
                    hash_funcs=BY_IDENTITY)
 def encode_texts(encoder, texts: tuple[str, ...]) -> torch.Tensor:
@@ -116,6 +125,15 @@ def get_geometry(gallery: Gallery, encoder, texts_a: tuple[str, ...], texts_b: t
     prior = encode_texts(encoder, prior_texts) if anchor_model_kind(spec.kind).needs_prior else None
     return ex.ExplorerGeometry(gallery.embeddings, anchors, [texts_a, texts_b], spec, prior=prior,
                                prior_texts=prior_texts)
+
+
+@st.cache_resource(show_spinner="Fitting the anchor model and indexing the store (one pass)…", max_entries=4,
+                   hash_funcs=BY_IDENTITY)
+def get_store_geometry(gallery: ex.StoreGallery, encoder, texts_a: tuple[str, ...], texts_b: tuple[str, ...],
+                       spec: ex.GeometrySpec, prior_texts: tuple[str, ...]) -> ex.StoreGeometry:
+    anchors = [encode_texts(encoder, texts) for texts in (texts_a, texts_b)]
+    prior = encode_texts(encoder, prior_texts) if anchor_model_kind(spec.kind).needs_prior else None
+    return ex.StoreGeometry(gallery.store, anchors, [texts_a, texts_b], spec, prior=prior, prior_texts=prior_texts)
 
 
 @st.cache_resource(show_spinner=False, max_entries=16, hash_funcs=BY_IDENTITY)
@@ -136,10 +154,10 @@ def embed_text_query(encoder, text: str) -> np.ndarray:
 
 
 @st.cache_resource(show_spinner=False, max_entries=8, hash_funcs=BY_IDENTITY)
-def gallery_presets(gallery: Gallery) -> dict[str, tuple[str, ...]]:
-    """The preset anchor lists of ``gallery`` (60 ms for the whole world, and every full run of a
-    page needs them several times); shared, never changed by a caller."""
-    return ex.anchor_presets(gallery)
+def gallery_presets(gallery: Gallery | ex.StoreGallery) -> dict[str, tuple[str, ...]]:
+    """The preset anchor lists of ``gallery`` or of a store (60 ms for the whole world, and every
+    full run of a page needs them several times); shared, never changed by a caller."""
+    return ex.store_presets(gallery) if isinstance(gallery, ex.StoreGallery) else ex.anchor_presets(gallery)
 
 
 @st.cache_resource(show_spinner=False)
@@ -162,7 +180,8 @@ def get_projection(key: str, method: str, gallery: Gallery, _geometry, p: float,
 # data and model choices. Those after the gallery in a page are drawn only when it loads (a folder
 # not chosen yet stops the run before them), so they are kept on every run, not just on arrival.
 ALWAYS_DRAWN = (
-    "gallery_source", "folder_path", "folder_labels", "folder_choice", "folder_labels_choice", "model_source",
+    "gallery_source", "folder_path", "folder_labels", "folder_choice", "folder_labels_choice", "store_path",
+    "store_choice", "model_source",
     "openclip_arch", "openclip_checkpoint", "checkpoint_choice", "model_kind", "scale", "gmm_components",
     "latent_rank", "alpha", "prior_anchors", "direction", "top_k", "show_iti", "learn_world", "learn_kind",
     "learn_weighting", "learn_scale", "learn_p", "learn_anchors_a", "learn_anchors_b", "learn_query", "learn_width",
@@ -215,11 +234,16 @@ def sidebar_fields() -> list[links.LinkField]:
     return links.sidebar_fields(list_anchor_models(), list(DIRECTIONS), linked_texts())
 
 
-def view_fields(gallery: Gallery) -> list[links.LinkField]:
+def default_query(gallery: Gallery | ex.StoreGallery) -> int:
+    """The query a page opens on: a recognisable image of the world or folder, a store's first item."""
+    return 0 if isinstance(gallery, ex.StoreGallery) else ex.default_query_id(gallery)
+
+
+def view_fields(gallery: Gallery | ex.StoreGallery) -> list[links.LinkField]:
     state = st.session_state
     presets = gallery_presets(gallery)
     now = tuple(state.get(f"preset_{side}", default) for side, default in zip("ab", PRESET_DEFAULTS))
-    return links.view_fields(len(gallery), ex.default_query_id(gallery), presets, PRESET_DEFAULTS, now,
+    return links.view_fields(len(gallery), default_query(gallery), presets, PRESET_DEFAULTS, now,
                              QUERY_MODES, list(ex.WEIGHTINGS), linked_texts())
 
 
@@ -242,7 +266,7 @@ def follow_link(fields: list[links.LinkField], part: str, known: tuple[str, ...]
     return taken
 
 
-def follow_view_link(gallery: Gallery) -> list[links.LinkField]:
+def follow_view_link(gallery: Gallery | ex.StoreGallery) -> list[links.LinkField]:
     """:func:`follow_link` for the query and the anchor sets, which need the gallery; the fields,
     for :func:`publish_link`. A link made on another gallery keeps its anchors and p, not its query."""
     state = st.session_state
@@ -269,7 +293,8 @@ def link_notes() -> None:
         st.warning("This link opened with defaults for what it could not use: " + "; ".join(dict.fromkeys(ignored)) + ".")
 
 
-def link_params(fields: list[links.LinkField], gallery: Gallery | None = None) -> dict[str, str | list[str]]:
+def link_params(fields: list[links.LinkField], gallery: Gallery | ex.StoreGallery | None = None
+                ) -> dict[str, str | list[str]]:
     """The URL parameters of the current values of ``fields``, with the gallery's token when they
     name anything (a query id means nothing on another gallery)."""
     params = links.write_link(st.session_state, fields)
@@ -278,7 +303,7 @@ def link_params(fields: list[links.LinkField], gallery: Gallery | None = None) -
     return params
 
 
-def publish_link(fields: list[links.LinkField], gallery: Gallery | None = None) -> None:
+def publish_link(fields: list[links.LinkField], gallery: Gallery | ex.StoreGallery | None = None) -> None:
     """Put the current values of ``fields`` in the page's URL (only when they changed: each change
     is a message to the browser)."""
     params = link_params(fields, gallery)
@@ -288,7 +313,7 @@ def publish_link(fields: list[links.LinkField], gallery: Gallery | None = None) 
         st.query_params.from_dict(params)
 
 
-def share_box(fields: list[links.LinkField], gallery: Gallery | None = None) -> None:
+def share_box(fields: list[links.LinkField], gallery: Gallery | ex.StoreGallery | None = None) -> None:
     """The page's link to copy (the copy button is on the code block)."""
     params = link_params(fields, gallery)
     with st.popover("Share this view", icon=":material/link:", key="share_popover"):
@@ -307,7 +332,12 @@ def sidebar() -> dict[str, Any]:
     choices: dict[str, Any] = {}
     bar.subheader("Data and model")
     roots = attempt(data_roots, "This server's data folders are misconfigured", stop=True)
-    choices["source"] = bar.radio("Gallery", [WORLD, FOLDER], key="gallery_source")
+    choices["source"] = bar.radio("Gallery", [WORLD, FOLDER, STORE], key="gallery_source")
+    if choices["source"] == STORE:
+        choices["store"] = (bar.text_input("Gallery store folder (holds manifest.json)", key="store_path")
+                            if roots.allow_any_path else
+                            bar.selectbox("Gallery store", [str(path) for path in roots.stores()], index=None,
+                                          key="store_choice", placeholder="choose a store in the data folders"))
     if choices["source"] == FOLDER:
         if roots.allow_any_path:
             choices["folder"] = bar.text_input("Image folder (subfolders are labels)", key="folder_path")
@@ -375,7 +405,31 @@ def load_encoder_for(choices: dict[str, Any]):
     return attempt(load, "Could not load the open_clip model", stop=True)
 
 
+def load_store_for(choices: dict[str, Any], encoder) -> ex.StoreGallery:
+    """The chosen gallery store, opened for ``encoder`` (cached per store); an error box naming the
+    fix and a stop when it is not a store, is damaged, or was embedded by another model."""
+    roots = data_roots()
+    if roots.opens_nothing:
+        no_data_folders()
+    if not choices.get("store"):
+        st.info(("Type the folder of" if roots.allow_any_path else "Choose") + " a gallery store in the sidebar "
+                "(a folder with a manifest.json, made by `python -m anchordiv embed FOLDER --out STORE`).")
+        st.stop()
+
+    def load() -> ex.StoreGallery:
+        folder = roots.confine(choices["store"], "gallery store")
+        manifest = folder / MANIFEST
+        stamp = (manifest.stat().st_mtime_ns, manifest.stat().st_size) if manifest.is_file() else (0, 0)
+        return get_store_gallery(str(folder), stamp, encoder.name, encoder.dim)
+
+    return attempt(load, "Could not open that gallery store", stop=True)
+
+
 def load_gallery_for(choices: dict[str, Any], encoder) -> Gallery:
+    if choices["source"] == STORE:
+        st.info("This page works on galleries held in memory, not on a gallery store: choose the built-in "
+                "emoji world or an image folder in the sidebar (the Explore page opens stores).")
+        st.stop()
     if choices["source"] == FOLDER:
         roots = data_roots()
         if roots.opens_nothing:
@@ -407,6 +461,93 @@ def load_gallery_for(choices: dict[str, Any], encoder) -> Gallery:
     return gallery
 
 
+# -- the query -------------------------------------------------------------------------------------
+NO_QUERY: tuple[None, None, None, None, str] = (None, None, None, None, "")
+# (embedding (d,) or None, gallery id or None, labels or None, image or None, description)
+Query = tuple[np.ndarray | None, int | None, Any, Any, str]
+
+
+def choose_query(gallery: Gallery | ex.StoreGallery, encoder, from_item: Callable[[int], Query],
+                 by_row: bool = False) -> Query:
+    """The query the widgets name (:func:`pick_query`). While "Upload" waits for its file, the last
+    query stays, so the page keeps its results."""
+    state = st.session_state
+    query = pick_query(gallery, encoder, from_item, by_row)
+    if query[0] is not None:
+        state.last_query = (gallery.key, query)
+    elif state.get("query_upload") is None and state.get("last_query", (None,))[0] == gallery.key \
+            and state.get("query_mode") == "Upload":
+        st.caption("Showing the last query's neighbours until an image is uploaded.")
+        query = state.last_query[1]
+    return query
+
+
+def pick_query(gallery: Gallery | ex.StoreGallery, encoder, from_item: Callable[[int], Query],
+               by_row: bool = False) -> Query:
+    """The query the widgets name now: an upload, a text, or a gallery item (found by name, drawn
+    at random or, ``by_row``, typed by its row number) as ``from_item(item)`` describes it;
+    :data:`NO_QUERY` while there is none yet."""
+    state = st.session_state
+    if "query_id" not in state or state.query_id >= len(gallery):
+        state.query_id = default_query(gallery)
+    st.subheader("Query")
+    mode = st.radio("Query from", QUERY_MODES, horizontal=True, key="query_mode")
+    if mode == "Upload":
+        return upload_query(encoder)
+    if mode == "Text":
+        return text_query(encoder)
+
+    search_col, pick_col = st.columns([2, 3])
+    needle = search_col.text_input("Search by name", key="query_search", placeholder="e.g. cat, rocket, pizza")
+    options = gallery.find(needle) if needle.strip() else []
+    if needle.strip() and not options:
+        search_col.caption("No gallery image matches.")
+
+    def picked() -> None:
+        if state.get("query_pick") is not None:
+            state.query_id = int(state.query_pick)
+
+    pick_col.selectbox("Matches", options, index=None, format_func=gallery.caption, key="query_pick",
+                       on_change=picked, placeholder=f"{len(options)} match(es)" if options else "search first")
+
+    def draw_random() -> None:
+        state.query_id = int(np.random.default_rng().integers(len(gallery)))
+
+    # On its own row: beside the two inputs, the narrow query column squeezed its label to "R.".
+    st.button("Random gallery image", key="query_random", on_click=draw_random)
+    if by_row:
+        def typed() -> None:
+            state.query_id = int(state.query_row)
+
+        state.query_row = int(state.query_id)  # follows a pick, a random draw or a link
+        st.number_input(f"Row (0 to {len(gallery) - 1:,})", 0, len(gallery) - 1, step=1, key="query_row",
+                        on_change=typed)
+    return from_item(int(state.query_id))
+
+
+def upload_query(encoder) -> tuple[np.ndarray | None, None, None, Any, str]:
+    """The uploaded query as ``(embedding (d,), None, None, image, description)``; :data:`NO_QUERY`
+    while none is uploaded or when it cannot be used (an error box says why)."""
+    upload = st.file_uploader("Upload an image (PNG, JPEG or WebP)", key="query_upload")
+    if upload is None:
+        st.info("Upload an image to use it as the query.")
+        return NO_QUERY
+    vector = attempt(lambda: embed_upload(encoder, upload.getvalue(), upload.name), "That upload cannot be used")
+    if vector is None:
+        return NO_QUERY
+    image = ex.query_image_from_upload(upload.getvalue(), upload.name)
+    return vector, None, None, image, f"upload {upload.name}"
+
+
+def text_query(encoder) -> tuple[np.ndarray | None, None, None, None, str]:
+    """The typed text query as ``(embedding (d,), None, None, None, description)``; :data:`NO_QUERY` while blank."""
+    text = st.text_input("Text query", key="query_text").strip()
+    if not text:
+        st.warning("Type a text query.")
+        return NO_QUERY
+    return embed_text_query(encoder, text), None, None, None, f"text “{text}”"
+
+
 # -- anchors and geometry -------------------------------------------------------------------------
 def anchor_column(column, name: str, label: str, presets: dict[str, tuple[str, ...]]) -> ex.AnchorText:
     """One anchor set: a preset menu that fills a text area (one anchor per line), and its count.
@@ -421,6 +562,19 @@ def anchor_column(column, name: str, label: str, presets: dict[str, tuple[str, .
     parsed = ex.parse_anchor_text(st.session_state[text_key])
     (column.caption if len(parsed) else column.warning)(parsed.summary())
     return parsed
+
+
+def anchor_widgets(presets: dict[str, tuple[str, ...]]) -> tuple[ex.AnchorText, ex.AnchorText, str]:
+    """The anchors block of the Explore page: sets A and B side by side and the weighting of p;
+    ``(parsed A, parsed B, weighting)``."""
+    st.subheader("Anchors")
+    col_a, col_b = st.columns(2)
+    parsed_a = anchor_column(col_a, "a", "A (object)", presets)
+    parsed_b = anchor_column(col_b, "b", "B (style)", presets)
+    weighting = st.radio("Weights of A and B", list(ex.WEIGHTINGS), horizontal=True, key="weighting",
+                         format_func=str.capitalize)
+    st.caption(ex.WEIGHTINGS[weighting])
+    return parsed_a, parsed_b, weighting
 
 
 def anchor_texts(gallery: Gallery) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -439,20 +593,53 @@ def geometry_spec(choices: dict[str, Any], kind: str | None = None, scale: float
                    "Invalid geometry", stop=True)
 
 
-def geometry_for(choices: dict[str, Any], gallery: Gallery, encoder, texts_a: tuple[str, ...],
-                 texts_b: tuple[str, ...], kind: str | None = None, scale: float | None = None) -> ex.ExplorerGeometry:
+def geometry_for(choices: dict[str, Any], gallery: Gallery | ex.StoreGallery, encoder, texts_a: tuple[str, ...],
+                 texts_b: tuple[str, ...], kind: str | None = None, scale: float | None = None
+                 ) -> ex.ExplorerGeometry | ex.StoreGeometry:
     """The cached geometry of anchor sets A and B under the sidebar's settings (``kind`` and
-    ``scale`` override them); an error box and a stop when it cannot be built."""
+    ``scale`` override them), a :class:`~anchordiv.explorer.StoreGeometry` over a store; an error
+    box and a stop when it cannot be built."""
     spec = geometry_spec(choices, kind, scale)
     prior = ex.parse_anchor_text(choices["prior_text"]).anchors
-    geometry = attempt(lambda: get_geometry(gallery, encoder, tuple(texts_a), tuple(texts_b), spec, prior),
+    build = get_store_geometry if isinstance(gallery, ex.StoreGallery) else get_geometry
+    geometry = attempt(lambda: build(gallery, encoder, tuple(texts_a), tuple(texts_b), spec, prior),
                        "Cannot build the geometry", stop=True)
     for note in geometry.notes:
         st.info(note)
     return geometry
 
 
-def draw_grid(column, title: str, table: pd.DataFrame, gallery: Gallery, value_name: str) -> None:
+def draw_grid(column, title: str, table: pd.DataFrame, gallery: Gallery | ex.StoreGallery, value_name: str,
+              images: list | None = None) -> None:
+    """A neighbour table as captioned images: ``images`` (one per row), by default the gallery's own."""
     column.markdown(f"**{title}**  \n{ex.agreement_text(table)}")
-    column.image([gallery.image(item) for item in table["gallery_id"]],
+    column.image(images if images is not None else [gallery.image(item) for item in table["gallery_id"]],
                  caption=ex.grid_captions(table, gallery, value_name), width=GRID_WIDTH)
+
+
+# -- projections ----------------------------------------------------------------------------------
+def use_projection_pick(chart_key: str) -> None:
+    """on_select callback of a projection chart: the clicked image becomes the query. It runs before
+    the page is drawn, so it may still set the query-mode radio."""
+    points = st.session_state[chart_key].selection.points
+    if points:
+        st.session_state.query_id = int(points[0]["customdata"][0])
+        st.session_state.query_mode = "Gallery image"
+
+
+def project_at_current_p() -> None:
+    st.session_state.umap_p = st.session_state.get("p", 0.5)
+
+
+def projection_chart(column, frame: pd.DataFrame, colour: str, name: str, title: str, chart_key: str) -> None:
+    """A projection frame (``x``, ``y``, ``role``, ``gallery_id``, ``colour`` and ``name`` columns) as a
+    scatter whose query and neighbours stand out; clicking a point makes it the query."""
+    figure = px.scatter(frame, x="x", y="y", color=colour, symbol="role", custom_data=["gallery_id"],
+                        hover_data={name: True, "x": False, "y": False},
+                        symbol_map={"gallery": "circle", "neighbour": "diamond", "query": "star"},
+                        title=title, height=520)
+    figure.update_traces(marker={"size": 5, "opacity": 0.7})
+    figure.for_each_trace(lambda trace: trace.update(marker={"size": 14, "opacity": 1.0, "line": {"width": 1}})
+                          if "query" in trace.name or "neighbour" in trace.name else None)
+    column.plotly_chart(figure, key=chart_key, on_select=lambda: use_projection_pick(chart_key),
+                        selection_mode="points")

@@ -7,7 +7,8 @@ plain arguments to :mod:`anchordiv.explorer`, :mod:`anchordiv.figure`, :mod:`anc
 :mod:`anchordiv.explain`, and draw what they return.
 
 * **Explore**: one query, anchor sets A and B, the weight ``p``; neighbours beside cosine, the p
-  sweep, "why this neighbour?", UMAP of the geometry.
+  sweep, "why this neighbour?", UMAP of the geometry. On a gallery store (10^5 - 10^6 items on
+  disk, :mod:`store_explore`): name search, the certified p slider, and UMAP of a fixed sample.
 * **Compare**: a figure builder (queries × geometries, as the paper's Figures 1 and 8), exported as
   PNG, PDF or SVG.
 * **Learn**: a lesson in anchor divergence on a toy world of directions, then on the gallery.
@@ -15,7 +16,7 @@ plain arguments to :mod:`anchordiv.explorer`, :mod:`anchordiv.figure`, :mod:`anc
 
 Every page keeps its state in its URL (``st.query_params``), so a view can be shared as a link.
 
-Image folders, labels CSVs and checkpoints are opened only under the data roots given at launch
+Image folders, gallery stores, labels CSVs and checkpoints are opened only under the data roots given at launch
 (``streamlit run app/streamlit_app.py -- --data-root DIR``, or ``ANCHORDIV_DATA_ROOTS``), offered as
 menus; typing any path is a local-only mode (``--allow-any-path``). See
 :mod:`anchordiv.explorer.paths`.

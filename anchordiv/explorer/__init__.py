@@ -15,6 +15,9 @@ arguments. Nothing here imports Streamlit. The modules, all re-exported here:
   :func:`p_sweep`;
 * :mod:`.projection`: UMAP projections, :func:`geometry_projection`, :func:`projection_key` and
   :func:`projection_frame`;
+* :mod:`.store_view`: the explorer on a gallery store, :class:`StoreGallery` (with its
+  :class:`NameIndex`), :class:`StoreGeometry` (sharded index and certified slider),
+  :func:`cosine_top_k`, :func:`store_thumbnails` and :func:`store_projection`;
 * :mod:`.paths`: :class:`DataRoots`, the folders a shared server may open, decided at launch;
 * :mod:`.shared`: :class:`SharedBuilds`, one slow build per key for every visitor, with progress;
 * :mod:`.speed`: :func:`benchmark`, behind ``python -m anchordiv explorer-bench``.
@@ -45,17 +48,31 @@ from .neighbours import (
     search_one,
 )
 from .paths import DataRoots, csv_files
-from .projection import geometry_projection, outside_sample, projection_frame, projection_key
+from .projection import geometry_projection, outside_sample, project_rows, projection_frame, projection_key
 from .query import default_query_id, query_image_from_upload
 from .shared import SharedBuilds
 from .speed import benchmark
+from .store_view import (
+    NameIndex,
+    StoreGallery,
+    StoreGeometry,
+    cosine_top_k,
+    neighbours_at,
+    store_neighbour_table,
+    store_presets,
+    store_projection,
+    store_projection_frame,
+    store_thumbnails,
+)
 
 __all__ = [
     "ANIMALS", "BACKGROUNDS", "CHEXPERT_PATHOLOGIES", "CLOTHING", "DOG_BREEDS", "FOOD", "GENERIC_STYLES",
-    "MAX_ANCHORS", "VEHICLES", "WEIGHTINGS", "AnchorText", "DataRoots", "ExplorerGeometry", "GeometrySpec", "SharedBuilds",
+    "MAX_ANCHORS", "VEHICLES", "WEIGHTINGS", "AnchorText", "DataRoots", "ExplorerGeometry", "GeometrySpec", "NameIndex",
+    "SharedBuilds", "StoreGallery", "StoreGeometry",
     "agreement", "agreement_text", "anchor_presets", "baseline_index", "benchmark", "calibration_frame",
-    "combined_table", "csv_files",
+    "combined_table", "cosine_top_k", "csv_files",
     "default_query_id", "fit_anchor_model", "geometry_projection", "grid_captions", "neighbour_grid_png",
-    "neighbour_table", "outside_sample", "p_sweep", "parse_anchor_text", "projection_frame", "projection_key",
-    "query_image_from_upload", "search_one",
+    "neighbour_table", "neighbours_at", "outside_sample", "p_sweep", "parse_anchor_text", "project_rows",
+    "projection_frame", "projection_key", "query_image_from_upload", "search_one", "store_neighbour_table",
+    "store_presets", "store_projection", "store_projection_frame", "store_thumbnails",
 ]

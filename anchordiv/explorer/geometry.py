@@ -111,17 +111,26 @@ class ExplorerGeometry:
     def is_mixture(self) -> bool:
         return isinstance(self.model, MixtureAnchors)
 
-    def model_at(self, p: float, weighting: str = "calibrated") -> AnchorModel:
-        """The model at weights ``[p, 1 - p]`` under ``weighting`` (a key of :data:`WEIGHTINGS`): a
-        new mixture sharing the fitted components (for a single set, the shared model itself)."""
+    def weighted_model(self, weighting: str = "calibrated") -> AnchorModel:
+        """The shared model whose ``with_weights([p, 1 - p])`` is the model at ``p`` under
+        ``weighting`` (a key of :data:`WEIGHTINGS`): what a certified slider slides (docs/design.md
+        §10). For a single set, the shared model itself."""
         if weighting not in WEIGHTINGS:
             raise ValueError(f"weighting={weighting!r}; choose one of {list(WEIGHTINGS)}")
         if not self.is_mixture:
             return self.model
+        model = {"calibrated": self.calibrated_model, "balanced": self.model}.get(weighting)
+        return model or self.model.with_balance(None)
+
+    def model_at(self, p: float, weighting: str = "calibrated") -> AnchorModel:
+        """The model at weights ``[p, 1 - p]`` under ``weighting`` (a key of :data:`WEIGHTINGS`): a
+        new mixture sharing the fitted components (for a single set, the shared model itself)."""
+        model = self.weighted_model(weighting)
+        if not self.is_mixture:
+            return model
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"p={p!r} must be between 0 and 1")
-        model = {"calibrated": self.calibrated_model, "balanced": self.model}.get(weighting)
-        return (model or self.model.with_balance(None)).with_weights([p, 1.0 - p])
+        return model.with_weights([p, 1.0 - p])
 
     def index_at(self, p: float, weighting: str = "calibrated") -> AnchorIndex:
         """The gallery's :class:`AnchorIndex` at weight ``p``, sharing the stored per-component

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from ..store import MANIFEST
+
 ROOTS_VARIABLE = "ANCHORDIV_DATA_ROOTS"
 ANY_PATH_VARIABLE = "ANCHORDIV_ALLOW_ANY_PATH"
 CHECKPOINT_SUFFIXES = (".pt", ".pth", ".bin", ".safetensors")
@@ -71,6 +73,10 @@ class DataRoots:
     def image_folders(self) -> list[Path]:
         """Each root and the folders below it (at most :data:`MENU_DEPTH` levels), confined."""
         return [path for path in self._walk() if path.is_dir()][:MENU_LIMIT]
+
+    def stores(self) -> list[Path]:
+        """The gallery stores among :meth:`image_folders`: folders holding a store manifest."""
+        return [path for path in self.image_folders() if _is_regular(path / MANIFEST)]
 
     def checkpoints(self) -> list[Path]:
         """Regular files under the roots whose suffix is a checkpoint's (``.pt``, ``.bin``, ...)."""

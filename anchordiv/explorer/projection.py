@@ -32,14 +32,26 @@ def geometry_projection(gallery: Gallery, method: str, geometry: ExplorerGeometr
                         seed: int = 0, n_neighbors: int = 15, cache_key: str | None = None
                         ) -> tuple[np.ndarray, np.ndarray]:
     """UMAP projection of (a fixed sample of at most ``max_points``) gallery images under ``method``
-    ("anchor" with ``geometry`` at ``p``, "cosine" or "iti"): ``(ids (n,), xy (n, 2))``.
-
-    The kNN graph is the geometry's exact top-``n_neighbors``; with ``cache_key`` the projection is
-    stored on disk (see :func:`anchordiv.projection.cached_projection`)."""
+    ("anchor" with ``geometry`` at ``p``, "cosine" or "iti"): ``(ids (n,), xy (n, 2))``, as
+    :func:`project_rows` lays out their embeddings."""
     from .. import projection
 
     ids = projection.sample_ids(len(gallery), max_points, seed)
-    embeddings = gallery.embeddings[torch.as_tensor(ids)]
+    return ids, project_rows(gallery.embeddings[torch.as_tensor(ids)], method, geometry, p, weighting, iti_anchors,
+                             seed, n_neighbors, cache_key)
+
+
+def project_rows(embeddings: torch.Tensor, method: str, geometry: ExplorerGeometry | None = None, p: float = 0.5,
+                 weighting: str = "calibrated", iti_anchors: torch.Tensor | None = None, seed: int = 0,
+                 n_neighbors: int = 15, cache_key: str | None = None) -> np.ndarray:
+    """UMAP layout ``xy`` ``(n, 2)`` of ``embeddings`` ``(n, d)`` under ``method`` ("anchor" with
+    ``geometry`` at ``p``, "cosine" or "iti").
+
+    The kNN graph is the geometry's exact top-``n_neighbors`` among these rows; with ``cache_key``
+    (naming the rows and the geometry) the layout is stored on disk (see
+    :func:`anchordiv.projection.cached_projection`)."""
+    from .. import projection
+
     if method == "anchor":
         if geometry is None:
             raise ValueError("an anchor projection needs a geometry")
@@ -51,9 +63,9 @@ def geometry_projection(gallery: Gallery, method: str, geometry: ExplorerGeometr
         return projection.project(index, embeddings, n_neighbors=n_neighbors, seed=seed)
 
     if cache_key is None:
-        return ids, build()
-    return ids, projection.cached_projection(
-        f"{cache_key}|{method}|{max_points}|{seed}|{n_neighbors}|{projection.DEFAULT_EPOCHS}", build)
+        return build()
+    return projection.cached_projection(
+        f"{cache_key}|{method}|{len(embeddings)}|{seed}|{n_neighbors}|{projection.DEFAULT_EPOCHS}", build)
 
 
 def projection_frame(gallery: Gallery, ids: np.ndarray, xy: np.ndarray, query_id: int | None,
@@ -61,10 +73,16 @@ def projection_frame(gallery: Gallery, ids: np.ndarray, xy: np.ndarray, query_id
     """One row per projected image: its labels, ``x``, ``y``, ``gallery_id`` and ``role`` ("query",
     "neighbour" or "gallery"), with the ``colour`` column as text so that plots treat it as categories."""
     frame = gallery.labels.iloc[ids].reset_index(drop=True).assign(x=xy[:, 0], y=xy[:, 1], gallery_id=ids)
-    frame["role"] = np.where(frame.gallery_id == query_id, "query",
-                             np.where(frame.gallery_id.isin(list(neighbour_ids)), "neighbour", "gallery"))
+    frame["role"] = point_roles(ids, query_id, neighbour_ids)
     frame[colour] = frame[colour].astype(str)
     return frame
+
+
+def point_roles(ids: np.ndarray, query_id: int | None, neighbour_ids: Sequence[int]) -> np.ndarray:
+    """``(n,)`` the role of each projected id: "query", "neighbour" or "gallery"."""
+    ids = np.asarray(ids)
+    return np.where(ids == query_id, "query",
+                    np.where(np.isin(ids, np.asarray(list(neighbour_ids), dtype=np.int64)), "neighbour", "gallery"))
 
 
 def outside_sample(ids: np.ndarray, query_id: int | None, neighbour_ids: Sequence[int]) -> int:

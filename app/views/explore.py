@@ -7,11 +7,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import plotly.express as px
 import streamlit as st
 import torch
 
 import shared_ui as ui
+import store_explore
 from anchordiv import explain
 from anchordiv import explorer as ex
 from anchordiv.gallery import Gallery
@@ -19,64 +19,8 @@ from anchordiv.models import anchor_model_kind
 from shared_ui import BY_IDENTITY, attempt
 
 # -- query ----------------------------------------------------------------------------------------
-def choose_query(gallery: Gallery, encoder) -> tuple[np.ndarray | None, int | None, pd.Series | None, Any, str]:
-    """The query as ``(embedding (d,), gallery id or None, labels or None, image or None, description)``.
-    While "Upload" waits for its file, the last query stays, so the page keeps its results."""
-    state = st.session_state
-    query = pick_query(gallery, encoder)
-    if query[0] is not None:
-        state.last_query = (gallery.key, query)
-    elif state.get("query_upload") is None and state.get("last_query", (None,))[0] == gallery.key \
-            and state.get("query_mode") == "Upload":
-        st.caption("Showing the last query's neighbours until an image is uploaded.")
-        query = state.last_query[1]
-    return query
-
-
-def pick_query(gallery: Gallery, encoder) -> tuple[np.ndarray | None, int | None, pd.Series | None, Any, str]:
-    """The query the widgets name now (``None`` embedding when there is none yet)."""
-    state = st.session_state
-    if "query_id" not in state or state.query_id >= len(gallery):
-        state.query_id = ex.default_query_id(gallery)
-    st.subheader("Query")
-    mode = st.radio("Query from", ui.QUERY_MODES, horizontal=True, key="query_mode")
-    if mode == "Upload":
-        upload = st.file_uploader("Upload an image (PNG, JPEG or WebP)", key="query_upload")
-        if upload is None:
-            st.info("Upload an image to use it as the query.")
-            return None, None, None, None, ""
-        vector = attempt(lambda: ui.embed_upload(encoder, upload.getvalue(), upload.name),
-                         "That upload cannot be used")
-        if vector is None:
-            return None, None, None, None, ""
-        image = ex.query_image_from_upload(upload.getvalue(), upload.name)
-        return vector, None, None, image, f"upload {upload.name}"
-    if mode == "Text":
-        text = st.text_input("Text query", key="query_text").strip()
-        if not text:
-            st.warning("Type a text query.")
-            return None, None, None, None, ""
-        return ui.embed_text_query(encoder, text), None, None, None, f"text “{text}”"
-
-    search_col, pick_col = st.columns([2, 3])
-    needle = search_col.text_input("Search by name", key="query_search", placeholder="e.g. cat, rocket, pizza")
-    options = gallery.find(needle) if needle.strip() else []
-    if needle.strip() and not options:
-        search_col.caption("No gallery image matches.")
-
-    def picked() -> None:
-        if state.get("query_pick") is not None:
-            state.query_id = int(state.query_pick)
-
-    pick_col.selectbox("Matches", options, index=None, format_func=gallery.caption, key="query_pick",
-                       on_change=picked, placeholder=f"{len(options)} match(es)" if options else "search first")
-
-    def draw_random() -> None:
-        state.query_id = int(np.random.default_rng().integers(len(gallery)))
-
-    # On its own row: beside the two inputs, the narrow query column squeezed its label to "R.".
-    st.button("Random gallery image", key="query_random", on_click=draw_random)
-    item = int(state.query_id)
+def gallery_item(gallery: Gallery, item: int) -> tuple[np.ndarray, int, pd.Series, Any, str]:
+    """Gallery image ``item`` as a query: ``(embedding (d,), item, labels, image, description)``."""
     return (gallery.embeddings[item].numpy(), item, gallery.labels.iloc[item], gallery.image(item),
             f"#{item} {gallery.caption(item)}")
 
@@ -104,6 +48,9 @@ class View:
 def main() -> None:
     choices = ui.sidebar()
     encoder = ui.load_encoder_for(choices)
+    if choices["source"] == ui.STORE:
+        store_explore.main(choices, encoder)
+        return
     gallery = ui.load_gallery_for(choices, encoder)
     fields = ui.sidebar_fields() + ui.follow_view_link(gallery)
     ui.link_notes()
@@ -112,7 +59,8 @@ def main() -> None:
 
     query_col, anchor_col = st.columns([1.3, 3])
     with query_col:
-        query, query_id, query_labels, query_image, query_text = choose_query(gallery, encoder)
+        query, query_id, query_labels, query_image, query_text = ui.choose_query(
+            gallery, encoder, lambda item: gallery_item(gallery, item))
         if query_image is not None:
             st.image(query_image, caption=query_text, width=160)
         elif query is not None:
@@ -120,13 +68,7 @@ def main() -> None:
 
     presets = ui.gallery_presets(gallery)
     with anchor_col:
-        st.subheader("Anchors")
-        col_a, col_b = st.columns(2)
-        parsed_a = ui.anchor_column(col_a, "a", "A (object)", presets)
-        parsed_b = ui.anchor_column(col_b, "b", "B (style)", presets)
-        weighting = st.radio("Weights of A and B", list(ex.WEIGHTINGS), horizontal=True, key="weighting",
-                             format_func=str.capitalize)
-        st.caption(ex.WEIGHTINGS[weighting])
+        parsed_a, parsed_b, weighting = ui.anchor_widgets(presets)
     ui.publish_link(fields, gallery)
     if query is None:
         return
@@ -283,19 +225,6 @@ def calibration_section(view: View) -> None:
                    "No labels are used.")
 
 
-def use_projection_pick(chart_key: str) -> None:
-    """on_select callback of a projection chart: the clicked image becomes the query. It runs before
-    the page is drawn, so it may still set the query-mode radio."""
-    points = st.session_state[chart_key].selection.points
-    if points:
-        st.session_state.query_id = int(points[0]["customdata"][0])
-        st.session_state.query_mode = "Gallery image"
-
-
-def project_at_current_p() -> None:
-    st.session_state.umap_p = st.session_state.get("p", 0.5)
-
-
 @st.fragment
 def umap_section(view: View) -> None:
     """A fragment: its controls rerun only this. It projects the geometry at a p the user pins
@@ -311,13 +240,13 @@ def umap_section(view: View) -> None:
     colour = controls[2].selectbox("Colour by", colour_columns, key="umap_colour",
                                    index=colour_columns.index(gallery.style_column) if gallery.style_column in colour_columns else 0)
     with_cosine = controls[3].checkbox("Cosine projection beside it", key="umap_cosine")
-    controls[4].button("Project at the current p", key="umap_use_p", on_click=project_at_current_p,
+    controls[4].button("Project at the current p", key="umap_use_p", on_click=ui.project_at_current_p,
                        disabled=not (show and geometry.is_mixture))
     ui.umap_warm_up()  # started here, after the grids are drawn, so that it never delays them
     if not show:
         return
     if "umap_p" not in st.session_state:
-        project_at_current_p()
+        ui.project_at_current_p()
     p = float(st.session_state.umap_p)
     projections = [("anchor", f"Anchor divergence at p = {p:.2f} ({view.weighting})",
                     ex.projection_key(view.geometry_key, round(p, 4), view.weighting))]
@@ -330,16 +259,7 @@ def umap_section(view: View) -> None:
         if ids is None:
             return
         frame = ex.projection_frame(gallery, ids, xy, view.query_id, neighbour_ids, colour)
-        figure = px.scatter(frame, x="x", y="y", color=colour, symbol="role", custom_data=["gallery_id"],
-                            hover_data={gallery.name_column: True, "x": False, "y": False},
-                            symbol_map={"gallery": "circle", "neighbour": "diamond", "query": "star"},
-                            title=title, height=520)
-        figure.update_traces(marker={"size": 5, "opacity": 0.7})
-        figure.for_each_trace(lambda trace: trace.update(marker={"size": 14, "opacity": 1.0, "line": {"width": 1}})
-                              if "query" in trace.name or "neighbour" in trace.name else None)
-        chart_key = f"umap_chart_{method}"
-        column.plotly_chart(figure, key=chart_key, on_select=lambda chart_key=chart_key: use_projection_pick(chart_key),
-                            selection_mode="points")
+        ui.projection_chart(column, frame, colour, gallery.name_column, title, f"umap_chart_{method}")
     missing = ex.outside_sample(ids, view.query_id, neighbour_ids)
     st.caption(f"Neighbours marked at p = {p:.2f}; moving p does not re-project (press “Project at the current p”)."
                + (f" {missing} of the query and its neighbours are outside the sampled {len(ids):,} points."
