@@ -119,8 +119,8 @@ class GridPass:
             # The mat-vec at the gallery's precision (float32: the pass's cost), the rest in float64;
             # MixtureSlider._pass_slack bounds the float32 rounding (and so a float64 gallery's too).
             ab = (rows @ self.grads.to(device, rows.dtype)).to(torch.float64) * factors.to(torch.float64)[:, None]
-            shifted = kappa.to(torch.float64) - torch.as_tensor(self.kappa_x, device=device)        # (n, 2)
-            grid = [torch.as_tensor(values, device=device)[:, None] for values in (self.log_r, self.log_1mr)]
+            shifted = kappa.to(torch.float64) - torch.tensor(self.kappa_x, device=device)            # (n, 2)
+            grid = [torch.tensor(values, device=device)[:, None] for values in (self.log_r, self.log_1mr)]
             terms = (ab[:, 0], ab[:, 1], shifted[:, 0], shifted[:, 1])
             # Grid points by items, so each point's top-k' runs along contiguous memory.
             scores = mixture_scores(*grid, *(t[None, :] for t in terms), lib=torch)                # (m, n)

@@ -8,6 +8,7 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from anchordiv import explorer as ex
@@ -83,6 +84,20 @@ def test_menus_offer_only_what_is_inside_and_readable(tree):
     assert offered.checkpoints() == [tree["root"] / "model.pt"]  # not the FIFO, not the linked-out one
     assert ex.csv_files(tree["root"] / "pets") == [tree["root"] / "pets" / "labels.csv"]
     assert ex.DataRoots().image_folders() == [] and ex.DataRoots().checkpoints() == []
+
+
+def test_a_folder_of_many_folders_does_not_hide_the_stores_beside_it(tmp_path):
+    """The menus are bounded (MENU_LIMIT); each folder of a level gets its share, so the 600 label
+    folders under images/ leave room for stores/ and the store in it."""
+    from anchordiv.explorer.paths import MENU_LIMIT
+    from anchordiv.store import GalleryStore
+
+    for number in range(600):
+        (tmp_path / "images" / f"label-{number:03d}").mkdir(parents=True)
+    store = GalleryStore.from_array(np.eye(3), tmp_path / "stores" / "mine")
+    offered = ex.DataRoots((tmp_path.resolve(),))
+    assert offered.stores() == [store.directory.resolve()]
+    assert len(offered.image_folders()) <= MENU_LIMIT
 
 
 def test_one_shared_build_with_progress_for_those_who_wait():

@@ -11,6 +11,7 @@ Errors name the path and the rule, never a file's contents or a folder's listing
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import stat
 from dataclasses import dataclass
@@ -26,6 +27,9 @@ CHECKPOINT_SUFFIXES = (".pt", ".pth", ".bin", ".safetensors")
 # bounded so that a root with a huge tree cannot stall the page.
 MENU_DEPTH = 2
 MENU_LIMIT = 500
+# Entries read from one folder while building the menus: a folder of a million images is sampled,
+# not listed, on every run of the page.
+SCAN_LIMIT = 5000
 
 
 @dataclass(frozen=True)
@@ -83,21 +87,25 @@ class DataRoots:
         return [path for path in self._walk() if path.suffix in CHECKPOINT_SUFFIXES and _is_regular(path)][:MENU_LIMIT]
 
     def _walk(self) -> list[Path]:
+        """The roots and the entries below them, breadth first, :data:`MENU_DEPTH` levels down and
+        about :data:`MENU_LIMIT` in all. Each folder of a level gets an equal share of what is left,
+        so a folder of thousands of image folders cannot hide its siblings' contents (the stores
+        beside it)."""
         found: list[Path] = []
         level = list(self.roots)
         for _ in range(MENU_DEPTH + 1):
             found.extend(level)
-            below = []
-            for folder in level:
-                if folder.is_dir() and len(found) + len(below) < MENU_LIMIT:
-                    below.extend(sorted(self._inside(folder)))
-            level = below
+            folders = [folder for folder in level if folder.is_dir()]
+            share = (MENU_LIMIT - len(found)) // max(1, len(folders))
+            level = [entry for folder in folders for entry in sorted(self._inside(folder))[:share]] if share > 0 else []
         return found
 
     def _inside(self, folder: Path) -> list[Path]:
         """Entries of ``folder`` that are not hidden and resolve inside a root."""
         try:
-            entries = [entry for entry in folder.iterdir() if not entry.name.startswith(".")]
+            with os.scandir(folder) as scan:
+                entries = [Path(entry.path) for entry in itertools.islice(scan, SCAN_LIMIT)
+                           if not entry.name.startswith(".")]
         except OSError:
             return []
         inside = []
