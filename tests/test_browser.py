@@ -9,6 +9,7 @@ the playwright package is missing. Needs: ``apt-get install -y chromium`` and ``
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import time
 from contextlib import contextmanager
@@ -41,6 +42,34 @@ def app_url(tmp_path_factory):
     with streamlit_server(ROOT / "app" / "streamlit_app.py", env, workdir / "streamlit.log") as (url, process, log):
         wait_healthy(url, process, log, seconds=60)
         yield url, log
+
+
+@pytest.fixture(scope="module")
+def store_app_url(app_url, tmp_path_factory):
+    """A second server, started with a data root that holds one small gallery store (the first has
+    no data root: one of its tests checks what a server without one says)."""
+    workdir = tmp_path_factory.mktemp("browser-store")
+    env = {**explorer_env(workdir, split="heldout", limit=96), "ANCHORDIV_DATA_ROOTS": str(small_store(workdir / "data"))}
+    with streamlit_server(ROOT / "app" / "streamlit_app.py", env, workdir / "streamlit.log") as (url, process, log):
+        wait_healthy(url, process, log, seconds=60)
+        yield url, log
+
+
+def small_store(root: Path) -> Path:
+    """``root`` with 30 coloured squares in images/ and their store (the built-in model) in stores/shapes."""
+    from PIL import Image
+
+    from anchordiv.embeddings import embed_folder_to_store
+    from anchordiv.encoders import load_encoder
+
+    for label, colour in (("red", (220, 20, 20)), ("blue", (20, 20, 220)), ("green", (20, 200, 20))):
+        (root / "images" / label).mkdir(parents=True)
+        for i in range(10):
+            Image.new("RGB", (40 + 2 * i, 40), tuple(max(0, c - 12 * i) for c in colour)).save(
+                root / "images" / label / f"{label}-{i}.png")
+    embed_folder_to_store(root / "images", load_encoder("builtin", device="cpu"), root / "stores" / "shapes",
+                          shard_rows=8)
+    return root
 
 
 def neighbour_captions(page) -> list[str]:
@@ -216,3 +245,32 @@ def check_compare_exports(page, tmp_path: Path, log_path: Path) -> None:
     assert pdf.startswith(b"%PDF") and len(re.findall(rb"/Subtype\s*/Image", pdf)) == images
     svg = ElementTree.parse(files["SVG"]).getroot()
     assert len(svg.findall(".//{http://www.w3.org/2000/svg}image")) == images
+
+
+def test_browser_opens_a_gallery_store_and_moves_p_on_the_certified_slider(store_app_url, tmp_path):
+    """The store offered under the data root opens; its grids come with the slider's certificate,
+    its thumbnails are the store's images, and moving p redraws the grid at the new p."""
+    url, log_path = store_app_url
+    with chromium() as browser:
+        page = open_explorer(browser, url, log_path)
+        page.get_by_text("Gallery store", exact=True).first.click()
+        page.get_by_text("Choose a gallery store in the sidebar").first.wait_for(timeout=60_000)
+        page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first.click()
+        page.get_by_role("option").filter(has_text="shapes").first.click()
+        page.get_by_text("Certified").first.wait_for(timeout=STARTUP_SECONDS * 1000)
+        wait_for_grids(page, 20)
+        wait_until_idle(page)
+        assert "gallery store 'shapes' (30 items" in page.locator('[data-testid="stSidebar"]').inner_text()
+        captions = neighbour_captions(page)
+        assert any(".png" in caption for caption in captions), page_report(page, log_path)
+        slider = page.locator('[data-testid="stSlider"]').filter(has_text="p: weight").get_by_role("slider")
+        before = float(re.search(r"\(\w+, p = (\d\.\d\d)\)", page.locator("body").inner_text()).group(1))
+        slider.focus()
+        slider.press("ArrowLeft")
+        slider.press("ArrowLeft")
+        expected = f"p = {before - 0.1:.2f}"
+        page.get_by_text(expected).first.wait_for(timeout=30_000)
+        wait_until_idle(page)
+        page.screenshot(path=str(tmp_path / "store.png"), full_page=True)
+        text = page.locator("body").inner_text()
+        assert "Certified" in text and "Traceback" not in text, page_report(page, log_path)
