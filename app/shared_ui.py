@@ -37,6 +37,7 @@ from anchordiv.text_cache import encode_texts_cached
 # mAP 0.530 at s = 10 against 0.431 at the learned scale 29.2 (docs/design.md §3: CLIP behaves alike).
 DEFAULT_SCALE = 10.0
 GRID_WIDTH = 96
+QUERY_IMAGE_WIDTH = 160
 WORLD, FOLDER, STORE = "Built-in emoji world", "Image folder", "Gallery store"
 BUILTIN, OPEN_CLIP = "Built-in", "open_clip (local checkpoint)"
 DIRECTIONS = {"Query first: KL(p_query ‖ p_neighbour)": False, "Reverse: KL(p_neighbour ‖ p_query)": True}
@@ -627,8 +628,59 @@ def use_projection_pick(chart_key: str) -> None:
         st.session_state.query_mode = "Gallery image"
 
 
+def query_and_anchors(gallery: Gallery | ex.StoreGallery, encoder, from_item: Callable[[int], Query],
+                      fields: list[links.LinkField], by_row: bool = False
+                      ) -> tuple[Query, ex.AnchorText, ex.AnchorText, str]:
+    """The top of both Explore pages: the query (shown beside its picker) and anchor sets A and B,
+    then the page's link published; ``(query, parsed A, parsed B, weighting)``."""
+    query_col, anchor_col = st.columns([1.3, 3])
+    with query_col:
+        query = choose_query(gallery, encoder, from_item, by_row=by_row)
+        vector, _, _, image, text = query
+        if image is not None:
+            st.image(image, caption=text, width=QUERY_IMAGE_WIDTH)
+        elif vector is not None:
+            st.caption(f"Query: {text}")
+    with anchor_col:
+        parsed_a, parsed_b, weighting = anchor_widgets(gallery_presets(gallery))
+    publish_link(fields, gallery)
+    return query, parsed_a, parsed_b, weighting
+
+
+def geometry_and_key(choices: dict[str, Any], gallery: Gallery | ex.StoreGallery, encoder, parsed_a: ex.AnchorText,
+                     parsed_b: ex.AnchorText) -> tuple[ex.ExplorerGeometry | ex.StoreGeometry, str]:
+    """The cached geometry of A and B under the sidebar's settings, and the key that names it (for
+    the projections' caches)."""
+    spec = geometry_spec(choices)
+    prior = ex.parse_anchor_text(choices["prior_text"]).anchors
+    geometry = geometry_for(choices, gallery, encoder, parsed_a.anchors, parsed_b.anchors)
+    return geometry, ex.projection_key(gallery.key, encoder.name, parsed_a.anchors, parsed_b.anchors, spec, prior)
+
+
 def project_at_current_p() -> None:
     st.session_state.umap_p = st.session_state.get("p", 0.5)
+
+
+def pinned_projection_p(column, show: bool, is_mixture: bool) -> float | None:
+    """The "Project at the current p" button in ``column``, and the p a projection is drawn at (pinned
+    by that button, so moving the slider never recomputes a projection); ``None`` while ``show`` is off.
+    Starts UMAP's warm-up here, after the grids are drawn, so that it never delays them."""
+    column.button("Project at the current p", key="umap_use_p", on_click=project_at_current_p,
+                  disabled=not (show and is_mixture))
+    umap_warm_up()
+    if not show:
+        return None
+    if "umap_p" not in st.session_state:
+        project_at_current_p()
+    return float(st.session_state.umap_p)
+
+
+def projection_caption(ids: np.ndarray, query_id: int | None, neighbour_ids: list[int], p: float) -> None:
+    """Says at which p the neighbours are marked, and how many of them the sampled projection leaves out."""
+    missing = ex.outside_sample(ids, query_id, neighbour_ids)
+    st.caption(f"Neighbours marked at p = {p:.2f}; moving p does not re-project (press “Project at the current p”)."
+               + (f" {missing} of the query and its neighbours are outside the sampled {len(ids):,} points."
+                  if missing else ""))
 
 
 def projection_chart(column, frame: pd.DataFrame, colour: str, name: str, title: str, chart_key: str) -> None:

@@ -21,7 +21,6 @@ from anchordiv import explorer as ex
 from anchordiv.models import anchor_model_kind
 from shared_ui import BY_IDENTITY, attempt
 
-QUERY_IMAGE_WIDTH = 160
 
 
 @dataclass(frozen=True)
@@ -68,7 +67,7 @@ def get_store_projection(key: str, gallery: ex.StoreGallery, _geometry: ex.Store
 # -- the page -----------------------------------------------------------------------------------------
 def store_item(gallery: ex.StoreGallery, item: int) -> ui.Query:
     """Store row ``item`` as a query: ``(embedding (d,), item, label, thumbnail, description)``."""
-    image = ex.store_thumbnails(gallery, [item], ui.data_roots(), size=QUERY_IMAGE_WIDTH)[0]
+    image = ex.store_thumbnails(gallery, [item], ui.data_roots(), size=ui.QUERY_IMAGE_WIDTH)[0]
     return gallery.vector(item), item, gallery.label(item), image, f"#{item} {gallery.caption(item)}"
 
 
@@ -81,27 +80,16 @@ def main(choices: dict[str, Any], encoder) -> None:
         st.sidebar.warning("This store does not record the model that embedded it; its neighbours mean something "
                            "only if that was the model chosen here.")
 
-    query_col, anchor_col = st.columns([1.3, 3])
-    with query_col:
-        query, query_id, query_label, query_image, query_text = ui.choose_query(
-            gallery, encoder, lambda item: store_item(gallery, item), by_row=True)
-        if query_image is not None:
-            st.image(query_image, caption=query_text, width=QUERY_IMAGE_WIDTH)
-        elif query is not None:
-            st.caption(f"Query: {query_text}")
-    with anchor_col:
-        parsed_a, parsed_b, weighting = ui.anchor_widgets(ui.gallery_presets(gallery))
-    ui.publish_link(fields, gallery)
+    query, parsed_a, parsed_b, weighting = ui.query_and_anchors(
+        gallery, encoder, lambda item: store_item(gallery, item), fields, by_row=True)
+    query, query_id, query_label, _, query_text = query
     if query is None:
         return
-    spec = ui.geometry_spec(choices)
-    prior = ex.parse_anchor_text(choices["prior_text"]).anchors
-    geometry = ui.geometry_for(choices, gallery, encoder, parsed_a.anchors, parsed_b.anchors)
+    geometry, geometry_key = ui.geometry_and_key(choices, gallery, encoder, parsed_a, parsed_b)
     cosine = attempt(lambda: get_cosine_table(gallery, query, choices["k"], query_id, query_label),
                      "Cannot rank the store by cosine", stop=True)
-    view = StoreView(gallery, geometry,
-                     ex.projection_key(gallery.key, encoder.name, parsed_a.anchors, parsed_b.anchors, spec, prior),
-                     weighting, query, query_id, query_label, query_text, choices["k"], cosine, fields)
+    view = StoreView(gallery, geometry, geometry_key, weighting, query, query_id, query_label, query_text,
+                     choices["k"], cosine, fields)
     results_section(view)
     umap_section(view)
 
@@ -171,14 +159,9 @@ def umap_section(view: StoreView) -> None:
     max_points = int(controls[1].number_input("Points (fixed sample)", 10, 20_000,
                                               min(len(gallery), ex.store_view.PROJECTION_ROWS), step=500,
                                               key="store_umap_points"))
-    controls[2].button("Project at the current p", key="umap_use_p", on_click=ui.project_at_current_p,
-                       disabled=not (show and geometry.is_mixture))
-    ui.umap_warm_up()  # started here, after the grids are drawn, so that it never delays them
-    if not show:
+    p = ui.pinned_projection_p(controls[2], show, geometry.is_mixture)
+    if p is None:
         return
-    if "umap_p" not in st.session_state:
-        ui.project_at_current_p()
-    p = float(st.session_state.umap_p)
     key = ex.projection_key(view.geometry_key, round(p, 4), view.weighting)
     projected = attempt(lambda: get_store_projection(key, gallery, geometry, p, view.weighting, max_points),
                         "Cannot project the store")
@@ -189,7 +172,4 @@ def umap_section(view: StoreView) -> None:
     frame = ex.store_projection_frame(gallery, ids, xy, view.query_id, neighbour_ids)
     ui.projection_chart(st, frame, "label", "name", f"Anchor divergence at p = {p:.2f} ({view.weighting}), "
                         f"{len(ids):,} of {len(gallery):,} items", "umap_chart_store")
-    missing = ex.outside_sample(ids, view.query_id, neighbour_ids)
-    st.caption(f"Neighbours marked at p = {p:.2f}; moving p does not re-project (press “Project at the current p”)."
-               + (f" {missing} of the query and its neighbours are outside the sampled {len(ids):,} items."
-                  if missing else ""))
+    ui.projection_caption(ids, view.query_id, neighbour_ids, p)

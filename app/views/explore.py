@@ -57,29 +57,16 @@ def main() -> None:
     st.sidebar.caption(f"{gallery.description} · {encoder.name} (d = {encoder.dim}, logit scale "
                        f"{encoder.logit_scale:.1f}) on CPU")
 
-    query_col, anchor_col = st.columns([1.3, 3])
-    with query_col:
-        query, query_id, query_labels, query_image, query_text = ui.choose_query(
-            gallery, encoder, lambda item: gallery_item(gallery, item))
-        if query_image is not None:
-            st.image(query_image, caption=query_text, width=160)
-        elif query is not None:
-            st.caption(f"Query: {query_text}")
-
-    presets = ui.gallery_presets(gallery)
-    with anchor_col:
-        parsed_a, parsed_b, weighting = ui.anchor_widgets(presets)
-    ui.publish_link(fields, gallery)
+    query, parsed_a, parsed_b, weighting = ui.query_and_anchors(
+        gallery, encoder, lambda item: gallery_item(gallery, item), fields)
+    query, query_id, query_labels, _, query_text = query
     if query is None:
         return
-    spec = ui.geometry_spec(choices)
-    prior = ex.parse_anchor_text(choices["prior_text"]).anchors
-    geometry = ui.geometry_for(choices, gallery, encoder, parsed_a.anchors, parsed_b.anchors)
+    geometry, geometry_key = ui.geometry_and_key(choices, gallery, encoder, parsed_a, parsed_b)
     baselines = baseline_tables(gallery, encoder, query, query_id, query_labels, choices["k"],
                                 parsed_a.anchors + parsed_b.anchors if choices["show_iti"] else None)
-    view = View(gallery, encoder, geometry,
-                ex.projection_key(gallery.key, encoder.name, parsed_a.anchors, parsed_b.anchors, spec, prior),
-                weighting, query, query_id, query_labels, query_text, choices["k"], baselines, fields)
+    view = View(gallery, encoder, geometry, geometry_key, weighting, query, query_id, query_labels, query_text,
+                choices["k"], baselines, fields)
     results_section(view)
     sweep_section(view)
     umap_section(view)
@@ -240,14 +227,9 @@ def umap_section(view: View) -> None:
     colour = controls[2].selectbox("Colour by", colour_columns, key="umap_colour",
                                    index=colour_columns.index(gallery.style_column) if gallery.style_column in colour_columns else 0)
     with_cosine = controls[3].checkbox("Cosine projection beside it", key="umap_cosine")
-    controls[4].button("Project at the current p", key="umap_use_p", on_click=ui.project_at_current_p,
-                       disabled=not (show and geometry.is_mixture))
-    ui.umap_warm_up()  # started here, after the grids are drawn, so that it never delays them
-    if not show:
+    p = ui.pinned_projection_p(controls[4], show, geometry.is_mixture)
+    if p is None:
         return
-    if "umap_p" not in st.session_state:
-        ui.project_at_current_p()
-    p = float(st.session_state.umap_p)
     projections = [("anchor", f"Anchor divergence at p = {p:.2f} ({view.weighting})",
                     ex.projection_key(view.geometry_key, round(p, 4), view.weighting))]
     if with_cosine:
@@ -260,10 +242,7 @@ def umap_section(view: View) -> None:
             return
         frame = ex.projection_frame(gallery, ids, xy, view.query_id, neighbour_ids, colour)
         ui.projection_chart(column, frame, colour, gallery.name_column, title, f"umap_chart_{method}")
-    missing = ex.outside_sample(ids, view.query_id, neighbour_ids)
-    st.caption(f"Neighbours marked at p = {p:.2f}; moving p does not re-project (press “Project at the current p”)."
-               + (f" {missing} of the query and its neighbours are outside the sampled {len(ids):,} points."
-                  if missing else ""))
+    ui.projection_caption(ids, view.query_id, neighbour_ids, p)
 
 
 main()
