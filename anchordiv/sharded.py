@@ -56,9 +56,11 @@ class ShardScanner:
     Parameters
     ----------
     model : the fitted anchor model (its weights may differ per call: each scan takes the model).
-    store : a :class:`GalleryStore`, or its folder (a Ray actor opens the store itself).
+    store : a :class:`GalleryStore`, or its folder (a Ray task opens the store itself).
     shards : the shard numbers this scanner serves (``None``: all). reverse, device, block_rows:
-        as :class:`ShardedAnchorIndex`.
+        as :class:`ShardedAnchorIndex`. kappa_state : an earlier scanner's :meth:`kappa_state` for
+        these shards; without it the shards' sha256 are checked (``ValueError`` naming a damaged
+        one) and ``kappa_k`` computed, one pass over them.
     """
 
     def __init__(self, model: AnchorModel, store: GalleryStore | str | Path, shards: Sequence[int] | None = None,
@@ -70,8 +72,10 @@ class ShardScanner:
                            else check_positive_int(block_rows, "block_rows"))
         self.shards = list(range(len(self.store.shards))) if shards is None else [int(n) for n in shards]
         # What gallery_state gives without gradients: (rows,) for a plain model, (rows, K) for a mixture;
-        # computed once (one pass over the shards) unless an earlier scanner's are handed over.
+        # computed once (one pass over the shards) unless an earlier scanner's are handed over. That
+        # pass reads every shard anyway, so their sha256 are checked first: a damaged shard is named.
         if kappa_state is None:
+            self.store.check_shards(self.shards)
             kappa_state = {number: torch.cat([model.gallery_state(eta, with_grad=False)[0]
                                               for _, eta in self.eta_blocks(number)]) for number in self.shards}
         self._kappa_state = {number: torch.as_tensor(kappa_state[number]).to(self.device) for number in self.shards}
@@ -244,9 +248,11 @@ class ShardedAnchorIndex:
         (``None``: a local instance, or ``RAY_ADDRESS``; see :func:`anchordiv.ray_runtime.connect`).
         workers : Ray tasks per scan (default: one per CPU of the cluster, at most one per shard).
 
-    Memory: one block per scanner, ``component_kappa`` (``G K`` floats, here and in the scanners)
-    and the candidates of a search. For a :class:`~anchordiv.MixtureAnchors`, :meth:`with_model`
-    re-mixes the stored per-component ``kappa_k`` at other weights in ``O(G K)``.
+    Building reads every shard once (for ``kappa_k``) and checks its sha256 against the manifest
+    first: a damaged or changed shard is a ``ValueError`` naming it, never searched. Memory: one
+    block per scanner, ``component_kappa`` (``G K`` floats, here and in the scanners) and the
+    candidates of a search. For a :class:`~anchordiv.MixtureAnchors`, :meth:`with_model` re-mixes
+    the stored per-component ``kappa_k`` at other weights in ``O(G K)``.
     """
 
     higher_is_closer = False

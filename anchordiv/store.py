@@ -185,20 +185,29 @@ class GalleryStore:
         if verify:
             bad = store.verify()
             if bad:
-                # A built store keeps its plan, so running the same build again re-embeds only what is damaged.
-                fix = ("run the same build again (GalleryStore.build / embed_folder_to_store): it re-embeds the "
-                       "damaged shards" if "plan" in store._manifest
-                       else "rebuild the store with GalleryStore.from_array")
                 raise ValueError(f"store {directory}: {', '.join(bad)} do(es) not match the sha256 in {MANIFEST} "
-                                 f"(damaged or changed); {fix}.")
+                                 f"(damaged or changed); {store._fix()}.")
         return store
+
+    def _fix(self) -> str:
+        # A built store keeps its plan, so running the same build again re-embeds only what is damaged.
+        return ("run the same build again (GalleryStore.build / embed_folder_to_store): it re-embeds the damaged "
+                "shards" if "plan" in self._manifest else "rebuild the store with GalleryStore.from_array")
 
     def verify(self) -> list[str]:
         """The names of the store's files whose sha256 differs from the manifest's (empty: all good)."""
         entries = list(self._manifest["shards"]) + [self._manifest["ids"]]
         if self._manifest["labels"] is not None:
             entries.append(self._manifest["labels"])
-        return [entry["file"] for entry in entries if sha256_file(self.directory / entry["file"]) != entry["sha256"]]
+        return _damaged(self.directory, entries)
+
+    def check_shards(self, numbers: Sequence[int]) -> None:
+        """Recompute the sha256 of shards ``numbers`` (what a scan is about to read); ``ValueError``
+        naming the damaged ones and the fix, so that a changed shard is never searched silently."""
+        bad = _damaged(self.directory, [self._manifest["shards"][number] for number in numbers])
+        if bad:
+            raise ValueError(f"store {self.directory}: {', '.join(bad)} do(es) not match the sha256 in {MANIFEST} "
+                             f"(damaged or changed since the store was written); {self._fix()}.")
 
     def __len__(self) -> int:
         return int(self._manifest["rows"])
@@ -279,6 +288,11 @@ class GalleryStore:
         if ids.shape != (len(self),) or ids.dtype != np.int64:
             raise ValueError(f"{path} holds {ids.dtype} {ids.shape}, not int64 ({len(self)},); rebuild the store.")
         return ids
+
+
+def _damaged(directory: Path, entries: list[dict[str, Any]]) -> list[str]:
+    """The files of manifest ``entries`` whose sha256 is not the recorded one."""
+    return [entry["file"] for entry in entries if sha256_file(directory / entry["file"]) != entry["sha256"]]
 
 
 def _load_header_checked(path: Path, fix: str) -> np.ndarray:

@@ -131,3 +131,19 @@ def test_gallery_terms_are_the_in_memory_index_terms(models, stores, shard_rows)
     eta, kappa = index.gallery_rows(ids)
     np.testing.assert_allclose(eta, expected.gallery_eta[ids], rtol=1e-6)
     np.testing.assert_allclose(kappa, expected.component_kappa[ids], rtol=1e-6)
+
+
+def test_a_damaged_shard_is_named_and_never_searched(data, models, tmp_path):
+    """A shard changed after the store was written (its header still valid, so open() accepts it)
+    stops the index build with its name; the local and Ray engines share this check (ShardScanner)."""
+    store = GalleryStore.from_array(data["gallery"], tmp_path / "s", shard_rows=13, dtype="float32")
+    shard = store.directory / "shard-00002.npy"
+    raw = bytearray(shard.read_bytes())
+    raw[-5] ^= 0xFF  # one byte of the last row's data
+    shard.write_bytes(bytes(raw))
+    reopened = GalleryStore.open(store.directory)
+    with pytest.raises(ValueError, match=r"shard-00002\.npy do\(es\) not match the sha256"):
+        ShardedAnchorIndex(models["empirical"], reopened)
+    with pytest.raises(ValueError, match="shard-00002"):
+        ShardScanner(models["empirical"], reopened.directory, shards=[2])
+    ShardScanner(models["empirical"], reopened.directory, shards=[0, 1, 3])  # the others are fine

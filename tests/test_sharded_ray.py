@@ -64,3 +64,13 @@ def test_store_benchmark_on_ray(ray_instance, tmp_path):
     ray = figures["ray"]
     assert "local" not in figures and ray["certified_rate"] >= 0.95
     assert ray["new_query_pass_seconds"] > 0 and len(ray["actor_rss_total_bytes_after_search"]) == 2
+
+
+def test_a_damaged_shard_stops_the_ray_index_by_name(ray_instance, data, models, tmp_path):
+    store = GalleryStore.from_array(data["gallery"], tmp_path / "s", shard_rows=13, dtype="float32")
+    shard = store.directory / "shard-00004.npy"
+    raw = bytearray(shard.read_bytes())
+    raw[-1] ^= 0xFF
+    shard.write_bytes(bytes(raw))
+    with pytest.raises(ValueError, match="shard-00004.npy"):  # Ray re-raises the task's ValueError
+        ShardedAnchorIndex(models["empirical"], GalleryStore.open(store.directory), engine="ray", workers=2)
