@@ -27,7 +27,7 @@ def assert_same(found, expected):
     np.testing.assert_allclose(found[0], expected[0], rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("name", ["empirical", "gmm", "mixture-balanced"])
+@pytest.mark.parametrize("name", ["empirical", "gaussian", "gmm", "mixture", "mixture-balanced"])
 def test_ray_engine_equals_the_in_memory_index(ray_instance, data, models, store, name):
     """Both directions, with and without exclusions, two tasks over six shards; with_model re-mixes
     in the tasks exactly as the local engine does."""
