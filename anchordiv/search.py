@@ -94,6 +94,45 @@ def _mask_excluded(scores: torch.Tensor, exclude: torch.Tensor, start: int) -> N
     scores[rows[valid], local[valid]] = float("-inf")
 
 
+def check_fit(model: AnchorModel, fit_token: Any, index_name: str, rebuild: str) -> None:
+    """An index's stored gallery terms belong to the fit ``fit_token``: ``ValueError`` naming the
+    rebuild (``rebuild``, e.g. ``"AnchorIndex(model, gallery)"``) when ``model`` was refitted since."""
+    if model.fit_token() != fit_token:
+        raise ValueError(f"The anchor model was refitted after this {index_name} was built, so the stored gallery "
+                         f"terms are stale; build a new {rebuild}.")
+
+
+def check_reweighting(model: AnchorModel, fit_token: Any, rebuild: str) -> None:
+    """``with_model`` serves the same fitted components at other weights only: ``ValueError``
+    naming the rebuild for a model with other components."""
+    if model.fit_token() != fit_token:
+        raise ValueError("with_model needs a model with this index's fitted components (e.g. "
+                         f"index.model.with_weights(w)); for other anchors build a new {rebuild}.")
+
+
+def query_terms(model: AnchorModel, queries: ArrayLike, reverse: bool, device: torch.device,
+                dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """The query side of §4's inner product, ``(vectors (Q, d), offset (Q,))``: query first,
+    ``grad kappa(eta_x)`` with offset ``grad kappa(eta_x) . eta_x - kappa(eta_x)``; reverse,
+    ``eta_x`` with offset ``kappa(eta_x)``; in ``dtype`` on ``device``, like the gallery's keys."""
+    eta = model.natural_parameters(queries, "queries").to(device, dtype)
+    if reverse:
+        return eta, model.cgf_eta(eta)
+    kappa, grad = model.cgf_grad_eta(eta)
+    return grad, (grad * eta).sum(dim=1) - kappa
+
+
+def merge_top_k(scores: list[torch.Tensor], ids: list[torch.Tensor], k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The ``k`` largest of several ``(Q, k_i)`` score tensors and their ``(Q, k_i)`` ids: ``(Q, min(k,
+    sum k_i))`` each, best first, on the first part's device. Folds a blocked scan's parts, and is
+    the reduce step of a sharded search."""
+    device = scores[0].device
+    all_scores = torch.cat([part.to(device) for part in scores], dim=1)
+    all_ids = torch.cat([part.to(device) for part in ids], dim=1)
+    best, order = torch.topk(all_scores, min(k, all_scores.shape[1]), dim=1)
+    return best, torch.gather(all_ids, 1, order)
+
+
 def top_k_inner_product(queries: torch.Tensor, keys: torch.Tensor, bias: torch.Tensor | None, k: int,
                         exclude: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """The ``k`` largest ``queries @ keys.T + bias`` per row: ``(scores, ids)``, both ``(Q, k)``.
@@ -118,8 +157,7 @@ def top_k_inner_product(queries: torch.Tensor, keys: torch.Tensor, bias: torch.T
             top_scores, top_ids = torch.topk(scores, min(k, scores.shape[1]), dim=1)
             top_ids += g_start
             if best_scores is not None:
-                top_scores, order = torch.topk(torch.cat([best_scores, top_scores], 1), k, dim=1)
-                top_ids = torch.gather(torch.cat([best_ids, top_ids], 1), 1, order)
+                top_scores, top_ids = merge_top_k([best_scores, top_scores], [best_ids, top_ids], k)
             best_scores, best_ids = top_scores, top_ids
         all_scores.append(best_scores)
         all_ids.append(best_ids)
@@ -209,11 +247,7 @@ class AnchorIndex(_InnerProductIndex):
         components at other weights (e.g. ``index.model.with_weights([p, 1 - p])`` or
         ``.with_balance(None)``). The stored per-component terms are shared, not recomputed:
         ``O(G K)`` (``O(G K d)`` reverse). This index is unchanged."""
-        if model.fit_token() != self._fit_token:
-            raise ValueError(
-                "with_model needs a model with this index's fitted components (e.g. "
-                "index.model.with_weights(w)); for other anchors build a new AnchorIndex(model, gallery)."
-            )
+        check_reweighting(model, self._fit_token, "AnchorIndex(model, gallery)")
         index = copy.copy(self)
         index.model = model
         index._weights_token = model.weights_token()
@@ -281,21 +315,13 @@ class AnchorIndex(_InnerProductIndex):
         return self._eta, -kappa
 
     def _keys_and_bias(self) -> tuple[torch.Tensor, torch.Tensor]:
-        if self.model.fit_token() != self._fit_token:
-            raise ValueError(
-                "The anchor model was refitted after this AnchorIndex was built, so the stored gallery "
-                "terms are stale; build a new AnchorIndex(model, gallery)."
-            )
+        check_fit(self.model, self._fit_token, "AnchorIndex", "AnchorIndex(model, gallery)")
         if self.model.weights_token() != self._weights_token:  # set_weights since: re-mix for this call only
             return self._augmented(self.model)
         return self._keys, self._bias
 
     def _query_vectors(self, queries: ArrayLike) -> tuple[torch.Tensor, torch.Tensor]:
-        eta = self.model.natural_parameters(queries, "queries").to(self.device, self._eta.dtype)
-        if self.reverse:
-            return eta, self.model.cgf_eta(eta)
-        kappa, grad = self.model.cgf_grad_eta(eta)
-        return grad, (grad * eta).sum(dim=1) - kappa
+        return query_terms(self.model, queries, self.reverse, self.device, self._eta.dtype)
 
     def _values(self, scores: torch.Tensor, offset: torch.Tensor) -> torch.Tensor:
         """Divergences ``(Q, k)``; refused when they overflow, as a ranking by them would be arbitrary

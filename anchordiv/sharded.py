@@ -4,7 +4,7 @@
 float32 rows, but never holds the gallery in memory at float32: each shard's ``eta_y`` is read
 from disk one block at a time during a search, and the only per-item arrays kept are the
 per-component ``kappa_k(eta_y)`` ``(rows, K)``. A search is a map (each :class:`ShardScanner`'s
-top-``k`` of ``query . key + bias`` over its shards) followed by a reduce (:func:`merge_top_k`).
+top-``k`` of ``query . key + bias`` over its shards) followed by a reduce (:func:`~anchordiv.search.merge_top_k`).
 The engine decides where the scanners run: ``"local"``, one scanner in this process; ``"ray"``,
 one Ray task per share of the shards, reading the store's files itself (so every node must see the
 store's folder at the same path) and returning only its top-``k``.
@@ -28,7 +28,8 @@ import torch
 from ._validation import ArrayLike, check_finite_output, check_positive_int
 from .device import resolve_device
 from .models.base import AnchorModel, like_input
-from .search import check_top_k, exclusion_matrix, top_k_inner_product
+from .search import (check_fit, check_reweighting, check_top_k, exclusion_matrix, merge_top_k, query_terms,
+                     top_k_inner_product)
 from .slider import GridPass, MixtureSlider
 from .store import GalleryStore
 
@@ -36,16 +37,6 @@ ENGINES = ("local", "ray")
 # Rows scored at a time: 16 MB of float32 at d = 512. Larger blocks are no faster here (the scan
 # is bound by reading the store), and each block's float32 copies count in resident memory.
 SCAN_BLOCK_ELEMENTS = 2**22
-
-
-def merge_top_k(scores: list[torch.Tensor], ids: list[torch.Tensor], k: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The ``k`` largest of several ``(Q, k_i)`` score tensors and their ``(Q, k_i)`` global ids:
-    ``(Q, min(k, sum k_i))`` each, best first, on the first part's device. The reduce step of a sharded search."""
-    device = scores[0].device
-    all_scores = torch.cat([part.to(device) for part in scores], dim=1)
-    all_ids = torch.cat([part.to(device) for part in ids], dim=1)
-    best, order = torch.topk(all_scores, min(k, all_scores.shape[1]), dim=1)
-    return best, torch.gather(all_ids, 1, order)
 
 
 class ShardScanner:
@@ -93,8 +84,19 @@ class ShardScanner:
     def eta_blocks(self, number: int) -> Iterator[tuple[int, torch.Tensor]]:
         """``(start, eta)`` for shard ``number``: rows read from the file and turned into float32
         ``eta = scale * y / ||y||`` ``(n, d)`` on ``device``, ``block_rows`` at a time; ``start`` global."""
-        for start, block in self.store.shard_blocks(number, self.block_rows):
-            yield start, self.model.natural_parameters(block, "gallery").to(self.device)
+        for _, start, _, block in self._blocks([number]):
+            yield start, self._eta(block)
+
+    def _blocks(self, numbers: Sequence[int]) -> Iterator[tuple[int, int, int, torch.Tensor]]:
+        """``(shard, start, offset, rows)`` for each block of shards ``numbers``: the store's float32 CPU
+        rows ``(n, d)`` from global row ``start``, ``offset`` rows into the shard (where its ``kappa_k`` are)."""
+        for number in numbers:
+            for start, block in self.store.shard_blocks(number, self.block_rows):
+                yield number, start, start - self.store.shard_starts[number], block
+
+    def _eta(self, block: torch.Tensor) -> torch.Tensor:
+        """``eta`` of a CPU block, computed on the CPU as AnchorIndex computes it, then on ``device``."""
+        return self.model.natural_parameters(block, "gallery").to(self.device)
 
     def iter_gallery_terms(self) -> Iterator[tuple[int, torch.Tensor, torch.Tensor, torch.Tensor]]:
         """``(start, rows (n, d), factors (n,), kappa (n, K))`` over this scanner's shards, one block at
@@ -102,13 +104,10 @@ class ShardScanner:
         (``factors = scale / ||row||``), and the block's ``kappa_k``. The slider's one pass takes
         ``eta_y . g`` as ``factor * (row . g)``, so no scaled ``(n, d)`` copy is made."""
         kappa, scale = self.component_kappa(), float(self.model.scale)
-        for number in self.shards:
-            shard_start = self.store.shard_starts[number]
-            for start, block in self.store.shard_blocks(number, self.block_rows):
-                rows = block.to(self.device)
-                factors = scale / torch.linalg.vector_norm(rows, dim=1)
-                local = start - shard_start
-                yield start, rows, factors, kappa[number][local:local + rows.shape[0]]
+        for number, start, offset, block in self._blocks(self.shards):
+            rows = block.to(self.device)
+            factors = scale / torch.linalg.vector_norm(rows, dim=1)
+            yield start, rows, factors, kappa[number][offset:offset + rows.shape[0]]
 
     def with_model(self, model: AnchorModel) -> "ShardScanner":
         """This scanner for ``model``, the same fitted components at other weights: shares the shards and
@@ -124,22 +123,19 @@ class ShardScanner:
         their global ids, on the CPU; ``exclude`` ``(Q, m)`` global ids or ``None``."""
         queries = queries.to(self.device)
         exclude = None if exclude is None else exclude.to(self.device)
-        model = self.model
-        bias = None if self.reverse else self._mixed_bias(model)
+        bias = None if self.reverse else self._mixed_bias(self.model)
         best = None
-        for number in self.shards:
-            shard_start = self.store.shard_starts[number]
-            for start, eta in self.eta_blocks(number):
-                if self.reverse:
-                    keys, block_bias = self._reverse_terms(model, eta)
-                else:
-                    local = start - shard_start
-                    keys, block_bias = eta, bias[number][local:local + eta.shape[0]]
-                shifted = None if exclude is None else exclude - start
-                scores, ids = top_k_inner_product(queries, keys, block_bias, min(k, eta.shape[0]), shifted)
-                part = (scores, ids + start)
-                # Fold as we go: at most 2k candidates per query are ever held.
-                best = part if best is None else merge_top_k([best[0], part[0]], [best[1], part[1]], k)
+        for number, start, offset, block in self._blocks(self.shards):
+            eta = self._eta(block)
+            if self.reverse:
+                keys, block_bias = self._reverse_terms(self.model, eta)
+            else:
+                keys, block_bias = eta, bias[number][offset:offset + eta.shape[0]]
+            shifted = None if exclude is None else exclude - start
+            scores, ids = top_k_inner_product(queries, keys, block_bias, min(k, eta.shape[0]), shifted)
+            part = (scores, ids + start)
+            # Fold as we go: at most 2k candidates per query are ever held.
+            best = part if best is None else merge_top_k([best[0], part[0]], [best[1], part[1]], k)
         return best[0].cpu(), best[1].cpu()
 
     def grid_top_k(self, job: GridPass) -> tuple[torch.Tensor, torch.Tensor]:
@@ -344,11 +340,7 @@ class ShardedAnchorIndex:
         components at other weights (e.g. ``index.model.with_weights([p, 1 - p])``): the stored
         ``kappa_k`` are re-mixed in ``O(G K)`` at the next search, nothing is read from disk. This
         index is unchanged."""
-        if model.fit_token() != self._fit_token:
-            raise ValueError(
-                "with_model needs a model with this index's fitted components (e.g. index.model.with_weights(w)); "
-                "for other anchors build a new ShardedAnchorIndex(model, store)."
-            )
+        check_reweighting(model, self._fit_token, "ShardedAnchorIndex(model, store)")
         index = copy.copy(self)
         index.model = model
         index._model_handle, index._handle_weights = self._engine.put(model), model.weights_token()
@@ -359,10 +351,9 @@ class ShardedAnchorIndex:
         """The ``k`` gallery items of least divergence for each query ``(Q, d)``: ``(values, ids)``,
         both ``(Q, k)``, ascending; ``ids`` global positions. ``exclude`` ``(Q,)`` or ``(Q, m)``
         global positions to skip, ``-1`` for none. numpy in, numpy out; tensors in, tensors out."""
-        if self.model.fit_token() != self._fit_token:
-            raise ValueError("The anchor model was refitted after this ShardedAnchorIndex was built, so the stored "
-                             "gallery terms are stale; build a new ShardedAnchorIndex(model, store).")
-        query_vectors, offset = self._query_vectors(queries)
+        check_fit(self.model, self._fit_token, "ShardedAnchorIndex", "ShardedAnchorIndex(model, store)")
+        # float32, like the blocks read from the store.
+        query_vectors, offset = query_terms(self.model, queries, self.reverse, self.device, torch.float32)
         excluded = exclusion_matrix(exclude, query_vectors.shape[0], self._n_gallery, self.device)
         k = check_top_k(k, self._n_gallery, excluded)
         parts = self._engine.map(self._model_for_scanners(), "top_k", query_vectors, k, excluded)
@@ -377,12 +368,3 @@ class ShardedAnchorIndex:
         if self.model.weights_token() == self._handle_weights:
             return self._model_handle
         return self._engine.put(self.model)
-
-    def _query_vectors(self, queries: ArrayLike) -> tuple[torch.Tensor, torch.Tensor]:
-        """As in AnchorIndex: query-first ``grad kappa(eta_x)`` with offset ``kappa*``; reverse ``eta_x``
-        with offset ``kappa(eta_x)``; float32, like the gallery blocks."""
-        eta = self.model.natural_parameters(queries, "queries").to(self.device, torch.float32)
-        if self.reverse:
-            return eta, self.model.cgf_eta(eta)
-        kappa, grad = self.model.cgf_grad_eta(eta)
-        return grad, (grad * eta).sum(dim=1) - kappa

@@ -29,7 +29,7 @@ import torch
 
 from ._validation import ArrayLike, as_numeric_tensor, check_positive_int
 from .models.mixture import MixtureAnchors
-from .search import check_top_k
+from .search import check_top_k, merge_top_k
 
 DEFAULT_GRID = 31            # interior grid points, uniform in log-odds; r = 0 and r = 1 are added
 DEFAULT_TAIL = 1e-3          # the default grid spans the log-odds of p in [TAIL, 1 - TAIL]
@@ -133,10 +133,7 @@ class GridPass:
 
     def merge(self, parts: list[tuple[torch.Tensor, torch.Tensor]]) -> tuple[torch.Tensor, torch.Tensor]:
         """The top-``k'`` per grid point of several :meth:`run` results (the reduce step), on the first's device."""
-        device = parts[0][0].device
-        scores = torch.cat([part[0].to(device) for part in parts], dim=1)
-        top, order = torch.topk(scores, min(self.kept, scores.shape[1]), dim=1)
-        return top, torch.gather(torch.cat([part[1].to(device) for part in parts], dim=1), 1, order)
+        return merge_top_k([part[0] for part in parts], [part[1] for part in parts], self.kept)
 
 
 class MixtureSlider:

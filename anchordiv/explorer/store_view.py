@@ -32,8 +32,8 @@ from PIL import Image, ImageDraw
 from .._validation import as_matrix, unit_rows
 from ..images import load_image
 from ..projection import sample_ids
-from ..search import check_top_k, exclusion_matrix, top_k_inner_product
-from ..sharded import SCAN_BLOCK_ELEMENTS, ShardedAnchorIndex, merge_top_k
+from ..search import check_top_k, exclusion_matrix, merge_top_k, top_k_inner_product
+from ..sharded import SCAN_BLOCK_ELEMENTS, ShardedAnchorIndex
 from ..slider import MixtureSlider
 from ..store import MANIFEST, GalleryStore
 from .anchors import MAX_ANCHORS, anchor_presets
