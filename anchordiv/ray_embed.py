@@ -23,7 +23,7 @@ from ._validation import check_positive_int
 from .embeddings import embed_files, plan_folder_store
 from .encoders import load_encoder
 from .ray_runtime import connect
-from .store import BuildReport, GalleryStore, StorePlan, StoreWriter
+from .store import GalleryStore, StorePlan, StoreWriter
 
 # A worker's exception comes back to the driver as text in its traceback, not as the exception.
 _EXCEPTION_LINE = re.compile(r"^(?:\w+\.)*\w*(?:Error|Exception|NotFound): .+$", re.MULTILINE)
@@ -66,19 +66,13 @@ def embed_folder_to_store_ray(
     probe = load_encoder(encoder_spec, pretrained=pretrained, device="cpu", allow_download=allow_download)
     planned = plan_folder_store(folder, probe.name, probe.dim, labels_csv, shard_rows, dtype)
     del probe  # only its name and dimension are needed here; the workers load their own
-    writer = StoreWriter(out, planned.plan, overwrite=overwrite)
+    writer = StoreWriter(out, planned.plan, overwrite=overwrite, progress=progress)
     pending = writer.pending_shards()
-    say = progress or (lambda fraction, text: None)
-    for name in writer.damaged:
-        say(0.0, f"{name} is damaged or does not match its record; embedding it again")
     if pending:  # a finished store is reopened without starting Ray
         options = {"root": str(planned.root.resolve()), "spec": encoder_spec, "pretrained": pretrained,
                    "allow_download": allow_download}
-        _run_pipeline(address, writer, pending, options, batch_size, workers, say)
-    store = writer.finish(planned.labels)
-    store.build_report = BuildReport(embedded=list(pending), reused=planned.plan.n_shards - len(pending),
-                                     rebuilt=list(writer.damaged))
-    return store
+        _run_pipeline(address, writer, pending, options, batch_size, workers)
+    return writer.finish(planned.labels)
 
 
 class FolderEmbedder:
@@ -150,7 +144,7 @@ class _ShardGatherer:
 
 
 def _run_pipeline(address: str | None, writer: StoreWriter, pending: list[int], options: dict[str, Any],
-                  batch_size: int, workers: int | None, say: Callable[[float, str], None]) -> None:
+                  batch_size: int, workers: int | None) -> None:
     """Embed the ``pending`` shards of ``writer``'s plan on Ray, writing each as soon as it is complete."""
     ray = connect(address)
     from ray.data import ActorPoolStrategy, from_items
@@ -163,13 +157,11 @@ def _run_pipeline(address: str | None, writer: StoreWriter, pending: list[int], 
         FolderEmbedder, batch_size=batch_size, batch_format="numpy", compute=ActorPoolStrategy(size=actors),
         num_gpus=gpus, num_cpus=1,
         fn_constructor_kwargs={**options, "device": "cuda" if gpus else "cpu", "batch_size": batch_size})
-    gatherer, done = _ShardGatherer(plan, pending), plan.n_shards - len(pending)
+    gatherer = _ShardGatherer(plan, pending)
     try:
         for batch in dataset.iter_batches(batch_size=None, batch_format="numpy"):
             for number in gatherer.add(batch):
                 writer.write_shard(number, *gatherer.take(number))
-                done += 1
-                say(done / plan.n_shards, f"shard {number + 1} of {plan.n_shards} written")
     except ray.exceptions.RayError as error:
         raise ValueError(f"a Ray worker failed: {_worker_failure(error)}; fix that and run the same command "
                          "again (the shards written so far are kept)") from error

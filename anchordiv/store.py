@@ -149,21 +149,10 @@ class GalleryStore:
         an earlier run of the same plan are verified (sha256) and kept; damaged ones are named in
         ``progress`` and ``store.build_report.rebuilt`` and embedded again. See :class:`StoreWriter`.
         """
-        writer = StoreWriter(directory, plan, overwrite=overwrite)
-        pending = writer.pending_shards()
-        say = progress or (lambda fraction, text: None)
-        for name in writer.damaged:
-            say(0.0, f"{name} is damaged or does not match its record; embedding it again")
-        done = plan.n_shards - len(pending)
-        for number in pending:
-            vectors, skipped = embed_shard(plan.shard_keys(number))
-            writer.write_shard(number, vectors, skipped)
-            done += 1
-            say(done / plan.n_shards, f"shard {number + 1} of {plan.n_shards} written ({_shard_name(number)})")
-        store = writer.finish(labels)
-        store.build_report = BuildReport(embedded=list(pending), reused=plan.n_shards - len(pending),
-                                         rebuilt=list(writer.damaged))
-        return store
+        writer = StoreWriter(directory, plan, overwrite=overwrite, progress=progress)
+        for number in writer.pending_shards():
+            writer.write_shard(number, *embed_shard(plan.shard_keys(number)))
+        return writer.finish(labels)
 
     @property
     def source(self) -> str | None:
@@ -473,14 +462,20 @@ class StoreWriter:
     another plan's store or build, or anything else, is refused unless ``overwrite=True``.
 
     Shards are independent files, so several workers may call :meth:`write_shard` for different
-    shards at once (a distributed engine); :meth:`finish` runs once, after all of them.
+    shards at once (a distributed engine); :meth:`finish` runs once, after all of them. Whatever
+    the engine, ``progress(fraction, text)`` hears of each damaged shard found and each shard this
+    writer writes, and the store :meth:`finish` opens carries the :class:`BuildReport`.
     """
 
-    def __init__(self, directory: str | Path, plan: StorePlan, overwrite: bool = False):
+    def __init__(self, directory: str | Path, plan: StorePlan, overwrite: bool = False,
+                 progress: Callable[[float, str], None] | None = None):
         self.directory = Path(directory).expanduser()
         self.plan = plan
         self.damaged: list[str] = []
         self._key = plan.key
+        self._say = progress or (lambda fraction, text: None)
+        self._pending: list[int] | None = None  # what pending_shards found: the build's report
+        self._done = 0
         self._start(overwrite)
 
     def _start(self, overwrite: bool) -> None:
@@ -513,6 +508,9 @@ class StoreWriter:
                     self.damaged.append(problem)
         if pending:
             (self.directory / MANIFEST).unlink(missing_ok=True)
+        for name in self.damaged:
+            self._say(0.0, f"{name} is damaged or does not match its record; embedding it again")
+        self._pending, self._done = pending, self.plan.n_shards - len(pending)
         return pending
 
     def write_shard(self, number: int, vectors: ArrayLike, skipped: Sequence[tuple[int, str]]) -> None:
@@ -536,9 +534,13 @@ class StoreWriter:
         record = {"plan": self._key, "shard": number, "rows": rows, "sha256": digest,
                   "skipped": [list(entry) for entry in skipped]}
         atomic_write(_record_path(self.directory, number), lambda handle: handle.write(json.dumps(record).encode()))
+        self._done += 1
+        self._say(self._done / self.plan.n_shards,
+                  f"shard {number + 1} of {self.plan.n_shards} written ({_shard_name(number)})")
 
     def finish(self, labels: Callable[[list[str]], pd.DataFrame] | None = None) -> GalleryStore:
-        """Write the ids, labels and manifest once every shard has a good record, and open the store."""
+        """Write the ids, labels and manifest once every shard has a good record, and open the store
+        (with its ``build_report`` when :meth:`pending_shards` ran)."""
         records = [_read_json(_record_path(self.directory, number)) for number in range(self.plan.n_shards)]
         missing = [_shard_name(number) for number, record in enumerate(records)
                    if record is None or record.get("plan") != self._key]
@@ -574,7 +576,11 @@ class StoreWriter:
             atomic_write(self.directory / LABELS_FILE, lambda handle: handle.write(frame.to_csv(index=False).encode()))
             manifest["labels"] = {"file": LABELS_FILE, "sha256": sha256_file(self.directory / LABELS_FILE)}
         atomic_write(self.directory / MANIFEST, lambda handle: handle.write(json.dumps(manifest, indent=1).encode()))
-        return GalleryStore.open(self.directory)
+        store = GalleryStore.open(self.directory)
+        if self._pending is not None:
+            store.build_report = BuildReport(embedded=list(self._pending),
+                                             reused=self.plan.n_shards - len(self._pending), rebuilt=list(self.damaged))
+        return store
 
     def _record_problem(self, number: int) -> str | None:
         """``None`` when shard ``number`` is finished and intact; ``""`` when it was never finished;
