@@ -1,5 +1,8 @@
 import os
+import random
+import shutil
 import socket
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +15,60 @@ import anchordiv as ad
 SCALE = 12.0
 
 
+# -- a run writes nothing outside its own folders ------------------------------------------------------
+RUN_FOLDER = pytest.StashKey[Path]()
+
+
+def pytest_configure(config):
+    """Everything a test run writes outside its tests' ``tmp_path`` goes into one folder of the run's
+    own, removed at its end: a home for the caches written there (anchordiv's, matplotlib's,
+    Chromium's, Ray's token), Ray's session files and torch's compile cache. Subprocesses (the
+    Streamlit server, the command line) inherit it. Short, because Ray's socket paths must fit
+    in 107 characters."""
+    root = Path(tempfile.mkdtemp(prefix="adt-"))
+    config.stash[RUN_FOLDER] = root
+    home = root / "home"
+    os.environ.update(HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"), XDG_CONFIG_HOME=str(home / ".config"),
+                      MPLCONFIGDIR=str(home / ".config" / "matplotlib"), RAY_TMPDIR=str(root / "ray"),
+                      TORCHINDUCTOR_CACHE_DIR=str(root / "torchinductor"))
+    for folder in (home / ".cache", home / ".config", root / "ray"):
+        folder.mkdir(parents=True)
+    os.environ.pop("ANCHORDIV_CACHE", None)  # the default, under the run's home, unless a test sets its own
+
+
+def pytest_unconfigure(config):
+    root = config.stash.get(RUN_FOLDER, None)
+    if root is not None:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+# -- seeds: the route-comparison tests on other worlds -------------------------------------------------
+def pytest_addoption(parser):
+    parser.addoption("--seeds", type=int, default=0, metavar="N",
+                     help="run every test that takes the `seed` fixture (the worlds of the route-comparison "
+                          "tests) on N random seeds as well as the fixed one; a failure's id names its seed")
+    parser.addoption("--seed", type=int, action="append", default=[], metavar="S",
+                     help="run those tests on seed S (repeatable), e.g. to replay a failure seen with --seeds")
+
+
+@pytest.fixture(scope="session")
+def seed() -> int:
+    """The seed offset of the worlds that route-comparison tests are built on: 0, the fixed worlds,
+    unless ``--seeds N`` or ``--seed S`` parametrise it."""
+    return 0
+
+
+def pytest_generate_tests(metafunc):
+    config = metafunc.config
+    chosen = list(config.getoption("seed"))
+    if config.getoption("seeds"):
+        if not hasattr(config, "_random_seeds"):  # drawn once, so every module sees the same seeds
+            config._random_seeds = [random.SystemRandom().randrange(1, 2**31) for _ in range(config.getoption("seeds"))]
+        chosen = [0, *config._random_seeds, *chosen]
+    if chosen and "seed" in metafunc.fixturenames:
+        metafunc.parametrize("seed", chosen, ids=[f"seed{value}" for value in chosen], scope="session")
+
+
 def clustered(rng: np.random.Generator, n: int, centres: np.ndarray, spread: float) -> np.ndarray:
     """Unit vectors around random centres: a small stand-in for CLIP embeddings."""
     points = centres[rng.integers(0, len(centres), n)] + spread * rng.standard_normal((n, centres.shape[1]))
@@ -19,9 +76,9 @@ def clustered(rng: np.random.Generator, n: int, centres: np.ndarray, spread: flo
 
 
 @pytest.fixture(scope="session")
-def data():
+def data(seed):
     """float64 anchors (two sets), queries and gallery in d=24 with shared cluster structure."""
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed)
     centres = rng.standard_normal((6, 24))
     return {
         "anchors": clustered(rng, 60, centres, 0.8),

@@ -2,7 +2,7 @@
 
 Starts ``streamlit run app/streamlit_app.py`` on a free localhost port (small gallery, private
 cache), types anchors, moves the p slider, checks that the neighbour grid changes, and saves
-screenshots (also copied to /tmp/anchordiv_app.png). Skipped, with the reason, when Chromium or
+screenshots in the test's own temporary folder. Skipped, with the reason, when Chromium or
 the playwright package is missing. Needs: ``apt-get install -y chromium`` and ``pip install playwright``
 (never ``playwright install``: the system Chromium is used).
 """
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -158,9 +157,7 @@ def test_browser_types_anchors_moves_p_and_sees_the_grid_change(app_url, tmp_pat
         moved = wait_for_change(page, typed)
         assert moved[:10] != typed[:10] or typed[:10] != start[:10], \
             f"the neighbour grid never changed\n{page_report(page, log_path)}"
-        shot = tmp_path / "after.png"
-        page.screenshot(path=str(shot), full_page=True)
-        shutil.copy(shot, "/tmp/anchordiv_app.png")
+        page.screenshot(path=str(tmp_path / "after.png"), full_page=True)
         assert not page.get_by_text("Traceback").count(), page_report(page, log_path)
 
         # A run that stops before drawing the anchors (no data folder offered) must not empty
