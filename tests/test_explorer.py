@@ -21,6 +21,7 @@ from anchordiv.grids import grid_png
 from anchordiv.images import ImageLoadError
 
 from conftest import object_style_world
+from rankings import assert_same_ranking
 
 SCALE = 12.0
 
@@ -73,10 +74,11 @@ def test_index_at_matches_a_fresh_mixture(world, reverse, weighting):
             mixture.balance(gallery.embeddings)
         elif weighting == "calibrated":
             mixture.calibrate(gallery.embeddings)
-        expected = ad.AnchorIndex(mixture, gallery.embeddings, reverse=reverse).search(gallery.embeddings[:5], 8)
+        expected = ad.AnchorIndex(mixture, gallery.embeddings, reverse=reverse).search(gallery.embeddings[:5], 16)
         got = shared.index_at(p, weighting).search(gallery.embeddings[:5], 8)
-        torch.testing.assert_close(got[0], expected[0], rtol=1e-4, atol=1e-5)
-        assert torch.equal(got[1], expected[1])
+        # A fresh mixture, balanced or calibrated on its own, against the shared one re-weighted: the
+        # same weights up to the fits' float32 round-off, and the float32 search at s = 12, d = 16.
+        assert_same_ranking(got, expected, rtol=1e-4, atol=1e-5, context=f"p = {p}")
 
 
 def test_index_at_never_mutates_the_shared_geometry(world):

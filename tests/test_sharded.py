@@ -7,6 +7,7 @@ import anchordiv as ad
 from anchordiv.search import Index
 from anchordiv.sharded import ShardedAnchorIndex, ShardScanner
 from anchordiv.store import GalleryStore
+from rankings import assert_same_ranking
 
 NAMES = ["empirical", "gaussian", "gmm", "mixture", "mixture-balanced"]
 
@@ -19,9 +20,14 @@ def stores(data, tmp_path_factory):
             for rows in (1, 13, 70)}
 
 
-def assert_same(sharded, expected, rtol=1e-4):
-    np.testing.assert_array_equal(sharded[1], expected[1])
-    np.testing.assert_allclose(sharded[0], expected[0], rtol=rtol, atol=rtol)
+# ShardedAnchorIndex (float32 blocks of a few rows) against AnchorIndex over the same float32 rows in
+# one block: the same float32 arithmetic in other shapes, which BLAS may round differently (d u ||g|| s
+# per inner product, about 2e-5 at s = 12, d = 24 for ||g|| <= 1; the Gaussian models' gradients are larger).
+TOL = dict(rtol=1e-4, atol=1e-4)
+
+
+def assert_same(sharded, expected):
+    assert_same_ranking(sharded, expected, **TOL)
 
 
 def full_rows(store):

@@ -8,6 +8,7 @@ import anchordiv as ad
 from anchordiv.bench import ScaleConfig, run_scale_benchmark
 from anchordiv.sharded import ShardedAnchorIndex
 from anchordiv.store import GalleryStore
+from rankings import assert_same_ranking, check_candidates
 
 pytestmark = pytest.mark.slow
 
@@ -23,8 +24,10 @@ def in_memory(model, store, reverse=False):
 
 
 def assert_same(found, expected):
-    np.testing.assert_array_equal(found[1], expected[1])
-    np.testing.assert_allclose(found[0], expected[0], rtol=1e-4, atol=1e-4)
+    """Ray tasks against the in-memory index over the same float32 rows: the same float32 arithmetic in
+    other block shapes and processes (Ray's workers run one BLAS thread), rounded differently by up to
+    d u ||g|| s per inner product (about 2e-5 here for ||g|| <= 1; the Gaussian models' are larger)."""
+    assert_same_ranking(found, expected, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("name", ["empirical", "gaussian", "gmm", "mixture", "mixture-balanced"])
@@ -51,7 +54,9 @@ def test_ray_slider_is_the_local_slider(ray_instance, data, models, store):
     local_index = ShardedAnchorIndex(mixture, store)
     query = data["queries"][3]
     ray_slider, local_slider = ray_index.slider(query, k=5, exclude=7), local_index.slider(query, k=5, exclude=7)
-    np.testing.assert_array_equal(ray_slider.candidate_ids, local_slider.candidate_ids)
+    memory = in_memory(mixture, store)
+    check_candidates(ray_slider, memory)
+    check_candidates(local_slider, memory)
     for p in np.random.default_rng(0).uniform(0, 1, 40):
         values, ids, _ = ray_slider.at(float(p))
         expected = in_memory(mixture.with_weights([p, 1 - p]), store).search(query[None, :], 5, exclude=[7])

@@ -8,16 +8,24 @@ import anchordiv as ad
 from anchordiv.slider import log_sigmoid, mixture_scores
 
 from conftest import clustered
+from rankings import assert_same_ranking, check_candidates
 
 SCALE = 20.0
 D, G, K = 32, 4000, 10
-TOL = dict(rtol=1e-4, atol=1e-3)  # float32 gallery against a float64 brute force
+# A float32 gallery against a float64 brute force on float64 rows: eta rounded to float32 (|dD| <=
+# 2 u s = 2.4e-6 for ||grad kappa|| <= 1) and, on a fallback, the float32 search (about 2 d u ||g|| s:
+# 7.6e-5 for ||g|| <= 1, a few times that for the Gaussian component's gradients); 1e-3 stays above
+# that worst case (docs/design.md §9).
+TOL = dict(rtol=1e-4, atol=1e-3)
+# Two sliders over the same float32 eta: float64 values when both certify; when one falls back, the
+# float32 search's rounding (as above; measured within 1e-5 here).
+SLIDER_TOL = dict(rtol=1e-5, atol=1e-5)
 
 
 @pytest.fixture(scope="module")
-def world():
+def world(seed):
     """A broad object set (200 anchors) and a tight style set (6 anchors near 3 centres), float32."""
-    rng = np.random.default_rng(7)
+    rng = np.random.default_rng(7 + seed)
     centres = rng.standard_normal((8, D))
     objects = clustered(rng, 200, centres, 0.8).astype(np.float32)
     styles = clustered(rng, 6, centres[:3], 0.3).astype(np.float32)
@@ -35,24 +43,29 @@ def mixtures(world):
             "calibrated": literal.with_calibration(world["gallery"])}
 
 
-def brute_force(mixture, gallery, query_id, p, k):
-    """The full divergence row at p (float64), the query excluded: (sorted values, their ids, row)."""
+def brute_force(mixture, gallery, query_id, p):
+    """The whole ranking at p in float64, the query excluded: (sorted values, their ids, the row)."""
     model = mixture.with_weights([p, 1 - p])
     row = model.divergence(gallery[query_id:query_id + 1].astype(np.float64), gallery.astype(np.float64))[0]
     row[query_id] = np.inf
-    order = np.argsort(row, kind="stable")[:k]
+    order = np.argsort(row, kind="stable")[:-1]
     return row[order], order, row
 
 
 def check_exact(values, ids, mixture, gallery, query_id, p, k=K):
-    expected_values, expected_ids, row = brute_force(mixture, gallery, query_id, p, k)
-    assert values.shape == ids.shape == (k,)
-    np.testing.assert_allclose(values, expected_values, **TOL)       # the k smallest divergences
+    expected_values, expected_ids, row = brute_force(mixture, gallery, query_id, p)
+    assert values.shape == ids.shape == (k,) and query_id not in ids
     np.testing.assert_allclose(row[ids], values, **TOL)              # each id carries its own value
-    assert len(set(ids.tolist())) == k and query_id not in ids
-    differing = set(ids.tolist()) ^ set(expected_ids.tolist())
-    if differing:                                                    # only exact ties may differ
-        assert np.all(np.abs(row[list(differing)] - expected_values[-1]) <= 1e-3)
+    assert_same_ranking((values, ids), (expected_values, expected_ids), **TOL, context=f"p = {p:.4f}")
+
+
+def certificate_margin(slider, p):
+    """What the certificate tests at p: the k-th best candidate's f (float64) minus the chord of the
+    grid thresholds (certified when it is at least 0, up to a 1e-10 relative slack)."""
+    log_odds = slider.log_odds(p)
+    scores = mixture_scores(log_sigmoid(log_odds), log_sigmoid(-log_odds), slider._a, slider._b, slider._alpha,
+                            slider._beta)
+    return float(np.sort(scores)[-slider.k] - slider.bound(log_odds))
 
 
 @pytest.mark.parametrize("kind", ["literal", "balanced", "calibrated"])
@@ -79,10 +92,9 @@ def test_matches_the_index_search_and_keeps_the_input_type(world, mixtures):
     for p in (0.0, 0.3, 0.77, 1.0):
         values, ids, _ = slider.at(p)
         assert isinstance(values, torch.Tensor) and values.dtype == torch.float32 and ids.dtype == torch.long
-        search_values, search_ids = index.with_model(mixture.with_weights([p, 1 - p])).search(
-            torch.as_tensor(gallery[5:6]), K, exclude=[5])
-        torch.testing.assert_close(values, search_values[0], **TOL)
-        assert set(ids.tolist()) == set(search_ids[0].tolist())
+        search = index.with_model(mixture.with_weights([p, 1 - p])).search(torch.as_tensor(gallery[5:6]), 2 * K,
+                                                                         exclude=[5])
+        assert_same_ranking((values, ids), search, **SLIDER_TOL, context=f"slider against search at p = {p}")
     values, ids, _ = index.slider(gallery[5], k=K).at(0.5)               # no exclusion: the query is first
     assert isinstance(values, np.ndarray) and ids[0] == 5 and abs(values[0]) < 1e-3
 
@@ -181,13 +193,14 @@ def test_the_sharded_slider_equals_the_in_memory_slider_and_brute_force(world, m
     for query_id in rng.choice(G, 3, replace=False):
         expected = memory.slider(gallery[query_id], k=K, exclude=int(query_id))
         slider = sharded.slider(gallery[query_id], k=K, exclude=int(query_id))
-        np.testing.assert_array_equal(np.sort(slider.candidate_ids), np.sort(expected.candidate_ids))
+        check_candidates(slider, memory)
+        check_candidates(expected, memory)
         for p in np.concatenate([rng.uniform(0, 1, 40), [0.0, 1.0]]):
             values, ids, ok = slider.at(float(p))
             expected_values, expected_ids, expected_ok = expected.at(float(p))
-            np.testing.assert_array_equal(ids, expected_ids)
-            np.testing.assert_allclose(values, expected_values, rtol=1e-5, atol=1e-5)
-            assert ok == expected_ok
+            assert_same_ranking((values, ids), (expected_values, expected_ids), **SLIDER_TOL, context=f"p = {p:.4f}")
+            if ok != expected_ok:  # the passes' thresholds differ by at most twice the slack each adds
+                assert abs(certificate_margin(expected, float(p))) <= 2 * expected._pass_slack()
             check_exact(values, ids, mixture, gallery, int(query_id), float(p))
             certified.append(ok)
     assert np.mean(certified) >= 0.95
