@@ -1,9 +1,10 @@
 """Exact anchor-divergence retrieval over a :class:`~anchordiv.store.GalleryStore` (docs/design.md §4, §11).
 
 :class:`ShardedAnchorIndex` returns what :class:`~anchordiv.AnchorIndex` returns on the store's
-float32 rows, but never holds the gallery in memory at float32: each shard's ``eta_y`` is read
-from disk one block at a time during a search, and the only per-item arrays kept are the
-per-component ``kappa_k(eta_y)`` ``(rows, K)``. A search is a map (each :class:`ShardScanner`'s
+float32 rows (up to ties within float32 rounding, docs/design.md §9), but never holds the gallery
+in memory at float32: each shard's ``eta_y`` is read from disk one block at a time during a
+search, and the only per-item arrays kept are the per-component ``kappa_k(eta_y)`` ``(rows, K)``.
+A search is a map (each :class:`ShardScanner`'s
 top-``k`` of ``query . key + bias`` over its shards) followed by a reduce (:func:`~anchordiv.search.merge_top_k`).
 The engine decides where the scanners run: ``"local"``, one scanner in this process; ``"ray"``,
 one Ray task per share of the shards, reading the store's files itself (so every node must see the
@@ -319,7 +320,7 @@ class ShardedAnchorIndex:
                candidates: int | None = None) -> MixtureSlider:
         """A certified ``p`` slider for one ``query`` ``(d,)`` over this index's two-component
         :class:`~anchordiv.MixtureAnchors`, as :meth:`anchordiv.AnchorIndex.slider` (same arguments,
-        same results; docs/design.md §10): its one pass is a map over the scanners (never a float32
+        same results up to ties; docs/design.md §9-§10): its one pass is a map over the scanners (never a float32
         copy of the gallery); ``slider.at(p)`` gives ``(values, ids, certified)``, and an uncertified
         move falls back to ``with_model(m).search`` (one pass over the store)."""
         return MixtureSlider(self, query, k=k, exclude=exclude, grid=grid, candidates=candidates)

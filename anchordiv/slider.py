@@ -17,6 +17,13 @@ the chord of the thresholds ``t_j``, ``t_{j+1}`` (the ``k'``-th best scores ther
 ``k``-th best candidate at ``r`` reaches that chord, the top-``k`` among the candidates is the
 exact top-``k`` (up to exact ties); otherwise :meth:`MixtureSlider.at` falls back to the exact
 search. Math core only: torch and numpy, no I/O.
+
+Ties (docs/design.md §9-§10): a certified answer is the top-``k`` of the float64 divergences over
+the stored ``eta_y``, up to reordering among items within the certificate's relative slack
+(``1e-10``). The exact search rounds in the gallery's dtype, by up to its ``eps`` per item, so a
+certified answer equals the exact search up to reordering among items whose divergences differ by
+less than ``2 eps``, and has the same ``k`` items except where the ``k``-th and ``(k+1)``-th are
+tied within ``2 eps``.
 """
 from __future__ import annotations
 
@@ -292,6 +299,9 @@ class MixtureSlider:
         ``True`` when the ``k``-th best candidate's score reaches the chord of the grid thresholds (the
         answer is then exact, up to exact ties, from ``O(C)`` work); ``False`` means the answer came
         from the exact search at ``p`` instead (a pass over the gallery), so it is exact either way.
+        Against that exact search, a certified answer may order differently, or swap the ``k``-th
+        item, only among items whose divergences are within the search's float32 rounding (see the
+        module's note on ties).
         """
         p = _check_p(p)
         log_odds = self.log_odds(p)
