@@ -275,7 +275,8 @@ class MixtureSlider:
 
     @property
     def grid(self) -> np.ndarray:
-        """The grid's responsibilities ``r_j`` ``(m + 2,)``, ascending, from 0 to 1."""
+        """The grid's responsibilities ``r_j`` ``(m + 2,)``, non-decreasing from 0 to 1: the points are
+        distinct in log-odds, where the slider works, but those within float64 round-off of 1 read 1.0."""
         return np.exp(log_sigmoid(self._log_odds_grid))
 
     def bound(self, log_odds: float) -> float:

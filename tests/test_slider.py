@@ -17,9 +17,10 @@ D, G, K = 32, 4000, 10
 # 7.6e-5 for ||g|| <= 1, a few times that for the Gaussian component's gradients); 1e-3 stays above
 # that worst case (docs/design.md §9).
 TOL = dict(rtol=1e-4, atol=1e-3)
-# Two sliders over the same float32 eta: float64 values when both certify; when one falls back, the
-# float32 search's rounding (as above; measured within 1e-5 here).
-SLIDER_TOL = dict(rtol=1e-5, atol=1e-5)
+# A slider against the float32 search (or two sliders, when one falls back): the search's rounding,
+# bounded by 2 d u ||g|| s = 7.6e-5 ||g|| with ||g|| up to about 5 for the Gaussian component;
+# measured at most 1.4e-5 over 21 seeded worlds (pytest --seeds 20), so 5e-5 leaves room for other CPUs.
+SLIDER_TOL = dict(rtol=1e-5, atol=5e-5)
 
 
 @pytest.fixture(scope="module")
@@ -143,7 +144,9 @@ def test_scores_are_convex_in_r_and_r_is_monotone_in_p(world, mixtures):
         assert np.all(np.diff(responsibilities) >= 0)
         expected = mixture.with_weights([0.4, 0.6]).responsibilities(gallery[3:4].astype(np.float64))[0, 0]
         assert slider.responsibility(0.4) == pytest.approx(expected, rel=1e-4, abs=1e-9)
-        assert np.all(np.diff(slider.grid) > 0) and slider.grid[0] == 0 and slider.grid[-1] == 1
+        # Distinct in log-odds; in r, literal weights put some points within round-off of 1.
+        assert np.all(np.diff(slider.grid) >= 0) and slider.grid[0] == 0 and slider.grid[-1] == 1
+        assert np.all(np.diff([slider.log_odds(p) for p in (0.0, 0.001, 0.5, 0.999, 1.0)]) > 0)
 
 
 def test_errors_name_the_problem(world, mixtures):
