@@ -4,7 +4,6 @@ image folder under a temporary data root. The neighbours the page shows are the 
 are read for the shown items only, and bad stores are messages."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
