@@ -8,13 +8,14 @@ routes' combined rounding bound, stated by the caller with its reason), then:
 * rank by rank, the two lists of values differ by at most ``tol`` (sorting is 1-Lipschitz in the
   max norm);
 * two items can come in the other order only if their values differ by at most ``2 tol``: if
-  ``e_x < e_y`` but ``g_x > g_y`` then ``e_y - e_x < (g_x + tol) - (g_y - tol) < 2 tol``.
+  ``e_x < e_y`` but ``g_x > g_y`` then ``e_y - e_x <= (g_y + tol) - (g_x - tol) < 2 tol``.
 
 So the expected ranking splits into *tied runs*, maximal runs of consecutive ranks whose
 neighbouring values are within ``2 tol``. Outside them the ids must be equal; inside a run the ids
 must be the same set; a run that crosses the ``k``-th place may hold any of the run's items there,
 and one that reaches the end of the expected list any item not ranked before it.
-:func:`assert_same_ranking` checks exactly this, nothing looser.
+:func:`assert_same_ranking` checks exactly this, nothing looser; :func:`check_candidates` does the
+same for a certified slider's candidate set, whose ties sit at each grid point's ``k'``-th place.
 """
 from __future__ import annotations
 
