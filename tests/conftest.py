@@ -17,6 +17,7 @@ SCALE = 12.0
 
 # -- a run writes nothing outside its own folders ------------------------------------------------------
 RUN_FOLDER = pytest.StashKey[Path]()
+RANDOM_SEEDS = pytest.StashKey[list]()
 
 
 def pytest_configure(config):
@@ -62,9 +63,10 @@ def pytest_generate_tests(metafunc):
     config = metafunc.config
     chosen = list(config.getoption("seed"))
     if config.getoption("seeds"):
-        if not hasattr(config, "_random_seeds"):  # drawn once, so every module sees the same seeds
-            config._random_seeds = [random.SystemRandom().randrange(1, 2**31) for _ in range(config.getoption("seeds"))]
-        chosen = [0, *config._random_seeds, *chosen]
+        if RANDOM_SEEDS not in config.stash:  # drawn once, so every module sees the same seeds
+            config.stash[RANDOM_SEEDS] = [random.SystemRandom().randrange(1, 2**31)
+                                          for _ in range(config.getoption("seeds"))]
+        chosen = [0, *config.stash[RANDOM_SEEDS], *chosen]
     if chosen and "seed" in metafunc.fixturenames:
         metafunc.parametrize("seed", chosen, ids=[f"seed{value}" for value in chosen], scope="session")
 

@@ -76,9 +76,10 @@ def check_row(values: np.ndarray, ids: np.ndarray, expected_values: np.ndarray, 
         got, allowed = set(ids[start:min(stop, k)].tolist()), set(expected_ids[start:stop].tolist())
         if stop >= len(expected_ids):
             # The run reaches the end of the expected list, so items not listed may be tied in it.
-            if got & set(expected_ids[:start].tolist()):
-                problems.append(f"ranks {start}..{k - 1}: ids {sorted(got & set(expected_ids[:start].tolist()))} "
-                                "were ranked before this run in the expected list")
+            ranked_before = got & set(expected_ids[:start].tolist())
+            if ranked_before:
+                problems.append(f"ranks {start}..{k - 1}: ids {sorted(ranked_before)} were ranked before this "
+                                "run in the expected list")
         elif stop <= k:
             if got != allowed:
                 problems.append(f"ranks {start}..{stop - 1}: got ids {sorted(got)}, expected {sorted(allowed)}")
@@ -126,13 +127,12 @@ def assert_same_ranking(got: tuple[Any, Any], expected: tuple[Any, Any], *, atol
     for row in range(values.shape[0]):
         problems = check_row(values[row], ids[row], expected_values[row], expected_ids[row], atol, rtol,
                              higher_is_closer)
-        if not problems:
-            record(values[row], ids[row], expected_values[row], expected_ids[row], atol, rtol, context)
         if problems:
             raise AssertionError(f"{context} (query row {row}, atol={atol}, rtol={rtol}): " + "; ".join(problems)
                                  + f"\n  got ids      {ids[row].tolist()}\n  got values   {values[row].tolist()}"
                                  + f"\n  expected ids {expected_ids[row][:len(ids[row]) + 3].tolist()}"
                                  + f"\n  expected     {expected_values[row][:len(ids[row]) + 3].tolist()}")
+        record(values[row], ids[row], expected_values[row], expected_ids[row], atol, rtol, context)
 
 
 def grid_scores(slider, index):

@@ -121,12 +121,12 @@ def test_p_moves_the_neighbours_as_the_library_says(library):
         assert_shows(app, expected_ranking(library, presets["Gallery object names"], presets["Gallery styles"], p=p))
     app.radio(key="weighting").set_value("literal").run()  # the paper's literal weights
     assert_shows(app, expected_ranking(library, presets["Gallery object names"], presets["Gallery styles"], p=0.0,
-                                           weighting="literal"))
+                                       weighting="literal"))
     app.radio(key="weighting").set_value("balanced").run()
     for p in (0.5, 0.8):
         app.slider(key="p").set_value(p).run()
         assert_shows(app, expected_ranking(library, presets["Gallery object names"], presets["Gallery styles"], p=p,
-                                               weighting="balanced"))
+                                           weighting="balanced"))
 
 
 def test_changing_anchors_changes_the_neighbours(library):
@@ -147,14 +147,14 @@ def test_changing_the_model_and_query(library):
     app.selectbox(key="model_kind").set_value("gaussian").run()
     assert not app.exception
     assert_shows(app, expected_ranking(library, presets["Gallery object names"], presets["Gallery styles"],
-                                           kind="gaussian"))
+                                       kind="gaussian"))
     app.text_input(key="query_search").set_value("pixel art").run()
     choice = app.selectbox(key="query_pick").options[3]
     app.selectbox(key="query_pick").set_value(choice).run()
     query_id = app.session_state["query_id"]
     assert library["gallery"].caption(query_id) == choice and "pixel art" in choice
     assert_shows(app, expected_ranking(library, presets["Gallery object names"], presets["Gallery styles"],
-                                           kind="gaussian", query_id=query_id))
+                                       kind="gaussian", query_id=query_id))
     app.button(key="query_random").click().run()
     assert not app.exception and len(neighbours(app)) == 10
 
@@ -388,7 +388,7 @@ def test_umap_layout_and_p_sweep(library):
     assert app.session_state["query_id"] == picked
     presets = library["presets"]
     assert_shows(app, expected_ranking(library, presets["Gallery object names"], presets["Gallery styles"],
-                                           p=0.8, query_id=picked))
+                                       p=0.8, query_id=picked))
     # The selection persists across reruns but is acted on once, so a query picked afterwards sticks.
     app.button(key="query_random").click().run()
     chosen = app.session_state["query_id"]
@@ -559,8 +559,8 @@ def test_a_link_to_another_query_and_anchors(library):
     app = open_link({"query": "40", "anchors_b": "pixel art\nwatercolor painting", "weighting": "literal", "p": "0.3"})
     assert app.session_state["query_id"] == 40
     assert_shows(app, expected_ranking(library, library["presets"]["Gallery object names"],
-                                           ["pixel art", "watercolor painting"], p=0.3, query_id=40,
-                                           weighting="literal"))
+                                       ["pixel art", "watercolor painting"], p=0.3, query_id=40,
+                                       weighting="literal"))
 
 
 def test_a_preset_in_the_link_brings_its_list(library):
