@@ -25,10 +25,12 @@ import torch
 from anchordiv import explorer as ex
 from anchordiv import projection
 from anchordiv.cache import cache_dir
-from anchordiv.explorer import links
+from anchordiv.explorer import limits, links
+from anchordiv.explorer.literal import markdown_literal, plotly_literal, shown
 from anchordiv.datasets import ShippedDataError
 from anchordiv.encoders import load_encoder
 from anchordiv.gallery import Gallery, folder_gallery, world_gallery
+from anchordiv.images import display_name
 from anchordiv.models import anchor_model_kind, list_anchor_models
 from anchordiv.store import MANIFEST
 from anchordiv.text_cache import encode_texts_cached
@@ -43,6 +45,8 @@ BUILTIN, OPEN_CLIP = "Built-in", "open_clip (local checkpoint)"
 DIRECTIONS = {"Query first: KL(p_query ‖ p_neighbour)": False, "Reverse: KL(p_neighbour ‖ p_query)": True}
 
 
+# An error message keeps its start (what is wrong) and end (the fix) around a long value it quotes.
+ERROR_CHARS = 1200
 # The library's ways of saying "the input (or the shipped data) is wrong, and here is the fix".
 FIXABLE_ERRORS = (ValueError, ShippedDataError)
 # Cached functions take encoders and galleries themselves; Streamlit hashes them by the strings that
@@ -58,11 +62,12 @@ BY_IDENTITY = {
 
 def attempt(action: Callable[[], Any], what: str, stop: bool = False) -> Any:
     """Run ``action``; a :data:`FIXABLE_ERRORS` error becomes an error box (its message names the
-    fix) instead of a traceback. ``stop`` halts the page after it."""
+    fix, shown as text: it may quote a visitor's value) instead of a traceback. ``stop`` halts the
+    page after it."""
     try:
         return action()
     except FIXABLE_ERRORS as error:
-        st.error(f"{what}: {error}")
+        st.error(markdown_literal(f"{what}: {error}", ERROR_CHARS))
         if stop:
             st.stop()
         return None
@@ -257,6 +262,12 @@ def follow_link(fields: list[links.LinkField], part: str, known: tuple[str, ...]
     taken: dict[str, Any] = {}
     if flag not in state:
         params = {name: st.query_params.get_all(name) for name in st.query_params}
+        length = len(urlencode(params, doseq=True))
+        if length > limits.LINK_CHARS:  # refused whole, before any of it is read
+            params = {}
+            state.setdefault("_link_ignored", []).append(
+                f"all of it: the link is {length:,} characters long, and this server takes links of at most "
+                f"{limits.LINK_CHARS:,} (the Share box makes short ones: long anchor lists travel as a hash)")
         read = links.read_link(params, fields, known=known)
         taken = read.values
         state.update(taken)
@@ -291,7 +302,8 @@ def link_notes() -> None:
     ignored = st.session_state.pop("_link_ignored", None)
     if ignored:
         # Each part of a page reads the link, so a parameter unknown to all of them is named by each.
-        st.warning("This link opened with defaults for what it could not use: " + "; ".join(dict.fromkeys(ignored)) + ".")
+        notes = "; ".join(markdown_literal(note) for note in dict.fromkeys(ignored))
+        st.warning(f"This link opened with defaults for what it could not use: {notes}.")
 
 
 def link_params(fields: list[links.LinkField], gallery: Gallery | ex.StoreGallery | None = None
@@ -338,7 +350,8 @@ def sidebar() -> dict[str, Any]:
         choices["store"] = (bar.text_input("Gallery store folder (holds manifest.json)", key="store_path")
                             if roots.allow_any_path else
                             bar.selectbox("Gallery store", [str(path) for path in roots.stores()], index=None,
-                                          key="store_choice", placeholder="choose a store in the data folders"))
+                                          key="store_choice", placeholder="choose a store in the data folders",
+                                          format_func=display_name))
     if choices["source"] == FOLDER:
         if roots.allow_any_path:
             choices["folder"] = bar.text_input("Image folder (subfolders are labels)", key="folder_path")
@@ -346,11 +359,13 @@ def sidebar() -> dict[str, Any]:
         else:
             choices["folder"] = bar.selectbox("Image folder (subfolders are labels)",
                                               [str(path) for path in roots.image_folders()], index=None,
-                                              key="folder_choice", placeholder="choose a data folder")
-            csvs = (attempt(lambda: ex.csv_files(roots.confine(choices["folder"], "image folder")),
+                                              key="folder_choice", placeholder="choose a data folder",
+                                              format_func=display_name)
+            csvs = (attempt(lambda: roots.labels_csvs(roots.confine(choices["folder"], "image folder")),
                             "Could not use that image folder") or []) if choices["folder"] else []
             choices["labels_csv"] = bar.selectbox("Labels CSV (optional)", [str(path) for path in csvs], index=None,
-                                                  key="folder_labels_choice", placeholder="none")
+                                                  key="folder_labels_choice", placeholder="none",
+                                                  format_func=display_name)
     choices["model"] = bar.radio("Model", [BUILTIN, OPEN_CLIP], key="model_source")
     if choices["model"] == OPEN_CLIP:
         choices["arch"] = bar.text_input("Architecture", value="ViT-B-32", key="openclip_arch")
@@ -359,7 +374,8 @@ def sidebar() -> dict[str, Any]:
         else:
             choices["checkpoint"] = bar.selectbox("Checkpoint file", [str(path) for path in roots.checkpoints()],
                                                   index=None, key="checkpoint_choice",
-                                                  placeholder="choose a checkpoint from the data folders")
+                                                  placeholder="choose a checkpoint from the data folders",
+                                                  format_func=display_name)
     bar.subheader("Geometry")
     # The linked widgets take their values from the session state (follow_link), never a default here.
     choices["kind"] = bar.selectbox("Anchor model", list_anchor_models(), key="model_kind",
@@ -372,10 +388,11 @@ def sidebar() -> dict[str, Any]:
                        if "rank" in kind.defaults else 8)
     choices["alpha"], choices["prior_text"] = 1.0, ""
     if kind.needs_prior:
-        choices["prior_text"] = bar.text_area("Prior anchor set (one per line)", key="prior_anchors", height=120)
+        choices["prior_text"] = bar.text_area("Prior anchor set (one per line)", key="prior_anchors", height=120,
+                                              max_chars=limits.ANCHOR_TEXT_CHARS)
         choices["alpha"] = bar.number_input("alpha (prior pseudo-count)", 0.0, 1e6, key="alpha")
     choices["reverse"] = DIRECTIONS[bar.radio("Direction", list(DIRECTIONS), key="direction")]
-    choices["k"] = int(bar.number_input("Top-k", 1, 50, key="top_k"))
+    choices["k"] = int(bar.number_input("Top-k", 1, limits.TOP_K, key="top_k"))
     choices["show_iti"] = bar.checkbox("Also show ITI (image → text → image)", key="show_iti")
     return choices
 
@@ -463,6 +480,11 @@ def load_gallery_for(choices: dict[str, Any], encoder) -> Gallery:
 
 
 # -- the query -------------------------------------------------------------------------------------
+def caption_of(gallery: Gallery | ex.StoreGallery) -> Callable[[int], str]:
+    """Item captions for a menu (plain text there, but it must be one line of valid UTF-8)."""
+    return lambda item: shown(gallery.caption(item))
+
+
 NO_QUERY: tuple[None, None, None, None, str] = (None, None, None, None, "")
 # (embedding (d,) or None, gallery id or None, labels or None, image or None, description)
 Query = tuple[np.ndarray | None, int | None, Any, Any, str]
@@ -499,7 +521,8 @@ def pick_query(gallery: Gallery | ex.StoreGallery, encoder, from_item: Callable[
         return text_query(encoder)
 
     search_col, pick_col = st.columns([2, 3])
-    needle = search_col.text_input("Search by name", key="query_search", placeholder="e.g. cat, rocket, pizza")
+    needle = search_col.text_input("Search by name", key="query_search", placeholder="e.g. cat, rocket, pizza",
+                                   max_chars=limits.TEXT_CHARS)
     options = gallery.find(needle) if needle.strip() else []
     if needle.strip() and not options:
         search_col.caption("No gallery image matches.")
@@ -508,7 +531,7 @@ def pick_query(gallery: Gallery | ex.StoreGallery, encoder, from_item: Callable[
         if state.get("query_pick") is not None:
             state.query_id = int(state.query_pick)
 
-    pick_col.selectbox("Matches", options, index=None, format_func=gallery.caption, key="query_pick",
+    pick_col.selectbox("Matches", options, index=None, format_func=caption_of(gallery), key="query_pick",
                        on_change=picked, placeholder=f"{len(options)} match(es)" if options else "search first")
 
     def draw_random() -> None:
@@ -542,7 +565,7 @@ def upload_query(encoder) -> tuple[np.ndarray | None, None, None, Any, str]:
 
 def text_query(encoder) -> tuple[np.ndarray | None, None, None, None, str]:
     """The typed text query as ``(embedding (d,), None, None, None, description)``; :data:`NO_QUERY` while blank."""
-    text = st.text_input("Text query", key="query_text").strip()
+    text = st.text_input("Text query", key="query_text", max_chars=limits.TEXT_CHARS).strip()
     if not text:
         st.warning("Type a text query.")
         return NO_QUERY
@@ -559,7 +582,7 @@ def anchor_column(column, name: str, label: str, presets: dict[str, tuple[str, .
         st.session_state[text_key] = "\n".join(presets[st.session_state[preset_key]])
 
     column.selectbox(f"Preset for {label}", list(presets), key=preset_key, on_change=apply_preset)
-    column.text_area(f"Anchor set {label} (one per line)", key=text_key, height=160)
+    column.text_area(f"Anchor set {label} (one per line)", key=text_key, height=160, max_chars=limits.ANCHOR_TEXT_CHARS)
     parsed = ex.parse_anchor_text(st.session_state[text_key])
     (column.caption if len(parsed) else column.warning)(parsed.summary())
     return parsed
@@ -606,7 +629,7 @@ def geometry_for(choices: dict[str, Any], gallery: Gallery | ex.StoreGallery, en
     geometry = attempt(lambda: build(gallery, encoder, tuple(texts_a), tuple(texts_b), spec, prior),
                        "Cannot build the geometry", stop=True)
     for note in geometry.notes:
-        st.info(note)
+        st.info(markdown_literal(note, ERROR_CHARS))
     return geometry
 
 
@@ -615,7 +638,8 @@ def draw_grid(column, title: str, table: pd.DataFrame, gallery: Gallery | ex.Sto
     """A neighbour table as captioned images: ``images`` (one per row), by default the gallery's own."""
     column.markdown(f"**{title}**  \n{ex.agreement_text(table)}")
     column.image(images if images is not None else [gallery.image(item) for item in table["gallery_id"]],
-                 caption=ex.grid_captions(table, gallery, value_name), width=GRID_WIDTH)
+                 caption=[markdown_literal(text) for text in ex.grid_captions(table, gallery, value_name)],
+                 width=GRID_WIDTH)
 
 
 # -- projections ----------------------------------------------------------------------------------
@@ -638,9 +662,9 @@ def query_and_anchors(gallery: Gallery | ex.StoreGallery, encoder, from_item: Ca
         query = choose_query(gallery, encoder, from_item, by_row=by_row)
         vector, _, _, image, text = query
         if image is not None:
-            st.image(image, caption=text, width=QUERY_IMAGE_WIDTH)
+            st.image(image, caption=markdown_literal(text), width=QUERY_IMAGE_WIDTH)
         elif vector is not None:
-            st.caption(f"Query: {text}")
+            st.caption(f"Query: {markdown_literal(text)}")
     with anchor_col:
         parsed_a, parsed_b, weighting = anchor_widgets(gallery_presets(gallery))
     publish_link(fields, gallery)
@@ -683,9 +707,19 @@ def projection_caption(ids: np.ndarray, query_id: int | None, neighbour_ids: lis
                   if missing else ""))
 
 
+def plotly_text(frame: pd.DataFrame, *columns: str) -> tuple[pd.DataFrame, ...]:
+    """``frame`` with ``columns`` (their names and their text values) as :func:`plotly_literal`, and the new names."""
+    renamed = {column: plotly_literal(column) for column in columns}
+    frame = frame.assign(**{column: frame[column].map(lambda value: value if pd.isna(value) else plotly_literal(value))
+                            for column in dict.fromkeys(columns) if frame[column].dtype == object})
+    return (frame.rename(columns=renamed), *renamed.values())
+
+
 def projection_chart(column, frame: pd.DataFrame, colour: str, name: str, title: str, chart_key: str) -> None:
     """A projection frame (``x``, ``y``, ``role``, ``gallery_id``, ``colour`` and ``name`` columns) as a
-    scatter whose query and neighbours stand out; clicking a point makes it the query."""
+    scatter whose query and neighbours stand out; clicking a point makes it the query. Names,
+    labels and their column names come from files: Plotly gets them as text."""
+    frame, colour, name = plotly_text(frame, colour, name)
     figure = px.scatter(frame, x="x", y="y", color=colour, symbol="role", custom_data=["gallery_id"],
                         hover_data={name: True, "x": False, "y": False},
                         symbol_map={"gallery": "circle", "neighbour": "diamond", "query": "star"},

@@ -19,6 +19,7 @@ import streamlit as st
 import shared_ui as ui
 from anchordiv import explorer as ex
 from anchordiv.models import anchor_model_kind
+from anchordiv.explorer.literal import markdown_literal
 from shared_ui import BY_IDENTITY, attempt
 
 
@@ -75,7 +76,8 @@ def main(choices: dict[str, Any], encoder) -> None:
     gallery = ui.load_store_for(choices, encoder)
     fields = ui.sidebar_fields() + ui.follow_view_link(gallery)
     ui.link_notes()
-    st.sidebar.caption(f"{gallery.description} · {encoder.name} (d = {encoder.dim}) on CPU")
+    st.sidebar.caption(f"{markdown_literal(gallery.description)} · {markdown_literal(encoder.name)} "
+                       f"(d = {encoder.dim}) on CPU")
     if gallery.store.encoder is None:
         st.sidebar.warning("This store does not record the model that embedded it; its neighbours mean something "
                            "only if that was the model chosen here.")

@@ -31,6 +31,7 @@ def tree(tmp_path: Path) -> dict[str, Path]:
     (root / "model.pt").write_bytes(b"weights")
     (root / "out").symlink_to(private, target_is_directory=True)
     (root / "secret-link.csv").symlink_to(private / "secret.csv")
+    (root / "pets" / "out-link.csv").symlink_to(private / "secret.csv")  # a labels CSV menu must not offer it
     (root / "loop").symlink_to(root / "loop")
     os.mkfifo(root / "pipe.pt")
     os.mkfifo(root / "pets" / "pipe.csv")
@@ -82,7 +83,7 @@ def test_menus_offer_only_what_is_inside_and_readable(tree):
     offered = roots(tree)
     assert offered.image_folders() == [tree["root"], tree["root"] / "pets", tree["root"] / "pets" / "cats"]
     assert offered.checkpoints() == [tree["root"] / "model.pt"]  # not the FIFO, not the linked-out one
-    assert ex.csv_files(tree["root"] / "pets") == [tree["root"] / "pets" / "labels.csv"]
+    assert offered.labels_csvs(tree["root"] / "pets") == [tree["root"] / "pets" / "labels.csv"]
     assert ex.DataRoots().image_folders() == [] and ex.DataRoots().checkpoints() == []
 
 

@@ -47,7 +47,7 @@ from .neighbours import (
     p_sweep,
     search_one,
 )
-from .paths import DataRoots, csv_files
+from .paths import DataRoots
 from .projection import geometry_projection, outside_sample, project_rows, projection_frame, projection_key
 from .query import default_query_id, query_image_from_upload
 from .shared import SharedBuilds
@@ -70,7 +70,7 @@ __all__ = [
     "MAX_ANCHORS", "VEHICLES", "WEIGHTINGS", "AnchorText", "DataRoots", "ExplorerGeometry", "GeometrySpec", "NameIndex",
     "SharedBuilds", "StoreGallery", "StoreGeometry",
     "agreement", "agreement_text", "anchor_presets", "baseline_index", "benchmark", "calibration_frame",
-    "combined_table", "cosine_top_k", "csv_files",
+    "combined_table", "cosine_top_k",
     "default_query_id", "fit_anchor_model", "geometry_projection", "grid_captions", "neighbour_grid_png",
     "neighbour_table", "neighbours_at", "outside_sample", "p_sweep", "parse_anchor_text", "project_rows",
     "projection_frame", "projection_key", "query_image_from_upload", "search_one", "store_neighbour_table",

@@ -86,6 +86,23 @@ class DataRoots:
         """Regular files under the roots whose suffix is a checkpoint's (``.pt``, ``.bin``, ...)."""
         return [path for path in self._walk() if path.suffix in CHECKPOINT_SUFFIXES and _is_regular(path)][:MENU_LIMIT]
 
+    def labels_csvs(self, folder: str | os.PathLike) -> list[Path]:
+        """Regular ``.csv`` files directly in ``folder`` (candidates for its labels) that resolve
+        inside a root: a link out of the roots is not offered, as it would be refused when chosen."""
+        try:
+            names = sorted(path for path in Path(folder).iterdir() if path.suffix.lower() == ".csv")
+        except OSError:
+            return []
+        offered = []
+        for path in names[:MENU_LIMIT]:
+            try:
+                resolved = self.confine(path, "labels CSV")
+            except ValueError:
+                continue
+            if _is_regular(resolved):
+                offered.append(path)
+        return offered
+
     def _walk(self) -> list[Path]:
         """The roots and the entries below them, breadth first, :data:`MENU_DEPTH` levels down and
         about :data:`MENU_LIMIT` in all. Each folder of a level gets an equal share of what is left,
@@ -115,14 +132,6 @@ class DataRoots:
             except ValueError:
                 continue  # a link out of the roots, or a dangling one: not offered
         return inside
-
-
-def csv_files(folder: Path) -> list[Path]:
-    """Regular ``.csv`` files directly in ``folder`` (candidates for its labels)."""
-    try:
-        return sorted(path for path in folder.iterdir() if path.suffix.lower() == ".csv" and _is_regular(path))
-    except OSError:
-        return []
 
 
 def _is_regular(path: Path) -> bool:

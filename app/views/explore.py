@@ -16,6 +16,7 @@ from anchordiv import explain
 from anchordiv import explorer as ex
 from anchordiv.gallery import Gallery
 from anchordiv.models import anchor_model_kind
+from anchordiv.explorer.literal import markdown_literal
 from shared_ui import BY_IDENTITY, attempt
 
 # -- query ----------------------------------------------------------------------------------------
@@ -54,7 +55,7 @@ def main() -> None:
     gallery = ui.load_gallery_for(choices, encoder)
     fields = ui.sidebar_fields() + ui.follow_view_link(gallery)
     ui.link_notes()
-    st.sidebar.caption(f"{gallery.description} · {encoder.name} (d = {encoder.dim}, logit scale "
+    st.sidebar.caption(f"{markdown_literal(gallery.description)} · {markdown_literal(encoder.name)} (d = {encoder.dim}, logit scale "
                        f"{encoder.logit_scale:.1f}) on CPU")
 
     query, parsed_a, parsed_b, weighting = ui.query_and_anchors(
@@ -134,7 +135,7 @@ def explain_section(view: View, p: float, table: pd.DataFrame) -> None:
     gallery = view.gallery
     st.subheader("Why this neighbour?")
     rank = st.selectbox("Neighbour", table["rank"].tolist(), key="explain_rank",
-                        format_func=lambda r: f"{r}. {gallery.caption(table.gallery_id.iloc[r - 1])}")
+                        format_func=lambda r: f"{r}. {ui.caption_of(gallery)(table.gallery_id.iloc[r - 1])}")
     neighbour = int(table.gallery_id.iloc[rank - 1])
     geometry = view.geometry
     query_tilt, neighbour_tilt, divergence, shown = explain.explain_pair(
@@ -158,8 +159,10 @@ def explain_section(view: View, p: float, table: pd.DataFrame) -> None:
 
 
 def tilt_table(tilt: explain.TiltedDistribution) -> pd.DataFrame:
-    """The eight most probable anchors, by anchor, probabilities to 4 decimals (as shown)."""
-    return tilt.top(8).set_index("anchor").round({"probability": 4})
+    """The eight most probable anchors, by anchor (as text: a static table draws Markdown),
+    probabilities to 4 decimals (as shown)."""
+    top = tilt.top(8)
+    return top.assign(anchor=top["anchor"].map(markdown_literal)).set_index("anchor").round({"probability": 4})
 
 
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs=BY_IDENTITY)

@@ -14,8 +14,9 @@ import torch
 import shared_ui as ui
 from anchordiv import explain, lesson
 from anchordiv import explorer as ex
-from anchordiv.explorer import links
+from anchordiv.explorer import limits, links
 from anchordiv.models import anchor_model_kind
+from anchordiv.explorer.literal import markdown_literal, plotly_literal
 from shared_ui import attempt
 
 CIRCLE, SPHERE = "2-D: directions on a circle", "3-D: directions on a sphere"
@@ -52,7 +53,9 @@ def toy_controls() -> dict:
 def add_query_to(set_key: str, text: str) -> None:
     """Append ``text`` (the query direction as typed) to an anchor set's text."""
     current = st.session_state[set_key].strip()
-    st.session_state[set_key] = f"{current}{'; ' if set_key.endswith('_3d') else ', '}{text}" if current else text
+    joined = f"{current}{'; ' if set_key.endswith('_3d') else ', '}{text}" if current else text
+    if len(joined) <= limits.TOY_TEXT_CHARS:  # past it the set is already over the toy world's limit
+        st.session_state[set_key] = joined
 
 
 def anchor_inputs(suffix: str, help_text: str, query_text: str) -> tuple[str, str]:
@@ -61,7 +64,7 @@ def anchor_inputs(suffix: str, help_text: str, query_text: str) -> tuple[str, st
     for column, name in zip(st.columns(2), "AB"):
         key = f"learn_anchors_{name.lower()}{suffix}"
         texts.append(column.text_input(f"Set {name}" + (" (may be empty)" if name == "B" else ""), key=key,
-                                       help=help_text))
+                                       help=help_text, max_chars=limits.TOY_TEXT_CHARS))
         column.button(f"Add the query to {name}", key=f"learn_add_{name.lower()}{suffix}", on_click=add_query_to,
                       args=(key, query_text))
     return texts[0], texts[1]
@@ -113,7 +116,7 @@ def circle_world(settings: dict) -> None:
     if toy is None:
         return
     for note in toy.notes:
-        st.caption(note)
+        st.caption(markdown_literal(note, ui.ERROR_CHARS))
     query = lesson.circle_directions([query_angle])[0]
     profile = attempt(lambda: lesson.circle_profile(toy.model, float(query_angle)), "Cannot draw the circle")
     if profile is None:
@@ -221,7 +224,7 @@ def sphere_world(settings: dict) -> None:
     if toy is None:
         return
     for note in toy.notes:
-        st.caption(note)
+        st.caption(markdown_literal(note, ui.ERROR_CHARS))
     query = lesson.sphere_directions([azimuth], [elevation])[0]
     profile = attempt(lambda: lesson.sphere_profile(toy.model, float(azimuth), float(elevation)),
                       "Cannot draw the sphere")
@@ -290,11 +293,13 @@ def gallery_section(choices: dict, fields: list, share_slot) -> None:
     if state["learn_neighbour"] > len(ids):  # a link's neighbour beyond this k
         state["learn_neighbour"] = 1
     rank = st.selectbox("Neighbour", list(range(1, len(ids) + 1)), key="learn_neighbour",
-                        format_func=lambda r: f"{r}. {gallery.caption(int(ids[r - 1]))}")
+                        format_func=lambda r: f"{r}. {ui.caption_of(gallery)(int(ids[r - 1]))}")
     neighbour = int(ids[rank - 1])
     query_image, neighbour_image, _ = st.columns([1, 1, 4])
-    query_image.image(gallery.image(query_id), caption=f"query: {gallery.caption(query_id)}", width=96)
-    neighbour_image.image(gallery.image(neighbour), caption=f"neighbour {rank}: {gallery.caption(neighbour)}",
+    query_image.image(gallery.image(query_id), caption=f"query: {markdown_literal(gallery.caption(query_id))}",
+                      width=96)
+    neighbour_image.image(gallery.image(neighbour),
+                          caption=f"neighbour {rank}: {markdown_literal(gallery.caption(neighbour))}",
                           width=96)
     query, embedding = gallery.embeddings[query_id], gallery.embeddings[neighbour]
     kl_section(geometry, geometry.model_at(p, weighting), query, embedding)
@@ -320,6 +325,7 @@ def kl_section(geometry: ex.ExplorerGeometry, model, query: torch.Tensor, neighb
     terms = explain.kl_terms(neighbour_tilt, query_tilt) if reverse else explain.kl_terms(query_tilt, neighbour_tilt)
     st.subheader("Which anchors make this neighbour close, and which push it away")
     strongest = pd.concat([terms.head(TERMS_SHOWN), terms.tail(TERMS_SHOWN)]).drop_duplicates("anchor")
+    strongest = strongest.assign(anchor=strongest["anchor"].map(plotly_literal))  # Plotly reads <a href> in labels
     figure = px.bar(strongest, x="term", y="anchor", color="set", orientation="h", color_discrete_map=SET_COLOURS,
                     hover_data=["p", "q"], title="Per-anchor terms of the KL (largest both ways)")
     figure.update_yaxes(autorange="reversed")

@@ -1,0 +1,75 @@
+"""Outside text shown as text: what a visitor, a link, a file name, a CSV or an anchor list says is
+drawn literally wherever the explorer echoes it, never as markup.
+
+Three renderers see such text, and each reads markup of its own:
+
+* Streamlit's Markdown (alerts, captions, image captions, tables, expander labels): links,
+  images, ``$math$``, ``:directives[...]`` and emphasis. :func:`markdown_literal` escapes every
+  ASCII punctuation character with a backslash, which CommonMark reads as that character; and
+  because GitHub-flavoured Markdown turns bare ``https://…``, ``www.…`` and ``name@host`` into
+  links *after* parsing (escapes cannot stop that), a word joiner (U+2060, invisible) follows
+  each ``:`` and ``@`` and splits ``www.``, so no such pattern is left to match;
+* Plotly's text (tick labels, legends, hover): a few HTML tags, among them ``<a href>``.
+  :func:`plotly_literal` escapes ``&``, ``<`` and ``>``;
+* matplotlib's mathtext: :mod:`anchordiv.figure` draws with it switched off.
+
+All three first pass the text through :func:`shown`: bytes that were not UTF-8 become U+FFFD,
+line breaks and other control characters a space, invisible format characters (right-to-left
+overrides, zero-width spaces) a visible ``⟨U+202E⟩``, and a text longer than ``limit`` keeps its
+start and end around a note of how much was left out (the end of an error message says its fix).
+"""
+from __future__ import annotations
+
+import html
+import re
+import string
+import unicodedata
+
+# Enough for a long file name or anchor; a 10,000-character value is cut to this.
+SHOWN_CHARS = 300
+WORD_JOINER = "\u2060"
+_PUNCTUATION = frozenset(string.punctuation)
+_WWW = re.compile(r"(?i)(w)(ww\\\.)")
+
+
+def shown(text: object, limit: int = SHOWN_CHARS) -> str:
+    """``text`` as one line of plain, visible characters, at most about ``limit`` long.
+
+    Parameters
+    ----------
+    text : anything; ``str(text)`` is shown.
+    limit : the most characters kept; a longer text keeps its first two thirds and last third of
+        ``limit`` around ``"… (N characters left out) …"``.
+
+    Returns
+    -------
+    str : no control or format characters, no lone surrogates.
+    """
+    value = str(text).encode("utf-8", errors="surrogateescape").decode("utf-8", errors="replace")
+    value = "".join(_visible_char(char) for char in value)
+    if len(value) <= limit:
+        return value
+    head, tail = (2 * limit) // 3, limit // 3
+    return f"{value[:head]}… ({len(value) - head - tail:,} characters left out) …{value[len(value) - tail:]}"
+
+
+def _visible_char(char: str) -> str:
+    category = unicodedata.category(char)
+    if category in ("Cc", "Zl", "Zp"):  # line breaks would start new Markdown blocks
+        return " "
+    if category in ("Cf", "Cs", "Co", "Cn") and char != "\ufffd":
+        return f"⟨U+{ord(char):04X}⟩"
+    return char
+
+
+def markdown_literal(text: object, limit: int = SHOWN_CHARS) -> str:
+    """``text`` (:func:`shown`) written so that Streamlit's Markdown draws exactly it: no link,
+    image, math, directive, emphasis, heading or HTML can come out of it."""
+    escaped = "".join("\\" + char if char in _PUNCTUATION else char for char in shown(text, limit))
+    escaped = escaped.replace("\\:", "\\:" + WORD_JOINER).replace("\\@", "\\@" + WORD_JOINER)
+    return _WWW.sub(r"\1" + WORD_JOINER + r"\2", escaped)
+
+
+def plotly_literal(text: object, limit: int = SHOWN_CHARS) -> str:
+    """``text`` (:func:`shown`) for Plotly's labels and hover text, which read ``<a>``, ``<b>``, ``<br>``."""
+    return html.escape(shown(text, limit), quote=False)
