@@ -40,6 +40,8 @@ TOY_WEIGHTINGS: dict[str, str] = {
 REFERENCE_COUNT = 360
 # Two anchors closer than this (in degrees) are one direction typed twice.
 SAME_DIRECTION_DEG = 1e-6
+# Anchors per set of the toy world: one every 5 degrees of the circle is more than a lesson needs.
+MAX_TOY_ANCHORS = 72
 _SEPARATORS = re.compile(r"[,;\s]+")
 
 
@@ -71,6 +73,12 @@ def _check_distinct(directions: torch.Tensor, labels: Sequence[str], name: str) 
                          "is one direction; to weigh a direction more, add anchors near it).")
 
 
+def _check_count(count: int, name: str) -> None:
+    if count > MAX_TOY_ANCHORS:
+        raise ValueError(f"{name} has {count:,} anchors; the toy world takes at most {MAX_TOY_ANCHORS} per set "
+                         "(more hide each other on the picture and slow the page for everyone): remove some.")
+
+
 def parse_angles(text: str, name: str = "angles", allow_empty: bool = False) -> list[float]:
     """Angles in degrees typed as text, e.g. ``"0, 45 120"`` -> ``[0.0, 45.0, 120.0]``.
 
@@ -78,6 +86,7 @@ def parse_angles(text: str, name: str = "angles", allow_empty: bool = False) -> 
     entry that is not a finite number, for two angles that are the same direction (``30`` and
     ``390``), and for no angle at all unless ``allow_empty``."""
     angles = _numbers(text, name, "0, 45, 120")
+    _check_count(len(angles), name)
     if not angles and not allow_empty:
         raise ValueError(f"{name} is empty; type at least one angle in degrees, e.g. '0, 45, 120'.")
     if angles:
@@ -105,6 +114,7 @@ def parse_angle_pairs(text: str, name: str = "directions", allow_empty: bool = F
             raise ValueError(f"{name}: elevation {numbers[1]:g}° in {entry!r} is outside [-90, 90]; 90 is straight "
                              "up and -90 straight down.")
         pairs.append((numbers[0], numbers[1]))
+    _check_count(len(pairs), name)
     if not pairs and not allow_empty:
         raise ValueError(f"{name} is empty; type at least one azimuth–elevation pair, e.g. {example!r}.")
     if pairs:

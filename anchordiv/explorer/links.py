@@ -17,10 +17,14 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
 from ..cache import atomic_write
+from . import limits
+
+if TYPE_CHECKING:
+    from ..figure import FigureLimits
 
 # Longer texts go to the server-side store: browsers and proxies cut URLs at 2-8 kB.
 MAX_URL_TEXT = 1500
@@ -71,9 +75,14 @@ class LinkField:
     * ``"number"`` / ``"integer"``: a finite number in ``[low, high]``;
     * ``"choice"``: one of ``choices``, a mapping from the URL word to the state value;
     * ``"flag"``: ``1`` or ``0``;
-    * ``"text"``: any text; with ``texts`` set, one too long for a URL goes to that store;
-    * ``"list"``: a list of texts, as a repeated parameter (``rows=a&rows=b``); items starting
-      with ``local_prefix`` (an uploaded query, whose bytes stay in the session) are left out.
+    * ``"text"``: any text of at most ``max_chars`` characters; with ``texts`` set, one too long
+      for a URL goes to that store;
+    * ``"list"``: at most ``max_items`` texts of at most ``max_chars`` characters each, as a
+      repeated parameter (``rows=a&rows=b``); items starting with ``local_prefix`` (an uploaded
+      query, whose bytes stay in the session) are left out.
+
+    A value past a limit is refused whole (the page keeps the default and says the limit): a
+    link is read before anything is computed, so a long one costs nothing.
     """
 
     key: str
@@ -85,10 +94,16 @@ class LinkField:
     choices: Mapping[str, Any] = field(default_factory=dict)
     texts: LinkedTexts | None = None
     local_prefix: str | None = None
+    max_chars: int = limits.TEXT_CHARS
+    max_items: int = 1
 
     def read(self, raw: Sequence[str]) -> Any:
         """The state value of the URL values ``raw``; ``ValueError`` saying why it is not accepted."""
         if self.kind == "list":
+            if len(raw) > self.max_items:
+                raise ValueError(f"{len(raw):,} values, but this page takes at most {self.max_items}")
+            for item in raw:
+                self._check_length(item)
             return list(raw)
         text = raw[-1]
         if self.kind in ("number", "integer"):
@@ -105,8 +120,13 @@ class LinkField:
             stored = self.texts.get(text)
             if stored is None:
                 raise ValueError(f"the text {text} was stored on the server that made the link and is not on this one")
-            return stored
+            text = stored
+        self._check_length(text)
         return text
+
+    def _check_length(self, text: str) -> None:
+        if len(text) > self.max_chars:
+            raise ValueError(f"a text of {len(text):,} characters, but this page takes at most {self.max_chars:,}")
 
     def _read_number(self, text: str) -> float | int:
         try:
@@ -206,10 +226,10 @@ def sidebar_fields(model_kinds: Sequence[str], direction_labels: Sequence[str], 
         LinkField("gmm_components", "components", 2, "integer", low=1, high=16),
         LinkField("latent_rank", "rank", 8, "integer", low=1, high=256),
         LinkField("alpha", "alpha", 1.0, "number", low=0.0, high=1e6),
-        LinkField("prior_anchors", "prior", "", "text", texts=texts),
+        LinkField("prior_anchors", "prior", "", "text", texts=texts, max_chars=limits.ANCHOR_TEXT_CHARS),
         LinkField("direction", "direction", direction_labels[0], "choice",
                   choices=dict(zip(DIRECTION_WORDS, direction_labels))),
-        LinkField("top_k", "k", 10, "integer", low=1, high=50),
+        LinkField("top_k", "k", 10, "integer", low=1, high=limits.TOP_K),
         LinkField("show_iti", "iti", False, "flag"),
     ]
 
@@ -234,7 +254,7 @@ def view_fields(gallery_size: int, default_query: int, presets: Mapping[str, Seq
     for side, default, now in zip("ab", preset_defaults, preset_now):
         fields.append(LinkField(f"preset_{side}", f"preset_{side}", default, "choice", choices=names))
         fields.append(LinkField(f"anchors_{side}", f"anchors_{side}", "\n".join(presets.get(now, ())), "text",
-                                texts=texts))
+                                texts=texts, max_chars=limits.ANCHOR_TEXT_CHARS))
     return fields
 
 
@@ -244,7 +264,7 @@ def lesson_fields(defaults: Mapping[str, Any], worlds: Sequence[str], kinds: Seq
     the sphere's labels) and the gallery neighbour it explains. Its parameters start with ``toy_``
     because the page also carries the sidebar's and the Explore page's."""
     def text(key: str, param: str) -> LinkField:
-        return LinkField(key, param, defaults[key], "text")
+        return LinkField(key, param, defaults[key], "text", max_chars=limits.TOY_TEXT_CHARS)
 
     def number(key: str, param: str, low: float, high: float, integer: bool = False) -> LinkField:
         return LinkField(key, param, defaults[key], "integer" if integer else "number", low=low, high=high)
@@ -265,14 +285,16 @@ def lesson_fields(defaults: Mapping[str, Any], worlds: Sequence[str], kinds: Seq
     ]
 
 
-def compare_fields(default_rows: Sequence[str], default_columns: Sequence[str], weightings: Sequence[str]
-                   ) -> list[LinkField]:
+def compare_fields(default_rows: Sequence[str], default_columns: Sequence[str], weightings: Sequence[str],
+                   figure_limits: "FigureLimits") -> list[LinkField]:
     """The Compare page's figure: its query rows and geometry columns (as the specs of
-    :mod:`anchordiv.figure`), the top-k of each cell and the weighting of its mix columns."""
+    :mod:`anchordiv.figure`, as many as ``figure_limits`` allow), the top-k of each cell and the
+    weighting of its mix columns."""
     return [
-        LinkField("compare_rows", "rows", list(default_rows), "list", local_prefix="upload:"),
-        LinkField("compare_columns", "columns", list(default_columns), "list"),
-        LinkField("compare_k", "cell_k", 5, "integer", low=1, high=20),
+        LinkField("compare_rows", "rows", list(default_rows), "list", local_prefix="upload:",
+                  max_items=figure_limits.rows),
+        LinkField("compare_columns", "columns", list(default_columns), "list", max_items=figure_limits.columns),
+        LinkField("compare_k", "cell_k", 5, "integer", low=1, high=figure_limits.k),
         LinkField("compare_weighting", "mix_weighting", weightings[0], "choice", choices={w: w for w in weightings}),
     ]
 

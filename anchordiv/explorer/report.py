@@ -1,14 +1,23 @@
 """The shipped reproduction report (``docs/reproduction/builtin-world/report.md``) as sections of
-text, figures and data tables, for the explorer's Report page (:func:`read_report`)."""
+text, figures and data tables, for the explorer's Report page (:func:`read_report`,
+:func:`report_figure`, :func:`report_table`)."""
 from __future__ import annotations
 
+import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
+from PIL import Image
+
+from ..images import load_image, read_regular_file
+
 REPORT_FOLDER = Path(__file__).resolve().parents[2] / "docs" / "reproduction" / "builtin-world"
 REPORT_NAME = "report.md"
 _IMAGE = re.compile(r"^!\[(?P<label>[^\]]*)\]\((?P<file>[^)\s]+)\)\s*$")
+# A report's data table is a few kB; a larger file in its folder is not read into every session.
+MAX_TABLE_BYTES = 10 * 2**20
 _DATA = re.compile(r"^Data: \[(?P<label>[^\]]*)\]\((?P<file>[^)\s]+\.csv)\)\s*$")
 
 
@@ -84,3 +93,18 @@ def _text_block(lines: list[str]) -> list[ReportBlock]:
 
 def _section(title: str, blocks: list[ReportBlock], text: list[str]) -> ReportSection:
     return ReportSection(title, tuple(blocks + _text_block(text)))
+
+
+def report_figure(path: Path) -> Image.Image:
+    """A report's figure through the loader uploads go through: ``ImageLoadError`` (a
+    ``ValueError`` naming the file) for a damaged, huge or decompression-bomb image."""
+    return load_image(path, path.name)
+
+
+def report_table(path: Path) -> pd.DataFrame:
+    """A report's data table; ``ValueError`` naming the file when it is too large or not a CSV."""
+    data = read_regular_file(path, path.name, MAX_TABLE_BYTES, "for a report's table")
+    try:
+        return pd.read_csv(io.BytesIO(data))
+    except (ValueError, UnicodeDecodeError) as error:  # pandas' parser and empty-data errors are ValueErrors
+        raise ValueError(f"{path.name}: not a readable CSV table ({error})") from error

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from anchordiv.explorer.report import read_report
+from anchordiv.explorer.report import read_report, report_figure, report_table
 from shared_ui import attempt
 
 
@@ -16,7 +16,12 @@ def report():
 
 @st.cache_data(show_spinner=False)
 def data_table(path) -> pd.DataFrame:
-    return pd.read_csv(path)
+    return report_table(path)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def figure(path):
+    return report_figure(path)
 
 
 def at_a_glance(sections) -> None:
@@ -39,10 +44,14 @@ def main() -> None:
                 if block.kind == "text":
                     st.markdown(block.text)
                 elif block.kind == "image":
-                    st.image(str(block.path), caption=block.text)
+                    image = attempt(lambda: figure(block.path), "Cannot show this figure")
+                    if image is not None:
+                        st.image(image, caption=block.text)
                 else:
                     with st.expander(f"Data: {block.text}"):
-                        table = data_table(block.path)
+                        table = attempt(lambda: data_table(block.path), "Cannot read this table")
+                        if table is None:
+                            continue
                         st.dataframe(table, hide_index=True)
                         st.download_button(f"Download {block.text}", table.to_csv(index=False).encode(),
                                            block.path.name, "text/csv", key=f"report_{section.title}_{index}")
