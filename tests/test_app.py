@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from markup import plain
 from anchordiv import explorer as ex
 from conftest import APP_LIMIT
 from rankings import assert_same_ranking
@@ -99,7 +100,7 @@ def assert_shows(app: AppTest, expected: tuple[np.ndarray, np.ndarray], method: 
 
 
 def messages(app: AppTest) -> str:
-    return " ".join(str(e.value) for kind in (app.error, app.warning, app.info, app.caption) for e in kind)
+    return " ".join(plain(str(e.value)) for kind in (app.error, app.warning, app.info, app.caption) for e in kind)
 
 
 def test_app_starts_on_the_builtin_world(library):
@@ -196,8 +197,8 @@ def test_the_neighbour_to_explain(library):
         geometry.model_at(0.5), geometry.component_anchors, geometry.component_texts, geometry.component_names,
         gallery.embeddings[query_id], gallery.embeddings[third])
     shown_query, shown_neighbour = [table.value for table in app.table if "probability" in table.value.columns]
-    assert shown_query.index.tolist() == query_tilt.top(8)["anchor"].tolist()
-    assert shown_neighbour.index.tolist() == neighbour_tilt.top(8)["anchor"].tolist()
+    assert [plain(anchor) for anchor in shown_query.index] == query_tilt.top(8)["anchor"].tolist()
+    assert [plain(anchor) for anchor in shown_neighbour.index] == neighbour_tilt.top(8)["anchor"].tolist()
     np.testing.assert_allclose(shown_neighbour["probability"], neighbour_tilt.top(8)["probability"], atol=5e-5)
     assert app.metric[0].value == f"{divergence:.4f}"
 
@@ -238,9 +239,9 @@ def test_uploads_good_and_bad(library):
     app.radio(key="query_mode").set_value("Upload").run()
     app.file_uploader(key="query_upload").set_value(("broken.png", b"\x89PNG\r\n\x1a\nbroken", "image/png")).run()
     assert not app.exception
-    assert any("broken.png" in error.value for error in app.error)
+    assert any("broken.png" in plain(error.value) for error in app.error)
     app.file_uploader(key="query_upload").set_value(("notes.txt", b"just text", "text/plain")).run()
-    assert not app.exception and any("not an image" in error.value for error in app.error)
+    assert not app.exception and any("not an image" in plain(error.value) for error in app.error)
     app.file_uploader(key="query_upload").set_value(("red.png", _png(), "image/png")).run()
     assert not app.exception and not app.error and len(neighbours(app)) == 10
 
@@ -250,15 +251,15 @@ def test_bad_anchor_sets_never_raise(library):
     app.text_area(key="anchors_a").set_value("\n  \n").run()
     assert not app.exception and "p has no effect" in messages(app)
     app.text_area(key="anchors_b").set_value("").run()
-    assert not app.exception and any("both anchor sets are empty" in error.value for error in app.error)
+    assert not app.exception and any("both anchor sets are empty" in plain(error.value) for error in app.error)
     app.text_area(key="anchors_b").set_value("pixel art").run()  # one anchor
     assert not app.exception and "one anchor" in messages(app)
     app.selectbox(key="model_kind").set_value("gaussian").run()
     assert not app.exception and "ridge" in messages(app) and len(neighbours(app)) == 10
     app.selectbox(key="model_kind").set_value("latent-gaussian").run()
-    assert not app.exception and any("latent model needs at least two" in error.value for error in app.error)
+    assert not app.exception and any("latent model needs at least two" in plain(error.value) for error in app.error)
     app.selectbox(key="model_kind").set_value("posterior-softmax").run()
-    assert not app.exception and any("prior" in error.value for error in app.error)
+    assert not app.exception and any("prior" in plain(error.value) for error in app.error)
     app.number_input(key="top_k").set_value(50).run()
     assert not app.exception
 
@@ -276,7 +277,7 @@ def test_missing_checkpoint_and_broken_folder(library, tmp_path, monkeypatch):
     app.radio(key="model_source").set_value("open_clip (local checkpoint)").run()
     assert not app.exception
     app.text_input(key="openclip_checkpoint").set_value(str(tmp_path / "missing.pt")).run()
-    assert not app.exception and any("open_clip" in error.value for error in app.error)
+    assert not app.exception and any("open_clip" in plain(error.value) for error in app.error)
     app.radio(key="model_source").set_value("Built-in").run()
     folder = tmp_path / "images"
     for label, colour in (("red", (220, 20, 20)), ("blue", (20, 20, 220))):
@@ -290,7 +291,7 @@ def test_missing_checkpoint_and_broken_folder(library, tmp_path, monkeypatch):
     assert any("1 file(s) skipped" in expander.label for expander in app.sidebar.expander)
     assert len(neighbours(app)) == 10
     app.text_input(key="folder_path").set_value(str(tmp_path / "nowhere")).run()
-    assert not app.exception and any("does not exist" in error.value for error in app.error)
+    assert not app.exception and any("does not exist" in plain(error.value) for error in app.error)
 
 
 def _image_folder(folder: Path) -> Path:
@@ -322,7 +323,7 @@ def test_folders_and_checkpoints_come_from_the_data_roots_only(library, tmp_path
     assert not app.exception and not [box for box in app.text_input if box.key == "openclip_checkpoint"]
     assert app.selectbox(key="checkpoint_choice").options == [str((root / "broken.pt").resolve())]
     app.selectbox(key="checkpoint_choice").set_value(str((root / "broken.pt").resolve())).run()
-    assert not app.exception and any("Could not load the open_clip model" in error.value for error in app.error)
+    assert not app.exception and any("Could not load the open_clip model" in plain(error.value) for error in app.error)
 
 
 def test_without_data_roots_no_path_can_be_opened(library, monkeypatch):
@@ -350,7 +351,7 @@ def test_broken_shipped_world_is_an_error_box(library, monkeypatch):
     monkeypatch.setenv("ANCHORDIV_APP_GALLERY_LIMIT", str(APP_LIMIT - 1))
     app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
     assert not app.exception
-    assert any("Could not load the built-in emoji world" in e.value and "build_emoji_world" in e.value for e in app.error)
+    assert any("Could not load the built-in emoji world" in plain(e.value) and "build_emoji_world" in plain(e.value) for e in app.error)
 
 
 def test_two_sessions_do_not_share_state(library):
@@ -379,7 +380,7 @@ def test_umap_layout_and_p_sweep(library):
     assert app.session_state["umap_p"] == 0.5
     app.button(key="umap_use_p").click().run()
     assert app.session_state["umap_p"] == 0.8 and not app.exception
-    assert any("p = 0.80" in caption.value for caption in app.caption)
+    assert any("p = 0.80" in plain(caption.value) for caption in app.caption)
     # Selecting a point makes it the query (the chart's on_select callback).
     picked = 5
     assert app.session_state["query_id"] != picked
@@ -434,7 +435,7 @@ def upload_app(library):
 def test_upload_corpus(upload_app, name, data, expected):
     upload_app.file_uploader(key="query_upload").set_value((name, data, "application/octet-stream")).run()
     assert not upload_app.exception
-    errors = " ".join(error.value for error in upload_app.error)
+    errors = " ".join(plain(error.value) for error in upload_app.error)
     if expected is None:
         assert not errors and len(neighbours(upload_app)) == 10
     else:
@@ -496,7 +497,7 @@ def test_free_paths_never_hang(library, tmp_path, monkeypatch, field, make, expe
         app.radio(key="model_source").set_value("open_clip (local checkpoint)").run()
         app.text_input(key="openclip_checkpoint").set_value(make(tmp_path)).run()
     assert not app.exception
-    errors = " ".join(error.value for error in app.error)
+    errors = " ".join(plain(error.value) for error in app.error)
     assert re.search(expected, errors), errors
     assert "PATH=" not in errors and "HOME=" not in errors  # nothing of /proc/self/environ is echoed
 
@@ -573,7 +574,7 @@ def test_a_bad_link_opens_with_defaults_and_says_what_it_ignored(library):
     app = open_link({"p": "7", "k": "many", "model": "transformer", "query": "99999", "colour": "red",
                      "gallery": "0000000000"})
     assert not app.error
-    warning = " ".join(str(w.value) for w in app.warning)
+    warning = " ".join(plain(str(w.value)) for w in app.warning)
     for said in ("p:", "k:", "model:", "unknown parameter “colour”", "another gallery"):
         assert said in warning, said
     presets = library["presets"]

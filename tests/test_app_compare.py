@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from markup import plain
 from anchordiv import explorer as ex
 from anchordiv import figure as fg
 from anchordiv.builtin.weights import ASSETS_DIR, MANIFEST_NAME, WEIGHTS_NAME
@@ -55,7 +56,7 @@ def assert_page_shows(app: AppTest, result: fg.CompareResult) -> None:
     value = "divergence" if "divergence" in want else "similarity"
     pd.testing.assert_series_equal(table[value], want[value], check_exact=False, rtol=1e-5)
     assert len(app.get("image")) == 1
-    assert any(" · ".join(result.settings.lines()) in caption.value for caption in app.caption)
+    assert any(" · ".join(result.settings.lines()) in plain(caption.value) for caption in app.caption)
 
 
 def test_the_page_opens_on_the_library_figure_with_its_downloads(library):
@@ -107,17 +108,17 @@ def test_an_uploaded_query_is_a_row(library):
 def test_bad_input_is_a_message_and_the_rest_is_still_drawn(library):
     app = open_compare()
     app.multiselect(key="compare_rows").set_value(["#1", "#999", "no such emoji", "upload:gone.png", "#"]).run()
-    errors = " ".join(error.value for error in app.error)
+    errors = " ".join(plain(error.value) for error in app.error)
     for message in ("the gallery has 96 images", "no gallery image's caption contains 'no such emoji'",
                     "no image data for 'gone.png'; upload it again", "after '#' comes a gallery id"):
         assert message in errors
     assert_page_shows(app, expected(library, ["#1"], app.session_state["compare_columns"]))
 
     app.text_input(key="compare_custom").input("mix p=3").run()
-    assert any("Column 'mix p=3' is not added: p=3 is outside [0, 1]" in error.value for error in app.error)
+    assert any("Column 'mix p=3' is not added: p=3 is outside [0, 1]" in plain(error.value) for error in app.error)
     assert app.text_input(key="compare_custom").value == "mix p=3"  # kept, to fix it
     app.multiselect(key="compare_columns").set_value(["A", "A model=nope"]).run()
-    assert any("unknown anchor model 'nope'" in error.value for error in app.error)
+    assert any("unknown anchor model 'nope'" in plain(error.value) for error in app.error)
     assert_page_shows(app, expected(library, ["#1"], ["A"]))
 
     app.session_state["compare_rows"] = ["#1", "#4", "#1"]  # as a hand-made link might say
@@ -127,9 +128,9 @@ def test_bad_input_is_a_message_and_the_rest_is_still_drawn(library):
     app.session_state["anchors_b"] = ""
     app.multiselect(key="compare_columns").set_value(["cosine", "B"]).run()
     assert not app.exception
-    assert any("column 'B' needs anchors in set B" in error.value for error in app.error)
+    assert any("column 'B' needs anchors in set B" in plain(error.value) for error in app.error)
     app.multiselect(key="compare_rows").set_value([]).run()
-    assert not app.exception and any("Add at least one query row" in info.value for info in app.info)
+    assert not app.exception and any("Add at least one query row" in plain(info.value) for info in app.info)
 
 
 def test_the_sidebar_chosen_on_explore_holds_on_the_first_run_of_compare(library):
@@ -151,7 +152,7 @@ def test_the_figure_travels_in_the_link(library):
     again.switch_page("views/compare.py").run()
     assert not again.exception
     assert again.session_state["compare_columns"] == ["cosine", "mix p=0.3 model=gaussian s=20"]
-    assert "cell_k" in " ".join(str(item.value) for item in again.warning)  # 99 is out of range: k stays 5
+    assert "cell_k" in " ".join(plain(str(item.value)) for item in again.warning)  # 99 is out of range: k stays 5
     rows, columns = again.session_state["compare_rows"], again.session_state["compare_columns"]
     assert_page_shows(again, expected(library, rows, columns, k=5))
     assert shown_table(again)["gallery_id"].tolist()[:3] == shown["gallery_id"].tolist()[:3]

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from markup import plain
 from anchordiv import explain, lesson
 from anchordiv import explorer as ex
 from anchordiv.builtin.weights import ASSETS_DIR, MANIFEST_NAME, WEIGHTS_NAME
@@ -128,7 +129,7 @@ def test_each_toy_control_changes_the_pictures_as_the_library_says():
     assert not np.allclose(values(chart(app, "learn_chart_kappa")[0]["y"]), before)
     assert not app.get("plotly_chart") or all(not element.proto.id.endswith("learn_chart_responsibility")
                                                for element in app.get("plotly_chart"))
-    assert any("Set B is empty" in info.value for info in app.info)
+    assert any("Set B is empty" in plain(info.value) for info in app.info)
 
 
 def test_adding_the_query_as_an_anchor():
@@ -169,7 +170,7 @@ def test_bad_anchor_text_gives_a_message_and_no_exception(key, text, message):
         app.radio(key="learn_world").set_value(sphere_option(app)).run()
     app.text_input(key=key).set_value(text).run()
     assert not app.exception, app.exception
-    assert any(message in error.value for error in app.error), [error.value for error in app.error]
+    assert any(message in plain(error.value) for error in app.error), [error.value for error in app.error]
     # The lesson on the gallery does not depend on the toy world, so it is still there.
     assert chart(app, "learn_chart_kl_terms")
 
@@ -231,6 +232,6 @@ def test_the_toy_world_travels_in_the_link():
     assert not again.exception
     assert again.slider(key="learn_query").value == 200 and again.text_input(key="learn_anchors_b").value == "170, 260"
     assert_circle_is_the_librarys(again)
-    warning = " ".join(str(item.value) for item in again.warning)
+    warning = " ".join(plain(str(item.value)) for item in again.warning)
     assert "toy_scale" in warning and "toy_world" in warning
     assert again.slider(key="learn_scale").value == 5.0

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from markup import plain
 from anchordiv import explorer as ex
 from anchordiv.builtin.weights import ASSETS_DIR, MANIFEST_NAME, WEIGHTS_NAME
 from anchordiv.embeddings import embed_folder_to_store
@@ -76,7 +77,7 @@ def neighbours(app: AppTest, method: str = "anchor divergence") -> list[int]:
 
 
 def messages(app: AppTest, kinds: tuple[str, ...] = ("error", "warning", "info", "caption")) -> str:
-    return " ".join(str(element.value) for kind in kinds for element in getattr(app, kind))
+    return " ".join(plain(str(element.value)) for kind in kinds for element in getattr(app, kind))
 
 
 def library_geometry(library, app: AppTest, gallery: ex.StoreGallery) -> ex.StoreGeometry:
