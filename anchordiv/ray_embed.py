@@ -22,7 +22,7 @@ import numpy as np
 from ._validation import check_positive_int
 from .embeddings import embed_files, plan_folder_store
 from .encoders import load_encoder
-from .ray_runtime import connect
+from .ray_runtime import check_address, connect
 from .store import GalleryStore, StorePlan, StoreWriter
 
 # A worker's exception comes back to the driver as text in its traceback, not as the exception.
@@ -57,22 +57,24 @@ def embed_folder_to_store_ray(
     else one per CPU; never more than there are batches of ``batch_size`` files), each holding
     one copy of the encoder. The encoder is also loaded once in this process, on the CPU, to
     learn its name and dimension. ``progress(fraction, text)`` is told after each shard.
-    Raises ``ValueError`` as the local engine does, and for a worker's failure (naming it).
+    Raises ``ValueError`` as the local engine does, for a worker's failure (naming it), and, before
+    anything is loaded or written, for an ``address`` where no cluster answers.
     """
     check_positive_int(batch_size, "batch_size")
     if workers is not None:
         check_positive_int(workers, "workers")
+    check_address(address)
     pretrained = _shared_path(pretrained)
     probe = load_encoder(encoder_spec, pretrained=pretrained, device="cpu", allow_download=allow_download)
     planned = plan_folder_store(folder, probe.name, probe.dim, labels_csv, shard_rows, dtype)
     del probe  # only its name and dimension are needed here; the workers load their own
-    writer = StoreWriter(out, planned.plan, overwrite=overwrite, progress=progress)
-    pending = writer.pending_shards()
-    if pending:  # a finished store is reopened without starting Ray
-        options = {"root": str(planned.root.resolve()), "spec": encoder_spec, "pretrained": pretrained,
-                   "allow_download": allow_download}
-        _run_pipeline(address, writer, pending, options, batch_size, workers)
-    return writer.finish(planned.labels)
+    with StoreWriter(out, planned.plan, overwrite=overwrite, progress=progress) as writer:
+        pending = writer.pending_shards()
+        if pending:  # a finished store is reopened without starting Ray
+            options = {"root": str(planned.root.resolve()), "spec": encoder_spec, "pretrained": pretrained,
+                       "allow_download": allow_download}
+            _run_pipeline(address, writer, pending, options, batch_size, workers)
+        return writer.finish(planned.labels)
 
 
 class FolderEmbedder:

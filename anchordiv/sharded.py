@@ -16,6 +16,12 @@ would round the keys and break exactness. So they are recomputed from ``eta_y`` 
 each search: exact, and memory stays bounded, but every search costs one ``grad kappa`` per
 gallery item (``O(G N d)`` for an empirical model with ``N`` anchors). Search many queries per call:
 they share that pass.
+
+A store changed on disk after an index was built would be scanned with the old rows' ``kappa_k``:
+wrong divergences, and no error. So the index records each shard's
+:class:`~anchordiv.store.ShardFingerprint` before it reads the shard (``os.stat`` and the ``.npy``
+header: cheap), and every read of a shard (a scan, in this process or a Ray task, the slider's
+candidate rows, each slider move) first checks it: a changed shard is a ``ValueError`` naming it.
 """
 from __future__ import annotations
 
@@ -32,7 +38,7 @@ from .models.base import AnchorModel, like_input
 from .search import (check_fit, check_reweighting, check_top_k, exclusion_matrix, merge_top_k, query_terms,
                      top_k_inner_product)
 from .slider import GridPass, MixtureSlider
-from .store import GalleryStore
+from .store import GalleryStore, ShardFingerprint
 
 ENGINES = ("local", "ray")
 # Rows scored at a time: 16 MB of float32 at d = 512. Larger blocks are no faster here (the scan
@@ -52,17 +58,27 @@ class ShardScanner:
     shards : the shard numbers this scanner serves (``None``: all). reverse, device, block_rows:
         as :class:`ShardedAnchorIndex`. kappa_state : an earlier scanner's :meth:`kappa_state` for
         these shards; without it the shards' sha256 are checked (``ValueError`` naming a damaged
-        one) and ``kappa_k`` computed, one pass over them.
+        one) and ``kappa_k`` computed, one pass over them. fingerprints : the shards'
+        :meth:`~anchordiv.store.GalleryStore.shard_fingerprints` taken before their terms were
+        computed (needed with ``kappa_state``; without either, taken here); every read of a shard
+        checks them first (``ValueError`` naming a shard changed since).
     """
 
     def __init__(self, model: AnchorModel, store: GalleryStore | str | Path, shards: Sequence[int] | None = None,
                  reverse: bool = False, device: str | torch.device | None = None, block_rows: int | None = None,
-                 kappa_state: dict[int, torch.Tensor] | None = None):
+                 kappa_state: dict[int, torch.Tensor] | None = None,
+                 fingerprints: dict[int, ShardFingerprint] | None = None):
         self.store = store if isinstance(store, GalleryStore) else GalleryStore.open(store)
         self.model, self.reverse, self.device = model, bool(reverse), resolve_device(device)
         self.block_rows = (max(1, SCAN_BLOCK_ELEMENTS // self.store.dim) if block_rows is None
                            else check_positive_int(block_rows, "block_rows"))
         self.shards = list(range(len(self.store.shards))) if shards is None else [int(n) for n in shards]
+        if kappa_state is not None and fingerprints is None:
+            raise ValueError("kappa_state needs the fingerprints of the shards it was computed from: pass the "
+                             "earlier scanner's fingerprints= too.")
+        # Taken before the shards are read, so that a change during the pass below shows at the next read.
+        self.fingerprints = (self.store.shard_fingerprints(self.shards) if fingerprints is None
+                             else {number: fingerprints[number] for number in self.shards})
         # What gallery_state gives without gradients: (rows,) for a plain model, (rows, K) for a mixture;
         # computed once (one pass over the shards) unless an earlier scanner's are handed over. That
         # pass reads every shard anyway, so their sha256 are checked first: a damaged shard is named.
@@ -90,10 +106,14 @@ class ShardScanner:
 
     def _blocks(self, numbers: Sequence[int]) -> Iterator[tuple[int, int, int, torch.Tensor]]:
         """``(shard, start, offset, rows)`` for each block of shards ``numbers``: the store's float32 CPU
-        rows ``(n, d)`` from global row ``start``, ``offset`` rows into the shard (where its ``kappa_k`` are)."""
+        rows ``(n, d)`` from global row ``start``, ``offset`` rows into the shard (where its ``kappa_k`` are).
+        Each shard's fingerprint is checked before and after its blocks are read, so a shard changed
+        before or during the read is refused, never mixed with the terms of the old one."""
         for number in numbers:
+            self.store.check_unchanged({number: self.fingerprints[number]})
             for start, block in self.store.shard_blocks(number, self.block_rows):
                 yield number, start, start - self.store.shard_starts[number], block
+            self.store.check_unchanged({number: self.fingerprints[number]})
 
     def _eta(self, block: torch.Tensor) -> torch.Tensor:
         """``eta`` of a CPU block, computed on the CPU as AnchorIndex computes it, then on ``device``."""
@@ -189,8 +209,9 @@ class _RayEngine:
     small cluster without waiting for each other. What a task would recompute, the per-item
     ``kappa_k``, is computed once by the first tasks and kept in Ray's object store."""
 
-    def __init__(self, model: AnchorModel, store: GalleryStore, reverse: bool, device: torch.device | None,
-                 block_rows: int | None, address: str | None, workers: int | None):
+    def __init__(self, model: AnchorModel, store: GalleryStore, fingerprints: dict[int, ShardFingerprint],
+                 reverse: bool, device: torch.device | None, block_rows: int | None, address: str | None,
+                 workers: int | None):
         from .ray_runtime import connect
 
         self._ray = connect(address)
@@ -201,6 +222,9 @@ class _RayEngine:
         gpus = 1 if resources.get("GPU", 0) >= count else 0
         self._scan = self._ray.remote(num_cpus=1, num_gpus=gpus)(_scan_shards)
         self._groups = [list(range(first, n_shards, count)) for first in range(count)]
+        # The driver's fingerprints, not the tasks' own: a task on any node refuses a shard that is not
+        # the file the driver recorded before the first tasks read it.
+        self._fingerprints = [{number: fingerprints[number] for number in group} for group in self._groups]
         # Every node must see the store at this path (a shared file system).
         self._settings = (str(Path(store.directory).resolve()), reverse, None if device is None else str(device),
                           block_rows)
@@ -215,17 +239,40 @@ class _RayEngine:
         return self._ray.put(value)
 
     def map(self, model: Any, method: str, *args: Any) -> list[Any]:
-        """``ShardScanner.method(*args)`` in one task per shard group, for ``model`` (or its object ref)."""
-        return self._ray.get([self._scan.remote(method, model, group, kappa, self._settings, args)
-                              for group, kappa in zip(self._groups, self._kappa)])
+        """``ShardScanner.method(*args)`` in one task per shard group, for ``model`` (or its object ref).
+        A task's ``ValueError`` (a damaged or changed shard, named) is raised here as its one line,
+        without the worker's traceback that Ray's error carries."""
+        try:
+            return self._ray.get([self._scan.remote(method, model, group, kappa, prints, self._settings, args)
+                                  for group, kappa, prints in zip(self._groups, self._kappa, self._fingerprints)])
+        except self._ray.exceptions.RayTaskError as error:
+            if isinstance(error.cause, ValueError):
+                raise ValueError(str(error.cause)) from error
+            raise
 
 
 def _scan_shards(method: str, model: AnchorModel, shards: list[int], kappa_state: dict[int, torch.Tensor] | None,
-                 settings: tuple, args: tuple) -> Any:
-    """One Ray task: a :class:`ShardScanner` over ``shards`` (given their ``kappa_state`` when known) runs ``method``."""
+                 fingerprints: dict[int, ShardFingerprint], settings: tuple, args: tuple) -> Any:
+    """One Ray task: a :class:`ShardScanner` over ``shards`` (given their ``kappa_state`` when known, and
+    the driver's ``fingerprints`` of them) runs ``method``."""
     folder, reverse, device, block_rows = settings
-    scanner = ShardScanner(model, folder, shards, reverse, device, block_rows, kappa_state=kappa_state)
+    scanner = ShardScanner(model, folder, shards, reverse, device, block_rows, kappa_state=kappa_state,
+                           fingerprints=fingerprints)
     return getattr(scanner, method)(*args)
+
+
+class _StoreSlider(MixtureSlider):
+    """A slider over a :class:`ShardedAnchorIndex`: a certified move reads nothing from the store, only
+    the candidates' terms kept from it, so each move first checks that the store is still the one
+    those terms came from."""
+
+    def __init__(self, index: "ShardedAnchorIndex", query: ArrayLike, **options: Any):
+        self._check_store = index.check_unchanged
+        super().__init__(index, query, **options)
+
+    def at(self, p: float) -> tuple[Any, Any, bool]:
+        self._check_store()
+        return super().at(p)
 
 
 class ShardedAnchorIndex:
@@ -246,7 +293,8 @@ class ShardedAnchorIndex:
         workers : Ray tasks per scan (default: one per CPU of the cluster, at most one per shard).
 
     Building reads every shard once (for ``kappa_k``) and checks its sha256 against the manifest
-    first: a damaged or changed shard is a ``ValueError`` naming it, never searched. Memory: one
+    first: a damaged or changed shard is a ``ValueError`` naming it, never searched. So is a shard
+    changed on disk after the index was built (:meth:`check_unchanged`, before every read). Memory: one
     block per scanner, ``component_kappa`` (``G K`` floats, here and in the scanners) and the
     candidates of a search. For a :class:`~anchordiv.MixtureAnchors`, :meth:`with_model` re-mixes
     the stored per-component ``kappa_k`` at other weights in ``O(G K)``.
@@ -269,12 +317,13 @@ class ShardedAnchorIndex:
             raise ValueError(f"the store has dimension {store.dim} but the anchors have dimension "
                              f"{model.n_features_in_}; embed images and anchor texts with the same model.")
         self.model, self.store, self.reverse, self.engine = model, store, bool(reverse), engine
+        self._fingerprints = store.shard_fingerprints(range(len(store.shards)))
         if engine == "local":
             self._engine: _LocalEngine | _RayEngine = _LocalEngine(
-                ShardScanner(model, store, None, reverse, self.device, block_rows))
+                ShardScanner(model, store, None, reverse, self.device, block_rows, fingerprints=self._fingerprints))
         else:
-            self._engine = _RayEngine(model, store, reverse, None if device is None else self.device, block_rows,
-                                      address, workers)
+            self._engine = _RayEngine(model, store, self._fingerprints, reverse,
+                                      None if device is None else self.device, block_rows, address, workers)
         self._n_gallery = len(store)
         self._fit_token = model.fit_token()
         self._model_handle, self._handle_weights = self._engine.put(model), model.weights_token()
@@ -302,11 +351,20 @@ class ShardedAnchorIndex:
         over its shards, and the parts are merged here."""
         return job.merge(self._engine.map(self._model_handle, "grid_top_k", job))
 
+    def check_unchanged(self) -> None:
+        """``ValueError`` naming a shard of the store that changed on disk since this index was built
+        (its terms would no longer match its rows), with the fix. Cheap: one ``fstat`` and a header
+        read per shard."""
+        self.store.check_unchanged(self._fingerprints)
+
     def gallery_rows(self, ids: ArrayLike) -> tuple[torch.Tensor, torch.Tensor]:
         """``(eta (n, d), kappa (n, K))`` at global positions ``ids`` ``(n,)``, on ``device``: reads
-        only those rows of the store (the slider's candidates)."""
+        only those rows of the store (the slider's candidates), between two :meth:`check_unchanged`."""
         positions = torch.as_tensor(np.asarray(ids, dtype=np.int64).reshape(-1))
-        eta = self.model.natural_parameters(self.store.rows(positions), "gallery").to(self.device)
+        self.check_unchanged()
+        rows = self.store.rows(positions)
+        self.check_unchanged()
+        eta = self.model.natural_parameters(rows, "gallery").to(self.device)
         wanted = positions.numpy()
         shard_of = np.searchsorted(self.store.shard_starts, wanted, side="right") - 1
         result = torch.empty(wanted.size, self._kappa[0].shape[1], dtype=self._kappa[0].dtype, device=self.device)
@@ -322,8 +380,9 @@ class ShardedAnchorIndex:
         :class:`~anchordiv.MixtureAnchors`, as :meth:`anchordiv.AnchorIndex.slider` (same arguments,
         same results up to ties; docs/design.md §9-§10): its one pass is a map over the scanners (never a float32
         copy of the gallery); ``slider.at(p)`` gives ``(values, ids, certified)``, and an uncertified
-        move falls back to ``with_model(m).search`` (one pass over the store)."""
-        return MixtureSlider(self, query, k=k, exclude=exclude, grid=grid, candidates=candidates)
+        move falls back to ``with_model(m).search`` (one pass over the store). Every move first checks
+        that the store is unchanged (:meth:`check_unchanged`): its candidates' terms came from the store."""
+        return _StoreSlider(self, query, k=k, exclude=exclude, grid=grid, candidates=candidates)
 
     @property
     def workers(self) -> int:

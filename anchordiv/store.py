@@ -20,15 +20,29 @@ leaves no manifest, so no valid-looking store. ``open`` checks what is cheap (th
 file's presence, each shard's ``.npy`` header); ``verify`` hashes every byte. Reading never loads
 the whole store: ``shards`` are read-only memory maps, ``iter_blocks`` converts one block at a
 time to float32.
+
+Three rules keep a store honest when its folder is not trusted or not quiet:
+
+* every file a store uses lies inside its folder once symlinks are followed (``open`` refuses a
+  link out, and a manifest naming ``..`` or an absolute path), so a hostile folder cannot make a
+  store serve another file's bytes;
+* one writer at a time: a writer holds an exclusive lock on ``writer.lock`` in the folder for its
+  life, and a second one is refused before it touches anything;
+* what keeps per-row terms of a store (an index) records each shard's :class:`ShardFingerprint`
+  and calls :meth:`GalleryStore.check_unchanged` before it reads the shard again, so a shard
+  changed on disk is refused by name instead of being scanned with stale terms.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import socket
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 import pandas as pd
@@ -38,6 +52,11 @@ from ._validation import ArrayLike, as_matrix, as_numeric_tensor, check_positive
 from .cache import atomic_write, sha256_file
 from .images import display_name
 
+try:  # POSIX only; without it two writers on one folder are not kept apart
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None
+
 FORMAT = "anchordiv-gallery-store"
 VERSION = 1
 MANIFEST = "manifest.json"
@@ -46,13 +65,20 @@ LABELS_FILE = "labels.csv"
 DTYPES = ("float16", "float32")
 PLAN_FILE = "plan.json"
 PLAN_FORMAT = "anchordiv-store-plan"
+LOCK_FILE = "writer.lock"
 # The files a manifest may name.
 _STORE_FILE = re.compile(r"^(shard-\d+\.npy|ids\.npy|labels\.csv)$")
 # The files a store or its resumable build writes (temporary ones included): only these may be
-# cleared by a rewrite. ``shard-NNNNN.json`` records a finished shard of a build (see StoreWriter).
+# cleared by a rewrite (all but the lock file, which keeps writers apart). ``shard-NNNNN.json``
+# records a finished shard of a build (see StoreWriter).
 _OWN_FILE = re.compile(r"^(shard-\d+\.npy|shard-\d+\.json|plan\.json|ids\.npy|labels\.csv|manifest\.json"
-                       r"|\..+\.tmp)$")
+                       r"|writer\.lock|\..+\.tmp)$")
 _TEMPORARY = re.compile(r"^\..+\.tmp$")
+# A file's times come from a clock that advances once per kernel tick (1 to 10 ms on Linux), so a
+# write within the tick of the previous one leaves them unchanged. Fingerprints are taken only once
+# a shard's last change is older than this, so that every later write shows in them.
+_FILE_CLOCK_TICK_NS = 20_000_000
+_OVERWRITE = "pass overwrite=True (--overwrite on the command line)"
 
 
 def _shard_name(number: int) -> str:
@@ -69,9 +95,12 @@ class GalleryStore:
     """
 
     def __init__(self, directory: Path, manifest: dict[str, Any]):
-        """Use :meth:`open`; this only checks the manifest against the files' headers."""
+        """Use :meth:`open`; this only checks the manifest against the files' headers, and that every
+        file it names lies inside ``directory`` once symlinks are followed."""
         self.directory = directory
         self._manifest = manifest
+        # Resolved once: every read goes to these paths, so a link swapped in later is never followed.
+        self._paths = {entry["file"]: _confined(directory, entry["file"]) for entry in _entries(manifest)}
         self.dim = int(manifest["dim"])
         self.dtype = str(manifest["dtype"])
         self.encoder = manifest["encoder"]
@@ -93,7 +122,8 @@ class GalleryStore:
         ``ids`` ``(G,)`` distinct integers (default ``0 .. G-1``); ``labels`` a DataFrame of ``G``
         rows, kept as CSV (so column dtypes come back as pandas infers them); ``encoder`` the name
         of the model that made the embeddings. A folder that holds anything but the leftovers of an
-        unfinished write is refused unless ``overwrite=True``.
+        unfinished write is refused unless ``overwrite=True``, and so is one another writer holds
+        (see :class:`StoreWriter`).
         """
         if dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {DTYPES}; got {dtype!r}.")
@@ -114,6 +144,14 @@ class GalleryStore:
         for start, stop in bounds:
             _unit_shard(tensor, start, stop)
         directory = Path(directory).expanduser()
+        with _WriterLock(directory):
+            cls._write_array(tensor, directory, bounds, id_array, labels, encoder, dtype, overwrite)
+        return cls.open(directory)
+
+    @staticmethod
+    def _write_array(tensor: torch.Tensor, directory: Path, bounds: list[tuple[int, int]], id_array: np.ndarray,
+                     labels: pd.DataFrame | None, encoder: str | None, dtype: str, overwrite: bool) -> None:
+        """:meth:`from_array`'s writes, under its lock: the shards, ids and labels, the manifest last."""
         _prepare_folder(directory, overwrite)
         shards = []
         for number, (start, stop) in enumerate(bounds):
@@ -123,7 +161,7 @@ class GalleryStore:
             shards.append({"file": path.name, "rows": stop - start, "start": start, "sha256": sha256_file(path)})
         atomic_write(directory / IDS_FILE, lambda handle: np.save(handle, id_array))
         manifest: dict[str, Any] = {
-            "format": FORMAT, "version": VERSION, "dim": int(tensor.shape[1]), "dtype": dtype, "rows": n_rows,
+            "format": FORMAT, "version": VERSION, "dim": int(tensor.shape[1]), "dtype": dtype, "rows": len(id_array),
             "normalised": True, "encoder": encoder, "shards": shards,
             "ids": {"file": IDS_FILE, "sha256": sha256_file(directory / IDS_FILE)}, "labels": None,
         }
@@ -131,7 +169,6 @@ class GalleryStore:
             atomic_write(directory / LABELS_FILE, lambda handle: handle.write(labels.to_csv(index=False).encode()))
             manifest["labels"] = {"file": LABELS_FILE, "sha256": sha256_file(directory / LABELS_FILE)}
         atomic_write(directory / MANIFEST, lambda handle: handle.write(json.dumps(manifest, indent=1).encode()))
-        return cls.open(directory)
 
     @classmethod
     def build(cls, directory: str | Path, plan: "StorePlan",
@@ -149,10 +186,10 @@ class GalleryStore:
         an earlier run of the same plan are verified (sha256) and kept; damaged ones are named in
         ``progress`` and ``store.build_report.rebuilt`` and embedded again. See :class:`StoreWriter`.
         """
-        writer = StoreWriter(directory, plan, overwrite=overwrite, progress=progress)
-        for number in writer.pending_shards():
-            writer.write_shard(number, *embed_shard(plan.shard_keys(number)))
-        return writer.finish(labels)
+        with StoreWriter(directory, plan, overwrite=overwrite, progress=progress) as writer:
+            for number in writer.pending_shards():
+                writer.write_shard(number, *embed_shard(plan.shard_keys(number)))
+            return writer.finish(labels)
 
     @property
     def source(self) -> str | None:
@@ -185,18 +222,58 @@ class GalleryStore:
 
     def verify(self) -> list[str]:
         """The names of the store's files whose sha256 differs from the manifest's (empty: all good)."""
-        entries = list(self._manifest["shards"]) + [self._manifest["ids"]]
-        if self._manifest["labels"] is not None:
-            entries.append(self._manifest["labels"])
-        return _damaged(self.directory, entries)
+        return self._damaged(_entries(self._manifest))
 
     def check_shards(self, numbers: Sequence[int]) -> None:
         """Recompute the sha256 of shards ``numbers`` (what a scan is about to read); ``ValueError``
         naming the damaged ones and the fix, so that a changed shard is never searched silently."""
-        bad = _damaged(self.directory, [self._manifest["shards"][number] for number in numbers])
+        bad = self._damaged([self._manifest["shards"][number] for number in numbers])
         if bad:
             raise ValueError(f"store {self.directory}: {', '.join(bad)} do(es) not match the sha256 in {MANIFEST} "
                              f"(damaged or changed since the store was written); {self._fix()}.")
+
+    def _damaged(self, entries: list[dict[str, Any]]) -> list[str]:
+        """The files of manifest ``entries`` whose sha256 is not the recorded one."""
+        return [entry["file"] for entry in entries if sha256_file(self._paths[entry["file"]]) != entry["sha256"]]
+
+    def shard_fingerprints(self, numbers: Sequence[int]) -> dict[int, "ShardFingerprint"]:
+        """Shard number -> its :class:`ShardFingerprint` now, for :meth:`check_unchanged` to compare with
+        later (what an index records when it computes its per-row terms). Waits, at most a tick of the
+        file clock, until the shards' last change is older than that tick, so every later write shows."""
+        _settle([self.shards[number].filename for number in numbers])
+        fingerprints = {}
+        for number in numbers:
+            try:
+                fingerprints[number] = self._fingerprint(number)
+            except OSError as error:
+                raise ValueError(f"store {self.directory}: {self._manifest['shards'][number]['file']} cannot be "
+                                 f"read ({error.strerror or error}); reopen the store (GalleryStore.open).") from error
+        return fingerprints
+
+    def check_unchanged(self, fingerprints: dict[int, "ShardFingerprint"]) -> None:
+        """``ValueError`` naming the first shard whose file is no longer the one ``fingerprints``
+        (:meth:`shard_fingerprints`) describe, and the fix. Cheap: one ``fstat`` and a header read per shard."""
+        for number, recorded in fingerprints.items():
+            try:
+                change = _change(recorded, self._fingerprint(number))
+            except OSError as error:
+                change = f"it cannot be read now: {error.strerror or error}"
+            if change:
+                raise ValueError(f"store {self.directory}: {self._manifest['shards'][number]['file']} changed on "
+                                 f"disk since the index over it was built ({change}), so its terms no longer match "
+                                 "its rows and it is not searched; reopen the store (GalleryStore.open) and build "
+                                 "the index again.")
+
+    def _fingerprint(self, number: int) -> "ShardFingerprint":
+        shard = self.shards[number]
+        # The header and the times of one open file; plain descriptors, since a slider move checks every shard.
+        descriptor = os.open(shard.filename, os.O_RDONLY)
+        try:
+            info = os.fstat(descriptor)
+            return ShardFingerprint(info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns,
+                                    os.read(descriptor, shard.offset))
+        finally:
+            os.close(descriptor)
 
     def __len__(self) -> int:
         return int(self._manifest["rows"])
@@ -205,7 +282,7 @@ class GalleryStore:
     def labels(self) -> pd.DataFrame | None:
         """The labels DataFrame (``G`` rows), read on first use; ``None`` when none were stored."""
         if self._labels is None and self._manifest["labels"] is not None:
-            path = self.directory / self._manifest["labels"]["file"]
+            path = self._paths[self._manifest["labels"]["file"]]
             labels = pd.read_csv(path)
             if len(labels) != len(self):
                 raise ValueError(f"{path} has {len(labels)} rows but the store has {len(self)}; rebuild the store.")
@@ -264,7 +341,7 @@ class GalleryStore:
         return out
 
     def _open_shard(self, entry: dict[str, Any]) -> np.ndarray:
-        path = self.directory / entry["file"]
+        path = self._paths[entry["file"]]
         array = _load_header_checked(path, "rebuild the store with GalleryStore.from_array")
         if array.shape != (entry["rows"], self.dim) or array.dtype != np.dtype(self.dtype):
             raise ValueError(f"{path} holds {array.dtype} {array.shape} but {MANIFEST} records {self.dtype} "
@@ -272,16 +349,67 @@ class GalleryStore:
         return array
 
     def _open_ids(self) -> np.ndarray:
-        path = self.directory / self._manifest["ids"]["file"]
+        path = self._paths[self._manifest["ids"]["file"]]
         ids = _load_header_checked(path, "rebuild the store with GalleryStore.from_array")
         if ids.shape != (len(self),) or ids.dtype != np.int64:
             raise ValueError(f"{path} holds {ids.dtype} {ids.shape}, not int64 ({len(self)},); rebuild the store.")
         return ids
 
 
-def _damaged(directory: Path, entries: list[dict[str, Any]]) -> list[str]:
-    """The files of manifest ``entries`` whose sha256 is not the recorded one."""
-    return [entry["file"] for entry in entries if sha256_file(directory / entry["file"]) != entry["sha256"]]
+class ShardFingerprint(NamedTuple):
+    """What a shard file is, cheaply: ``os.stat``'s inode, size, modification and change times (ns;
+    the change time also moves when the modification time is set back by hand) and the ``.npy``
+    header's bytes. Equal fingerprints mean the same file, unwritten since (see :func:`_settle`)."""
+
+    inode: int
+    size: int
+    modified_ns: int
+    changed_ns: int
+    header: bytes
+
+
+def _change(old: ShardFingerprint, new: ShardFingerprint) -> str:
+    """What differs between two fingerprints of one shard, in words; ``""`` when nothing does."""
+    if new.inode != old.inode:
+        return "it was replaced by another file"
+    if new.size != old.size:
+        return f"its size went from {old.size} to {new.size} bytes"
+    if new.header != old.header:
+        return "its .npy header changed"
+    if (new.modified_ns, new.changed_ns) != (old.modified_ns, old.changed_ns):
+        return "it was written to or touched"
+    return ""
+
+
+def _settle(paths: Sequence[str]) -> None:
+    """Return once the last change of every file in ``paths`` is a file-clock tick old (sleeping at
+    most one tick), so that a write after a fingerprint is taken changes the fingerprint."""
+    try:
+        newest = max((max(info.st_mtime_ns, info.st_ctime_ns) for info in map(os.stat, paths)), default=0)
+    except OSError:  # a missing file is named by the fingerprint that follows
+        return
+    wait = newest + _FILE_CLOCK_TICK_NS - time.time_ns()
+    if wait > 0:
+        time.sleep(min(wait, _FILE_CLOCK_TICK_NS) / 1e9)
+
+
+def _entries(manifest: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every file entry of a manifest: the shards, the ids and the labels when there are any."""
+    return [*manifest["shards"], manifest["ids"], *([manifest["labels"]] if manifest["labels"] is not None else [])]
+
+
+def _confined(directory: Path, name: str) -> Path:
+    """``directory / name`` with symlinks followed; ``ValueError`` when that lies outside ``directory``
+    (itself resolved): a link out of a store would make it serve another file's bytes as its own."""
+    try:
+        root, target = directory.resolve(), (directory / name).resolve()
+    except (OSError, RuntimeError) as error:  # RuntimeError: a symlink loop
+        raise ValueError(f"store {directory}: {name} cannot be resolved ({error}); replace it by the file itself, "
+                         "or rebuild the store.") from error
+    if not target.is_relative_to(root):
+        raise ValueError(f"store {directory}: every file of a store must lie inside its folder; {name} resolves to "
+                         f"{target}. Put the file itself in the store instead of a link, or rebuild the store.")
+    return target
 
 
 def _load_header_checked(path: Path, fix: str) -> np.ndarray:
@@ -296,11 +424,11 @@ def _load_header_checked(path: Path, fix: str) -> np.ndarray:
 
 def _read_manifest(directory: Path) -> dict[str, Any]:
     """The manifest of the store in ``directory``, checked for the fields a reader relies on."""
-    path = directory / MANIFEST
     fix = "rebuild the store with GalleryStore.from_array"
-    if not path.is_file():
+    if not (directory / MANIFEST).is_file():
         raise ValueError(f"{directory} is not a gallery store: {MANIFEST} is missing (a write that did not "
                          f"finish leaves none); {fix}.")
+    path = _confined(directory, MANIFEST)
     try:
         manifest = json.loads(path.read_text())
         _check_manifest(manifest)
@@ -317,6 +445,10 @@ def _check_manifest(manifest: Any) -> None:
         raise ValueError(f"version {manifest['version']!r} is not {VERSION} (written by another anchordiv)")
     if manifest["dtype"] not in DTYPES or int(manifest["dim"]) < 1:
         raise ValueError(f"dtype {manifest['dtype']!r} / dim {manifest['dim']!r} out of range")
+    if manifest["ids"] is None:
+        raise ValueError("ids entry is missing")
+    for entry in _entries(manifest):
+        _check_file_name(entry["file"])
     expected_start = 0
     for entry in manifest["shards"]:
         if (int(entry["start"]) != expected_start or int(entry["rows"]) < 1 or not _STORE_FILE.match(entry["file"])
@@ -329,8 +461,14 @@ def _check_manifest(manifest: Any) -> None:
         entry = manifest[key]
         if entry is not None and (not _STORE_FILE.match(entry["file"]) or not isinstance(entry["sha256"], str)):
             raise ValueError(f"{key} entry {entry!r} is malformed")
-    if manifest["ids"] is None:
-        raise ValueError("ids entry is missing")
+
+
+def _check_file_name(name: Any) -> None:
+    """A manifest names its files by plain names in the store's folder: a path is refused by name
+    (other malformed names are caught by the file-name pattern)."""
+    if isinstance(name, str) and (os.path.isabs(name) or ".." in Path(name).parts or Path(name).name != name):
+        raise ValueError(f"file name {name!r} is a path (absolute, with .. or a folder), not a plain name, but every "
+                         "file of a store must lie inside its folder")
 
 
 def _unit_shard(tensor: torch.Tensor, start: int, stop: int) -> torch.Tensor:
@@ -356,20 +494,60 @@ def _prepare_folder(directory: Path, overwrite: bool) -> None:
     finish (store files, no manifest) are cleared; anything else is refused unless ``overwrite``.
 
     The old manifest is removed first, so a rewrite that fails midway never leaves the old
-    manifest vouching for a mix of old and new shards."""
-    if directory.exists() and not directory.is_dir():
-        raise ValueError(f"{directory} is a file, not a folder; choose a folder for the store.")
-    present = list(directory.iterdir()) if directory.is_dir() else []
+    manifest vouching for a mix of old and new shards. The caller holds the folder's
+    :class:`_WriterLock`, whose file is kept."""
+    present = list(directory.iterdir())
     foreign = [path.name for path in present if not _OWN_FILE.match(path.name) or path.is_dir()]
     if not overwrite and ((directory / MANIFEST).exists() or foreign):
         what = "a gallery store" if (directory / MANIFEST).exists() else f"other files ({', '.join(sorted(foreign)[:3])})"
-        raise ValueError(f"{directory} already holds {what}; pass overwrite=True to replace it, or choose an "
-                         "empty folder.")
+        raise ValueError(f"{directory} already holds {what}; {_OVERWRITE} to replace it, or choose an empty folder.")
     (directory / MANIFEST).unlink(missing_ok=True)
     for path in present:
-        if path.name != MANIFEST and _OWN_FILE.match(path.name) and path.is_file():
+        if path.name not in (MANIFEST, LOCK_FILE) and _OWN_FILE.match(path.name) and path.is_file():
             path.unlink()
-    directory.mkdir(parents=True, exist_ok=True)
+
+
+class _WriterLock:
+    """An exclusive lock on a store folder (created if absent) for one writer's life: ``flock`` on its
+    ``writer.lock``, never waited for. A second writer is refused at once, before it changes anything,
+    with the holder's pid and host (written into the file by the holder). Released by :meth:`release`
+    (or as a context manager), and by the system when the process ends, however it ends."""
+
+    def __init__(self, directory: Path):
+        if directory.exists() and not directory.is_dir():
+            raise ValueError(f"{directory} is a file, not a folder; choose a folder for the store.")
+        path = directory / LOCK_FILE
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            # Never through a link: the holder writes its pid into this file.
+            descriptor = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        except OSError as error:
+            raise ValueError(f"cannot lock {path} for writing the store ({error.strerror or error}); choose a folder "
+                             "you can write to, or remove the link if it is one.") from error
+        self._handle = os.fdopen(descriptor, "r+", errors="replace")
+        if fcntl is not None:
+            self._lock(directory)
+
+    def _lock(self, directory: Path) -> None:
+        try:
+            fcntl.flock(self._handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = " ".join(self._handle.read(200).split()) or "its pid not yet written"
+            self.release()
+            raise ValueError(f"{directory} is being written by another writer ({holder}), which holds the store; "
+                             "wait for it to finish (or stop it) and run again, or write to another folder.") from None
+        self._handle.truncate(0)
+        self._handle.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+        self._handle.flush()
+
+    def release(self) -> None:
+        self._handle.close()
+
+    def __enter__(self) -> "_WriterLock":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
 
 
 # -- resumable building ------------------------------------------------------------------------
@@ -465,6 +643,10 @@ class StoreWriter:
     shards at once (a distributed engine); :meth:`finish` runs once, after all of them. Whatever
     the engine, ``progress(fraction, text)`` hears of each damaged shard found and each shard this
     writer writes, and the store :meth:`finish` opens carries the :class:`BuildReport`.
+
+    A writer holds the folder's lock (``writer.lock``) from its creation until :meth:`finish` or
+    :meth:`close` (use it as a context manager): a second writer on the folder, in this process or
+    another, is refused at once with the holder's pid and changes nothing.
     """
 
     def __init__(self, directory: str | Path, plan: StorePlan, overwrite: bool = False,
@@ -476,7 +658,22 @@ class StoreWriter:
         self._say = progress or (lambda fraction, text: None)
         self._pending: list[int] | None = None  # what pending_shards found: the build's report
         self._done = 0
-        self._start(overwrite)
+        self._lock = _WriterLock(self.directory)
+        try:
+            self._start(overwrite)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Let the folder's lock go (the store stays as it is: finished, or resumable by a later writer)."""
+        self._lock.release()
+
+    def __enter__(self) -> "StoreWriter":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
     def _start(self, overwrite: bool) -> None:
         """Resume this plan's build, or clear the folder (as allowed) and write the plan."""
@@ -491,7 +688,7 @@ class StoreWriter:
             return
         if existing is not None and not overwrite:
             raise ValueError(f"{self.directory} holds the store (or an unfinished build) of another plan "
-                             f"({self.plan.difference(existing)}); pass overwrite=True to replace it, or choose "
+                             f"({self.plan.difference(existing)}); {_OVERWRITE} to replace it, or choose "
                              "another folder.")
         _prepare_folder(self.directory, overwrite)
         atomic_write(self.directory / PLAN_FILE,
@@ -539,8 +736,8 @@ class StoreWriter:
                   f"shard {number + 1} of {self.plan.n_shards} written ({_shard_name(number)})")
 
     def finish(self, labels: Callable[[list[str]], pd.DataFrame] | None = None) -> GalleryStore:
-        """Write the ids, labels and manifest once every shard has a good record, and open the store
-        (with its ``build_report`` when :meth:`pending_shards` ran)."""
+        """Write the ids, labels and manifest once every shard has a good record, let the folder's lock
+        go, and open the store (with its ``build_report`` when :meth:`pending_shards` ran)."""
         records = [_read_json(_record_path(self.directory, number)) for number in range(self.plan.n_shards)]
         missing = [_shard_name(number) for number, record in enumerate(records)
                    if record is None or record.get("plan") != self._key]
@@ -576,6 +773,7 @@ class StoreWriter:
             atomic_write(self.directory / LABELS_FILE, lambda handle: handle.write(frame.to_csv(index=False).encode()))
             manifest["labels"] = {"file": LABELS_FILE, "sha256": sha256_file(self.directory / LABELS_FILE)}
         atomic_write(self.directory / MANIFEST, lambda handle: handle.write(json.dumps(manifest, indent=1).encode()))
+        self.close()
         store = GalleryStore.open(self.directory)
         if self._pending is not None:
             store.build_report = BuildReport(embedded=list(self._pending),
@@ -594,8 +792,8 @@ class StoreWriter:
         path = self.directory / _shard_name(number)
         if record.get("rows") == 0:
             return None
-        if not path.is_file() or sha256_file(path) != record.get("sha256"):
-            return path.name
+        if path.is_symlink() or not path.is_file() or sha256_file(path) != record.get("sha256"):
+            return path.name  # a link is redone too: the store's own file replaces it
         return None
 
     def _checked_rows(self, number: int, vectors: ArrayLike, rows: int) -> np.ndarray:
@@ -635,7 +833,7 @@ def _read_plan(directory: Path) -> StorePlan | None:
                          skipped=tuple((str(name), str(reason)) for name, reason in data["skipped"]),
                          settings=data["settings"])
     except (ValueError, KeyError, TypeError) as error:
-        raise ValueError(f"{path} is damaged ({error}); pass overwrite=True to build the store afresh, or "
+        raise ValueError(f"{path} is damaged ({error}); {_OVERWRITE} to build the store afresh, or "
                          "choose another folder.") from error
 
 
