@@ -32,7 +32,6 @@ from anchordiv.encoders import load_encoder
 from anchordiv.gallery import Gallery, folder_gallery, world_gallery
 from anchordiv.images import display_name
 from anchordiv.models import anchor_model_kind, list_anchor_models
-from anchordiv.store import MANIFEST
 from anchordiv.text_cache import encode_texts_cached
 
 # Measured by evaluate-builtin on the held-out emoji: softmax with object anchors gives same-emoji
@@ -112,8 +111,9 @@ def get_folder_gallery(encoder, folder: str, labels_csv: str | None) -> Gallery:
 
 
 @st.cache_resource(show_spinner="Opening the gallery store and indexing its names…", max_entries=4)
-def get_store_gallery(folder: str, stamp: tuple[int, int], encoder_name: str, dim: int) -> ex.StoreGallery:
-    """``stamp`` (the manifest's modification time and size) opens a store written again afresh."""
+def get_store_gallery(folder: str, stamp: tuple, encoder_name: str, dim: int) -> ex.StoreGallery:
+    """``stamp`` (:func:`~anchordiv.explorer.store_stamp`: its files' sizes, times and inodes) opens
+    a store written again, or with a file edited in place, afresh."""
     return ex.StoreGallery.open(folder, encoder_name, dim)
 
 
@@ -436,9 +436,7 @@ def load_store_for(choices: dict[str, Any], encoder) -> ex.StoreGallery:
 
     def load() -> ex.StoreGallery:
         folder = roots.confine(choices["store"], "gallery store")
-        manifest = folder / MANIFEST
-        stamp = (manifest.stat().st_mtime_ns, manifest.stat().st_size) if manifest.is_file() else (0, 0)
-        return get_store_gallery(str(folder), stamp, encoder.name, encoder.dim)
+        return get_store_gallery(str(folder), ex.store_stamp(folder), encoder.name, encoder.dim)
 
     return attempt(load, "Could not open that gallery store", stop=True)
 

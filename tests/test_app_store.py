@@ -188,3 +188,26 @@ def test_umap_of_a_fixed_sample_marks_the_query(library, served):
     assert not app.exception and not app.error
     chart = next(element for element in app.get("plotly_chart") if element.proto.id.endswith("umap_chart_store"))
     assert "role=query" in chart.proto.spec  # the query is marked (it is in the sample: 40 rows, all sampled)
+
+
+def test_a_shard_edited_in_place_while_the_page_is_open_is_named_not_searched(served):
+    """A shard rewritten with the same header after the page opened the store: the next run opens
+    the store afresh, its check names the changed shard, and no neighbour is ranked from it; once
+    the shard is put back, the page searches the store again without a restart."""
+    import shutil
+
+    copy = served["root"] / "stores" / "edited"
+    shutil.copytree(served["shapes"], copy)
+    app = open_store(copy)
+    assert len(neighbours(app)) == 10 and not app.error
+    shard = sorted(copy.glob("shard-*.npy"))[0]
+    rows = np.load(shard)
+    np.save(shard, -rows[::-1])  # the same shape and dtype: the same header
+    app.slider(key="p").set_value(0.3).run()
+    assert not app.exception
+    assert shard.name in messages(app, ("error",)), messages(app)
+    assert not [frame for frame in app.dataframe if "method" in frame.value.columns]
+    np.save(shard, rows)  # put back: the store is opened afresh again, and searched
+    app.run()
+    assert not app.exception and not app.error, messages(app, ("error",))
+    assert len(neighbours(app)) == 10

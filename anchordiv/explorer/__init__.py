@@ -62,6 +62,7 @@ from .store_view import (
     store_presets,
     store_projection,
     store_projection_frame,
+    store_stamp,
     store_thumbnails,
 )
 
@@ -74,5 +75,5 @@ __all__ = [
     "default_query_id", "fit_anchor_model", "geometry_projection", "grid_captions", "neighbour_grid_png",
     "neighbour_table", "neighbours_at", "outside_sample", "p_sweep", "parse_anchor_text", "project_rows",
     "projection_frame", "projection_key", "query_image_from_upload", "search_one", "store_neighbour_table",
-    "store_presets", "store_projection", "store_projection_frame", "store_thumbnails",
+    "store_presets", "store_projection", "store_projection_frame", "store_stamp", "store_thumbnails",
 ]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import os
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,12 +113,27 @@ def store_names(store: GalleryStore) -> tuple[list[str], str | None]:
 
 
 # -- the store as the explorer sees it ------------------------------------------------------------
+def store_stamp(folder: str | Path) -> tuple[tuple[str, int, int, int], ...]:
+    """``(name, size, modification ns, inode)`` of each file in the store folder: a cache of opened
+    stores keyed by it opens the store afresh once any of its files is rewritten or edited in place
+    (the index then checks the shards' sha256 again, and names any that changed), instead of
+    refusing every search with the index built on the old files."""
+    try:
+        with os.scandir(folder) as entries:
+            return tuple(sorted((entry.name, info.st_size, info.st_mtime_ns, info.st_ino)
+                                for entry in entries if entry.is_file() for info in [entry.stat()]))
+    except OSError:
+        return ()
+
+
 @dataclass(frozen=True)
 class StoreGallery:
     """A store opened for one encoder, with its name index: what the explorer's store page uses.
 
     ``key`` identifies the content (the manifest's sha256, which covers every file's sha256 and the
-    encoder), for cache keys and links; ``label_column`` the labels' column of "same object", or ``None``.
+    encoder, and the files as they were when opened: :func:`store_stamp`), for cache keys and
+    links, so that nothing cached over a store is used once one of its files has changed;
+    ``label_column`` the labels' column of "same object", or ``None``.
     """
 
     store: GalleryStore
@@ -144,7 +160,8 @@ class StoreGallery:
             raise ValueError(f"the store {Path(folder).name!r} holds vectors of dimension {store.dim} but the chosen "
                              f"model gives {dim}; choose the model the store was embedded with")
         names, label = store_names(store)
-        return cls(store, f"store|{store.encoder}|{len(store)}|{digest}", NameIndex(names), label)
+        files = hashlib.sha256(repr(store_stamp(store.directory)).encode()).hexdigest()[:12]
+        return cls(store, f"store|{store.encoder}|{len(store)}|{digest}|{files}", NameIndex(names), label)
 
     def __len__(self) -> int:
         return len(self.store)
