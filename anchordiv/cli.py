@@ -84,11 +84,34 @@ def _check_input(path: str | None, option: str, what: str, folder: bool = False)
         raise ValueError(f"{option} {path!r} does not exist or is not a {kind}; give {what}")
 
 
+def _check_labels(args: argparse.Namespace) -> None:
+    """Before the work: the ``--labels`` CSV (when given) exists and reads strictly, as the embedding
+    will read it (a damaged file is named with its line, never half-read)."""
+    from .embeddings import read_labels_table
+
+    _check_input(args.labels, "--labels", "a CSV file with a path (or filename) column")
+    if args.labels is not None:
+        read_labels_table(Path(args.labels).expanduser(), f"--labels {args.labels!r}")
+
+
 def _check_device(args: argparse.Namespace) -> None:
     """Before loading anything: the ``--device`` asked for exists here."""
     from .device import resolve_device
 
     resolve_device(args.device, "--device")
+
+
+def _warn(args: argparse.Namespace, message: str) -> None:
+    """One line on stderr, ``anchordiv <command>: warning: <message>``: the run goes on."""
+    print(f"anchordiv {args.command}: warning: {message}", file=sys.stderr, flush=True)
+
+
+def _warn_unlabelled(args: argparse.Namespace, unlabelled: list[str], shown: int = 3) -> None:
+    """Name the images the ``--labels`` CSV has no row for (they keep their folder as label)."""
+    if unlabelled:
+        names = ", ".join(repr(path) for path in unlabelled[:shown]) + (", …" if len(unlabelled) > shown else "")
+        _warn(args, f"--labels {args.labels!r} has no row for {len(unlabelled):,} image(s) ({names}); they keep "
+                    "their folder as label. Add a row for each to the CSV to label them")
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -150,7 +173,7 @@ def _write_json(path: str | None, result: object) -> None:
 def _embed(args: argparse.Namespace) -> int:
     # Everything that can be checked is, before loading a model, which can take a while.
     _check_input(args.folder, "image folder", "a folder of images", folder=True)
-    _check_input(args.labels, "--labels", "a CSV file with a path (or filename) column")
+    _check_labels(args)
     to_store = bool(args.out) and not args.out.lower().endswith(".npz")
     _check_engine(args, to_store)
     if to_store:
@@ -200,6 +223,7 @@ def _embed_to_cache(args: argparse.Namespace, encoder) -> list[tuple[str, str]]:
     from .embeddings import embed_folder, export_npz
 
     gallery = embed_folder(args.folder, encoder, labels_csv=args.labels, batch_size=args.batch_size)
+    _warn_unlabelled(args, gallery.unlabelled)
     count = len(gallery.paths)
     print(f"embedded {count} images: {gallery.reused} reused from the cache, {count - gallery.reused} newly encoded "
           f"(cache: {gallery.cache_path})")
@@ -215,7 +239,7 @@ def _embed_to_store(args: argparse.Namespace, encoder) -> list[tuple[str, str]]:
 
     store = embed_folder_to_store(args.folder, encoder, args.out, labels_csv=args.labels, shard_rows=args.shard_rows,
                                   batch_size=args.batch_size, overwrite=args.overwrite, progress=_print_progress)
-    return _report_store(args.out, store)
+    return _report_store(args, store)
 
 
 def _embed_on_ray(args: argparse.Namespace) -> list[tuple[str, str]]:
@@ -228,16 +252,21 @@ def _embed_on_ray(args: argparse.Namespace) -> list[tuple[str, str]]:
         args.folder, args.model, args.out, labels_csv=args.labels, shard_rows=args.shard_rows,
         batch_size=args.batch_size, overwrite=args.overwrite, progress=_print_progress, pretrained=args.pretrained,
         allow_download=args.allow_download, address=args.address, workers=args.workers)
-    return _report_store(args.out, store)
+    return _report_store(args, store)
 
 
 def _print_progress(fraction: float, text: str) -> None:
     print(f"{fraction:4.0%} {text}", flush=True)
 
 
-def _report_store(out: str, store) -> list[tuple[str, str]]:
-    """Say what a store build wrote, kept and rebuilt; return its skipped files."""
-    report = store.build_report
+def _report_store(args: argparse.Namespace, store) -> list[tuple[str, str]]:
+    """Say what a store build at ``--out`` wrote, kept and rebuilt, and which images ``--labels``
+    missed; return its skipped files."""
+    from .embeddings import unlabelled_paths
+
+    if args.labels:
+        _warn_unlabelled(args, unlabelled_paths(store.labels["path"].tolist(), args.labels))
+    report, out = store.build_report, args.out
     print(f"wrote the store {out}: {len(store)} images in {len(store.shards)} shard(s); {report.reused} "
           f"shard(s) kept from an earlier run, {len(report.embedded)} embedded now"
           + (f", rebuilt (damaged): {', '.join(report.rebuilt)}" if report.rebuilt else ""))
@@ -278,17 +307,30 @@ def _evaluate_builtin(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_lines(path: str | None, option: str) -> list[str]:
-    """The non-blank lines of the anchor file ``path`` given with ``option`` (none when no file)."""
+def _anchor_file(args: argparse.Namespace, option: str) -> tuple[str, ...] | None:
+    """The anchors of the file given with ``option`` (``None`` when none is given), parsed as the app
+    parses its text areas: one a line, blank lines and repeats dropped, at most
+    :data:`~anchordiv.explorer.MAX_ANCHORS`. A file without anchors is refused (rather than
+    silently replaced by a default set); anchors past the cap are named in a warning."""
+    from .explorer import MAX_ANCHORS, parse_anchor_text
+
+    path = getattr(args, option.removeprefix("--").replace("-", "_"))
     if path is None:
-        return []
-    fix = "give a UTF-8 text file with one anchor per line"
+        return None
     _check_input(path, option, "a text file with one anchor per line")
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeError) as error:
-        raise ValueError(f"{option} {path!r} cannot be read ({error}); {fix}") from error
-    return [line.strip() for line in text.splitlines() if line.strip()]
+        raise ValueError(f"{option} {path!r} cannot be read ({error}); give a UTF-8 text file with one anchor "
+                         "per line") from error
+    parsed = parse_anchor_text(text)
+    if not parsed.anchors:
+        raise ValueError(f"{option} {path!r} has no anchors (every line is blank); give one anchor per line")
+    if parsed.truncated:
+        total = len(parsed.anchors) + parsed.truncated
+        _warn(args, f"{option} {path!r} has {total:,} distinct anchors; only the first {MAX_ANCHORS:,} are used "
+                    "(the most a set takes). Split the file or drop anchors")
+    return parsed.anchors
 
 
 FOLDER_ONLY = ("labels", "object_column", "style_column", "group_column", "object_anchors", "style_anchors",
@@ -309,7 +351,7 @@ def _check_reproduce_sources(args: argparse.Namespace) -> None:
                          "add --folder or drop them")
     _check_input(args.root, "--root", "the dataset's folder", folder=True)
     _check_input(args.folder, "--folder", "a folder of images (subfolders are object labels)", folder=True)
-    _check_input(args.labels, "--labels", "a CSV file with a path (or filename) column")
+    _check_labels(args)
     if args.folder:
         _check_label_columns(args)
 
@@ -340,20 +382,23 @@ def _reproduce_study(args: argparse.Namespace, encoder, anchors: dict[str, list[
         object_column = args.object_column or gallery.object_column
         style_column = args.style_column or gallery.style_column
         labels = gallery.labels
+        _warn_unlabelled(args, gallery.unlabelled)
+        defaults = {"object": labels[object_column], "style": labels[style_column] if style_column else (),
+                    "prior": ()}
+        texts = {role: defaults[role] if anchors[role] is None else anchors[role] for role in defaults}
         return make_study(str(args.folder), gallery, encoder, object_column, style_column,
-                          object_texts=anchors["object"] or labels[object_column],
-                          style_texts=anchors["style"] or (labels[style_column] if style_column else ()),
-                          prior_texts=anchors["prior"], group_column=args.group_column)
+                          object_texts=texts["object"], style_texts=texts["style"], prior_texts=texts["prior"],
+                          group_column=args.group_column)
     return world_study(encoder, limit=args.settings.world_limit)
 
 
 def _reproduce_inputs(args: argparse.Namespace):
     """Everything that can be checked before loading a model (which can take a while), checked;
-    returns the anchor texts read from the ``--*-anchors`` files, by role, and the ``--layout``."""
+    returns the anchor texts read from the ``--*-anchors`` files, by role (``None``: no file), and
+    the ``--layout``."""
     _check_reproduce_sources(args)
     _check_output_folder(args.out, "--out")
-    anchors = {role: _read_lines(getattr(args, f"{role}_anchors"), _option(f"{role}_anchors"))
-               for role in ("object", "style", "prior")}
+    anchors = {role: _anchor_file(args, _option(f"{role}_anchors")) for role in ("object", "style", "prior")}
     layout = None
     if args.layout:
         from .datasets.layouts import load_layout
@@ -419,7 +464,7 @@ def _figure(args: argparse.Namespace) -> int:
     from .figure import compare, render_figure
     from .gallery import world_gallery
 
-    form, rows, columns, images, files = _figure_inputs(args)
+    form, rows, columns, images, files, limits = _figure_inputs(args)
     encoder = load_encoder(args.model, pretrained=args.pretrained, device=args.device,
                            allow_download=args.allow_download)
     gallery = world_gallery(encoder, split=args.split, limit=args.limit)
@@ -429,8 +474,8 @@ def _figure(args: argparse.Namespace) -> int:
     print(f"anchordiv figure: {len(rows)} row(s) x {len(columns)} column(s), top-{args.k}, {gallery.description}, "
           f"{encoder.name}", flush=True)
     result = compare(gallery, encoder, rows, columns, texts_a, texts_b, args.k, spec, args.weighting,
-                     prior_texts=files["prior"] or (), images=images)
-    data = render_figure(result, form, dpi=args.dpi)
+                     prior_texts=files["prior"] or (), images=images, limits=limits)
+    data = render_figure(result, form, dpi=args.dpi, limits=limits)
     atomic_write(Path(args.out), lambda handle: handle.write(data))
     print(f"wrote {args.out}")
     return 0
@@ -438,9 +483,10 @@ def _figure(args: argparse.Namespace) -> int:
 
 def _figure_inputs(args: argparse.Namespace):
     """Everything ``figure`` can check before loading a model, checked: the output's format (from
-    its suffix) and folder, the query and geometry specs, the image files of ``image:`` rows (read),
-    and the anchor files (read; ``None`` where a preset is used)."""
-    from .figure import FORMATS, parse_geometry_column, parse_query_row
+    its suffix) and folder, the query and geometry specs, the figure's size against the
+    ``--max-*`` limits, the image files of ``image:`` rows (read), and the anchor files (read;
+    ``None`` where a preset is used)."""
+    from .figure import FORMATS, FigureLimits, check_figure_request, parse_geometry_column, parse_query_row
 
     form = Path(args.out).suffix.lower().lstrip(".")
     if form not in FORMATS:
@@ -448,6 +494,9 @@ def _figure_inputs(args: argparse.Namespace):
     _check_output_file(args.out, "--out")
     rows = _parsed(args.queries, parse_query_row, "--queries")
     columns = _parsed(args.geometries, parse_geometry_column, "--geometries")
+    limits = FigureLimits(rows=args.max_rows, columns=args.max_columns, k=args.max_k, dpi=args.max_dpi,
+                          pixels=args.max_pixels)
+    check_figure_request(len(rows), len(columns), args.k, limits, dpi=args.dpi if form == "png" else None)
     images = {}
     for row in rows:
         if row.kind == "upload":
@@ -455,24 +504,10 @@ def _figure_inputs(args: argparse.Namespace):
         if row.kind == "image":
             _check_input(row.value, "--queries image:", "an image file (PNG, JPEG or WebP)")
             images[row.value] = Path(row.value).read_bytes()
-    files = {name: _anchor_file(path, option) for name, option, path in (
-        ("a", "--anchors-a", args.anchors_a), ("b", "--anchors-b", args.anchors_b),
-        ("prior", "--prior-anchors", args.prior_anchors))}
+    files = {name: _anchor_file(args, option) for name, option in (
+        ("a", "--anchors-a"), ("b", "--anchors-b"), ("prior", "--prior-anchors"))}
     _check_device(args)
-    return form, rows, columns, images, files
-
-
-def _anchor_file(path: str | None, option: str) -> tuple[str, ...] | None:
-    """The anchors of the file ``path`` given with ``option``, parsed as the app parses its text areas
-    (``None`` when no file is given; an error when it holds none)."""
-    from .explorer import parse_anchor_text
-
-    if path is None:
-        return None
-    anchors = parse_anchor_text("\n".join(_read_lines(path, option))).anchors
-    if not anchors:
-        raise ValueError(f"{option} {path!r} has no anchors (every line is blank); give one anchor per line")
-    return anchors
+    return form, rows, columns, images, files, limits
 
 
 def _parsed(texts: list[str], parse: Callable, option: str) -> list:
@@ -624,6 +659,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_figure_parser(commands) -> None:
     from .explorer import WEIGHTINGS
+    from .figure import DEFAULT_LIMITS
     from .models import list_anchor_models
 
     figure = commands.add_parser(
@@ -655,6 +691,11 @@ def _add_figure_parser(commands) -> None:
                         help="the emoji world split to search (default all)")
     figure.add_argument("--limit", type=COUNT, help="only the first N images of that split")
     figure.add_argument("--dpi", type=COUNT, default=200, help="resolution of a PNG (default 200)")
+    for name, what in (("rows", "query rows"), ("columns", "geometry columns"), ("k", "neighbours per cell"),
+                       ("dpi", "dpi of a PNG"), ("pixels", "pixels of a PNG (width x height)")):
+        default = getattr(DEFAULT_LIMITS, name)
+        figure.add_argument(f"--max-{name}", type=COUNT, default=default, dest=f"max_{name}",
+                            help=f"refuse a figure with more {what} (default {default:,})")
     figure.add_argument("--model", default="builtin", help="encoder spec: builtin (default) or open_clip:<arch>")
     figure.add_argument("--pretrained", help="open_clip checkpoint file or pretrained tag (its file must be on disk)")
     figure.add_argument("--allow-download", action="store_true", dest="allow_download",
@@ -666,10 +707,10 @@ def _add_figure_parser(commands) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run a command; every failure is one line on stderr, ``anchordiv <command>: <message>``,
     and exit status 2 (130 when interrupted), never a traceback."""
-    prog = "anchordiv"
+    prog, command = "anchordiv", None
     try:
         args = build_parser().parse_args(argv)
-        prog = f"anchordiv {args.command}"
+        prog, command = f"anchordiv {args.command}", args.command
         return args.handler(args)
     except UsageError as error:
         return _fail(error.prog, str(error))
@@ -680,10 +721,16 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(prog, f"{error.strerror or error}{where}; check that the path exists and is readable or "
                            "writable as needed, and that its disk has space")
     except MemoryError:
-        return _fail(prog, "ran out of memory; use smaller sizes (fewer queries, gallery images or anchors)")
+        return _fail(prog, f"ran out of memory; {_MEMORY_FIX.get(command, _MEMORY_FIX[None])}")
     except KeyboardInterrupt:
         _fail(prog, "interrupted")
         return 130
+
+
+# How each command needs less memory: a figure's is its dpi and its size, not its number of queries alone.
+_MEMORY_FIX = {None: "use smaller sizes (fewer queries, gallery images or anchors)",
+               "figure": "draw a smaller figure (a lower --dpi, or PDF or SVG; fewer --queries or --geometries; a "
+                         "lower -k) or lower the --max-* limits you raised"}
 
 
 def _fail(prog: str, message: str) -> int:

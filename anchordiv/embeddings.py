@@ -19,6 +19,7 @@ are listed in ``skipped`` with the reason, and /proc, /sys and /dev are refused 
 """
 from __future__ import annotations
 
+import csv
 import hashlib
 import io
 import json
@@ -31,7 +32,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from glob import escape as glob_escape
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -93,7 +94,7 @@ def _open_folder(folder: str | os.PathLike, labels_csv: str | os.PathLike | None
     if not root.is_dir():
         raise ValueError(f"image folder {display_name(folder)!r} does not exist or is not a folder")
     csv_path = Path(labels_csv).expanduser() if labels_csv is not None else None
-    table = _read_labels_table(csv_path) if csv_path is not None else None
+    table = read_labels_table(csv_path) if csv_path is not None else None
     files, unread = scan_folder(root, exclude=csv_path)
     return root, csv_path, table, files, unread
 
@@ -212,11 +213,13 @@ def scan_folder(root: Path, exclude: Path | None = None) -> tuple[list[str], lis
 
 
 def read_csv_file(path: Path, name: str, **options) -> pd.DataFrame:
-    """The CSV file at ``path`` read by ``pandas.read_csv(..., **options)``, at most :data:`MAX_CSV_BYTES`.
+    """The comma-separated file at ``path``, checked strictly (:func:`_check_csv_structure`), then
+    read by ``pandas.read_csv(..., **options)``; at most :data:`MAX_CSV_BYTES`.
 
-    ``name`` is how messages refer to the file. An empty, binary, non-UTF-8 or unparseable file
-    (e.g. a quote never closed, a row with more cells than the header) raises ``ValueError`` that
-    names the file, the line where pandas reports one, and the fix; so does anything
+    ``name`` is how messages refer to the file. An empty, binary or non-UTF-8 file, and one that
+    pandas would read quietly wrong (a quote never closed or closed on a later line, a stray
+    quote, a row with more or fewer cells than the header, a blank or repeated column name),
+    raises ``ValueError`` that names the file, the line and the fix; so does anything
     :func:`~anchordiv.images.read_regular_file` refuses (pipes, devices, /proc, too large).
     """
     data = read_regular_file(path, name, MAX_CSV_BYTES, "for CSV files; split it or drop unused columns")
@@ -232,32 +235,77 @@ def read_csv_file(path: Path, name: str, **options) -> pd.DataFrame:
                          "as UTF-8 (e.g. 'CSV UTF-8' in Excel, or iconv -f latin1 -t utf-8)") from None
     if not text.strip():
         raise ValueError(f"{name}: the file is empty; write a header row naming the columns, then one row per image")
+    _check_csv_structure(text, name)
     try:
         return pd.read_csv(io.StringIO(text), **options)
-    except pd.errors.EmptyDataError:
-        raise ValueError(f"{name}: no columns found; write a header row naming the columns") from None
-    except pd.errors.ParserError as error:
-        raise ValueError(f"{name}: {_csv_problem(str(error))}") from None
+    except pd.errors.ParserError as error:  # what the check above lets through and pandas still refuses
+        detail = " ".join(str(error).split()).removeprefix("Error tokenizing data. C error: ")
+        raise ValueError(f"{name}: cannot be read as CSV ({detail}); check the quoting and that every row has as "
+                         "many cells as the header") from None
 
 
-def _csv_problem(message: str) -> str:
-    """pandas' tokenizer message as what is wrong, where, and how to fix it."""
-    cells = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", message)
-    if cells:
-        expected, line, saw = cells.groups()
-        return (f"line {line} has {saw} cells but the header has {expected}; quote cells that contain commas "
-                '("a, b") or remove the extra cells')
-    quote = re.search(r"EOF inside string starting at row (\d+)", message)
-    if quote:
-        return (f'line {int(quote[1]) + 1} opens a quoted cell (") that is never closed; close the quote, '
-                'or double a quote that is part of the text ("")')
-    detail = " ".join(message.split()).removeprefix("Error tokenizing data. C error: ")
-    return f"cannot be read as CSV ({detail}); check the quoting and that every row has as many cells as the header"
+_QUOTE_FIX = 'close the quote on the line it opens, or double a quote that is part of the text ("")'
 
 
-def _read_labels_table(csv_path: Path) -> pd.DataFrame:
-    """The labels CSV with its join column (``path`` normalised, or ``filename``) checked for blanks and repeats."""
-    name = f"labels CSV {display_name(csv_path)}"
+def _check_csv_structure(text: str, name: str) -> None:
+    """Refuse what ``pandas.read_csv`` would read without a word but wrongly: a quote left open
+    (the rest of the file becomes one cell), a quoted cell over several lines (labels and paths are
+    one line each, so this is a quote closed too late), a stray or unbalanced quote, a row with
+    more cells than the header (pandas would shift the columns) or fewer (it would fill in blanks),
+    and a header with a blank or repeated column name. Blank lines are skipped, as pandas does.
+
+    Raises ``ValueError`` naming ``name``, the line and the fix.
+    """
+    lines = list(io.StringIO(text, newline=""))  # split at \n, \r and \r\n only, as the csv module and pandas do
+    reader = csv.reader(lines, strict=True)
+    header: list[str] | None = None
+    end = 0
+    while True:
+        start = end + 1
+        try:
+            cells = next(reader, None)
+        except csv.Error as error:
+            where = ("opens a quoted cell (\") that is never closed" if "end of data" in str(error)
+                     else f"has a stray quote (\") inside a cell ({error})")
+            raise ValueError(f"{name}: line {start} {where}; {_QUOTE_FIX}") from None
+        if cells is None:
+            return
+        end = reader.line_num
+        if end > start:
+            raise ValueError(f"{name}: line {start} opens a quoted cell (\") that closes only on line {end}; "
+                             f"{_QUOTE_FIX}")
+        if not cells:
+            continue
+        if lines[start - 1].count('"') % 2:
+            raise ValueError(f"{name}: line {start} has an unbalanced quote (\") inside a cell; put a cell that holds "
+                             'a quote in quotes, the quote doubled ("12"" vinyl"), or close the quote it opens')
+        if header is None:
+            header = _check_header(cells, f"{name}: line {start}, the header,")
+        elif len(cells) != len(header):
+            raise ValueError(f"{name}: line {start} has {len(cells)} cell{'s' * (len(cells) != 1)} but the header "
+                             f'has {len(header)}; quote cells that contain commas ("a, b"), and give every row one '
+                             "cell per column")
+
+
+def _check_header(cells: list[str], where: str) -> list[str]:
+    """The header's column names, refusing a blank one (pandas would call it "Unnamed: N") and a
+    repeated one (pandas would rename the second "label.1"); ``where`` starts the message."""
+    names = [cell.strip() for cell in cells]
+    if "" in names:
+        raise ValueError(f"{where} has no name for column {names.index('') + 1}; name every column (e.g. "
+                         "path,label,style) or remove the empty one")
+    repeated = [column for column in dict.fromkeys(names) if names.count(column) > 1]
+    if repeated:
+        raise ValueError(f"{where} names column {repeated[0]!r} more than once; keep one column of each name")
+    return names
+
+
+def read_labels_table(csv_path: Path, name: str | None = None) -> pd.DataFrame:
+    """The labels CSV at ``csv_path`` as :func:`embed_folder` joins it: read strictly
+    (:func:`read_csv_file`), with its join column (``path``, normalised, or ``filename``) present,
+    never blank and never repeated. ``name`` is how messages refer to the file (default
+    ``"labels CSV <path>"``); each names the file, the line or data row, and the fix."""
+    name = name or f"labels CSV {display_name(csv_path)}"
     if not os.path.lexists(csv_path):
         raise ValueError(f"{name!s} does not exist; check the path (or leave the CSV out to label by folder)")
     table = read_csv_file(csv_path, name, dtype={"path": str, "filename": str})
@@ -312,6 +360,15 @@ def _labels(paths: list[str], table: pd.DataFrame | None, csv_path: Path | None)
         joined["label"] = joined["label"].astype(object).where(listed, pd.Series(folders, dtype=object))
     columns = ["path", "label"] + [column for column in joined.columns if column not in ("path", "label")]
     return joined[columns], [path for path, found in zip(shown, listed) if not found]
+
+
+def unlabelled_paths(paths: Sequence[str], labels_csv: str | os.PathLike) -> list[str]:
+    """The ``paths`` (relative to the image folder, ``/``-separated, as a gallery or a store lists
+    them) that the labels CSV has no row for: what :attr:`EmbeddedGallery.unlabelled` says of an
+    :func:`embed_folder` result, for a store built by :func:`embed_folder_to_store` or on Ray.
+    Reads and checks the CSV (``ValueError`` as :func:`embed_folder`)."""
+    csv_path = Path(labels_csv).expanduser()
+    return _labels(list(paths), read_labels_table(csv_path), csv_path)[1]
 
 
 def _normalise_relative(path: str) -> str:

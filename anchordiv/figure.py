@@ -15,16 +15,26 @@ Three steps, each usable on its own:
 * **The figure**: :func:`render_figure` draws it with matplotlib as PNG, or as vector PDF or SVG
   (text kept as text, thumbnails embedded as images) with the settings written under it.
 
+Every figure is bounded by one :class:`FigureLimits` (:data:`DEFAULT_LIMITS` unless the caller
+raises it): query rows, geometry columns and neighbours per cell are checked by
+:func:`check_figure_request` before anything is computed, a PNG's dpi and pixels before anything
+is drawn. The drawing time grows with the thumbnails (rows x columns x k), so the default limits
+are set by the time the heaviest figure takes to draw.
+
+Every text is drawn as it is written: mathtext and TeX are off (a ``$`` in a query or a label is a
+dollar sign), control characters become spaces, and each caption is cut to the room it has.
+
 Nothing here reads or writes files: image rows get their bytes from the caller (the command line
 reads ``image:PATH``, the app passes uploads), and the figure comes back as bytes.
 """
 from __future__ import annotations
 
+import functools
 import io
 import itertools
 import math
 import textwrap
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -167,6 +177,116 @@ def _number_option(options: Mapping[str, str], name: str, text: str) -> float | 
     except ValueError:
         raise ValueError(f"{name}={options[name]} in {text!r} is not a number; write e.g. {name}=0.5") from None
 
+
+# -- limits ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FigureLimits:
+    """The largest figure :func:`compare` and :func:`render_figure` make.
+
+    Parameters
+    ----------
+    rows : int
+        The most query rows.
+    columns : int
+        The most geometry columns.
+    k : int
+        The most neighbours per cell (the Compare page offers 1 to 20).
+    dpi : int
+        The highest resolution of a PNG (vector PDF and SVG do not depend on it).
+    pixels : int
+        The most pixels of a PNG, width x height at its dpi.
+
+    Drawing costs about 14 ms of one CPU core per thumbnail (rows x columns x k of them; a PDF
+    10, an SVG 7), so the defaults (:data:`DEFAULT_LIMITS`) allow 500: the heaviest figure, 5 x 5
+    x top-20, draws as PNG in about 7 s, as SVG in about 3.5 s. Each field has a command-line
+    option (``--max-rows`` ...) to raise it.
+    """
+
+    rows: int = 5
+    columns: int = 5
+    k: int = 20
+    dpi: int = 600
+    pixels: int = 40_000_000
+
+    def __post_init__(self) -> None:
+        for field in fields(self):
+            check_positive_int(getattr(self, field.name), f"FigureLimits.{field.name}")
+
+
+DEFAULT_LIMITS = FigureLimits()
+PNG_SIDE = 65_535  # matplotlib's Agg draws at most this many pixels on a side
+
+
+def _raise_the_limit(name: str) -> str:
+    return f"raise the limit (--max-{name} on the command line)"
+
+
+def check_figure_request(n_rows: int, n_columns: int, k: int, limits: FigureLimits = DEFAULT_LIMITS, *,
+                         dpi: int | None = None) -> None:
+    """Refuse a figure larger than ``limits`` before anything is computed.
+
+    Parameters
+    ----------
+    n_rows, n_columns : int
+        The figure's query rows and geometry columns.
+    k : int
+        Its neighbours per cell.
+    limits : FigureLimits
+        The bounds; :data:`DEFAULT_LIMITS` unless raised.
+    dpi : int, optional
+        A PNG's resolution: also checked against ``limits.dpi``, and the figure's pixels (at least
+        its width by the height of its rows) against ``limits.pixels``. :func:`render_figure`
+        checks the exact pixels again before drawing.
+
+    Raises
+    ------
+    ValueError
+        Naming the limit, this figure's count and the fix, e.g. "a figure has at most 12 query
+        rows (this one has 300); remove rows, or raise the limit (--max-rows on the command line)".
+    """
+    k = check_positive_int(k, "top-k")
+    if n_rows > limits.rows:
+        raise ValueError(f"a figure has at most {limits.rows:,} query rows (this one has {n_rows:,}); remove rows, "
+                         f"or {_raise_the_limit('rows')}")
+    if n_columns > limits.columns:
+        raise ValueError(f"a figure has at most {limits.columns:,} geometry columns (this one has {n_columns:,}); "
+                         f"remove columns, or {_raise_the_limit('columns')}")
+    if k > limits.k:
+        raise ValueError(f"a figure shows at most {limits.k:,} neighbours per cell (this one asks for top-{k:,}); "
+                         f"lower k, or {_raise_the_limit('k')}")
+    if dpi is not None:
+        _check_png(_least_size(n_rows, n_columns, k, FigureLayout()), dpi, limits)
+
+
+def _check_png(size: tuple[float, float], dpi: int, limits: FigureLimits) -> None:
+    """Refuse a PNG of ``size`` inches at ``dpi`` past the dpi or pixel limit, or past :data:`PNG_SIDE`;
+    the fix names the highest dpi that fits."""
+    dpi = check_positive_int(dpi, "dpi")
+    if dpi > limits.dpi:
+        raise ValueError(f"a PNG figure is drawn at most at {limits.dpi:,} dpi (this one asks for {dpi:,} dpi); "
+                         f"lower the dpi, or {_raise_the_limit('dpi')}")
+    if _png_fits(size, dpi, limits):
+        return
+    fits = min(dpi, int(math.sqrt(limits.pixels / (size[0] * size[1]))) + 1, int(PNG_SIDE / max(size)) + 1)
+    while fits > 0 and not _png_fits(size, fits, limits):  # a step or two: each side is rounded to whole pixels
+        fits -= 1
+    lower = f"lower the dpi to {fits:,} or less" if fits else "make it smaller (fewer rows, columns or neighbours)"
+    width, height = _png_pixels(size, dpi)
+    if max(width, height) > PNG_SIDE:
+        raise ValueError(f"at {dpi:,} dpi this figure is {width:,} x {height:,} pixels, and a PNG has at most "
+                         f"{PNG_SIDE:,} on a side; {lower}, or draw it as PDF or SVG")
+    raise ValueError(f"at {dpi:,} dpi this figure is {width:,} x {height:,} = {width * height:,} pixels, more than "
+                     f"the limit of {limits.pixels:,}; {lower}, or {_raise_the_limit('pixels')}")
+
+
+def _png_fits(size: tuple[float, float], dpi: int, limits: FigureLimits) -> bool:
+    width, height = _png_pixels(size, dpi)
+    return max(width, height) <= PNG_SIDE and width * height <= limits.pixels
+
+
+def _png_pixels(size: tuple[float, float], dpi: int) -> tuple[int, int]:
+    """A PNG's width and height in pixels, as matplotlib rounds them."""
+    return round(size[0] * dpi), round(size[1] * dpi)
 
 # -- query rows -----------------------------------------------------------------------------------
 QUERY_KINDS = ("id", "name", "text", "random", "image", "upload")
@@ -343,7 +463,7 @@ def _anchor_summary(texts: Sequence[str], shown: int = 6) -> str:
     """``"8 (smiling face, kissing face, …)"``."""
     if not texts:
         return "none"
-    listed = ", ".join(textwrap.shorten(text, 30, placeholder="…") for text in texts[:shown])
+    listed = ", ".join(_clip(text, 30) for text in texts[:shown])
     return f"{len(texts):,} ({listed}{', …' if len(texts) > shown else ''})"
 
 
@@ -372,7 +492,7 @@ def compare(gallery: Gallery, encoder, rows: Sequence[QueryRow | str], columns: 
             weighting: str = "calibrated", *, prior_texts: Sequence[str] = (),
             geometry_for: GeometryFactory | None = None, baseline_for: BaselineFactory | None = None,
             images: Mapping[str, bytes] | None = None, embed_text: TextEmbedder | None = None,
-            embed_image: ImageEmbedder | None = None) -> CompareResult:
+            embed_image: ImageEmbedder | None = None, limits: FigureLimits = DEFAULT_LIMITS) -> CompareResult:
     """The top-``k`` of each row under each column (rows and columns as objects or their text).
 
     ``default_spec`` and ``weighting`` (a key of :data:`~anchordiv.explorer.WEIGHTINGS`) hold for
@@ -384,9 +504,10 @@ def compare(gallery: Gallery, encoder, rows: Sequence[QueryRow | str], columns: 
     under ``default_spec`` with that kind and scale, and ``baseline_for(kind)`` the ``"cosine"`` or
     ``"iti"`` (over A and B) index; each is called once per distinct argument. By default they fit
     and encode here (anchors through the on-disk text cache); the app passes its cached ones.
-    ``images``, ``embed_text``, ``embed_image``: see :func:`resolve_queries`.
-    Raises ``ValueError`` with the fix for bad specs, empty anchor sets a column needs, or a ``k``
-    larger than the gallery allows.
+    ``images``, ``embed_text``, ``embed_image``: see :func:`resolve_queries`. ``limits`` bounds the
+    rows, columns and ``k`` (:func:`check_figure_request`, before anything is computed).
+    Raises ``ValueError`` with the fix for bad specs, a figure past ``limits``, empty anchor sets a
+    column needs, or a ``k`` larger than the gallery allows.
     """
     rows = [row if isinstance(row, QueryRow) else parse_query_row(row) for row in rows]
     columns = [column if isinstance(column, GeometryColumn) else parse_geometry_column(column) for column in columns]
@@ -394,6 +515,7 @@ def compare(gallery: Gallery, encoder, rows: Sequence[QueryRow | str], columns: 
         raise ValueError(f"no query rows; add at least one ({_ROW_EXAMPLE})")
     if not columns:
         raise ValueError(f"no geometry columns; add at least one ({_COLUMN_EXAMPLE})")
+    check_figure_request(len(rows), len(columns), k, limits)
     if weighting not in WEIGHTINGS:
         raise ValueError(f"unknown weighting {weighting!r}; use one of {', '.join(WEIGHTINGS)}")
     texts_a, texts_b, prior_texts = tuple(texts_a), tuple(texts_b), tuple(prior_texts)
@@ -500,21 +622,37 @@ class FigureLayout:
 
 def figure_size(result: CompareResult, layout: FigureLayout = FigureLayout()) -> tuple[float, float]:
     """``(width, height)`` of :func:`render_figure`'s figure in inches (PNG pixels: times ``dpi``)."""
-    width = _width(result, layout)
-    height = (2 * layout.margin + _header_height(result, layout) + len(result.queries) * layout.row_height()
-              + layout.legend + len(_settings_lines(result, layout)) * layout.settings_line)
-    return width, height
+    return _size(len(result.queries), len(result.columns), result.settings.k, _header_height(result, layout),
+                 len(_settings_lines(result, layout)), layout)
 
 
-def _width(result: CompareResult, layout: FigureLayout) -> float:
-    return (2 * layout.margin + layout.query
-            + len(result.columns) * (layout.column_gap + layout.cell_width(result.settings.k)))
+# CompareSettings.lines has at least these: anchors A, anchors B, the anchor model, the gallery.
+_FEWEST_SETTINGS_LINES = 4
+
+
+def _least_size(n_rows: int, n_columns: int, k: int, layout: FigureLayout) -> tuple[float, float]:
+    """The smallest figure of that many rows, columns and neighbours: one-line headers and settings
+    lines (their text is known only once the gallery is)."""
+    return _size(n_rows, n_columns, k, layout.header, _FEWEST_SETTINGS_LINES, layout)
+
+
+def _size(n_rows: int, n_columns: int, k: int, header: float, settings_lines: int,
+          layout: FigureLayout) -> tuple[float, float]:
+    height = (2 * layout.margin + header + n_rows * layout.row_height() + layout.legend
+              + settings_lines * layout.settings_line)
+    return _width(n_columns, k, layout), height
+
+
+def _width(n_columns: int, k: int, layout: FigureLayout) -> float:
+    return 2 * layout.margin + layout.query + n_columns * (layout.column_gap + layout.cell_width(k))
 
 
 def _settings_lines(result: CompareResult, layout: FigureLayout) -> list[str]:
-    """The settings, wrapped to the figure's width (about half an em per character)."""
-    fits = int((_width(result, layout) - 2 * layout.margin) * 72 / (0.5 * (layout.font - 0.5)))
-    return [wrapped for line in result.settings.lines() for wrapped in textwrap.wrap(line, fits)]
+    """The settings, wrapped to the figure's width (about half an em per character), each setting in
+    at most three lines (a gallery's folder name can be as long as a path)."""
+    width = _width(len(result.columns), result.settings.k, layout)
+    fits = int((width - 2 * layout.margin) * 72 / (0.5 * (layout.font - 0.5)))
+    return [wrapped for line in result.settings.lines() for wrapped in _clip(line, fits, 3).split("\n")]
 
 
 def _headers(result: CompareResult, layout: FigureLayout) -> list[str]:
@@ -530,31 +668,43 @@ def _header_height(result: CompareResult, layout: FigureLayout) -> float:
 
 
 def render_figure(result: CompareResult, format: str = "png", dpi: int = 200,
-                  layout: FigureLayout = FigureLayout()) -> bytes:
+                  layout: FigureLayout = FigureLayout(), limits: FigureLimits = DEFAULT_LIMITS) -> bytes:
     """The figure of ``result`` as ``format`` bytes: ``"png"`` (at ``dpi``), ``"pdf"`` or ``"svg"``
     (vector: text as text, each thumbnail an embedded image; no timestamps, so the same result
     gives the same bytes). Rows are the queries (image and caption at the left), columns the
     geometries (header: the column's label); a neighbour sharing the query's object has a green
     frame and "obj", one sharing its style an orange frame inside that and "sty"; under each cell
-    its agreement counts, under the grid a legend and the settings (:meth:`CompareSettings.lines`)."""
+    its agreement counts, under the grid a legend and the settings (:meth:`CompareSettings.lines`).
+
+    Raises ``ValueError`` before drawing for an unknown format and a PNG past ``limits.dpi`` or
+    ``limits.pixels`` (the message names the highest dpi that fits)."""
     if format not in FORMATS:
         raise ValueError(f"unknown figure format {format!r}; use one of {', '.join(FORMATS)}")
+    size = figure_size(result, layout)
+    if format == "png":
+        _check_png(size, dpi, limits)
     import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    # Text stays text (TrueType in PDF, <text> in SVG); each thumbnail stays its own image (matplotlib
-    # would merge the images of one axes); fixed SVG ids, so equal figures give equal bytes.
+    # Text stays text (TrueType in PDF, <text> in SVG) and is drawn as written: no mathtext, no TeX,
+    # for every Text made here (each keeps the setting it was made with, through savefig); each
+    # thumbnail stays its own image (matplotlib would merge the images of one axes); fixed SVG ids,
+    # so equal figures give equal bytes.
     rc = {"pdf.fonttype": 42, "svg.fonttype": "none", "svg.hashsalt": "anchordiv", "image.composite_image": False,
-          "font.size": layout.font, "font.family": "DejaVu Sans"}
+          "font.size": layout.font, "font.family": "DejaVu Sans", "text.parse_math": False, "text.usetex": False}
     with matplotlib.rc_context(rc):
-        figure = Figure(figsize=figure_size(result, layout))
+        figure = Figure(figsize=size)
         FigureCanvasAgg(figure)
-        _draw(_Page(figure), result, layout)
+        page = _Page(figure)
+        _draw(page, result, layout)
+        page.add_frames()
         buffer = io.BytesIO()
-        metadata = {"png": {"Software": None}, "pdf": {"CreationDate": None, "Producer": None},
-                    "svg": {"Date": None}}[format]
-        figure.savefig(buffer, format=format, dpi=dpi, metadata=metadata, facecolor="white")
+        # zlib's fastest level: half the encoding time of a large PNG, for a sixth more bytes.
+        options = {"png": {"metadata": {"Software": None}, "pil_kwargs": {"compress_level": 1}},
+                   "pdf": {"metadata": {"CreationDate": None, "Producer": None}},
+                   "svg": {"metadata": {"Date": None}}}[format]
+        figure.savefig(buffer, format=format, dpi=dpi, facecolor="white", **options)
     return buffer.getvalue()
 
 
@@ -570,14 +720,26 @@ class _Page:
         self.axes.set_xlim(0, self.width)
         self.axes.set_ylim(self.height, 0)
         self.axes.set_autoscale_on(False)
+        self.frames: dict[tuple[str, float], list[tuple[float, float, float]]] = {}
 
     def image(self, array: np.ndarray, left: float, top: float, side: float) -> None:
         self.axes.imshow(array, extent=(left, left + side, top + side, top), interpolation="none", aspect="auto")
 
     def frame(self, left: float, top: float, side: float, colour: str, width: float) -> None:
-        from matplotlib.patches import Rectangle
+        """A square outline, drawn by :meth:`add_frames` (over every image, in the order of the first
+        frame of each colour)."""
+        self.frames.setdefault((colour, width), []).append((left, top, side))
 
-        self.axes.add_patch(Rectangle((left, top), side, side, fill=False, edgecolor=colour, linewidth=width))
+    def add_frames(self) -> None:
+        """The frames, one collection per colour and width (one patch per frame was a third of the
+        drawing time of a large figure)."""
+        from matplotlib.collections import PolyCollection
+
+        for (colour, width), squares in self.frames.items():
+            corners = [[(left, top), (left + side, top), (left + side, top + side), (left, top + side)]
+                       for left, top, side in squares]
+            self.axes.add_collection(PolyCollection(corners, facecolors="none", edgecolors=colour, linewidths=width),
+                                     autolim=False)
 
     def text(self, left: float, top: float, text: str, **style) -> None:
         self.axes.text(left, top, text, **{"va": "top", **style})
@@ -585,6 +747,8 @@ class _Page:
 
 def _draw(page: _Page, result: CompareResult, layout: FigureLayout) -> None:
     k = result.settings.k
+    # A neighbour often recurs across the columns of its row; each is loaded and shrunk once.
+    thumbnail = functools.cache(lambda item: _thumbnail(result.gallery.image(item)))
     left0 = layout.margin + layout.query + layout.column_gap
     column_left = [left0 + c * (layout.cell_width(k) + layout.column_gap) for c in range(len(result.columns))]
     page.text(layout.margin, layout.margin, "Query", fontweight="bold", fontsize=layout.font + 1)
@@ -595,7 +759,7 @@ def _draw(page: _Page, result: CompareResult, layout: FigureLayout) -> None:
     for query, tables in zip(result.queries, result.tables):
         _draw_query(page, query, layout.margin, top, layout)
         for left, table in zip(column_left, tables):
-            _draw_cell(page, table, result.gallery, left, top, layout)
+            _draw_cell(page, table, result.gallery.name_column, thumbnail, left, top, layout)
         top += layout.row_height()
     _draw_legend(page, top, layout)
     for line in _settings_lines(result, layout):
@@ -607,22 +771,21 @@ def _draw_query(page: _Page, query: Query, left: float, top: float, layout: Figu
     if query.image is not None:
         page.image(_thumbnail(query.image), left, top, layout.query)
     else:  # a text query: its words stand where an image would
-        page.text(left + layout.query / 2, top + layout.query / 2, textwrap.fill(str(query.row.value), 14),
+        page.text(left + layout.query / 2, top + layout.query / 2, _clip(query.row.value, 14, 6),
                   ha="center", va="center", style="italic")
     page.frame(left, top, layout.query, FRAME_COLOUR, 0.5)
-    caption = textwrap.fill(textwrap.shorten(query.caption, 40, placeholder="…"), 20)
-    page.text(left, top + layout.query + 0.03, caption, fontsize=layout.font - 1)
+    page.text(left, top + layout.query + 0.03, _clip(query.caption, 20, 2), fontsize=layout.font - 1)
 
 
-def _draw_cell(page: _Page, table: pd.DataFrame, gallery: Gallery, left: float, top: float,
-               layout: FigureLayout) -> None:
+def _draw_cell(page: _Page, table: pd.DataFrame, name_column: str, thumbnail: Callable[[int], np.ndarray],
+               left: float, top: float, layout: FigureLayout) -> None:
     small = layout.font - 1.5
     # About half an em per character: the longest caption that fits under a thumbnail.
     fits = max(6, int(layout.thumb * 72 / (0.5 * small)) - len(f"{len(table)}. "))
     inset = 0.035  # the style frame sits inside the object frame, so both show when both are shared
     for position, row in enumerate(table.itertuples(index=False)):
         x = left + position * (layout.thumb + layout.gap)
-        page.image(_thumbnail(gallery.image(row.gallery_id)), x, top, layout.thumb)
+        page.image(thumbnail(row.gallery_id), x, top, layout.thumb)
         page.frame(x, top, layout.thumb, FRAME_COLOUR, 0.5)
         if row.same_object is True:
             page.frame(x, top, layout.thumb, OBJECT_COLOUR, 1.8)
@@ -631,8 +794,8 @@ def _draw_cell(page: _Page, table: pd.DataFrame, gallery: Gallery, left: float, 
             page.frame(x + inset, top + inset, layout.thumb - 2 * inset, STYLE_COLOUR, 1.8)
             page.text(x + layout.thumb / 3, top + layout.thumb + 0.11, "sty", fontsize=small, color=STYLE_COLOUR,
                       fontweight="bold")
-        name = textwrap.shorten(str(getattr(row, gallery.name_column)), fits, placeholder="…")
-        page.text(x, top + layout.thumb + 0.025, f"{row.rank}. {name}", fontsize=small)
+        page.text(x, top + layout.thumb + 0.025, f"{row.rank}. {_clip(getattr(row, name_column), fits)}",
+                  fontsize=small)
     page.text(left, top + layout.thumb + layout.caption, agreement_text(table), fontsize=small, color="#333333")
 
 
@@ -644,6 +807,24 @@ def _draw_legend(page: _Page, top: float, layout: FigureLayout) -> None:
     page.figure.legend(handles=handles, loc="upper left", ncols=2, frameon=False, fontsize=layout.font - 0.5,
                        bbox_to_anchor=(layout.margin / page.width, 1 - (top + 0.02) / page.height), borderaxespad=0,
                        borderpad=0, handlelength=1.2)
+
+
+# Control characters become spaces (SVG cannot hold them) and lone surrogates U+FFFD (the font
+# renderer refuses them); a table, so that a 10,000-character label costs one C-level pass.
+_DRAWABLE = {**{code: " " for code in [*range(0x20), *range(0x7F, 0xA0)]},
+             **{code: "\ufffd" for code in range(0xD800, 0xE000)}}
+
+
+def _clip(text: object, width: int, lines: int = 1) -> str:
+    """``text`` as at most ``lines`` lines of at most ``width`` characters (long words broken),
+    ending in "…" where it was cut, with nothing a renderer refuses (:data:`_DRAWABLE`)."""
+    value = str(text).translate(_DRAWABLE)
+    head = value[:2 * width * lines]  # more than the lines can show: wrapping a whole 10,000-character text is slow
+    wrapped = textwrap.wrap(head, width) or [""]
+    kept = wrapped[:lines]
+    if len(wrapped) > lines or value[len(head):].strip():
+        kept[-1] = kept[-1][:width - 1].rstrip() + "…"
+    return "\n".join(kept)
 
 
 def _thumbnail(image: Image.Image) -> np.ndarray:

@@ -110,7 +110,7 @@ def test_each_cell_is_the_explorers_ranking_for_the_same_settings(world):
     spec = ex.GeometrySpec(scale=8.0)
     columns = ["cosine", "iti", "A", "B", "mix p=0.3", "mix p=0.7 weighting=literal", "A model=gaussian s=20"]
     result = fg.compare(gallery, encoder, ["#5", "text:a dog in watercolor"], columns, *world["texts"], k=4,
-                        default_spec=spec, weighting="balanced")
+                        default_spec=spec, weighting="balanced", limits=fg.FigureLimits(columns=len(columns)))
     geometries = {"softmax": explorer_geometry(world, spec),
                   "gaussian": explorer_geometry(world, ex.GeometrySpec(kind="gaussian", scale=20.0))}
     indexes = {"cosine": ex.baseline_index("cosine", gallery.embeddings),
@@ -199,8 +199,9 @@ def test_bad_compare_arguments_are_messages(world):
             ([], ["A"], 3, "calibrated", "no query rows"), (["#1"], [], 3, "calibrated", "no geometry columns"),
             (["#1"], ["A"], 3, "odd", "unknown weighting 'odd'"), (["#1"], ["A"], 96, "calibrated", "top-k=96 is larger"),
             (["#1"], ["mix p=3"], 3, "calibrated", "p=3 is outside")):
-        with pytest.raises(ValueError, match=re.escape(message)):
-            fg.compare(gallery, encoder, rows, columns, *world["texts"], k=k, weighting=weighting)
+        with pytest.raises(ValueError, match=re.escape(message)):  # k=96: within the limit, past the gallery
+            fg.compare(gallery, encoder, rows, columns, *world["texts"], k=k, weighting=weighting,
+                       limits=fg.FigureLimits(k=100))
 
 
 # -- the figure -------------------------------------------------------------------------------------
@@ -308,7 +309,7 @@ def test_bad_input_is_one_line_and_exit_2_before_loading_a_model(argv, message, 
 @pytest.mark.parametrize("argv, message", [
     (["--preset-a", "Nope"], "--preset-a 'Nope' is not a preset; choose one of 'Gallery object names'"),
     (["--queries", "#500"], "query '#500': the gallery has 96 images"),
-    (["-k", "200"], "top-k=200 is larger than the 95 gallery images available"),
+    (["-k", "200", "--max-k", "200"], "top-k=200 is larger than the 95 gallery images available"),
 ])
 def test_bad_input_found_with_the_gallery_is_one_line_and_exit_2(world, argv, message, tmp_path, capsys):
     base = {"--queries": ["#0"], "--geometries": ["A"]}
