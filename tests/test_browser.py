@@ -215,6 +215,36 @@ def test_browser_links_restore_the_view_and_every_page_opens(app_url, tmp_path):
         check_compare_exports(fresh, tmp_path, log_path)
 
 
+HOSTILE = ("[click me](https://evil.example/phish) ![t](https://evil.example/t.png) www.evil.example "
+           "me@evil.example $x^2$ :red[evil] <b>evil</b>")
+# What must never be in the page: a link or image to the hostile host, typeset math, a red directive.
+MARKUP_JS = """() => [...document.querySelectorAll(
+  'a[href*="evil"], img[src*="evil"], [data-testid="stMain"] .katex, [data-testid="stMain"] span[style*="red"]')]
+  .map(element => element.outerHTML.slice(0, 120))"""
+
+
+def test_browser_shows_a_hostile_link_as_text(app_url, tmp_path):
+    """A link whose parameter name, values, text query, anchors and Compare rows are Markdown, HTML
+    and math: every page shows them as the characters they are, in real Chromium."""
+    from urllib.parse import urlencode
+
+    url, log_path = app_url
+    explore = urlencode({HOSTILE: "1", "p": HOSTILE, "mode": "text", "text": HOSTILE,
+                         "anchors_b": f"{HOSTILE}\nwatercolor painting"})
+    compare = urlencode({"rows": [HOSTILE, f"text:{HOSTILE}", "#3"], "columns": [HOSTILE, "A"]}, doseq=True)
+    with chromium() as browser:
+        for path, query, ready in (("", explore, "Neighbours"), ("compare", compare, "Download PDF")):
+            page = browser.new_context(viewport={"width": 1500, "height": 2600}).new_page()
+            page.goto(f"{url}/{path}?{query}")
+            page.get_by_text(ready).first.wait_for(timeout=STARTUP_SECONDS * 1000)
+            wait_until_idle(page)
+            page.screenshot(path=str(tmp_path / f"hostile-{path or 'explore'}.png"), full_page=True)
+            text = page.locator("body").inner_text().replace("\u2060", "")
+            assert page.evaluate(MARKUP_JS) == [], page_report(page, log_path)
+            assert "[click me](https://evil.example/phish)" in text and "Traceback" not in text, \
+                page_report(page, log_path)
+
+
 def check_compare_exports(page, tmp_path: Path, log_path: Path) -> None:
     """Open Compare, download its PNG, PDF and SVG and check that each opens and holds the grid:
     the default figure is 2 query rows x 4 geometry columns x top-5, one image per thumbnail and

@@ -7,6 +7,7 @@ import pytest
 
 from anchordiv.explorer import WEIGHTINGS
 from anchordiv.explorer import links
+from anchordiv.figure import DEFAULT_LIMITS
 
 DIRECTIONS = ("Query first", "Reverse")
 MODES = ("Gallery image", "Upload", "Text")
@@ -103,7 +104,7 @@ def test_gallery_token_names_the_content():
 
 
 def test_compare_rows_and_columns_travel_but_uploads_do_not():
-    fields = links.compare_fields(["#1", "random:1"], ["cosine", "A"], list(WEIGHTINGS))
+    fields = links.compare_fields(["#1", "random:1"], ["cosine", "A"], list(WEIGHTINGS), DEFAULT_LIMITS)
     state = {"compare_rows": ["#4", "upload:cat.png", "text:a dog"], "compare_columns": ["mix p=0.3 model=gaussian"],
              "compare_k": 5, "compare_weighting": "literal"}
     params = links.write_link(state, fields)

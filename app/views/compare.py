@@ -16,12 +16,14 @@ import streamlit as st
 import shared_ui as ui
 from anchordiv import explorer as ex
 from anchordiv import figure as fg
-from anchordiv.explorer import links
+from anchordiv.explorer import limits, links
 from anchordiv.gallery import Gallery
 from anchordiv.models import list_anchor_models
+from anchordiv.explorer.literal import markdown_literal
 from shared_ui import attempt
 
 ROWS, COLUMNS, UPLOADS = "compare_rows", "compare_columns", "compare_uploads"
+LIMITS = fg.DEFAULT_LIMITS  # rows, columns and top-k per cell; a link past them opens with the defaults
 COMMON_COLUMNS = ["cosine", "iti", "A", "B", "mix p=0.25", "mix p=0.5", "mix p=0.75"]
 DEFAULT_COLUMNS = ["cosine", "A", "B", "mix p=0.5"]  # Fig. 1: the baseline, each set alone, and their mixture
 PREVIEW_DPI = 110
@@ -29,9 +31,12 @@ PREVIEW_DPI = 110
 
 # -- rows -----------------------------------------------------------------------------------------
 def add_row(spec: str) -> None:
-    """Append ``spec`` to the rows (a callback: it runs before the rows' widget is drawn)."""
+    """Append ``spec`` to the rows (a callback: it runs before the rows' widget is drawn), unless
+    the figure has as many as it may (then say so below the rows)."""
     rows = st.session_state[ROWS]
-    if spec not in rows:
+    if len(rows) >= LIMITS.rows:
+        st.session_state.compare_rows_full = True
+    elif spec not in rows:
         st.session_state[ROWS] = [*rows, spec]
 
 
@@ -63,17 +68,20 @@ def add_upload() -> None:
 def row_controls(gallery: Gallery) -> None:
     """The rows as an editable list (remove with ✕, or type a spec), and the ways to add one."""
     st.multiselect("Queries (rows, top to bottom)", st.session_state[ROWS], key=ROWS, accept_new_options=True,
+                   max_selections=LIMITS.rows,
                    placeholder="type a row: #12, cat, text:a dog in watercolor, random:7",
                    help="A gallery id (#12), a name (the first image whose caption contains it), text:…, random or "
-                        "random:SEED; ✕ removes a row.")
+                        f"random:SEED; ✕ removes a row. At most {LIMITS.rows} rows.")
+    if st.session_state.pop("compare_rows_full", False):
+        st.warning(f"A figure has at most {LIMITS.rows} query rows: remove one (✕) before adding another.")
     by_name, by_text, by_file = st.columns(3)
     needle = by_name.text_input("Find a gallery image by name", key="compare_search",
-                                placeholder="e.g. kissing, halo")
+                                placeholder="e.g. kissing, halo", max_chars=limits.TEXT_CHARS)
     matches = gallery.find(needle) if needle.strip() else []
-    by_name.selectbox("Add a match", matches, index=None, format_func=gallery.caption, key="compare_pick",
+    by_name.selectbox("Add a match", matches, index=None, format_func=ui.caption_of(gallery), key="compare_pick",
                       on_change=add_picked, placeholder=f"{len(matches)} match(es)" if matches else "search first")
     by_name.button("Add a random gallery image", key="compare_add_random", on_click=add_random)
-    by_text.text_input("Text query", key="compare_text", placeholder="a dog in watercolor")
+    by_text.text_input("Text query", key="compare_text", placeholder="a dog in watercolor", max_chars=limits.TEXT_CHARS)
     by_text.button("Add the text query", key="compare_add_text", on_click=add_text)
     by_file.file_uploader("Upload a query image (PNG, JPEG or WebP)", type=["png", "jpg", "jpeg", "webp"],
                           key="compare_upload", on_change=add_upload)
@@ -83,11 +91,18 @@ def usable_rows(gallery: Gallery, encoder) -> list[fg.QueryRow]:
     """The rows that parse and resolve; an error box for each that does not (it stays in the list)."""
     rows = []
     for spec in st.session_state[ROWS]:
-        row = attempt(lambda: fg.parse_query_row(spec), f"Row {spec!r} is left out")
+        row = attempt(lambda: fg.parse_query_row(checked_length(spec)), f"Row {spec!r} is left out")
         if row is not None and attempt(lambda: fg.resolve_queries([row], gallery, encoder, st.session_state[UPLOADS],
                                                                   *embedders(encoder)), f"Row {spec!r} is left out"):
             rows.append(row)
     return rows
+
+
+def checked_length(spec: str) -> str:
+    """``spec``, or a ``ValueError`` when it is longer than a row or column may be."""
+    if len(spec) > limits.TEXT_CHARS:
+        raise ValueError(f"it has {len(spec):,} characters; a row or column has at most {limits.TEXT_CHARS:,}")
+    return spec
 
 
 def embedders(encoder):
@@ -100,7 +115,9 @@ def add_custom_column() -> None:
     """Append the typed column when it parses; otherwise keep it in the box and say why (below it)."""
     text = st.session_state.compare_custom
     try:
-        column = fg.parse_geometry_column(text)
+        column = fg.parse_geometry_column(checked_length(text))
+        if len(st.session_state[COLUMNS]) >= LIMITS.columns:
+            raise ValueError(f"a figure has at most {LIMITS.columns} geometry columns: remove one (✕) first")
     except ValueError as error:
         st.session_state.compare_custom_error = f"Column {text!r} is not added: {error}"
         return
@@ -112,17 +129,17 @@ def add_custom_column() -> None:
 
 def column_controls() -> None:
     st.multiselect("Geometries (columns, left to right)", COMMON_COLUMNS, key=COLUMNS, accept_new_options=True,
-                   placeholder="choose or type a column")
-    st.text_input("Add a custom column", key="compare_custom", on_change=add_custom_column,
+                   placeholder="choose or type a column", max_selections=LIMITS.columns)
+    st.text_input("Add a custom column", key="compare_custom", on_change=add_custom_column, max_chars=limits.TEXT_CHARS,
                   placeholder="e.g. mix p=0.3 model=gaussian s=20 weighting=literal",
                   help="cosine, iti, A, B or mix p=…; A, B and mix take model=KIND and s=SCALE, mix also "
                        f"weighting=NAME. Models: {', '.join(list_anchor_models())}.")
     if st.session_state.get("compare_custom_error"):
-        st.error(st.session_state.compare_custom_error)
+        st.error(markdown_literal(st.session_state.compare_custom_error, ui.ERROR_CHARS))
 
 
 def usable_columns() -> list[fg.GeometryColumn]:
-    parsed = [attempt(lambda: fg.parse_geometry_column(spec), f"Column {spec!r} is left out")
+    parsed = [attempt(lambda: fg.parse_geometry_column(checked_length(spec)), f"Column {spec!r} is left out")
               for spec in st.session_state[COLUMNS]]
     return [column for column in parsed if column is not None]
 
@@ -161,7 +178,7 @@ def main() -> None:
     texts_a, texts_b = ui.anchor_texts(gallery)
     state = st.session_state
     page_fields = links.compare_fields([f"#{ex.default_query_id(gallery)}", str(fg.QueryRow("random", 1))],
-                                       DEFAULT_COLUMNS, list(ex.WEIGHTINGS))
+                                       DEFAULT_COLUMNS, list(ex.WEIGHTINGS), LIMITS)
     ui.follow_link(page_fields, "compare", known=links.ALL_PARAMS)
     ui.link_notes()
     state.setdefault(UPLOADS, {})
@@ -176,7 +193,7 @@ def main() -> None:
     row_controls(gallery)
     column_controls()
     k_col, weighting_col = st.columns([1, 3])
-    k = int(k_col.number_input("Top-k per cell", 1, 20, key="compare_k"))
+    k = int(k_col.number_input("Top-k per cell", 1, LIMITS.k, key="compare_k"))
     weighting = weighting_col.radio("Weights of A and B in mix columns", list(ex.WEIGHTINGS), horizontal=True,
                                     key="compare_weighting", format_func=str.capitalize)
     fields = ui.sidebar_fields() + ui.view_fields(gallery) + page_fields
@@ -198,7 +215,7 @@ def main() -> None:
         return
     st.image(preview_png(figure_key(result), result), width="stretch")
     st.caption("Green frame (obj): same object as the query · orange frame (sty): same style. "
-               + " · ".join(result.settings.lines()))
+               + " · ".join(markdown_literal(line) for line in result.settings.lines()))
     downloads(result)
     with st.expander("Neighbour table"):
         st.dataframe(result.frame(), hide_index=True)

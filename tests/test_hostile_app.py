@@ -1,0 +1,169 @@
+"""Hostile links and names against every page of the explorer (streamlit.testing's AppTest).
+
+A shared demo is opened by strangers' links. Each case opens a page with one kind of hostile text
+in every place a link can put text (parameter names, rejected values, a text query, anchors, rows,
+columns, the toy world's angles) and checks what came back: no exception, and nothing in any
+element that Streamlit renders as Markdown (alerts, captions, image captions, static tables,
+expander and tab labels) or in any Plotly chart that would draw as markup (:mod:`markup` judges
+that as the renderers do). The text must still be there, as text: a case whose text never
+appears proves nothing. The browser test checks a few of these in real Chromium.
+
+Then each limit: a link or input past it is a message that states the limit, and nothing from it
+is computed.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from anchordiv.builtin.weights import ASSETS_DIR, MANIFEST_NAME, WEIGHTS_NAME
+from anchordiv.explorer import limits
+from markup import active_markup, plain
+
+streamlit_testing = pytest.importorskip("streamlit.testing.v1")
+AppTest = streamlit_testing.AppTest
+
+APP = Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py"
+TIMEOUT = 240
+PAGES = {"explore": None, "compare": "views/compare.py", "learn": "views/learn.py", "report": "views/report.py"}
+
+pytestmark = pytest.mark.skipif(not (ASSETS_DIR / WEIGHTS_NAME).is_file() or not (ASSETS_DIR / MANIFEST_NAME).is_file(),
+                                reason="the built-in model weights (assets/builtin-model.*) are not there yet")
+
+# Each holds the word "evil", so that a page that echoes it can be found.
+HOSTILE = {
+    "markdown link": "[click me](https://evil.example/phish)",
+    "markdown image": "![t](https://evil.example/t.png)",
+    "bare links": "see https://evil.example/x or www.evil.example",
+    "e-mail": "write to me@evil.example",
+    "html": '<img src="https://evil.example/i.png"><a href="https://evil.example">evil</a>',
+    "math": r"$\frac{1}{0$ costs $5 evil",
+    "directives": ":red[evil] :material/home: :smile:",
+    "backslashes": r"\[evil\](https://evil.example) \\ \$",
+    "right-to-left": "\u202eevil.exe\u202c gnp",
+    "zero-width": "evil e\u200bvil\u200d\ufeff",
+    "blocks": "# evil heading\n- item\n> quote\n    code",
+    "emphasis": "**evil** _it_ ~~gone~~ `code`",
+    "long": ("[evil](https://evil.example) " * 40)[:1000],
+}
+
+
+def hostile_link(page: str, text: str) -> dict:
+    """A link to ``page`` with ``text`` wherever that page's link may carry text."""
+    one_line = " ".join(text.split())
+    common = {text: "1", "p": text, "model": text}
+    if page == "explore":
+        return common | {"mode": "text", "text": one_line, "anchors_b": f"{text}\nwatercolor painting"}
+    if page == "compare":
+        return common | {"rows": [text, f"text:{one_line}", "#3"], "columns": [text, "A"],
+                         "anchors_a": f"{text}\ncat"}
+    if page == "learn":
+        return common | {"toy_a": text, "toy_b3": text, "anchors_a": f"{text}\ncat", "toy_world": "sphere"}
+    return common
+
+
+def open_page(page: str, params: dict) -> AppTest:
+    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    app.query_params.update(params)
+    if PAGES[page]:  # the link opens that page (the Explore page would rewrite the link first)
+        app.switch_page(PAGES[page])
+    return app.run()
+
+
+def markdown_bodies(app: AppTest) -> list[tuple[str, str]]:
+    """``(where, Markdown text)`` of every element Streamlit renders as Markdown."""
+    bodies = []
+    for kind in ("warning", "error", "info", "success", "caption", "markdown", "title", "header", "subheader"):
+        bodies += [(kind, str(element.value)) for element in getattr(app, kind)]
+    for element in app.get("imgs"):
+        bodies += [("image caption", image.caption) for image in element.proto.imgs]
+    for element in app.get("arrow_table"):
+        frame = element.value
+        bodies += [("table", str(value)) for value in [*frame.index, *frame.to_numpy().ravel()] if isinstance(value, str)]
+    bodies += [("expander", element.label) for element in app.expander]
+    bodies += [("tab", element.label) for element in app.tabs]
+    return bodies
+
+
+def plotly_texts(app: AppTest) -> list[str]:
+    return [element.proto.spec for element in app.get("plotly_chart")]
+
+
+def check_page(app: AppTest, page: str) -> list[str]:
+    """The problems of ``app``: an exception, markup in a Markdown element or a chart."""
+    problems = [f"exception: {exception.message}" for exception in app.exception]
+    for where, body in markdown_bodies(app):
+        if page == "report" and where in ("markdown", "tab", "expander"):
+            continue  # the shipped report's own Markdown, written by us
+        problems += [f"{where}: {found}" for found in active_markup(body)]
+    for spec in plotly_texts(app):
+        lowered = json.loads(spec)
+        text = json.dumps(lowered).lower()
+        problems += [f"plotly: {tag}" for tag in ("<a ", "<img", "<b>") if tag in text]
+    return problems
+
+
+def echoed(app: AppTest) -> bool:
+    return any("evil" in plain(body) for _, body in markdown_bodies(app)) or \
+        any("evil" in spec for spec in plotly_texts(app))
+
+
+@pytest.mark.parametrize("page", ["explore", "compare", "learn"])
+@pytest.mark.parametrize("kind", HOSTILE)
+def test_a_hostile_link_is_shown_as_text(app_env, page, kind):
+    app = open_page(page, hostile_link(page, HOSTILE[kind]))
+    assert not check_page(app, page), check_page(app, page)
+    assert echoed(app), f"the {page} page never showed the link's text, so this case checks nothing"
+
+
+def test_the_report_page_ignores_a_hostile_link(app_env):
+    app = open_page("report", hostile_link("report", HOSTILE["markdown link"]))
+    assert not check_page(app, "report") and app.tabs
+
+
+# -- limits -------------------------------------------------------------------------------------------
+def said(app: AppTest) -> str:
+    return " ".join(plain(str(element.value)) for kind in ("warning", "error", "info")
+                    for element in getattr(app, kind))
+
+
+def test_a_link_past_its_length_is_refused_whole(app_env):
+    app = open_page("explore", {"p": "0.8", "anchors_b": "x" * (limits.LINK_CHARS + 10)})
+    assert f"at most {limits.LINK_CHARS:,}" in said(app) and app.slider(key="p").value == 0.5
+    assert not app.exception
+
+
+@pytest.mark.parametrize("params, limit_text", [
+    ({"mode": "text", "text": "a" * (limits.TEXT_CHARS + 1)}, f"at most {limits.TEXT_CHARS:,}"),
+    ({"k": "51"}, "outside 1–50"),
+])
+def test_explore_link_values_past_a_limit_keep_the_default(app_env, params, limit_text):
+    app = open_page("explore", params)
+    assert limit_text in said(app) and not app.exception
+
+
+@pytest.mark.parametrize("angles, limit_text", [
+    (", ".join(str(angle * 4) for angle in range(90)), "at most 72 per set"),  # 90 angles, a short link
+    (", ".join(str(angle) for angle in range(5000)), f"at most {limits.LINK_CHARS:,}"),  # the issue's 5,000
+])
+def test_learn_angles_past_the_limit_are_a_message(app_env, angles, limit_text):
+    app = open_page("learn", {"toy_a": angles})
+    assert limit_text in said(app) and not app.exception
+
+
+def test_a_folder_whose_name_is_not_utf8_is_offered_with_a_replacement_character(app_env, tmp_path, monkeypatch):
+    from PIL import Image
+
+    root = tmp_path / "data"
+    odd = os.fsencode(root) + b"/caf\xe9"
+    os.makedirs(odd)
+    Image.new("RGB", (8, 8), (200, 10, 10)).save(os.fsdecode(odd + b"/red.png"))
+    monkeypatch.setenv("ANCHORDIV_DATA_ROOTS", str(root))
+    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    app.radio(key="gallery_source").set_value("Image folder").run()
+    menu = app.selectbox(key="folder_choice")
+    assert any(option.endswith("caf\ufffd") for option in menu.options), menu.options
+    assert not app.exception
