@@ -486,7 +486,9 @@ def _figure_inputs(args: argparse.Namespace):
     its suffix) and folder, the query and geometry specs, the figure's size against the
     ``--max-*`` limits, the image files of ``image:`` rows (read), and the anchor files (read;
     ``None`` where a preset is used)."""
-    from .figure import FORMATS, FigureLimits, check_figure_request, parse_geometry_column, parse_query_row
+    from .explorer import GeometrySpec
+    from .figure import (FORMATS, FigureLimits, check_figure_request, fitted_geometries, parse_geometry_column,
+                         parse_query_row)
 
     form = Path(args.out).suffix.lower().lstrip(".")
     if form not in FORMATS:
@@ -494,9 +496,11 @@ def _figure_inputs(args: argparse.Namespace):
     _check_output_file(args.out, "--out")
     rows = _parsed(args.queries, parse_query_row, "--queries")
     columns = _parsed(args.geometries, parse_geometry_column, "--geometries")
-    limits = FigureLimits(rows=args.max_rows, columns=args.max_columns, k=args.max_k, dpi=args.max_dpi,
-                          pixels=args.max_pixels)
-    check_figure_request(len(rows), len(columns), args.k, limits, dpi=args.dpi if form == "png" else None)
+    limits = FigureLimits(rows=args.max_rows, columns=args.max_columns, k=args.max_k, neighbours=args.max_neighbours,
+                          geometries=args.max_geometries, dpi=args.max_dpi, pixels=args.max_pixels)
+    spec = GeometrySpec(kind=args.kind, scale=args.scale)
+    check_figure_request(len(rows), len(columns), args.k, limits, dpi=args.dpi if form == "png" else None,
+                         n_geometries=fitted_geometries(columns, spec))
     images = {}
     for row in rows:
         if row.kind == "upload":
@@ -692,6 +696,8 @@ def _add_figure_parser(commands) -> None:
     figure.add_argument("--limit", type=COUNT, help="only the first N images of that split")
     figure.add_argument("--dpi", type=COUNT, default=200, help="resolution of a PNG (default 200)")
     for name, what in (("rows", "query rows"), ("columns", "geometry columns"), ("k", "neighbours per cell"),
+                       ("neighbours", "neighbours in all (rows x columns x k)"),
+                       ("geometries", "anchor geometries to fit (distinct model= and s=)"),
                        ("dpi", "dpi of a PNG"), ("pixels", "pixels of a PNG (width x height)")):
         default = getattr(DEFAULT_LIMITS, name)
         figure.add_argument(f"--max-{name}", type=COUNT, default=default, dest=f"max_{name}",

@@ -191,6 +191,12 @@ class FigureLimits:
         The most geometry columns.
     k : int
         The most neighbours per cell (the Compare page offers 1 to 20).
+    neighbours : int
+        The most neighbours in all, rows x columns x k: what drawing costs.
+    geometries : int
+        The most anchor geometries fitted for one figure: the distinct (model, scale) of its A, B
+        and mix columns, the figure's own included. Each is a fit over the gallery (3-10 s of CPU
+        on the built-in world); once fitted, the app keeps it for every later figure.
     dpi : int
         The highest resolution of a PNG (vector PDF and SVG do not depend on it).
     pixels : int
@@ -198,14 +204,17 @@ class FigureLimits:
 
     Drawing takes 12-16 ms of one CPU core per thumbnail as PNG (rows x columns x k of them; PDF
     about 11, SVG 7), two thirds of it for the captions, so the defaults (:data:`DEFAULT_LIMITS`)
-    allow 500: the heaviest figure, 5 rows x 5 columns x top-20 of the built-in world's 19,728
+    allow 500 in all, in any shape up to 12 rows and 8 columns (the paper's figures have 4-7
+    columns): the heaviest figure, 5 rows x 5 columns x top-20 of the built-in world's 19,728
     images, is built in about 3 s and drawn as PNG in about 8 s (SVG 3.6 s) on two CPU cores.
     Each field has a command-line option (``--max-rows`` ...) to raise it.
     """
 
-    rows: int = 5
-    columns: int = 5
+    rows: int = 12
+    columns: int = 8
     k: int = 20
+    neighbours: int = 500
+    geometries: int = 4
     dpi: int = 600
     pixels: int = 40_000_000
 
@@ -223,7 +232,7 @@ def _raise_the_limit(name: str) -> str:
 
 
 def check_figure_request(n_rows: int, n_columns: int, k: int, limits: FigureLimits = DEFAULT_LIMITS, *,
-                         dpi: int | None = None) -> None:
+                         dpi: int | None = None, n_geometries: int = 1) -> None:
     """Refuse a figure larger than ``limits`` before anything is computed.
 
     Parameters
@@ -232,6 +241,8 @@ def check_figure_request(n_rows: int, n_columns: int, k: int, limits: FigureLimi
         The figure's query rows and geometry columns.
     k : int
         Its neighbours per cell.
+    n_geometries : int
+        The anchor geometries it fits (:func:`fitted_geometries`).
     limits : FigureLimits
         The bounds; :data:`DEFAULT_LIMITS` unless raised.
     dpi : int, optional
@@ -255,8 +266,23 @@ def check_figure_request(n_rows: int, n_columns: int, k: int, limits: FigureLimi
     if k > limits.k:
         raise ValueError(f"a figure shows at most {limits.k:,} neighbours per cell (this one asks for top-{k:,}); "
                          f"lower k, or {_raise_the_limit('k')}")
+    if n_rows * n_columns * k > limits.neighbours:
+        raise ValueError(f"a figure shows at most {limits.neighbours:,} neighbours in all (this one asks for "
+                         f"{n_rows} rows x {n_columns} columns x top-{k} = {n_rows * n_columns * k:,}); lower k, or "
+                         f"remove rows or columns, or {_raise_the_limit('neighbours')}")
+    if n_geometries > limits.geometries:
+        raise ValueError(f"a figure fits at most {limits.geometries} anchor geometries (this one asks for "
+                         f"{n_geometries} different models or scales); give fewer columns their own model= or s=, "
+                         f"or {_raise_the_limit('geometries')}")
     if dpi is not None:
         _check_png(_least_size(n_rows, n_columns, k, FigureLayout()), dpi, limits)
+
+
+def fitted_geometries(columns: Sequence[GeometryColumn], default_spec: GeometrySpec) -> int:
+    """How many anchor geometries ``columns`` need: the distinct (model, scale) of their A, B and mix
+    columns, each unset one being ``default_spec``'s."""
+    return len({(column.model or default_spec.kind, float(default_spec.scale if column.scale is None else column.scale))
+                for column in columns if column.kind not in ("cosine", "iti")})
 
 
 def _check_png(size: tuple[float, float], dpi: int, limits: FigureLimits) -> None:
@@ -516,7 +542,7 @@ def compare(gallery: Gallery, encoder, rows: Sequence[QueryRow | str], columns: 
         raise ValueError(f"no query rows; add at least one ({_ROW_EXAMPLE})")
     if not columns:
         raise ValueError(f"no geometry columns; add at least one ({_COLUMN_EXAMPLE})")
-    check_figure_request(len(rows), len(columns), k, limits)
+    check_figure_request(len(rows), len(columns), k, limits, n_geometries=fitted_geometries(columns, default_spec))
     if weighting not in WEIGHTINGS:
         raise ValueError(f"unknown weighting {weighting!r}; use one of {', '.join(WEIGHTINGS)}")
     texts_a, texts_b, prior_texts = tuple(texts_a), tuple(texts_b), tuple(prior_texts)

@@ -33,6 +33,7 @@ PAGES = {"explore": None, "compare": "views/compare.py", "learn": "views/learn.p
 pytestmark = pytest.mark.skipif(not (ASSETS_DIR / WEIGHTS_NAME).is_file() or not (ASSETS_DIR / MANIFEST_NAME).is_file(),
                                 reason="the built-in model weights (assets/builtin-model.*) are not there yet")
 
+COMPARE_COLUMNS = ["cosine", "iti", "A", "B", "mix p=0.2", "mix p=0.4", "mix p=0.6", "mix p=0.8"]
 # Each holds the word "evil", so that a page that echoes it can be found.
 HOSTILE = {
     "markdown link": "[click me](https://evil.example/phish)",
@@ -143,6 +144,20 @@ def test_a_link_past_its_length_is_refused_whole(app_env):
 def test_explore_link_values_past_a_limit_keep_the_default(app_env, params, limit_text):
     app = open_page("explore", params)
     assert limit_text in said(app) and not app.exception
+
+
+@pytest.mark.parametrize("params, limit_text", [
+    ({"rows": [f"random:{seed}" for seed in range(300)]}, "at most 12"),  # the issue's 300 rows
+    ({"columns": [f"mix p=0.{i:02d}" for i in range(1, 100)]}, "at most 8"),
+    ({"rows": [f"random:{seed}" for seed in range(12)], "columns": COMPARE_COLUMNS, "cell_k": "20"},
+     "at most 500 neighbours in all (this one asks for 12 rows x 8 columns x top-20 = 1,920)"),
+    ({"columns": ["A", "A s=20", "A s=30", "B model=gaussian", "mix p=0.5 model=gmm"]}, "at most 4 anchor geometries"),
+])
+def test_a_compare_link_past_a_limit_draws_nothing_it_asks_for(app_env, params, limit_text):
+    app = open_page("compare", params)
+    assert limit_text in said(app) and not app.exception
+    figure = [image for image in app.get("imgs") if len(image.proto.imgs) == 1 and not image.proto.imgs[0].caption]
+    assert not figure or len(app.session_state["compare_rows"]) <= 2, "the figure the link asked for was drawn"
 
 
 @pytest.mark.parametrize("angles, limit_text", [

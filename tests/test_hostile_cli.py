@@ -66,10 +66,16 @@ def queries(n: int) -> list[str]:
 EIGHT_COLUMNS = ["cosine", "iti", "A", "B", "mix p=0.2", "mix p=0.4", "mix p=0.6", "mix p=0.8"]
 LIMITS = {  # figure options -> regex of the refusal
     "rows": (["--queries", *queries(300)],
-             r"a figure has at most 5 query rows \(this one has 300\); remove rows, or raise the limit "
+             r"a figure has at most 12 query rows \(this one has 300\); remove rows, or raise the limit "
              r"\(--max-rows on the command line\)$"),
     "columns": (["--geometries", *[f"mix p=0.{i:02d}" for i in range(1, 100)]],
-                r"at most 5 geometry columns \(this one has 99\); remove columns, or raise the limit \(--max-columns"),
+                r"at most 8 geometry columns \(this one has 99\); remove columns, or raise the limit \(--max-columns"),
+    "neighbours": (["--queries", *queries(6), "--geometries", "cosine", "iti", "A", "B", "mix p=0.5", "-k", "20"],
+                   r"at most 500 neighbours in all \(this one asks for 6 rows x 5 columns x top-20 = 600\); lower k, "
+                   r"or remove rows or columns, or raise the limit \(--max-neighbours on the command line\)$"),
+    "geometries": (["--geometries", "A", "A model=gaussian", "B model=gmm", "mix p=0.5 s=20", "mix p=0.5 s=30"],
+                   r"at most 4 anchor geometries \(this one asks for 5 different models or scales\); give fewer "
+                   r"columns their own model= or s=, or raise the limit \(--max-geometries on the command line\)$"),
     "k": (["-k", "21"], r"at most 20 neighbours per cell \(this one asks for top-21\); lower k, or raise the limit "
                         r"\(--max-k on the command line\)$"),
     "raised rows still bound": (["--queries", *queries(30), "--max-rows", "20"],
@@ -112,12 +118,20 @@ def test_a_huge_dpi_is_refused_by_a_real_process_in_seconds(tmp_path):
     (4, 1, 1, fg.FigureLimits(rows=3), "at most 3 query rows (this one has 4)"),
     (1, 3, 1, fg.FigureLimits(columns=2), "at most 2 geometry columns (this one has 3)"),
     (1, 1, 8, fg.FigureLimits(k=7), "at most 7 neighbours per cell (this one asks for top-8)"),
+    (3, 3, 3, fg.FigureLimits(neighbours=26), "at most 26 neighbours in all (this one asks for 3 rows x 3 columns"),
 ])
 def test_compare_refuses_past_its_limits_before_computing_anything(rows, columns, k, limits, expected):
     """Nothing is resolved, embedded or fitted: every step compare would take is a tripwire."""
     with pytest.raises(ValueError, match=re.escape(expected)):
         fg.compare(None, None, ["#0"] * rows, ["cosine"] * columns, ["a"], ["b"], k, limits=limits,
                    geometry_for=tripwire, baseline_for=tripwire, embed_text=tripwire, embed_image=tripwire)
+
+
+def test_compare_refuses_more_geometries_than_its_limit_before_fitting_any():
+    with pytest.raises(ValueError, match=re.escape("at most 2 anchor geometries (this one asks for 3")):
+        fg.compare(None, None, ["#0"], ["A", "A s=20", "B model=gaussian", "mix p=0.5"], ["a"], ["b"], 1,
+                   limits=fg.FigureLimits(geometries=2), geometry_for=tripwire, baseline_for=tripwire,
+                   embed_text=tripwire, embed_image=tripwire)
 
 
 @pytest.mark.parametrize("limit, expected", [
