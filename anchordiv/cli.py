@@ -431,6 +431,8 @@ def _reproduce(args: argparse.Namespace) -> int:
 def _explorer_bench(args: argparse.Namespace) -> int:
     if args.browser:
         return _explorer_bench_browser(args)
+    if args.isolation:
+        raise ValueError("--isolation is a browser measurement: add --browser")
     import torch
 
     from .explorer import benchmark
@@ -446,14 +448,20 @@ def _explorer_bench(args: argparse.Namespace) -> int:
 
 
 def _explorer_bench_browser(args: argparse.Namespace) -> int:
-    from .explorer.browser_bench import browser_benchmark, check_browser
+    from .explorer.browser_bench import browser_benchmark, check_browser, isolation_benchmark
 
     _check_output_file(args.json, "--json")
     check_browser()  # before the servers start: a missing browser is a one-line error naming what to install
-    print("anchordiv explorer-bench --browser: the explorer against app/reference_grid.py in headless Chromium",
-          flush=True)
-    results = browser_benchmark(repeats=args.repeats or 5, split=args.gallery_split, limit=args.gallery_limit,
-                                log=lambda line: print(line, flush=True))
+    if args.isolation:
+        print("anchordiv explorer-bench --browser --isolation: one session's p step while another draws the "
+              "costliest Compare figure a link may ask for, in headless Chromium", flush=True)
+        bench = isolation_benchmark
+    else:
+        print("anchordiv explorer-bench --browser: the explorer against app/reference_grid.py in headless Chromium",
+              flush=True)
+        bench = browser_benchmark
+    results = bench(repeats=args.repeats or 5, split=args.gallery_split, limit=args.gallery_limit,
+                    log=lambda line: print(line, flush=True))
     _write_json(args.json, results)
     return 0
 
@@ -628,6 +636,9 @@ def build_parser() -> argparse.ArgumentParser:
                                 help="time the Streamlit explorer in headless Chromium against a minimal reference app "
                                      "(first start, start, open, move p: grid changed, page at rest); the size options "
                                      "above do not apply")
+    explorer_bench.add_argument("--isolation", action="store_true",
+                                help="with --browser: another session's p step while one draws the costliest Compare "
+                                     "figure a link may ask for, and the server's CPU once a tab asking for it closed")
     explorer_bench.add_argument("--gallery-split", choices=["all", "train", "heldout"], default="all",
                                 dest="gallery_split", help="with --browser: the emoji world split the explorer shows "
                                                            "(default all, as `make demo`)")

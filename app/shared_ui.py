@@ -98,6 +98,17 @@ def world_slice() -> tuple[str, int | None]:
     return os.environ.get("ANCHORDIV_APP_GALLERY_SPLIT", "all"), int(limit) if limit else None
 
 
+def share_the_cores() -> None:
+    """Torch on ``ANCHORDIV_APP_THREADS`` threads (default 1). A server is shared by sessions: with
+    one thread a visitor's heaviest figure leaves the other cores to everyone else's p steps
+    (``explorer-bench --browser --isolation`` on 2 cores: p steps 1.6 times as slow meanwhile with
+    one thread, 2.0 with two, and the figure itself drawn sooner). 0 keeps torch's own count (the
+    tests' process, which runs the app in itself, does)."""
+    threads = int(os.environ.get("ANCHORDIV_APP_THREADS", "1"))
+    if threads and torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+
+
 def data_roots() -> ex.DataRoots:
     """The folders this server may open, from its launch options and environment (fixed for the
     life of the process; read on each run because it is cheap and keeps tests independent)."""

@@ -22,7 +22,8 @@ menus; typing any path is a local-only mode (``--allow-any-path``). See
 :mod:`anchordiv.explorer.paths`.
 
 Environment (for tests and small machines): ``ANCHORDIV_APP_GALLERY_SPLIT`` ("all", "train",
-"heldout"; default "all") and ``ANCHORDIV_APP_GALLERY_LIMIT`` (first N images of the world).
+"heldout"; default "all"), ``ANCHORDIV_APP_GALLERY_LIMIT`` (first N images of the world) and
+``ANCHORDIV_APP_THREADS`` (torch threads of the server; default 1, 0 keeps torch's own count).
 """
 from __future__ import annotations
 
@@ -45,6 +46,7 @@ if str(APP_DIR) not in sys.path:
 
 # Torch and the library, imported once under the caption above.
 shared_ui = importlib.import_module("shared_ui")
+shared_ui.share_the_cores()
 
 _starting.empty()
 

@@ -35,6 +35,8 @@ def pytest_configure(config):
     for folder in (home / ".cache", home / ".config", root / "ray"):
         folder.mkdir(parents=True)
     os.environ.pop("ANCHORDIV_CACHE", None)  # the default, under the run's home, unless a test sets its own
+    # AppTest runs the app in this process: the app then keeps torch's thread count for the tests after it.
+    os.environ["ANCHORDIV_APP_THREADS"] = "0"
 
 
 def pytest_unconfigure(config):

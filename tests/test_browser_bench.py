@@ -61,3 +61,23 @@ def test_a_missing_browser_or_driver_names_what_to_install(tmp_path, monkeypatch
         monkeypatch.setitem(sys.modules, "playwright.sync_api", None)  # import now fails
         with pytest.raises(ValueError, match="pip install playwright"):
             check_browser(CHROMIUM)
+
+
+def test_the_isolation_benchmark_asks_for_the_costliest_figure_a_link_may():
+    """Its Compare link is at the limits: allowed, as many neighbours in all as another row would
+    pass, top-k and fitted geometries at theirs, and new scales for each seed (no cache serves it)."""
+    from urllib.parse import parse_qs
+
+    from anchordiv.explorer import GeometrySpec
+    from anchordiv.explorer.browser_bench import heaviest_compare_link
+    from anchordiv.figure import DEFAULT_LIMITS, check_figure_request, fitted_geometries, parse_geometry_column
+
+    links = [parse_qs(heaviest_compare_link(seed)) for seed in (1, 2)]
+    for link in links:
+        rows, columns, k = link["rows"], [parse_geometry_column(c) for c in link["columns"]], int(link["cell_k"][0])
+        geometries = fitted_geometries(columns, GeometrySpec())
+        check_figure_request(len(rows), len(columns), k, n_geometries=geometries)
+        assert k == DEFAULT_LIMITS.k and geometries == DEFAULT_LIMITS.geometries
+        assert (len(rows) + 1) * len(columns) * k > DEFAULT_LIMITS.neighbours
+    assert not set(links[0]["columns"]) & set(links[1]["columns"]) - {"cosine", "iti"}
+    assert not set(links[0]["rows"]) & set(links[1]["rows"])

@@ -293,3 +293,103 @@ def browser_benchmark(repeats: int = 5, split: str = "all", limit: int | None = 
     results["ratio"] = {key: results["explorer"][key] / results["reference"][key] for key in MEASURES}
     _report(results, log)
     return results
+
+
+# -- one session's heaviest request against another's p step --------------------------------------
+def heaviest_compare_link(seed: int) -> str:
+    """The query string of the costliest Compare figure a link may ask for
+    (:data:`~anchordiv.figure.DEFAULT_LIMITS`): as many neighbours in all as allowed, top-k at its
+    limit, and as many anchor geometries to fit as allowed, each at a scale no earlier figure used
+    (``seed`` picks them, and the rows), so that no cache serves it."""
+    from urllib.parse import urlencode
+
+    from ..figure import DEFAULT_LIMITS as LIMITS
+
+    kinds = ("gaussian", "gmm", "latent-softmax", "softmax")
+    fitted = [f"mix p=0.5 model={kinds[index % len(kinds)]} s={20 + index + 10 * seed}"
+              for index in range(LIMITS.geometries)]
+    columns = (fitted + ["cosine", "iti"])[:LIMITS.columns]
+    rows = [f"random:{1000 * seed + index}" for index in range(min(LIMITS.rows, LIMITS.neighbours // (LIMITS.k * len(columns))))]
+    return urlencode({"rows": rows, "columns": columns, "cell_k": LIMITS.k}, doseq=True)
+
+
+def _cpu_seconds(process: subprocess.Popen) -> float:
+    """User and system CPU seconds of ``process`` so far (Linux ``/proc``)."""
+    fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _steps_while(page, watch: RunWatch, busy: Callable[[], bool], log_path: Path, most: int) -> list[float]:
+    """p steps (seconds to rest) on ``page`` while ``busy()`` holds, at most ``most`` of them."""
+    steps, key = [], "ArrowRight"
+    while busy() and len(steps) < most:
+        _, rest, key = _step_p(page, watch, APPS["explorer"][1], "explorer", log_path, key)
+        steps.append(rest)
+    return steps
+
+
+P_STEPS = 20  # the Explore slider's steps from p = 0 to 1
+
+
+def isolation_benchmark(repeats: int = 5, split: str = "all", limit: int | None = None,
+                        log: Callable[[str], None] = print, chromium: str = CHROMIUM) -> dict:
+    """How much one session's heaviest allowed request slows another session's p step, and what a
+    request costs once its tab is closed, in headless Chromium on one explorer server.
+
+    Session B opens Explore, moves p over its whole range and back, and steps it ``4 repeats``
+    times alone; then session A opens the largest
+    Compare figure a link may ask for (:func:`heaviest_compare_link`) and B steps p while A's run
+    lasts. Then A opens another such figure and closes its tab after one second: the server's CPU
+    seconds in the 20 s after the close, against the CPU seconds the finished figure took.
+
+    Returns ``{"alone_s", "loaded_s" (medians of B's steps to rest), "ratio", "alone_max_s",
+    "loaded_max_s" (B's slowest steps), "loaded_steps",
+    "heavy_s" (A's figure, link to drawn), "heavy_cpu_s", "after_close_cpu_s"}``.
+    """
+    from playwright.sync_api import sync_playwright
+
+    check_browser(chromium)
+    results: dict = {"cores": os.cpu_count(), "repeats": repeats}
+    with tempfile.TemporaryDirectory(prefix="anchordiv-isolation-") as folder, ExitStack() as stack:
+        workdir = Path(folder)
+        playwright = stack.enter_context(sync_playwright())
+        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
+        stack.callback(browser.close)
+        url, process, log_path = stack.enter_context(
+            streamlit_server(ROOT / "app" / APPS["explorer"][0], explorer_env(workdir, split, limit), workdir / "server.log"))
+        wait_healthy(url, process, log_path, seconds=WAIT_S)
+        viewport = {"viewport": {"width": 1500, "height": 2600}}
+        page_b, watch_b, _ = _open(browser.new_context(**viewport), url, "explorer", log_path)
+        _wait_at_rest(page_b, watch_b, time.perf_counter())
+        # Every p of the slider once, there and back, so that alone and loaded steps alike find
+        # each p's ranking as a person moving p back and forth would.
+        _steps_while(page_b, watch_b, lambda: True, log_path, 2 * P_STEPS)
+        alone = _steps_while(page_b, watch_b, lambda: True, log_path, 4 * repeats)
+
+        heavy = browser.new_context(**viewport).new_page()
+        cpu_before, started = _cpu_seconds(process), time.perf_counter()
+        heavy.goto(f"{url}/compare?{heaviest_compare_link(1)}", wait_until="commit")
+        drawn = heavy.get_by_role("button", name="Download PDF")
+        loaded = _steps_while(page_b, watch_b, lambda: not drawn.count(), log_path, 20 * repeats)
+        drawn.wait_for(timeout=WAIT_S * 1000)
+        heavy.wait_for_function(f"() => !document.querySelector('{RUNNING}')", timeout=WAIT_S * 1000)
+        results.update(heavy_s=time.perf_counter() - started, heavy_cpu_s=_cpu_seconds(process) - cpu_before)
+
+        gone = browser.new_context(**viewport)
+        gone.new_page().goto(f"{url}/compare?{heaviest_compare_link(2)}", wait_until="commit")
+        time.sleep(1.0)
+        gone.close()
+        cpu_closed = _cpu_seconds(process)
+        time.sleep(20.0)
+        results["after_close_cpu_s"] = _cpu_seconds(process) - cpu_closed
+    results.update(alone_s=statistics.median(alone), loaded_s=statistics.median(loaded) if loaded else float("nan"),
+                   loaded_max_s=max(loaded, default=float("nan")), alone_max_s=max(alone), loaded_steps=len(loaded))
+    results["ratio"] = results["loaded_s"] / results["alone_s"]
+    log(f"machine: {os.cpu_count()} cores; gallery: {'all' if limit is None else limit} images of the '{split}' world")
+    log(f"p step alone: {results['alone_s']:.3f} s (median of {len(alone)})")
+    log(f"p step while another session draws the largest Compare figure: {results['loaded_s']:.3f} s "
+        f"(median of {len(loaded)}), loaded / alone {results['ratio']:.2f}; slowest step {results['loaded_max_s']:.3f} s "
+        f"loaded, {results['alone_max_s']:.3f} s alone")
+    log(f"the largest Compare figure: {results['heavy_s']:.1f} s from its link, {results['heavy_cpu_s']:.1f} CPU s")
+    log(f"server CPU in the 20 s after a tab asking for it closed (1 s in): {results['after_close_cpu_s']:.1f} CPU s")
+    return results
