@@ -40,3 +40,23 @@ def test_each_experiment_has_its_verdict():
     assert verdicts["1. Object vs style anchors: the p sweep (paper Fig. 3, left)"].startswith("Holds:")
     assert sum(verdict is not None for verdict in verdicts.values()) >= 6
     assert not any(verdict and "**" in verdict for verdict in verdicts.values())
+
+
+def test_a_figure_or_table_the_report_cannot_use_is_refused_alone(tmp_path):
+    """A decompression bomb or a damaged PNG among the report's figures, and a table that is not a
+    CSV, are ValueErrors naming the file (the page shows each as an error box in its place)."""
+    from PIL import Image
+
+    from anchordiv.explorer.report import report_figure, report_table
+    from anchordiv.images import MAX_PIXELS
+
+    side = int(MAX_PIXELS ** 0.5) + 100
+    Image.new("1", (side, side)).save(tmp_path / "bomb.png")  # a few kB on disk
+    (tmp_path / "cut.png").write_bytes((tmp_path / "bomb.png").read_bytes()[:60])
+    (tmp_path / "table.csv").write_bytes(b'a,b\n"open,2\n')
+    (tmp_path / "report.md").write_text("# R\n## One\n![b](bomb.png)\n![c](cut.png)\nData: [t](table.csv)\n")
+    _, sections = read_report(tmp_path)
+    blocks = {block.path.name: block for block in sections[0].blocks if block.path is not None}
+    for name, read in (("bomb.png", report_figure), ("cut.png", report_figure), ("table.csv", report_table)):
+        with pytest.raises(ValueError, match=name.replace(".", r"\.")):
+            read(blocks[name].path)
