@@ -319,10 +319,14 @@ def _cpu_seconds(process: subprocess.Popen) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _steps_while(page, watch: RunWatch, busy: Callable[[], bool], log_path: Path, most: int) -> list[float]:
-    """p steps (seconds to rest) on ``page`` while ``busy()`` holds, at most ``most`` of them."""
+def _steps_while(page, watch: RunWatch, busy: Callable[[], bool], log_path: Path, most: int,
+                 started: list[float] | None = None) -> list[float]:
+    """p steps (seconds to rest) on ``page`` while ``busy()`` holds, at most ``most`` of them;
+    ``started`` gets each step's start (``perf_counter``)."""
     steps, key = [], "ArrowRight"
     while busy() and len(steps) < most:
+        if started is not None:
+            started.append(time.perf_counter())
         _, rest, key = _step_p(page, watch, APPS["explorer"][1], "explorer", log_path, key)
         steps.append(rest)
     return steps
@@ -343,7 +347,8 @@ def isolation_benchmark(repeats: int = 5, split: str = "all", limit: int | None 
     seconds in the 20 s after the close, against the CPU seconds the finished figure took.
 
     Returns ``{"alone_s", "loaded_s" (medians of B's steps to rest), "ratio", "alone_max_s",
-    "loaded_max_s" (B's slowest steps), "loaded_steps",
+    "loaded_max_s" (B's slowest steps), "slowest_steps" ((seconds after the heavy link, seconds) of
+    B's three slowest), "loaded_steps",
     "heavy_s" (A's figure, link to drawn), "heavy_cpu_s", "after_close_cpu_s"}``.
     """
     from playwright.sync_api import sync_playwright
@@ -370,10 +375,15 @@ def isolation_benchmark(repeats: int = 5, split: str = "all", limit: int | None 
         cpu_before, started = _cpu_seconds(process), time.perf_counter()
         heavy.goto(f"{url}/compare?{heaviest_compare_link(1)}", wait_until="commit")
         drawn = heavy.get_by_role("button", name="Download PDF")
-        loaded = _steps_while(page_b, watch_b, lambda: not drawn.count(), log_path, 20 * repeats)
+        step_starts: list[float] = []
+        loaded = _steps_while(page_b, watch_b, lambda: not drawn.count(), log_path, 20 * repeats, step_starts)
         drawn.wait_for(timeout=WAIT_S * 1000)
         heavy.wait_for_function(f"() => !document.querySelector('{RUNNING}')", timeout=WAIT_S * 1000)
         results.update(heavy_s=time.perf_counter() - started, heavy_cpu_s=_cpu_seconds(process) - cpu_before)
+        # When the slowest steps began, in seconds after the heavy link was opened (where they fall
+        # in its fits, its cells and its drawing).
+        slowest = sorted(range(len(loaded)), key=loaded.__getitem__)[-3:]
+        results["slowest_steps"] = [(round(step_starts[i] - started, 1), round(loaded[i], 3)) for i in slowest]
 
         gone = browser.new_context(**viewport)
         gone.new_page().goto(f"{url}/compare?{heaviest_compare_link(2)}", wait_until="commit")
@@ -390,6 +400,8 @@ def isolation_benchmark(repeats: int = 5, split: str = "all", limit: int | None 
     log(f"p step while another session draws the largest Compare figure: {results['loaded_s']:.3f} s "
         f"(median of {len(loaded)}), loaded / alone {results['ratio']:.2f}; slowest step {results['loaded_max_s']:.3f} s "
         f"loaded, {results['alone_max_s']:.3f} s alone")
+    log("the three slowest loaded steps (s after the heavy link opened, s): "
+        + ", ".join(f"{at:.1f}: {seconds:.3f}" for at, seconds in results["slowest_steps"]))
     log(f"the largest Compare figure: {results['heavy_s']:.1f} s from its link, {results['heavy_cpu_s']:.1f} CPU s")
     log(f"server CPU in the 20 s after a tab asking for it closed (1 s in): {results['after_close_cpu_s']:.1f} CPU s")
     return results
