@@ -52,6 +52,7 @@ from .explorer import (
     query_image_from_upload,
     search_one,
 )
+from .explorer.literal import DRAWABLE
 from .models import anchor_model_kind, list_anchor_models
 
 if TYPE_CHECKING:
@@ -836,16 +837,11 @@ def _draw_legend(page: _Page, top: float, layout: FigureLayout) -> None:
                        borderpad=0, handlelength=1.2)
 
 
-# Control characters become spaces (SVG cannot hold them) and lone surrogates U+FFFD (the font
-# renderer refuses them); a table, so that a 10,000-character label costs one C-level pass.
-_DRAWABLE = {**{code: " " for code in [*range(0x20), *range(0x7F, 0xA0)]},
-             **{code: "\ufffd" for code in range(0xD800, 0xE000)}}
-
-
 def _clip(text: object, width: int, lines: int = 1) -> str:
     """``text`` as at most ``lines`` lines of at most ``width`` characters (long words broken),
-    ending in "…" where it was cut, with nothing a renderer refuses (:data:`_DRAWABLE`)."""
-    value = str(text).translate(_DRAWABLE)
+    ending in "…" where it was cut, with nothing a renderer refuses
+    (:data:`~anchordiv.explorer.literal.DRAWABLE`)."""
+    value = str(text).translate(DRAWABLE)
     head = value[:2 * width * lines]  # more than the lines can show: wrapping a whole 10,000-character text is slow
     wrapped = textwrap.wrap(head, width) or [""]
     kept = wrapped[:lines]

@@ -182,3 +182,16 @@ def test_a_folder_whose_name_is_not_utf8_is_offered_with_a_replacement_character
     menu = app.selectbox(key="folder_choice")
     assert any(option.endswith("caf\ufffd") for option in menu.options), menu.options
     assert not app.exception
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("caf\udce9", "caf\ufffd"),  # a file name that was not UTF-8, as Python keeps it
+    ("a\ud800b", "a\ufffdb"),  # a lone surrogate of any other kind
+    ("a\nb\u2028c\td", "a b c d"),
+    ("\u202eevil", "⟨U+202E⟩evil"),
+])
+def test_shown_makes_any_text_one_line_of_visible_characters(text, expected):
+    from anchordiv.explorer.literal import markdown_literal, shown
+
+    assert shown(text) == expected
+    markdown_literal(text).encode("utf-8")  # always encodable, so Streamlit can send it

@@ -20,3 +20,11 @@ ANCHOR_TEXT_CHARS = 40 * MAX_ANCHORS
 TOY_TEXT_CHARS = 2_000
 # Neighbours per list on the Explore page.
 TOP_K = 50
+
+
+def checked_length(text: str, most: int = TEXT_CHARS) -> str:
+    """``text``, or a ``ValueError`` saying its length and ``most`` when it is longer: the one rule
+    for a link's values and a page's typed specs alike."""
+    if len(text) > most:
+        raise ValueError(f"a text of {len(text):,} characters, but this page takes at most {most:,}")
+    return text

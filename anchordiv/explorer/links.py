@@ -102,9 +102,7 @@ class LinkField:
         if self.kind == "list":
             if len(raw) > self.max_items:
                 raise ValueError(f"{len(raw):,} values, but this page takes at most {self.max_items}")
-            for item in raw:
-                self._check_length(item)
-            return list(raw)
+            return [limits.checked_length(item, self.max_chars) for item in raw]
         text = raw[-1]
         if self.kind in ("number", "integer"):
             return self._read_number(text)
@@ -121,12 +119,7 @@ class LinkField:
             if stored is None:
                 raise ValueError(f"the text {text} was stored on the server that made the link and is not on this one")
             text = stored
-        self._check_length(text)
-        return text
-
-    def _check_length(self, text: str) -> None:
-        if len(text) > self.max_chars:
-            raise ValueError(f"a text of {len(text):,} characters, but this page takes at most {self.max_chars:,}")
+        return limits.checked_length(text, self.max_chars)
 
     def _read_number(self, text: str) -> float | int:
         try:

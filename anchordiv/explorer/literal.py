@@ -30,6 +30,12 @@ SHOWN_CHARS = 300
 WORD_JOINER = "\u2060"
 _PUNCTUATION = frozenset(string.punctuation)
 _WWW = re.compile(r"(?i)(w)(ww\\\.)")
+# Control characters and line or paragraph separators become spaces (a line break would start a
+# new Markdown block; SVG cannot hold them) and lone surrogates U+FFFD (how Python keeps bytes that
+# were not UTF-8; encoders and font renderers refuse them): a table, one C-level pass even over a
+# 10,000-character text. The figures draw through it too.
+DRAWABLE = {**{code: " " for code in [*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029]},
+            **{code: "\ufffd" for code in range(0xD800, 0xE000)}}
 
 
 def shown(text: object, limit: int = SHOWN_CHARS) -> str:
@@ -45,8 +51,7 @@ def shown(text: object, limit: int = SHOWN_CHARS) -> str:
     -------
     str : no control or format characters, no lone surrogates.
     """
-    value = str(text).encode("utf-8", errors="surrogateescape").decode("utf-8", errors="replace")
-    value = "".join(_visible_char(char) for char in value)
+    value = "".join(_visible_char(char) for char in str(text).translate(DRAWABLE))
     if len(value) <= limit:
         return value
     head, tail = (2 * limit) // 3, limit // 3
@@ -54,12 +59,8 @@ def shown(text: object, limit: int = SHOWN_CHARS) -> str:
 
 
 def _visible_char(char: str) -> str:
-    category = unicodedata.category(char)
-    if category in ("Cc", "Zl", "Zp"):  # line breaks would start new Markdown blocks
-        return " "
-    if category in ("Cf", "Cs", "Co", "Cn") and char != "\ufffd":
-        return f"⟨U+{ord(char):04X}⟩"
-    return char
+    """An invisible format, private-use or unassigned character as its code; any other as itself."""
+    return f"⟨U+{ord(char):04X}⟩" if unicodedata.category(char) in ("Cf", "Co", "Cn") else char
 
 
 def markdown_literal(text: object, limit: int = SHOWN_CHARS) -> str:

@@ -91,18 +91,11 @@ def usable_rows(gallery: Gallery, encoder) -> list[fg.QueryRow]:
     """The rows that parse and resolve; an error box for each that does not (it stays in the list)."""
     rows = []
     for spec in st.session_state[ROWS]:
-        row = attempt(lambda: fg.parse_query_row(checked_length(spec)), f"Row {spec!r} is left out")
+        row = attempt(lambda: fg.parse_query_row(limits.checked_length(spec)), f"Row {spec!r} is left out")
         if row is not None and attempt(lambda: fg.resolve_queries([row], gallery, encoder, st.session_state[UPLOADS],
                                                                   *embedders(encoder)), f"Row {spec!r} is left out"):
             rows.append(row)
     return rows
-
-
-def checked_length(spec: str) -> str:
-    """``spec``, or a ``ValueError`` when it is longer than a row or column may be."""
-    if len(spec) > limits.TEXT_CHARS:
-        raise ValueError(f"it has {len(spec):,} characters; a row or column has at most {limits.TEXT_CHARS:,}")
-    return spec
 
 
 def embedders(encoder):
@@ -115,7 +108,7 @@ def add_custom_column() -> None:
     """Append the typed column when it parses; otherwise keep it in the box and say why (below it)."""
     text = st.session_state.compare_custom
     try:
-        column = fg.parse_geometry_column(checked_length(text))
+        column = fg.parse_geometry_column(limits.checked_length(text))
         if len(st.session_state[COLUMNS]) >= LIMITS.columns:
             raise ValueError(f"a figure has at most {LIMITS.columns} geometry columns: remove one (✕) first")
     except ValueError as error:
@@ -139,7 +132,7 @@ def column_controls() -> None:
 
 
 def usable_columns() -> list[fg.GeometryColumn]:
-    parsed = [attempt(lambda: fg.parse_geometry_column(checked_length(spec)), f"Column {spec!r} is left out")
+    parsed = [attempt(lambda: fg.parse_geometry_column(limits.checked_length(spec)), f"Column {spec!r} is left out")
               for spec in st.session_state[COLUMNS]]
     return [column for column in parsed if column is not None]
 
