@@ -1,0 +1,158 @@
+"""The codebase's shape, checked by reading the source: arrows point down.
+
+* no import circles among the modules of ``anchordiv/`` and ``app/``, lazy imports inside functions
+  included (an import of a package's ``__init__`` counts as an edge to it);
+* the math and search core imports no UI, no command line and no benchmark;
+* no module of the app is over 300 lines, and the app never edits ``sys.path``.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+APP_MODULE_LINES = 300
+# The math and search core: anchor models, divergences, search, the slider, the top-k fold.
+CORE = ("anchordiv.models", "anchordiv.search", "anchordiv.slider", "anchordiv.sharded", "anchordiv.topk")
+# What the core must never reach, directly or through another module.
+EDGES = ("anchordiv.app", "anchordiv.cli", "anchordiv.benchmarks", "anchordiv.explorer", "streamlit")
+
+
+def module_files(root: Path = ROOT) -> dict[str, Path]:
+    """Dotted module name -> file, for ``anchordiv/`` and ``app/`` (``app`` is ``anchordiv.app``)."""
+    files = {}
+    for folder, package in (("anchordiv", "anchordiv"), ("app", "anchordiv.app")):
+        for path in sorted((root / folder).rglob("*.py")):
+            parts = list(path.relative_to(root / folder).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            files[".".join([package, *parts])] = path
+    return files
+
+
+def _absolute(module: str, is_package: bool, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    base = base[:len(base) - node.level + 1]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _imported(module: str, path: Path, known: set[str]) -> set[str]:
+    """The names ``module`` imports anywhere in its file (functions included), as dotted names."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(_as_package(alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = _as_package(_absolute(module, path.name == "__init__.py", node))
+            # `from package import submodule` reaches the submodule; `from module import name`, the module.
+            names.update(f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names)
+    return names
+
+
+def _as_package(name: str) -> str:
+    """``app.x`` is ``anchordiv.app.x`` (the folder is installed as that package)."""
+    return "anchordiv." + name if name == "app" or name.startswith("app.") else name
+
+
+def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
+    """Module -> the modules of the repo (and outside names, as given) it imports."""
+    files = module_files(root)
+    known = set(files)
+    graph = {}
+    for module, path in files.items():
+        targets = set()
+        for name in _imported(module, path, known):
+            while name and name not in known and "." in name:
+                name = name.rpartition(".")[0]
+            if name != module:
+                targets.add(name)
+        graph[module] = targets
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start] & graph.keys())))]
+        index[start] = low[start] = len(index)
+        stack.append(start), on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+            elif child not in index:
+                index[child] = low[child] = len(index)
+                stack.append(child), on_stack.add(child)
+                work.append((child, iter(sorted(graph[child] & graph.keys()))))
+            elif child in on_stack:
+                low[node] = min(low[node], index[child])
+    return found
+
+
+def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for target in graph.get(todo.pop(), ()):
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return seen
+
+
+def test_the_checks_see_a_circle_a_lazy_import_and_an_edge(tmp_path):
+    (tmp_path / "anchordiv" / "models").mkdir(parents=True)
+    (tmp_path / "app").mkdir()
+    (tmp_path / "anchordiv" / "__init__.py").write_text("")
+    (tmp_path / "anchordiv" / "models" / "__init__.py").write_text("from . import core\n")
+    (tmp_path / "anchordiv" / "models" / "core.py").write_text("def f():\n    from ..slider import g\n")
+    (tmp_path / "anchordiv" / "slider.py").write_text("from anchordiv.models.core import f\nimport streamlit\n")
+    (tmp_path / "app" / "page.py").write_text("from app import page\n")
+    graph = import_graph(tmp_path)
+    assert circles(graph) == [["anchordiv.models.core", "anchordiv.slider"]]
+    assert "streamlit" in reachable(graph, "anchordiv.models")
+    assert graph["anchordiv.app.page"] == set()  # an import of itself is no edge
+
+
+def test_no_import_circles():
+    assert circles(import_graph()) == []
+
+
+@pytest.mark.parametrize("core", CORE)
+def test_the_core_reaches_no_ui_cli_or_benchmark(core):
+    graph = import_graph()
+    assert core in graph, f"{core} is not a module of the repo any more: update CORE"
+    reached = reachable(graph, core)
+    assert not [name for name in reached if name.startswith(EDGES)]
+
+
+def test_no_app_module_is_over_300_lines():
+    lengths = {str(path.relative_to(ROOT)): len(path.read_text(encoding="utf-8").splitlines())
+               for path in sorted((ROOT / "app").rglob("*.py"))}
+    assert lengths
+    assert {path: n for path, n in lengths.items() if n > APP_MODULE_LINES} == {}
+
+
+def test_the_app_never_edits_sys_path():
+    editing = [str(path.relative_to(ROOT)) for path in sorted((ROOT / "app").rglob("*.py"))
+               if "sys.path" in path.read_text(encoding="utf-8")]
+    assert editing == []
