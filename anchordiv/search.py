@@ -11,14 +11,14 @@ bounded for any gallery size.
 from __future__ import annotations
 
 import copy
-import numbers
 from typing import Any, Iterator, Protocol, runtime_checkable
 
 import torch
 
-from ._validation import ArrayLike, as_matrix, as_numeric_tensor, check_dimension, check_finite_output, unit_rows
+from ._validation import ArrayLike, as_matrix, check_dimension, check_finite_output, unit_rows
 from .device import resolve_device
 from .models.base import BLOCK_ELEMENTS, AnchorModel, like_input
+from .topk import RunningTopK, check_top_k, exclusion_matrix, mask_excluded
 
 
 @runtime_checkable
@@ -50,50 +50,6 @@ class Index(Protocol):
 GALLERY_CHUNK = 2**20
 
 
-def exclusion_matrix(exclude: ArrayLike | None, n_queries: int, n_gallery: int,
-                     device: torch.device) -> torch.Tensor | None:
-    """``exclude`` as a ``(Q, m)`` long tensor of gallery ids (``-1`` pads rows); ids must be
-    integers from ``-1`` to ``n_gallery - 1``, so a mistyped id is never silently ignored."""
-    if exclude is None:
-        return None
-    ids = as_numeric_tensor(exclude, "exclude", embeddings=False)
-    if ids.is_floating_point():
-        raise ValueError(f"exclude must hold integer gallery ids (-1 for none); got dtype {ids.dtype}. "
-                         "Cast the ids to int.")
-    ids = ids.to(device).long()
-    ids = ids[:, None] if ids.ndim == 1 else ids
-    if ids.ndim != 2 or ids.shape[0] != n_queries:
-        raise ValueError(
-            f"exclude must hold one row of gallery ids per query, shape ({n_queries},) or ({n_queries}, m); "
-            f"got shape {tuple(ids.shape)}."
-        )
-    if ids.numel() and (int(ids.min()) < -1 or int(ids.max()) >= n_gallery):
-        raise ValueError(f"exclude holds ids outside -1..{n_gallery - 1} (min {int(ids.min())}, max "
-                         f"{int(ids.max())}); use gallery positions, and -1 to pad a row.")
-    return ids
-
-
-def check_top_k(k: int, n_gallery: int, exclude: torch.Tensor | None) -> int:
-    """``k`` as an int, refused unless it is a whole number from 1 to the items left per query
-    (``n_gallery`` minus the width of an :func:`exclusion_matrix`)."""
-    width = 0 if exclude is None else exclude.shape[1]
-    available = n_gallery - width
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1 or k > available:
-        raise ValueError(
-            f"k={k!r} must be an integer from 1 to {available} (the gallery has {n_gallery} "
-            f"items{f', {width} excluded per query' if width else ''}); lower k."
-        )
-    return int(k)
-
-
-def _mask_excluded(scores: torch.Tensor, exclude: torch.Tensor, start: int) -> None:
-    """Set ``scores[i, exclude[i] - start]`` to ``-inf`` where the id falls in this chunk."""
-    local = exclude - start
-    valid = (local >= 0) & (local < scores.shape[1])
-    rows = torch.arange(scores.shape[0], device=scores.device)[:, None].expand_as(local)
-    scores[rows[valid], local[valid]] = float("-inf")
-
-
 def check_fit(model: AnchorModel, fit_token: Any, index_name: str, rebuild: str) -> None:
     """An index's stored gallery terms belong to the fit ``fit_token``: ``ValueError`` naming the
     rebuild (``rebuild``, e.g. ``"AnchorIndex(model, gallery)"``) when ``model`` was refitted since."""
@@ -122,17 +78,6 @@ def query_terms(model: AnchorModel, queries: ArrayLike, reverse: bool, device: t
     return grad, (grad * eta).sum(dim=1) - kappa
 
 
-def merge_top_k(scores: list[torch.Tensor], ids: list[torch.Tensor], k: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The ``k`` largest of several ``(Q, k_i)`` score tensors and their ``(Q, k_i)`` ids: ``(Q, min(k,
-    sum k_i))`` each, best first, on the first part's device. Folds a blocked scan's parts, and is
-    the reduce step of a sharded search."""
-    device = scores[0].device
-    all_scores = torch.cat([part.to(device) for part in scores], dim=1)
-    all_ids = torch.cat([part.to(device) for part in ids], dim=1)
-    best, order = torch.topk(all_scores, min(k, all_scores.shape[1]), dim=1)
-    return best, torch.gather(all_ids, 1, order)
-
-
 def top_k_inner_product(queries: torch.Tensor, keys: torch.Tensor, bias: torch.Tensor | None, k: int,
                         exclude: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """The ``k`` largest ``queries @ keys.T + bias`` per row: ``(scores, ids)``, both ``(Q, k)``.
@@ -147,18 +92,15 @@ def top_k_inner_product(queries: torch.Tensor, keys: torch.Tensor, bias: torch.T
     for q_start in range(0, queries.shape[0], query_rows):
         q_block = queries[q_start:q_start + query_rows]
         excluded = None if exclude is None else exclude[q_start:q_start + query_rows]
-        best_scores = best_ids = None
+        best = RunningTopK(k)
         for g_start in range(0, n_gallery, chunk):
             chunk_keys = keys[g_start:g_start + chunk]
             scores = (q_block @ chunk_keys.T if bias is None
                       else torch.addmm(bias[g_start:g_start + chunk], q_block, chunk_keys.T))
             if excluded is not None:
-                _mask_excluded(scores, excluded, g_start)
-            top_scores, top_ids = torch.topk(scores, min(k, scores.shape[1]), dim=1)
-            top_ids += g_start
-            if best_scores is not None:
-                top_scores, top_ids = merge_top_k([best_scores, top_scores], [best_ids, top_ids], k)
-            best_scores, best_ids = top_scores, top_ids
+                mask_excluded(scores, excluded, g_start)
+            best.add_block(scores, g_start)
+        best_scores, best_ids = best.result()
         all_scores.append(best_scores)
         all_ids.append(best_ids)
     return torch.cat(all_scores), torch.cat(all_ids)

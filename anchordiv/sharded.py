@@ -5,7 +5,7 @@ float32 rows (up to ties within float32 rounding, docs/design.md §9), but never
 in memory at float32: each shard's ``eta_y`` is read from disk one block at a time during a
 search, and the only per-item arrays kept are the per-component ``kappa_k(eta_y)`` ``(rows, K)``.
 A search is a map (each :class:`ShardScanner`'s
-top-``k`` of ``query . key + bias`` over its shards) followed by a reduce (:func:`~anchordiv.search.merge_top_k`).
+top-``k`` of ``query . key + bias`` over its shards) followed by a reduce (:func:`~anchordiv.topk.merge_top_k`).
 The engine decides where the scanners run: ``"local"``, one scanner in this process; ``"ray"``,
 one Ray task per share of the shards, reading the store's files itself (so every node must see the
 store's folder at the same path) and returning only its top-``k``.
@@ -35,10 +35,10 @@ import torch
 from ._validation import ArrayLike, check_finite_output, check_positive_int
 from .device import resolve_device
 from .models.base import AnchorModel, like_input
-from .search import (check_fit, check_reweighting, check_top_k, exclusion_matrix, merge_top_k, query_terms,
-                     top_k_inner_product)
+from .search import check_fit, check_reweighting, query_terms, top_k_inner_product
 from .slider import GridPass, MixtureSlider
 from .store import GalleryStore, ShardFingerprint
+from .topk import RunningTopK, check_top_k, exclusion_matrix, merge_top_k
 
 ENGINES = ("local", "ray")
 # Rows scored at a time: 16 MB of float32 at d = 512. Larger blocks are no faster here (the scan
@@ -145,7 +145,7 @@ class ShardScanner:
         queries = queries.to(self.device)
         exclude = None if exclude is None else exclude.to(self.device)
         bias = None if self.reverse else self._mixed_bias(self.model)
-        best = None
+        best = RunningTopK(k)
         for number, start, offset, block in self._blocks(self.shards):
             eta = self._eta(block)
             if self.reverse:
@@ -154,10 +154,9 @@ class ShardScanner:
                 keys, block_bias = eta, bias[number][offset:offset + eta.shape[0]]
             shifted = None if exclude is None else exclude - start
             scores, ids = top_k_inner_product(queries, keys, block_bias, min(k, eta.shape[0]), shifted)
-            part = (scores, ids + start)
-            # Fold as we go: at most 2k candidates per query are ever held.
-            best = part if best is None else merge_top_k([best[0], part[0]], [best[1], part[1]], k)
-        return best[0].cpu(), best[1].cpu()
+            best.add(scores, ids + start)
+        scores, ids = best.result()
+        return scores.cpu(), ids.cpu()
 
     def grid_top_k(self, job: GridPass) -> tuple[torch.Tensor, torch.Tensor]:
         """The certified slider's one pass over this scanner's shards (on the CPU)."""

@@ -36,7 +36,7 @@ import torch
 
 from ._validation import ArrayLike, as_numeric_tensor, check_positive_int
 from .models.mixture import MixtureAnchors
-from .search import check_top_k, merge_top_k
+from .topk import RunningTopK, check_top_k, merge_top_k
 
 DEFAULT_GRID = 31            # interior grid points, uniform in log-odds; r = 0 and r = 1 are added
 DEFAULT_TAIL = 1e-3          # the default grid spans the log-odds of p in [TAIL, 1 - TAIL]
@@ -120,7 +120,7 @@ class GridPass:
         """Each grid point's top-``k'`` ``f`` scores ``(m, k'')`` (descending along each row) and their
         global positions ``(m, k'')`` over ``blocks`` of ``(start, rows (n, d), factors (n,), kappa
         (n, 2))`` with ``eta_y = factors * rows`` (as ``iter_gallery_terms`` gives them)."""
-        best: tuple[torch.Tensor, torch.Tensor] | None = None
+        best = RunningTopK(self.kept)
         for start, rows, factors, kappa in blocks:
             device = rows.device
             # The mat-vec at the gallery's precision (float32: the pass's cost), the rest in float64;
@@ -133,10 +133,8 @@ class GridPass:
             scores = mixture_scores(*grid, *(t[None, :] for t in terms), lib=torch)                # (m, n)
             if self.exclude is not None and start <= self.exclude < start + scores.shape[1]:
                 scores[:, self.exclude - start] = float("-inf")
-            top, ids = torch.topk(scores, min(self.kept, scores.shape[1]), dim=1)
-            part = (top, ids + start)
-            best = part if best is None else self.merge([best, part])
-        return best
+            best.add_block(scores, start)
+        return best.result()
 
     def merge(self, parts: list[tuple[torch.Tensor, torch.Tensor]]) -> tuple[torch.Tensor, torch.Tensor]:
         """The top-``k'`` per grid point of several :meth:`run` results (the reduce step), on the first's device."""
