@@ -1,5 +1,6 @@
 """The built-in model's shipped weights: ``assets/builtin-model.safetensors`` and a manifest
-(``assets/builtin-model.json``) recording its sha256, architecture and how it was trained."""
+(``assets/builtin-model.json``) recording its sha256, architecture and how it was trained. Installed,
+``assets/`` is the package data :func:`anchordiv.resources.assets_dir`."""
 from __future__ import annotations
 
 import json
@@ -9,10 +10,11 @@ import torch
 from safetensors.torch import load_file, save
 
 from ..cache import atomic_write, sha256_file, verified_sha256
+from ..resources import assets_dir
 from .model import BuiltinConfig, BuiltinModel
 from .text_tower import WeightsError
 
-ASSETS_DIR = Path(__file__).resolve().parents[2] / "assets"
+ASSETS_DIR = assets_dir()
 WEIGHTS_NAME = "builtin-model.safetensors"
 MANIFEST_NAME = "builtin-model.json"
 RETRAIN_HINT = "restore it with `git checkout assets/` or retrain with `python -m anchordiv train-builtin`"

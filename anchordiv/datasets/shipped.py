@@ -1,6 +1,7 @@
 """The emoji data committed under ``data/emoji``: its file layout, writing it, and reading it back verified.
 
-``data/build_emoji_world.py`` writes these files once; everything else only reads them. Layout:
+``data/build_emoji_world.py`` writes these files once; everything else only reads them. Installed,
+``data/emoji`` is the package data :func:`anchordiv.resources.emoji_dir`. Layout:
 
 * ``index.csv``: one row per emoji, in sprite order; columns ``emoji_id`` (unified codepoints,
   e.g. ``1F436``), ``name``, ``short_name``, ``subcategory``, ``category``, ``split``.
@@ -21,12 +22,13 @@ import pandas as pd
 from PIL import Image
 
 from ..cache import atomic_write, sha256_file, verified_sha256
+from ..resources import emoji_dir
 
 VENDORS: tuple[str, ...] = ("google", "twitter")
 CELL = 64
 INDEX_COLUMNS: tuple[str, ...] = ("emoji_id", "name", "short_name", "subcategory", "category", "split")
 SPLITS: tuple[str, ...] = ("train", "heldout")
-DEFAULT_DATA_DIR = Path(__file__).resolve().parents[2] / "data" / "emoji"
+DEFAULT_DATA_DIR = emoji_dir()
 REBUILD_HINT = "rebuild it with `python data/build_emoji_world.py` (needs npm), or restore it with `git checkout data/emoji`"
 
 

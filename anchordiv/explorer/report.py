@@ -1,6 +1,6 @@
-"""The shipped reproduction report (``docs/reproduction/builtin-world/report.md``) as sections of
-text, figures and data tables, for the explorer's Report page (:func:`read_report`,
-:func:`report_figure`, :func:`report_table`)."""
+"""The shipped reproduction report (``docs/reproduction/builtin-world/report.md``, installed as the
+package data :func:`anchordiv.resources.report_dir`) as sections of text, figures and data tables,
+for the explorer's Report page (:func:`read_report`, :func:`report_figure`, :func:`report_table`)."""
 from __future__ import annotations
 
 import io
@@ -12,8 +12,9 @@ import pandas as pd
 from PIL import Image
 
 from ..images import load_image, read_regular_file
+from ..resources import report_dir
 
-REPORT_FOLDER = Path(__file__).resolve().parents[2] / "docs" / "reproduction" / "builtin-world"
+REPORT_FOLDER = report_dir()
 REPORT_NAME = "report.md"
 _IMAGE = re.compile(r"^!\[(?P<label>[^\]]*)\]\((?P<file>[^)\s]+)\)\s*$")
 # A report's data table is a few kB; a larger file in its folder is not read into every session.
