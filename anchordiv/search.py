@@ -18,6 +18,7 @@ import torch
 from ._validation import ArrayLike, as_matrix, check_dimension, check_finite_output, unit_rows
 from .device import resolve_device
 from .models.base import BLOCK_ELEMENTS, AnchorModel, like_input
+from .slider import GridPass, MixtureSlider
 from .topk import RunningTopK, check_top_k, exclusion_matrix, mask_excluded
 
 
@@ -159,9 +160,8 @@ class AnchorIndex(_InnerProductIndex):
     When the model is a :class:`~anchordiv.MixtureAnchors`, per-component ``kappa_k`` (and, in
     reverse, ``grad kappa_k``) are stored, so :meth:`with_model` serves the same components at
     other weights (``mixture.with_weights(w)``) in ``O(G K)`` (``O(G K d)`` reverse) without a pass
-    over the anchors. ``search`` never writes to the index: after the mutating
-    ``model.set_weights``, each search re-mixes the stored terms for itself; ``with_model`` keeps
-    the re-mixed terms for repeated searches. Refitting the model's anchors needs a new index.
+    over the anchors. ``search`` never writes to the index. Refitting the model's anchors needs a
+    new index.
 
     Parameters
     ----------
@@ -181,7 +181,6 @@ class AnchorIndex(_InnerProductIndex):
         self._n_gallery = self._eta.shape[0]
         self._state = model.gallery_state(self._eta, with_grad=self.reverse)
         self._fit_token = model.fit_token()
-        self._weights_token = model.weights_token()
         self._keys, self._bias = self._augmented(model)
 
     def with_model(self, model: AnchorModel) -> "AnchorIndex":
@@ -192,7 +191,6 @@ class AnchorIndex(_InnerProductIndex):
         check_reweighting(model, self._fit_token, "AnchorIndex(model, gallery)")
         index = copy.copy(self)
         index.model = model
-        index._weights_token = model.weights_token()
         index._keys, index._bias = index._augmented(model)
         return index
 
@@ -215,7 +213,7 @@ class AnchorIndex(_InnerProductIndex):
             eta, kappa = self._eta[start:start + rows], self.component_kappa[start:start + rows]
             yield start, eta, torch.ones(eta.shape[0], dtype=eta.dtype, device=eta.device), kappa
 
-    def grid_top_k(self, job: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    def grid_top_k(self, job: GridPass) -> tuple[torch.Tensor, torch.Tensor]:
         """The certified slider's one pass, ``job`` an :class:`anchordiv.slider.GridPass`, over this gallery."""
         return job.run(self.iter_gallery_terms())
 
@@ -230,7 +228,7 @@ class AnchorIndex(_InnerProductIndex):
         return self._fit_token
 
     def slider(self, query: ArrayLike, k: int = 10, exclude: Any = None, grid: Any = None,
-               candidates: int | None = None) -> Any:
+               candidates: int | None = None) -> MixtureSlider:
         """A certified ``p`` slider for one ``query`` ``(d,)`` over this index's two-component
         :class:`~anchordiv.MixtureAnchors` (docs/design.md §10): ``slider.at(p)`` gives
         ``(values, ids, certified)``, both ``(k,)``, for the mixture ``model.with_weights([p, 1 - p])``
@@ -244,8 +242,6 @@ class AnchorIndex(_InnerProductIndex):
         ``with_model(m).search``), for a model that is not a two-component mixture, and for ``k``
         outside ``1 .. len(index)`` minus the excluded id. See :class:`anchordiv.slider.MixtureSlider`.
         """
-        from .slider import MixtureSlider  # the slider imports this module's neighbours; keep it lazy
-
         return MixtureSlider(self, query, k=k, exclude=exclude, grid=grid, candidates=candidates)
 
     def _augmented(self, model: AnchorModel) -> tuple[torch.Tensor, torch.Tensor]:
@@ -258,8 +254,6 @@ class AnchorIndex(_InnerProductIndex):
 
     def _keys_and_bias(self) -> tuple[torch.Tensor, torch.Tensor]:
         check_fit(self.model, self._fit_token, "AnchorIndex", "AnchorIndex(model, gallery)")
-        if self.model.weights_token() != self._weights_token:  # set_weights since: re-mix for this call only
-            return self._augmented(self.model)
         return self._keys, self._bias
 
     def _query_vectors(self, queries: ArrayLike) -> tuple[torch.Tensor, torch.Tensor]:

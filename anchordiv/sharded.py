@@ -6,9 +6,11 @@ in memory at float32: each shard's ``eta_y`` is read from disk one block at a ti
 search, and the only per-item arrays kept are the per-component ``kappa_k(eta_y)`` ``(rows, K)``.
 A search is a map (each :class:`ShardScanner`'s
 top-``k`` of ``query . key + bias`` over its shards) followed by a reduce (:func:`~anchordiv.topk.merge_top_k`).
-The engine decides where the scanners run: ``"local"``, one scanner in this process; ``"ray"``,
-one Ray task per share of the shards, reading the store's files itself (so every node must see the
-store's folder at the same path) and returning only its top-``k``.
+The engine (a :class:`ScanEngine`) decides where the scanners run: ``"local"``, one scanner in this
+process; ``"ray"``, one Ray task per share of the shards, reading the store's files itself (so every
+node must see the store's folder at the same path) and returning only its top-``k``. What a scanner
+is to do travels as a :data:`ScanJob`, a picklable function of the scanner (e.g.
+``functools.partial(ShardScanner.top_k, queries=..., k=..., exclude=...)``), never a method name.
 
 Reverse direction (``KL(p_y || p_x)``): the keys ``grad kappa(eta_y)`` are ``(G, d)``, as large as
 the gallery itself at float32 (2 GB for 10^6 x 512) and too costly to keep; float16 copies on disk
@@ -26,8 +28,9 @@ candidate rows, each slider move) first checks it: a changed shard is a ``ValueE
 from __future__ import annotations
 
 import copy
+from functools import partial
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Protocol, Sequence
 
 import numpy as np
 import torch
@@ -53,7 +56,7 @@ class ShardScanner:
 
     Parameters
     ----------
-    model : the fitted anchor model (its weights may differ per call: each scan takes the model).
+    model : the fitted anchor model (:meth:`with_model` gives the scanner for other weights).
     store : a :class:`GalleryStore`, or its folder (a Ray task opens the store itself).
     shards : the shard numbers this scanner serves (``None``: all). reverse, device, block_rows:
         as :class:`ShardedAnchorIndex`. kappa_state : an earlier scanner's :meth:`kappa_state` for
@@ -87,7 +90,7 @@ class ShardScanner:
             kappa_state = {number: torch.cat([model.gallery_state(eta, with_grad=False)[0]
                                               for _, eta in self.eta_blocks(number)]) for number in self.shards}
         self._kappa_state = {number: torch.as_tensor(kappa_state[number]).to(self.device) for number in self.shards}
-        self._bias: tuple[Any, dict[int, torch.Tensor] | None] = (object(), None)
+        self._bias: dict[int, torch.Tensor] | None = None  # -kappa(eta_y) under model's weights, once needed
 
     def kappa_state(self) -> dict[int, torch.Tensor]:
         """Shard number -> what ``model.gallery_state`` gives without gradients, on the CPU: hand it to
@@ -136,7 +139,7 @@ class ShardScanner:
         if model is self.model:
             return self
         scanner = copy.copy(self)
-        scanner.model, scanner._bias = model, (object(), None)
+        scanner.model, scanner._bias = model, None
         return scanner
 
     def top_k(self, queries: torch.Tensor, k: int, exclude: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -144,7 +147,7 @@ class ShardScanner:
         their global ids, on the CPU; ``exclude`` ``(Q, m)`` global ids or ``None``."""
         queries = queries.to(self.device)
         exclude = None if exclude is None else exclude.to(self.device)
-        bias = None if self.reverse else self._mixed_bias(self.model)
+        bias = None if self.reverse else self._mixed_bias()
         best = RunningTopK(k)
         for number, start, offset, block in self._blocks(self.shards):
             eta = self._eta(block)
@@ -163,20 +166,12 @@ class ShardScanner:
         scores, ids = job.run(self.iter_gallery_terms())
         return scores.cpu(), ids.cpu()
 
-    def resident_memory(self) -> dict[str, int]:
-        """This process's resident memory (see :func:`anchordiv.bench.resident_memory`): a Ray
-        actor's own figure, for the benchmark."""
-        from .bench import resident_memory
-
-        return resident_memory()
-
-    def _mixed_bias(self, model: AnchorModel) -> dict[int, torch.Tensor]:
-        """Shard number -> ``-kappa(eta_y)`` ``(rows,)`` under ``model``'s weights, kept for the last weights seen."""
-        token, bias = self._bias
-        if bias is None or token != model.weights_token():
-            bias = {number: -model.combine_state((state, None))[0] for number, state in self._kappa_state.items()}
-            self._bias = (model.weights_token(), bias)
-        return bias
+    def _mixed_bias(self) -> dict[int, torch.Tensor]:
+        """Shard number -> ``-kappa(eta_y)`` ``(rows,)`` under the model's weights, mixed at the first scan."""
+        if self._bias is None:
+            self._bias = {number: -self.model.combine_state((state, None))[0]
+                          for number, state in self._kappa_state.items()}
+        return self._bias
 
     @staticmethod
     def _reverse_terms(model: AnchorModel, eta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -186,8 +181,31 @@ class ShardScanner:
         return grad, check_finite_output(bias, "the gallery's conjugate terms", model.scale)
 
 
+ScanJob = Callable[[ShardScanner], Any]
+"""What a scanner is to do: a function of one :class:`ShardScanner` whose result is small (a top-``k``,
+per-shard terms). It must pickle (a module-level function, or a ``functools.partial`` of one or of a
+:class:`ShardScanner` method, with picklable arguments), since the Ray engine sends it to its tasks."""
+
+
+class ScanEngine(Protocol):
+    """Where a sharded index's scanners run; every engine offers this one interface.
+
+    * ``workers``: how many scanners share a scan.
+    * ``put(value)``: a handle for ``value`` that :meth:`run` accepts in its place (the value itself
+      locally; an object reference in Ray's store, sent once rather than with every task).
+    * ``run(model, job)``: ``job(scanner)`` for each scanner, the scanner serving ``model`` (or its
+      handle): the results, one per worker. A scanner's ``ValueError`` is raised here as itself.
+    """
+
+    workers: int
+
+    def put(self, value: Any) -> Any: ...
+
+    def run(self, model: Any, job: ScanJob) -> list[Any]: ...
+
+
 class _LocalEngine:
-    """One scanner over every shard, in this process."""
+    """One scanner over every shard, in this process (a :class:`ScanEngine`)."""
 
     workers = 1
 
@@ -197,16 +215,16 @@ class _LocalEngine:
     def put(self, value: Any) -> Any:
         return value
 
-    def map(self, model: AnchorModel, method: str, *args: Any) -> list[Any]:
-        """``[scanner.method(*args)]`` with the scanner for ``model``'s weights."""
-        return [getattr(self.scanner.with_model(model), method)(*args)]
+    def run(self, model: AnchorModel, job: ScanJob) -> list[Any]:
+        """``[job(scanner)]`` with the scanner for ``model``'s weights."""
+        return [job(self.scanner.with_model(model))]
 
 
 class _RayEngine:
-    """Ray tasks over the store's files, each over every ``workers``-th shard. Tasks, not actors: a
-    task holds a CPU only while it scans, so several indexes (and a user's other Ray work) share a
-    small cluster without waiting for each other. What a task would recompute, the per-item
-    ``kappa_k``, is computed once by the first tasks and kept in Ray's object store."""
+    """Ray tasks over the store's files, each over every ``workers``-th shard (a :class:`ScanEngine`).
+    Tasks, not actors: a task holds a CPU only while it scans, so several indexes (and a user's other
+    Ray work) share a small cluster without waiting for each other. What a task would recompute, the
+    per-item ``kappa_k``, is computed once by the first tasks and kept in Ray's object store."""
 
     def __init__(self, model: AnchorModel, store: GalleryStore, fingerprints: dict[int, ShardFingerprint],
                  reverse: bool, device: torch.device | None, block_rows: int | None, address: str | None,
@@ -228,7 +246,7 @@ class _RayEngine:
         self._settings = (str(Path(store.directory).resolve()), reverse, None if device is None else str(device),
                           block_rows)
         self._kappa: list[Any] = [None] * count
-        self._kappa = [self.put(state) for state in self.map(self.put(model), "kappa_state")]
+        self._kappa = [self.put(state) for state in self.run(self.put(model), ShardScanner.kappa_state)]
 
     @property
     def workers(self) -> int:
@@ -237,12 +255,12 @@ class _RayEngine:
     def put(self, value: Any) -> Any:
         return self._ray.put(value)
 
-    def map(self, model: Any, method: str, *args: Any) -> list[Any]:
-        """``ShardScanner.method(*args)`` in one task per shard group, for ``model`` (or its object ref).
-        A task's ``ValueError`` (a damaged or changed shard, named) is raised here as its one line,
-        without the worker's traceback that Ray's error carries."""
+    def run(self, model: Any, job: ScanJob) -> list[Any]:
+        """``job(scanner)`` in one task per shard group, for ``model`` (or its object ref). A task's
+        ``ValueError`` (a damaged or changed shard, named) is raised here as its one line, without the
+        worker's traceback that Ray's error carries."""
         try:
-            return self._ray.get([self._scan.remote(method, model, group, kappa, prints, self._settings, args)
+            return self._ray.get([self._scan.remote(job, model, group, kappa, prints, self._settings)
                                   for group, kappa, prints in zip(self._groups, self._kappa, self._fingerprints)])
         except self._ray.exceptions.RayTaskError as error:
             if isinstance(error.cause, ValueError):
@@ -250,14 +268,14 @@ class _RayEngine:
             raise
 
 
-def _scan_shards(method: str, model: AnchorModel, shards: list[int], kappa_state: dict[int, torch.Tensor] | None,
-                 fingerprints: dict[int, ShardFingerprint], settings: tuple, args: tuple) -> Any:
+def _scan_shards(job: ScanJob, model: AnchorModel, shards: list[int], kappa_state: dict[int, torch.Tensor] | None,
+                 fingerprints: dict[int, ShardFingerprint], settings: tuple) -> Any:
     """One Ray task: a :class:`ShardScanner` over ``shards`` (given their ``kappa_state`` when known, and
-    the driver's ``fingerprints`` of them) runs ``method``."""
+    the driver's ``fingerprints`` of them) runs ``job``."""
     folder, reverse, device, block_rows = settings
     scanner = ShardScanner(model, folder, shards, reverse, device, block_rows, kappa_state=kappa_state,
                            fingerprints=fingerprints)
-    return getattr(scanner, method)(*args)
+    return job(scanner)
 
 
 class _StoreSlider(MixtureSlider):
@@ -318,16 +336,16 @@ class ShardedAnchorIndex:
         self.model, self.store, self.reverse, self.engine = model, store, bool(reverse), engine
         self._fingerprints = store.shard_fingerprints(range(len(store.shards)))
         if engine == "local":
-            self._engine: _LocalEngine | _RayEngine = _LocalEngine(
+            self._engine: ScanEngine = _LocalEngine(
                 ShardScanner(model, store, None, reverse, self.device, block_rows, fingerprints=self._fingerprints))
         else:
             self._engine = _RayEngine(model, store, self._fingerprints, reverse,
                                       None if device is None else self.device, block_rows, address, workers)
         self._n_gallery = len(store)
         self._fit_token = model.fit_token()
-        self._model_handle, self._handle_weights = self._engine.put(model), model.weights_token()
+        self._model_handle = self._engine.put(model)
         per_shard: dict[int, torch.Tensor] = {}
-        for part in self._engine.map(self._model_handle, "component_kappa"):
+        for part in self.map_scanners(ShardScanner.component_kappa):
             per_shard.update(part)
         self._kappa = [per_shard[number].to(self.device) for number in range(len(store.shards))]
 
@@ -348,7 +366,7 @@ class ShardedAnchorIndex:
     def grid_top_k(self, job: GridPass) -> tuple[torch.Tensor, torch.Tensor]:
         """The certified slider's one pass (:class:`~anchordiv.slider.GridPass`): each scanner runs it
         over its shards, and the parts are merged here."""
-        return job.merge(self._engine.map(self._model_handle, "grid_top_k", job))
+        return job.merge(self.map_scanners(partial(ShardScanner.grid_top_k, job=job)))
 
     def check_unchanged(self) -> None:
         """``ValueError`` naming a shard of the store that changed on disk since this index was built
@@ -388,10 +406,11 @@ class ShardedAnchorIndex:
         """How many scanners share a scan: 1 locally, the Ray tasks per scan with ``engine="ray"``."""
         return self._engine.workers
 
-    def resident_memory(self) -> list[dict[str, int]]:
-        """The resident memory of each scanner's process, one per worker (this process's for the local
-        engine; for Ray, the worker processes that ran one task each, after it)."""
-        return self._engine.map(self._model_handle, "resident_memory")
+    def map_scanners(self, job: ScanJob) -> list[Any]:
+        """``job(scanner)`` for each scanner of this index (for its model), where the engine runs them:
+        the results, one per worker (:attr:`workers`). ``job`` must pickle (see :data:`ScanJob`); e.g.
+        a benchmark sends a probe of the worker process's memory."""
+        return self._engine.run(self._model_handle, job)
 
     # -- re-weighting ------------------------------------------------------------------------
     def with_model(self, model: AnchorModel) -> "ShardedAnchorIndex":
@@ -402,7 +421,7 @@ class ShardedAnchorIndex:
         check_reweighting(model, self._fit_token, "ShardedAnchorIndex(model, store)")
         index = copy.copy(self)
         index.model = model
-        index._model_handle, index._handle_weights = self._engine.put(model), model.weights_token()
+        index._model_handle = self._engine.put(model)
         return index
 
     # -- search ------------------------------------------------------------------------------
@@ -415,15 +434,8 @@ class ShardedAnchorIndex:
         query_vectors, offset = query_terms(self.model, queries, self.reverse, self.device, torch.float32)
         excluded = exclusion_matrix(exclude, query_vectors.shape[0], self._n_gallery, self.device)
         k = check_top_k(k, self._n_gallery, excluded)
-        parts = self._engine.map(self._model_for_scanners(), "top_k", query_vectors, k, excluded)
+        parts = self.map_scanners(partial(ShardScanner.top_k, queries=query_vectors, k=k, exclude=excluded))
         scores, ids = merge_top_k([part[0] for part in parts], [part[1] for part in parts], k)
         scores, ids = scores.to(self.device), ids.to(self.device)
         values = check_finite_output(offset[:, None] - scores, "the anchor divergences of the search", self.model.scale)
         return like_input(values, queries), like_input(ids, queries)
-
-    def _model_for_scanners(self) -> Any:
-        """The model as the scanners must see it: the handle made for it or, after a ``model.set_weights``
-        (which changes it in place), a fresh one for this call, so a search never changes the index."""
-        if self.model.weights_token() == self._handle_weights:
-            return self._model_handle
-        return self._engine.put(self.model)

@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Hashable, Iterable, Protocol, runtime_checkable
 
 import numpy as np
 import torch
 
 from ._validation import ArrayLike, as_numeric_tensor, check_positive_int
+from .models.base import AnchorModel
 from .models.mixture import MixtureAnchors
 from .topk import RunningTopK, check_top_k, merge_top_k
 
@@ -98,6 +99,40 @@ def _check_p(p: Any) -> float:
     return float(p)
 
 
+@runtime_checkable
+class SliderIndex(Protocol):
+    """What :class:`MixtureSlider` needs from an index: :class:`~anchordiv.AnchorIndex` and
+    :class:`~anchordiv.sharded.ShardedAnchorIndex` both offer it.
+
+    * ``model``: the fitted model the stored terms are for (the slider needs a two-component
+      :class:`~anchordiv.MixtureAnchors`); ``fit_token``: the fit those terms belong to;
+      ``reverse``: the direction (the slider needs ``False``); ``device``: where results go;
+      ``len(index)``: the gallery size ``G``.
+    * ``grid_top_k(job)``: the slider's one pass, a :class:`GridPass`, over the whole gallery:
+      ``(scores (m, k'), ids (m, k'))``, each grid point's best first.
+    * ``gallery_rows(ids)``: ``(eta (n, d), kappa (n, 2))`` of the gallery items at positions ``ids`` ``(n,)``.
+    * ``with_model(model).search(queries, k, exclude)``: the exact search at other weights, the
+      fallback of an uncertified move (see :class:`anchordiv.search.Index`).
+    """
+
+    model: AnchorModel
+    reverse: bool
+    device: torch.device
+
+    @property
+    def fit_token(self) -> Hashable: ...
+
+    def __len__(self) -> int: ...
+
+    def grid_top_k(self, job: "GridPass") -> tuple[torch.Tensor, torch.Tensor]: ...
+
+    def gallery_rows(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]: ...
+
+    def with_model(self, model: AnchorModel) -> "SliderIndex": ...
+
+    def search(self, queries: ArrayLike, k: int, exclude: ArrayLike | None = None) -> tuple[Any, Any]: ...
+
+
 @dataclass(frozen=True)
 class GridPass:
     """The slider's one pass over a gallery, as a job any engine can run on its part of the gallery
@@ -153,9 +188,10 @@ class MixtureSlider:
 
     Parameters
     ----------
-    index : an :class:`~anchordiv.AnchorIndex` or :class:`~anchordiv.sharded.ShardedAnchorIndex`
-        (query first) over a :class:`~anchordiv.MixtureAnchors` of two components; its model's
-        parametrisation (literal, balanced or calibrated) maps ``p``.
+    index : a :class:`SliderIndex` (an :class:`~anchordiv.AnchorIndex` or
+        :class:`~anchordiv.sharded.ShardedAnchorIndex`), query first, over a
+        :class:`~anchordiv.MixtureAnchors` of two components; its model's parametrisation
+        (literal, balanced or calibrated) maps ``p``.
     query : one embedding ``(d,)`` (or ``(1, d)``). k : results per move.
     exclude : one gallery id to leave out (the query's own position), ``-1`` or ``None`` for none.
     grid : ``None`` (31 interior points), an int ``m`` (``m`` interior points uniform in the query's
@@ -164,7 +200,7 @@ class MixtureSlider:
     candidates : ``k'``, items kept per grid point (default ``max(4 k, 256)``).
     """
 
-    def __init__(self, index: Any, query: ArrayLike, k: int = 10, exclude: Any = None,
+    def __init__(self, index: SliderIndex, query: ArrayLike, k: int = 10, exclude: Any = None,
                  grid: int | ArrayLike | None = None, candidates: int | None = None):
         self._check_index(index)
         self._index, self.model = index, index.model
@@ -182,7 +218,7 @@ class MixtureSlider:
 
     # -- construction ------------------------------------------------------------------------------
     @staticmethod
-    def _check_index(index: Any) -> None:
+    def _check_index(index: SliderIndex) -> None:
         model = index.model
         if not isinstance(model, MixtureAnchors):
             raise ValueError(f"slider needs an index over a MixtureAnchors of two components; this index's "

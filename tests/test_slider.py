@@ -222,3 +222,18 @@ def test_the_sharded_slider_falls_back_to_the_sharded_search(world, mixtures, st
         assert not ok
         np.testing.assert_array_equal(ids, expected[1][0])
         np.testing.assert_allclose(values, expected[0][0])
+
+
+def test_both_indexes_offer_what_the_slider_needs(world, mixtures, store):
+    """MixtureSlider declares what it reads from an index (SliderIndex); both index types offer it."""
+    import typing
+
+    from anchordiv.sharded import ShardedAnchorIndex
+    from anchordiv.slider import MixtureSlider, SliderIndex
+
+    assert typing.get_type_hints(MixtureSlider.__init__)["index"] is SliderIndex
+    for index in (ad.AnchorIndex(mixtures["literal"], world["gallery"], device="cpu"),
+                  ShardedAnchorIndex(mixtures["literal"], store, device="cpu")):
+        assert isinstance(index, SliderIndex)
+        assert isinstance(index.with_model(index.model.with_weights([0.2, 0.8])), SliderIndex)
+    assert not isinstance(ad.CosineIndex(world["gallery"]), SliderIndex)
