@@ -17,11 +17,11 @@ from .models import (
     LatentGaussianAnchors,
     MixtureAnchors,
     NotFittedError,
+    PosteriorEmpiricalAnchors,
+    PosteriorGaussianAnchors,
     anchor_model_kind,
     fit_anchor_model,
     list_anchor_models,
-    posterior_empirical,
-    posterior_gaussian,
 )
 from .search import AnchorIndex, CosineIndex, Index, ITIIndex
 from .sharded import ShardedAnchorIndex
@@ -33,7 +33,8 @@ __version__ = "0.1.0"
 __all__ = [
     "AnchorIndex", "AnchorModel", "CosineIndex", "EmpiricalAnchors", "GalleryStore", "GaussianAnchors",
     "GaussianMixtureAnchors", "ITIIndex", "Index", "LatentEmpiricalAnchors", "LatentGaussianAnchors", "MeanAP",
-    "MixtureAnchors", "MixtureSlider", "NotFittedError", "ShardedAnchorIndex", "anchor_model_kind",
+    "MixtureAnchors", "MixtureSlider", "NotFittedError", "PosteriorEmpiricalAnchors", "PosteriorGaussianAnchors",
+    "ShardedAnchorIndex", "anchor_model_kind",
     "average_precision", "default_device", "fit_anchor_model",
-    "list_anchor_models", "mean_average_precision", "posterior_empirical", "posterior_gaussian",
+    "list_anchor_models", "mean_average_precision",
 ]

@@ -114,9 +114,10 @@ def all_models(data):
         "mixture": ad.MixtureAnchors([ad.EmpiricalAnchors(scale=SCALE), ad.GaussianAnchors(scale=SCALE)],
                                      [0.3, 0.7]).fit([anchors, style]),
         "mixture-balanced": ad.MixtureAnchors([ad.EmpiricalAnchors(scale=SCALE), ad.EmpiricalAnchors(scale=SCALE)],
-                                              [0.5, 0.5]).fit([anchors, style]).balance(data["gallery"]),
-        "posterior-empirical": ad.posterior_empirical(anchors, style, alpha=2.0, scale=SCALE),
-        "posterior-gaussian": ad.posterior_gaussian(anchors, style, alpha=2.0, scale=SCALE),
+                                              [0.5, 0.5], weighting="balanced").fit([anchors, style],
+                                                                                    reference=data["gallery"]),
+        "posterior-empirical": ad.PosteriorEmpiricalAnchors(alpha=2.0, scale=SCALE).fit(style, anchors),
+        "posterior-gaussian": ad.PosteriorGaussianAnchors(alpha=2.0, scale=SCALE).fit(style, anchors),
     }
 
 

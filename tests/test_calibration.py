@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from sklearn.base import clone
 
 import anchordiv as ad
 
@@ -12,12 +13,13 @@ from conftest import object_style_world
 from rankings import assert_same_ranking
 
 SCALE = 10.0
+WORLD = (3, 12, 4, 5, 24, 0.9, 0.35)  # object_style_world's seed, objects, styles, copies, d, style weight, noise
 
 
 @pytest.fixture(scope="module")
 def world():
     """240 images: 12 objects x 4 styles x 5 noisy copies; A names the objects, B the styles."""
-    images, rows, object_anchors, style_anchors = object_style_world(3, 12, 4, 5, 24, 0.9, 0.35)
+    images, rows, object_anchors, style_anchors = object_style_world(*WORLD)
     a = ad.EmpiricalAnchors(scale=SCALE).fit(object_anchors)
     b = ad.EmpiricalAnchors(scale=SCALE).fit(style_anchors)
     return images, ad.MixtureAnchors([a, b], [0.5, 0.5]), np.array(rows)
@@ -79,9 +81,31 @@ def test_deterministic_pure_and_label_free(world):
     assert not mixture.calibrated and mixture.calibration_ is None  # with_calibration leaves it alone
     assert first.with_weights([0.2, 0.8]).calibrated  # the parametrisation travels with the weights
     assert not first.with_balance(images).calibrated and not first.with_balance(None).calibrated
-    in_place = ad.MixtureAnchors(mixture.models, [0.5, 0.5]).balance(images).calibrate(images)
-    assert in_place.calibrated and not in_place.balanced
-    assert not in_place.balance(images).calibrated
+    switched = ad.MixtureAnchors(mixture.models, [0.5, 0.5]).with_balance(images).with_calibration(images)
+    assert switched.calibrated and not switched.balanced
+    assert not switched.with_balance(images).calibrated
+    np.testing.assert_array_equal(switched.calibration_.progress, first.calibration_.progress)
+
+
+def test_the_calibration_is_a_parameter_and_a_refit_reproduces_it(world):
+    images, mixture, _ = world
+    calibrated = mixture.with_calibration(images, k=8, queries=64, seed=3)
+    params = calibrated.get_params(deep=False)
+    assert (params["weighting"], params["calibration_k"], params["calibration_queries"],
+            params["calibration_seed"]) == ("calibrated", 8, 64, 3)
+    assert params["models"] is mixture.models  # the components are shared, not copied
+    _, _, object_anchors, style_anchors = object_style_world(*WORLD)
+    refit = clone(calibrated).fit([object_anchors, style_anchors], reference=images)
+    np.testing.assert_array_equal(refit.calibration_.progress, calibrated.calibration_.progress)
+    np.testing.assert_array_equal(refit.with_weights([0.3, 0.7]).log_weights_,
+                                  calibrated.with_weights([0.3, 0.7]).log_weights_)
+    with pytest.raises(ValueError, match=r"weighting='calibrated' .*reference="):
+        clone(calibrated).fit([object_anchors, style_anchors])
+    # Other calibration settings are another model: unfitted until measured with them.
+    changed = clone(calibrated).fit([object_anchors, style_anchors], reference=images).set_params(calibration_seed=4)
+    assert not changed.__sklearn_is_fitted__()
+    with pytest.raises(ad.NotFittedError, match=r"reference"):
+        changed.cgf(images)
 
 
 def test_calibration_refuses_what_it_cannot_do(world):

@@ -1,5 +1,6 @@
 """The estimator contract every anchor model keeps (docs/design.md §1, §3), checked over every kind
-the registry knows plus a MixtureAnchors of two registered kinds: scikit-learn's clone, get_params,
+the registry knows (the posterior estimators among them) plus a MixtureAnchors of two registered
+kinds in each parametrisation (literal, balanced, calibrated): scikit-learn's clone, get_params,
 set_params and repr; NotFittedError before fit; fit returns self and is reproducible; dtype and
 device follow the input; ``__init__`` only stores parameters and ``fit`` checks them. Then the
 registry's own rules (names, parameters, priors, and how each kind adapts to the anchor count)."""
@@ -17,36 +18,34 @@ from anchordiv.models.registry import ANCHORS_PER_COMPONENT, GMM_REG_COVAR, SING
 from conftest import SCALE
 
 MIXTURE = "mixture(softmax, gaussian)"
-CASES = [*ad.list_anchor_models(), MIXTURE]
+MIXTURES = {MIXTURE: "literal", "balanced mixture": "balanced", "calibrated mixture": "calibrated"}
+POSTERIORS = (ad.PosteriorEmpiricalAnchors, ad.PosteriorGaussianAnchors)
+CASES = [*ad.list_anchor_models(), *MIXTURES]
 
 
 def fit_case(name, data):
-    """``(fitted model, what to pass to a clone's fit to reproduce it)`` for a registry kind or the mixture."""
+    """``(fitted model, what a clone's fit takes to reproduce it)`` for a registry kind or a mixture:
+    the positional and keyword arguments of ``fit``."""
     anchors, style = data["anchors"], data["style"]
-    if name == MIXTURE:
+    if name in MIXTURES:
         objects, _ = ad.fit_anchor_model("softmax", anchors, SCALE)
         styles, _ = ad.fit_anchor_model("gaussian", style, SCALE)
-        return ad.MixtureAnchors([objects, styles], [0.3, 0.7]), [anchors, style]
+        literal = ad.MixtureAnchors([objects, styles], [0.3, 0.7])
+        model = {"literal": literal, "balanced": literal.with_balance(data["gallery"]),
+                 "calibrated": literal.with_calibration(data["gallery"], k=5, queries=20, seed=1)}[MIXTURES[name]]
+        return model, ([anchors, style],), {"reference": data["gallery"]}
     kind = ad.anchor_model_kind(name)
     if kind.needs_prior:
         model, _ = kind.fit(style, SCALE, prior=anchors)
-    else:
-        model, _ = kind.fit(anchors, SCALE)
-    if name == "posterior-softmax":
-        # An EmpiricalAnchors with one weight per prior and target anchor, over both sets.
-        return model, model.anchors_
-    if name == "posterior-gaussian":
-        # GaussianAnchors.from_moments: its parameters (shrinkage=None) describe the plain sample
-        # covariance, so a clone refitted on the targets is the target-only (alpha = 0) posterior;
-        # the test compares it with that, not with the alpha = 1 original.
-        return model, style
-    return model, anchors
+        return model, (style, anchors), {}
+    model, _ = kind.fit(anchors, SCALE)
+    return model, (anchors,), {}
 
 
 @pytest.fixture(scope="module", params=CASES)
 def case(request, data):
-    model, refit_anchors = fit_case(request.param, data)
-    return request.param, model, refit_anchors
+    model, fit_args, fit_kwargs = fit_case(request.param, data)
+    return request.param, model, fit_args, fit_kwargs
 
 
 def assert_same_params(a, b, path="params"):
@@ -71,7 +70,7 @@ def assert_same_params(a, b, path="params"):
 # ---- scikit-learn's estimator API --------------------------------------------------------------------
 
 def test_clone_has_the_same_parameters(case):
-    _, model, _ = case
+    _, model, _, _ = case
     copy = clone(model)
     assert type(copy) is type(model)
     assert_same_params(copy.get_params(), model.get_params())
@@ -81,7 +80,7 @@ def test_clone_has_the_same_parameters(case):
 
 
 def test_repr_shows_every_parameter_and_round_trips(case):
-    _, model, _ = case
+    _, model, _, _ = case
     params = model.get_params(deep=False)
     rebuilt = type(model)(**params)
     assert repr(rebuilt) == repr(model)
@@ -92,7 +91,7 @@ def test_repr_shows_every_parameter_and_round_trips(case):
 
 
 def test_a_clone_is_unfitted_and_says_to_call_fit(case, data):
-    _, model, _ = case
+    _, model, _, _ = case
     check_is_fitted(model)
     copy = clone(model)
     assert not copy.__sklearn_is_fitted__()
@@ -110,23 +109,20 @@ def test_a_clone_is_unfitted_and_says_to_call_fit(case, data):
 
 
 def test_fit_returns_self_and_reproduces_the_model(case, data):
-    name, model, refit_anchors = case
+    _, model, fit_args, fit_kwargs = case
     fresh = clone(model)
     params_before = fresh.get_params()
-    assert fresh.fit(refit_anchors) is fresh
+    assert fresh.fit(*fit_args, **fit_kwargs) is fresh
     assert_same_params(fresh.get_params(), params_before)  # fit never changes a parameter
     check_is_fitted(fresh)
     x, y = data["queries"], data["gallery"]
-    expected = model
-    if name == "posterior-gaussian":
-        expected = ad.posterior_gaussian(data["anchors"], data["style"], alpha=0.0, scale=SCALE)
     for reverse in (False, True):
-        np.testing.assert_allclose(fresh.divergence(x, y, reverse=reverse), expected.divergence(x, y, reverse=reverse),
+        np.testing.assert_allclose(fresh.divergence(x, y, reverse=reverse), model.divergence(x, y, reverse=reverse),
                                    rtol=1e-10, atol=1e-10)
 
 
 def test_set_params_round_trip(case):
-    _, model, _ = case
+    _, model, _, _ = case
     original = model.get_params()
     copy = clone(model)
     if isinstance(copy, ad.MixtureAnchors):
@@ -135,6 +131,8 @@ def test_set_params_round_trip(case):
         components = [clone(component) for component in model.models]
         copy.set_params(models=components)
         assert copy.get_params()["models"] is components
+        copy.set_params(weighting="calibrated", calibration_k=3, calibration_queries=9, calibration_seed=2)
+        assert "weighting='calibrated'" in repr(copy) and "calibration_seed=2" in repr(copy)
     else:
         assert copy.set_params(scale=3.5) is copy
         assert copy.get_params()["scale"] == 3.5 and copy.scale == 3.5
@@ -145,7 +143,7 @@ def test_set_params_round_trip(case):
 
 
 def test_float64_numpy_in_float64_numpy_out(case, data):
-    _, model, _ = case
+    _, model, _, _ = case
     x, y = data["queries"], data["gallery"]
     for out in (model.cgf(x), model.grad_cgf(x), model.divergence(x, y)):
         assert isinstance(out, np.ndarray) and out.dtype == np.float64
@@ -159,7 +157,7 @@ def check_tensor_outputs(model, x, y):
 
 
 def test_float32_tensor_in_float32_tensor_out_on_the_same_device(case, data):
-    _, model, _ = case
+    _, model, _, _ = case
     x = torch.tensor(data["queries"], dtype=torch.float32)
     y = torch.tensor(data["gallery"], dtype=torch.float32)
     check_tensor_outputs(model, x, y)
@@ -169,7 +167,7 @@ def test_float32_tensor_in_float32_tensor_out_on_the_same_device(case, data):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_cuda_tensor_in_cuda_tensor_out(case, data):
-    _, model, _ = case
+    _, model, _, _ = case
     for dtype in (torch.float32, torch.float64):
         x = torch.tensor(data["queries"], dtype=dtype, device="cuda")
         y = torch.tensor(data["gallery"], dtype=dtype, device="cuda")
@@ -194,6 +192,10 @@ INVALID = [
     (ad.GaussianAnchors, {"shrinkage": -0.5}),
     (ad.LatentGaussianAnchors, {"rank": 0}),
     (ad.LatentEmpiricalAnchors, {"rank": 2.5}),
+    (ad.PosteriorEmpiricalAnchors, {"alpha": -1.0}),
+    (ad.PosteriorEmpiricalAnchors, {"scale": 0}),
+    (ad.PosteriorGaussianAnchors, {"alpha": float("nan")}),
+    (ad.PosteriorGaussianAnchors, {"shrinkage": "bogus"}),
 ]
 
 
@@ -202,8 +204,9 @@ def test_init_only_stores_and_fit_names_the_bad_parameter(data, model_class, par
     (name, value), = params.items()
     model = model_class(**params)  # no check here
     assert model.get_params()[name] is value
+    fit_args = (data["style"], data["anchors"]) if issubclass(model_class, POSTERIORS) else (data["anchors"],)
     with pytest.raises(ValueError, match=rf"\b{name}\b"):
-        model.fit(data["anchors"])
+        model.fit(*fit_args)
     assert not model.__sklearn_is_fitted__()
 
 
@@ -213,6 +216,47 @@ def test_mixture_weights_are_checked_at_fit(data):
     with pytest.raises(ValueError, match=r"\bweights\b.*sum to 1"):
         mixture.fit([data["anchors"], data["style"]])
     assert not any(model.__sklearn_is_fitted__() for model in mixture.models)  # checked before any component fits
+
+
+def test_mixture_weighting_is_checked_at_fit_and_needs_a_reference(data):
+    components = [ad.EmpiricalAnchors(scale=SCALE), ad.EmpiricalAnchors(scale=SCALE)]
+    sets = [data["anchors"], data["style"]]
+    bogus = ad.MixtureAnchors(components, weighting="bogus")
+    assert bogus.get_params()["weighting"] == "bogus"
+    with pytest.raises(ValueError, match=r"weighting must be one of \['literal', 'balanced', 'calibrated'\]"):
+        bogus.fit(sets)
+    for weighting in ("balanced", "calibrated"):
+        with pytest.raises(ValueError, match=rf"weighting='{weighting}' is measured on a reference set.*reference="):
+            ad.MixtureAnchors(components, weighting=weighting).fit(sets)
+    with pytest.raises(ValueError, match=r"two components"):
+        ad.MixtureAnchors([*components, ad.EmpiricalAnchors(scale=SCALE)], weighting="calibrated").fit(
+            [*sets, data["anchors"]], reference=data["gallery"])
+    assert not any(model.__sklearn_is_fitted__() for model in components)  # checked before any component fits
+
+
+def test_a_mixture_of_fitted_models_is_fitted_once_its_weighting_is_measured(data):
+    fitted = [ad.EmpiricalAnchors(scale=SCALE).fit(data["anchors"]), ad.EmpiricalAnchors(scale=SCALE).fit(data["style"])]
+    literal = ad.MixtureAnchors(fitted, [0.4, 0.6])
+    check_is_fitted(literal)  # literal weights measure nothing
+    unmeasured = ad.MixtureAnchors(fitted, [0.4, 0.6], weighting="balanced")
+    assert not unmeasured.__sklearn_is_fitted__()
+    with pytest.raises(ad.NotFittedError, match=r"weighting='balanced'.*reference.*with_balance"):
+        unmeasured.cgf(data["queries"])
+    balanced = literal.with_balance(data["gallery"])
+    calibrated = literal.with_calibration(data["gallery"], k=5, queries=20, seed=1)
+    for sibling, weighting in ((balanced, "balanced"), (calibrated, "calibrated"), (balanced.with_balance(None), "literal"),
+                               (calibrated.with_weights([0.9, 0.1]), "calibrated")):
+        check_is_fitted(sibling)
+        assert sibling.get_params()["weighting"] == weighting and sibling.models is literal.models
+    assert calibrated.get_params(deep=False) == {**literal.get_params(deep=False), "weighting": "calibrated",
+                                                 "calibration_k": 5, "calibration_queries": 20, "calibration_seed": 1}
+    assert literal.get_params()["weighting"] == "literal"  # the siblings leave it alone
+    # Changing the weighting by set_params leaves a model to refit, as for any estimator.
+    changed = clone(balanced).fit([data["anchors"], data["style"]], reference=data["gallery"])
+    changed.set_params(weighting="calibrated")
+    assert not changed.__sklearn_is_fitted__()
+    changed.fit([data["anchors"], data["style"]], reference=data["gallery"])
+    assert changed.calibration_ is not None and changed.calibrated
 
 
 # ---- the registry --------------------------------------------------------------------------------------

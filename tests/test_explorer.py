@@ -69,11 +69,7 @@ def test_index_at_matches_a_fresh_mixture(world, reverse, weighting):
     shared = geometry(world, reverse=reverse)
     for p in (0.0, 0.3, 1.0):
         mixture = ad.MixtureAnchors([ad.EmpiricalAnchors(scale=SCALE), ad.EmpiricalAnchors(scale=SCALE)],
-                                    [p, 1 - p]).fit(anchors)
-        if weighting == "balanced":
-            mixture.balance(gallery.embeddings)
-        elif weighting == "calibrated":
-            mixture.calibrate(gallery.embeddings)
+                                    [p, 1 - p], weighting=weighting).fit(anchors, reference=gallery.embeddings)
         expected = ad.AnchorIndex(mixture, gallery.embeddings, reverse=reverse).search(gallery.embeddings[:5], 16)
         got = shared.index_at(p, weighting).search(gallery.embeddings[:5], 8)
         # A fresh mixture, balanced or calibrated on its own, against the shared one re-weighted: the

@@ -125,7 +125,7 @@ def test_mixture_with_weights_one_zero_is_its_first_model(data):
     first = ad.EmpiricalAnchors(scale=SCALE).fit(data["anchors"])
     second = ad.GaussianAnchors(scale=SCALE).fit(data["style"])
     for mixture in (ad.MixtureAnchors([first, second], [1.0, 0.0]),
-                    ad.MixtureAnchors([first, second], [1.0, 0.0]).balance(data["gallery"])):
+                    ad.MixtureAnchors([first, second], [1.0, 0.0]).with_balance(data["gallery"])):
         np.testing.assert_allclose(mixture.divergence(data["queries"], data["gallery"]),
                                    first.divergence(data["queries"], data["gallery"]), rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(mixture.cgf(data["queries"]), first.cgf(data["queries"]), rtol=1e-12)
@@ -149,35 +149,39 @@ def test_mixture_cgf_is_the_log_of_the_weighted_mgf(data):
 def test_balanced_weights_subtract_the_mean_cgf_over_the_reference(data):
     first = ad.EmpiricalAnchors(scale=SCALE).fit(data["anchors"])
     second = ad.EmpiricalAnchors(scale=SCALE).fit(data["style"])
-    mixture = ad.MixtureAnchors([first, second], [0.5, 0.5]).balance(data["gallery"])
+    mixture = ad.MixtureAnchors([first, second], [0.5, 0.5]).with_balance(data["gallery"])
     offsets = [first.cgf(data["gallery"]).mean(), second.cgf(data["gallery"]).mean()]
     np.testing.assert_allclose(mixture.kappa_offsets_, offsets, rtol=1e-12)
     expected = np.exp(-np.array(offsets)) / np.exp(-np.array(offsets)).sum()
     np.testing.assert_allclose(mixture.effective_weights_, expected, rtol=1e-12)
-    assert not mixture.balance(None).balanced
-    np.testing.assert_allclose(mixture.effective_weights_, [0.5, 0.5])
+    literal = mixture.with_balance(None)
+    assert not literal.balanced
+    np.testing.assert_allclose(literal.effective_weights_, [0.5, 0.5])
+    # The same balance as a parameter, measured by fit on the reference.
+    by_parameter = ad.MixtureAnchors([ad.EmpiricalAnchors(scale=SCALE), ad.EmpiricalAnchors(scale=SCALE)], [0.5, 0.5],
+                                     weighting="balanced").fit([data["anchors"], data["style"]], reference=data["gallery"])
+    np.testing.assert_array_equal(by_parameter.kappa_offsets_, mixture.kappa_offsets_)
 
 
 def test_posterior_empirical_interpolates_between_target_and_prior(data):
     prior, target, x, y = data["anchors"], data["style"], data["queries"], data["gallery"]
     target_only = ad.EmpiricalAnchors(scale=SCALE).fit(target).divergence(x, y)
     prior_only = ad.EmpiricalAnchors(scale=SCALE).fit(prior).divergence(x, y)
-    np.testing.assert_allclose(ad.posterior_empirical(prior, target, alpha=0.0, scale=SCALE).divergence(x, y),
-                               target_only, rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(ad.posterior_empirical(prior, target, alpha=1e-12, scale=SCALE).divergence(x, y),
-                               target_only, rtol=1e-6, atol=1e-9)
-    np.testing.assert_allclose(ad.posterior_empirical(prior, target, alpha=1e12, scale=SCALE).divergence(x, y),
-                               prior_only, rtol=1e-6, atol=1e-9)
+    def posterior(alpha):
+        return ad.PosteriorEmpiricalAnchors(alpha=alpha, scale=SCALE).fit(target, prior)
+    np.testing.assert_allclose(posterior(0.0).divergence(x, y), target_only, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(posterior(1e-12).divergence(x, y), target_only, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(posterior(1e12).divergence(x, y), prior_only, rtol=1e-6, atol=1e-9)
 
 
 def test_posterior_gaussian_interpolates_between_target_and_prior(data):
     prior, target, x, y = data["anchors"], data["style"], data["queries"], data["gallery"]
     target_only = ad.GaussianAnchors(scale=SCALE, shrinkage=None).fit(target)
-    near_zero = ad.posterior_gaussian(prior, target, alpha=1e-10, scale=SCALE)
+    near_zero = ad.PosteriorGaussianAnchors(alpha=1e-10, scale=SCALE).fit(target, prior)
     np.testing.assert_allclose(near_zero.mean_.numpy(), target_only.mean_.numpy(), atol=1e-9)
     np.testing.assert_allclose(near_zero.divergence(x, y), target_only.divergence(x, y), rtol=1e-6)
     prior_model = ad.GaussianAnchors(scale=SCALE).fit(prior)
-    huge = ad.posterior_gaussian(prior, target, alpha=1e10, scale=SCALE)
+    huge = ad.PosteriorGaussianAnchors(alpha=1e10, scale=SCALE).fit(target, prior)
     np.testing.assert_allclose(huge.divergence(x, y), prior_model.divergence(x, y), rtol=1e-6)
 
 
@@ -189,7 +193,7 @@ def test_posterior_gaussian_is_the_normal_inverse_wishart_update(data):
     scatter = (target - xbar).T @ (target - xbar)
     psi = alpha * sigma0 + scatter + alpha * n / (alpha + n) * np.outer(xbar - mu0, xbar - mu0)
     nu = 24 + 1 + alpha + n
-    model = ad.posterior_gaussian(prior, target, alpha=alpha, scale=SCALE)
+    model = ad.PosteriorGaussianAnchors(alpha=alpha, scale=SCALE).fit(target, prior)
     np.testing.assert_allclose(model.mean_.numpy(), (alpha * mu0 + n * xbar) / (alpha + n), rtol=1e-12)
     np.testing.assert_allclose(model.covariance_.numpy(), psi / (nu - 24 - 1), rtol=1e-9, atol=1e-14)
 
@@ -274,9 +278,18 @@ def test_em_that_converges_does_not_warn(data):
     assert (reference.n_iter_, reference.converged_) == (model.n_iter_, model.converged_)
 
 
-def test_refitting_a_mixture_drops_a_balance_measured_on_the_old_components(data):
-    mixture = ad.MixtureAnchors([ad.EmpiricalAnchors(scale=SCALE), ad.EmpiricalAnchors(scale=SCALE)])
-    mixture.fit([data["anchors"], data["style"]]).balance(data["gallery"])
+def test_refitting_a_balanced_mixture_measures_the_new_components_or_refuses(data):
+    mixture = ad.MixtureAnchors([ad.EmpiricalAnchors(scale=SCALE), ad.EmpiricalAnchors(scale=SCALE)],
+                                weighting="balanced")
+    mixture.fit([data["anchors"], data["style"]], reference=data["gallery"])
     assert mixture.balanced
-    assert not mixture.fit([data["style"], data["anchors"]]).balanced
-    np.testing.assert_array_equal(mixture.kappa_offsets_, [0.0, 0.0])
+    offsets = mixture.kappa_offsets_
+    # A balance measured on the old components never survives a refit: it is measured again ...
+    mixture.fit([data["style"], data["anchors"]], reference=data["gallery"])
+    np.testing.assert_array_equal(mixture.kappa_offsets_, offsets[::-1])
+    # ... or, without a reference, the refit is refused before any component changes.
+    with pytest.raises(ValueError, match=r"weighting='balanced' .*fit\(anchor_sets, reference=.*weighting='literal'"):
+        mixture.fit([data["anchors"], data["style"]])
+    np.testing.assert_array_equal(mixture.kappa_offsets_, offsets[::-1])
+    # Literal weights have no offsets.
+    np.testing.assert_array_equal(mixture.with_balance(None).kappa_offsets_, [0.0, 0.0])

@@ -6,11 +6,11 @@ from .empirical import EmpiricalAnchors, LatentEmpiricalAnchors
 from .gaussian import GaussianAnchors, LatentGaussianAnchors, ledoit_wolf_covariance
 from .mixture import MixtureAnchors
 from .mixture_of_gaussians import GaussianMixtureAnchors
-from .posterior import posterior_empirical, posterior_gaussian
+from .posterior import PosteriorEmpiricalAnchors, PosteriorGaussianAnchors
 from .registry import AnchorModelKind, anchor_model_kind, fit_anchor_model, list_anchor_models
 
 __all__ = [
     "AnchorModel", "AnchorModelKind", "EmpiricalAnchors", "LatentEmpiricalAnchors", "GaussianAnchors",
-    "LatentGaussianAnchors", "GaussianMixtureAnchors", "MixtureAnchors", "NotFittedError", "anchor_model_kind",
-    "fit_anchor_model", "ledoit_wolf_covariance", "list_anchor_models", "posterior_empirical", "posterior_gaussian",
+    "LatentGaussianAnchors", "GaussianMixtureAnchors", "MixtureAnchors", "NotFittedError", "PosteriorEmpiricalAnchors",
+    "PosteriorGaussianAnchors", "anchor_model_kind", "fit_anchor_model", "ledoit_wolf_covariance", "list_anchor_models",
 ]

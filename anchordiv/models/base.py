@@ -146,6 +146,11 @@ class AnchorModel(BaseEstimator):
     def natural_parameters(self, x: ArrayLike, name: str = "x") -> torch.Tensor:
         """``eta = scale * x / ||x||`` as a tensor ``(n, d)``, after validating ``x``."""
         self.check_fitted()
+        return self._natural_parameters(x, name)
+
+    def _natural_parameters(self, x: ArrayLike, name: str) -> torch.Tensor:
+        """:meth:`natural_parameters` without the fitted check, for a model that measures a
+        reference set while it is being fitted (a balanced or calibrated mixture)."""
         matrix = as_matrix(x, name)
         check_dimension(matrix, self.n_features_in_, name)
         return unit_rows(matrix, name, check_scale(self.scale))

@@ -1,6 +1,7 @@
 """Mixtures of whole anchor models: the object/style weight ``p`` of the paper."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Hashable, Sequence
 
 import numpy as np
@@ -11,6 +12,20 @@ from .._validation import ArrayLike, check_probability_vector
 from .base import AnchorModel, like_input
 from .calibration import QUERIES, CalibrationCurve, calibration_curve
 
+# How the weights [p, 1 - p] become the mixture's w (docs/design.md §3): MixtureAnchors' ``weighting``.
+WEIGHTINGS = ("literal", "balanced", "calibrated")
+
+
+@dataclass(frozen=True)
+class ReferenceFit:
+    """What a balanced or calibrated mixture measured on its reference set, and under which of its
+    parameters: ``settings`` (the mixture's ``weighting`` and, when calibrated, its ``calibration_*`` parameters), the balanced offsets
+    ``offsets`` ``(K,)`` (the ``c_k``) or the calibration curve ``curve``."""
+
+    settings: tuple
+    offsets: np.ndarray | None = None
+    curve: CalibrationCurve | None = None
+
 
 class MixtureAnchors(AnchorModel):
     """A weighted mix of *whole anchor models*, each fitted to its own anchor set: the paper's
@@ -19,51 +34,79 @@ class MixtureAnchors(AnchorModel):
     Not to be confused with :class:`~anchordiv.GaussianMixtureAnchors`, which is *one* anchor
     model: a Gaussian mixture fitted by EM to *one* anchor set.
 
-    With ``K`` components ``P_k`` and weights ``w_k``, ``P = sum_k w_k P_k`` and
+    With ``K`` components ``P_k`` (CGFs ``kappa_k``) and weights ``w_k`` in use, ``P = sum_k w_k P_k`` and
 
         kappa(eta)      = logsumexp_k(log w_k + kappa_k(eta))
-        grad kappa(eta) = sum_k r_k(eta) grad kappa_k(eta),   r = softmax_k(log w_k + kappa_k(eta)),
+        grad kappa(eta) = sum_k r_k(eta) grad kappa_k(eta),   r_k(eta) = softmax_k(log w_k + kappa_k(eta)),
 
-    where ``kappa_k`` is component ``k``'s CGF and ``r_k(eta)`` its responsibility for ``eta``.
+    where ``eta = s x`` is an image's natural parameter (``s`` the components' shared scale) and
+    ``r_k(eta)`` component ``k``'s responsibility for it.
 
-    Three parametrisations of the same family (docs/design.md §3):
+    ``weighting`` chooses how ``weights`` (``p_k``; ``[p, 1 - p]`` for two components) become the
+    ``w_k``, three parametrisations of the same family (docs/design.md §3):
 
-    * **literal** (default): ``w = weights``. A tight anchor set (a few style phrases) has a much
+    * ``"literal"`` (default): ``w_k = p_k``. A tight anchor set (a few style phrases) has a much
       larger ``kappa`` than a broad one, so its component owns the responsibilities for almost
       every ``p`` and a ``p`` slider acts as a switch.
-    * **balanced**: ``w_k ∝ weights_k exp(-c_k)`` with ``c_k`` the mean of ``kappa_k`` over a
-      reference set (e.g. the gallery). At ``p = 1/2`` the components then share the reference
-      evenly, though the neighbourhoods still move mostly near ``p = 1``.
-    * **calibrated** (two components): ``weights = [p, 1 - p]`` is mapped to the log-odds at which
-      the neighbourhoods of a reference set have moved the fraction ``p`` of the way from B's to
-      A's, measured without labels (:mod:`anchordiv.models.calibration`): ``p = 0`` and ``p = 1``
-      are B and A exactly, ``p = 1/2`` is half-way, and the map is monotone.
+    * ``"balanced"``: ``w_k ∝ p_k exp(-c_k)``, ``c_k = mean_{r in R} kappa_k(s r)`` over a reference
+      set ``R`` of image embeddings (e.g. the gallery). At ``p = 1/2`` the components then share the
+      reference evenly, though the neighbourhoods still move mostly near ``p = 1``.
+    * ``"calibrated"`` (two components, A and B): ``p = p_A`` is mapped to the log-odds
+      ``lambda = log(w_A / w_B)`` at which the neighbourhoods of ``calibration_queries`` items of
+      the reference ``R`` (drawn with ``calibration_seed``, each ranking the others by its
+      top-``calibration_k``) have moved the fraction ``p`` of the way from B's to A's, measured
+      without labels (:mod:`anchordiv.models.calibration`): ``p = 0`` and ``p = 1`` are B and A
+      exactly, ``p = 1/2`` is half-way, and the map is monotone.
 
-    The pure API returns new mixtures that share this one's fitted components (nothing is copied
-    or refitted), so a mixture shared between threads is never changed:
-    :meth:`with_weights`, :meth:`with_balance` and :meth:`with_calibration`. An :class:`~anchordiv.AnchorIndex` built on one
-    of them serves any other through :meth:`~anchordiv.AnchorIndex.with_model` in ``O(G K)``.
-    :meth:`set_weights`, :meth:`balance` and :meth:`calibrate` are the mutating conveniences for
-    single-threaded scripts: they change this object in place.
+    The balanced and calibrated forms are measured on ``R`` when fitting:
+    ``fit(anchor_sets, reference=R)``. A mixture of already fitted models needs no ``fit``
+    (literal), and :meth:`with_weights`, :meth:`with_balance` and :meth:`with_calibration` return
+    new fitted mixtures sharing this one's components (nothing is copied or refitted), so a mixture
+    shared between threads is never changed. An :class:`~anchordiv.AnchorIndex` built on one of
+    them serves any other through :meth:`~anchordiv.AnchorIndex.with_model` in ``O(G K)``.
+    ``sklearn.base.clone`` keeps every parameter, so ``clone(mixture).fit(anchor_sets, reference=R)``
+    reproduces ``mixture``.
 
     Parameters
     ----------
-    models : anchor models, fitted (then no ``fit`` is needed) or not (then call
-        ``fit(anchor_sets)``); they must share one scale and one dimension.
-    weights : ``(K,)`` non-negative, summing to 1, one per model; uniform when ``None``.
+    models : sequence of AnchorModel
+        The ``K`` components, fitted (then no ``fit`` is needed for literal weights) or not (then
+        call ``fit(anchor_sets)``); they must share one scale ``s`` and one dimension ``d``.
+    weights : array-like of shape (K,), optional
+        The ``p_k``: non-negative, summing to 1, one per model; uniform when ``None``.
+    weighting : {"literal", "balanced", "calibrated"}, default "literal"
+        How ``weights`` become the ``w_k`` in use (above).
+    calibration_k : int, default 10
+        Calibrated weighting only: the neighbourhood size ``k`` the calibration compares.
+    calibration_queries : int, default 128
+        Calibrated weighting only: how many reference items serve as queries.
+    calibration_seed : int, default 0
+        Calibrated weighting only: the seed that draws those queries.
 
-    Fitted attributes: ``n_features_in_``, ``kappa_offsets_`` ``(K,)`` (the ``c_k``, zeros unless
-    balanced), ``calibration_`` (the :class:`~anchordiv.models.calibration.CalibrationCurve` once
-    calibrated, else ``None``), ``log_weights_`` and ``effective_weights_`` ``(K,)`` (the ``w_k`` in use).
+    Attributes
+    ----------
+    n_features_in_ : int
+        ``d``.
+    kappa_offsets_ : ndarray of shape (K,)
+        The ``c_k`` (zeros unless balanced).
+    calibration_ : CalibrationCurve or None
+        The calibration curve (:class:`~anchordiv.models.calibration.CalibrationCurve`) when
+        calibrated, else ``None``.
+    log_weights_, effective_weights_ : ndarray of shape (K,)
+        ``log w_k`` and ``w_k``, the weights in use.
     """
 
-    # Fit-like state, set only by balance / with_balance and calibrate / with_calibration (one at a time).
-    _kappa_offsets: np.ndarray | None = None
-    _calibration: CalibrationCurve | None = None
+    # What fit / with_balance / with_calibration measured on the reference; None until then.
+    _reference_fit: ReferenceFit | None = None
 
-    def __init__(self, models: Sequence[AnchorModel], weights: ArrayLike | None = None):
+    def __init__(self, models: Sequence[AnchorModel], weights: ArrayLike | None = None, weighting: str = "literal",
+                 calibration_k: int = 10, calibration_queries: int = QUERIES, calibration_seed: int = 0):
         self.models = models
         self.weights = weights
+        self.weighting = weighting
+        self.calibration_k = calibration_k
+        self.calibration_queries = calibration_queries
+        self.calibration_seed = calibration_seed
 
     # -- components ------------------------------------------------------------------------
     def _components(self) -> list[AnchorModel]:
@@ -93,114 +136,205 @@ class MixtureAnchors(AnchorModel):
         return dims.pop()
 
     def __sklearn_is_fitted__(self) -> bool:
-        return all(model.__sklearn_is_fitted__() for model in self._components())
+        return all(model.__sklearn_is_fitted__() for model in self._components()) and self._is_measured()
 
     def check_fitted(self) -> None:
-        """Raise :class:`NotFittedError` unless every component is fitted (``ValueError`` when
-        their dimensions differ)."""
-        if not self.__sklearn_is_fitted__():
+        """Raise :class:`NotFittedError` unless every component is fitted and, for balanced or
+        calibrated weights, the reference has been measured under the current parameters
+        (``ValueError`` when the components' dimensions differ or ``weighting`` is unknown)."""
+        if not all(model.__sklearn_is_fitted__() for model in self._components()):
             raise NotFittedError(
                 "This MixtureAnchors has an unfitted component; call fit(anchor_sets) with one (N_k, d) "
                 "anchor set per component, or build it from fitted models."
             )
         self.n_features_in_  # noqa: B018 - raises when the components' dimensions differ
+        self._fitted_reference()
 
-    def fit(self, anchor_sets: Sequence[ArrayLike]) -> "MixtureAnchors":
-        """Fit component ``k`` to ``anchor_sets[k]`` (each ``(N_k, d)``). A balance measured on the
-        old components no longer applies, so the weights are literal again until rebalanced."""
+    def fit(self, anchor_sets: Sequence[ArrayLike], reference: ArrayLike | None = None) -> "MixtureAnchors":
+        """Fit component ``k`` to ``anchor_sets[k]`` and measure the weighting on ``reference``.
+
+        Parameters
+        ----------
+        anchor_sets : sequence of array-like, each of shape (N_k, d)
+            One anchor set per component, in the order of ``models``.
+        reference : array-like of shape (n, d), optional
+            The image embeddings ``R`` (e.g. the gallery) that balanced and calibrated weights are
+            measured on; required by them, unused by literal weights.
+
+        Returns
+        -------
+        MixtureAnchors
+            ``self``, fitted.
+        """
         components = self._components()
         if len(anchor_sets) != len(components):
             raise ValueError(f"Got {len(anchor_sets)} anchor sets for {len(components)} components; pass one per component.")
         self._weight_vector()
+        self._check_weighting(reference, len(components))
+        self._reference_fit = None
         for model, anchors in zip(components, anchor_sets):
             model.fit(anchors)
-        self.check_fitted()
-        self._kappa_offsets, self._calibration = None, None
+        self.n_features_in_  # noqa: B018 - raises when the components' dimensions differ
+        self._reference_fit = self._measure(reference)
         return self
 
-    # -- weights ---------------------------------------------------------------------------
+    # -- the weighting -----------------------------------------------------------------------
+    def _reference_settings(self) -> tuple:
+        """The parameters a measurement on the reference depends on: ``("literal",)``,
+        ``("balanced",)`` or ``("calibrated", calibration_k, calibration_queries, calibration_seed)``."""
+        if self.weighting not in WEIGHTINGS:
+            raise ValueError(f"weighting must be one of {list(WEIGHTINGS)}; got {self.weighting!r}.")
+        if self.weighting == "calibrated":
+            return self.weighting, self.calibration_k, self.calibration_queries, self.calibration_seed
+        return (self.weighting,)
+
+    def _check_weighting(self, reference: ArrayLike | None, n_components: int) -> None:
+        """Refuse, before any component is fitted, a weighting that cannot be measured."""
+        weighting = self._reference_settings()[0]
+        if weighting != "literal" and reference is None:
+            raise ValueError(f"weighting={weighting!r} is measured on a reference set: call "
+                             "fit(anchor_sets, reference=embeddings) with the (n, d) image embeddings to measure it "
+                             "on (e.g. the gallery), or use weighting='literal'.")
+        if weighting == "calibrated" and n_components != 2:
+            raise ValueError(f"calibrated weights are defined for two components (A and B, weight p); this mixture "
+                             f"has {n_components}. Use weighting='balanced' for more components.")
+
+    def _measure(self, reference: ArrayLike | None) -> ReferenceFit | None:
+        """This mixture's weighting measured on ``reference`` ``(n, d)`` with its fitted components
+        (``None`` for literal weights, which measure nothing)."""
+        components = self._components()
+        self._check_weighting(reference, len(components))
+        settings = self._reference_settings()
+        if settings[0] == "literal":
+            return None
+        eta = self._natural_parameters(reference, "reference")
+        if settings[0] == "balanced":
+            return ReferenceFit(settings, offsets=np.array([float(model.cgf_eta(eta).double().mean())
+                                                            for model in components]))
+        k, queries, seed = settings[1:]
+        return ReferenceFit(settings, curve=calibration_curve(components, eta, k, queries, seed))
+
+    def _is_measured(self) -> bool:
+        """Whether the reference measurement the weighting needs is there, taken under the current
+        parameters (literal weights need none)."""
+        settings = self._reference_settings()
+        return settings[0] == "literal" or (self._reference_fit is not None and self._reference_fit.settings == settings)
+
+    def _fitted_reference(self) -> ReferenceFit | None:
+        """The measurement of the reference (``None`` for literal weights); :class:`NotFittedError`
+        when the weighting needs one that is missing."""
+        if not self._is_measured():
+            raise NotFittedError(
+                f"This MixtureAnchors (weighting={self.weighting!r}) has not been measured on a reference set "
+                "under its current parameters; call fit(anchor_sets, reference=embeddings), or build it from "
+                "fitted models with with_balance(reference) or with_calibration(reference)."
+            )
+        return self._reference_fit
+
     def _weight_vector(self, weights: ArrayLike | None = None) -> np.ndarray:
         """``weights`` (default: this mixture's) validated as a probability vector ``(K,)``."""
         count = len(self._components())
         chosen = self.weights if weights is None else weights
         return check_probability_vector(np.full(count, 1.0 / count) if chosen is None else chosen, count, "weights")
 
-    def _reference_offsets(self, reference: ArrayLike) -> np.ndarray:
-        """``c_k = mean_j kappa_k(scale * r_j)`` over reference embeddings ``r`` ``(n, d)``."""
-        eta = self.natural_parameters(reference, "reference")
-        return np.array([float(model.cgf_eta(eta).double().mean()) for model in self._components()])
+    def _sibling(self, reference_fit: ReferenceFit | None, **params: Any) -> "MixtureAnchors":
+        """A new mixture over the same component objects, with ``params`` changed and the given
+        measurement of the reference."""
+        mixture = type(self)(**{**self.get_params(deep=False), **params})
+        mixture._reference_fit = reference_fit
+        return mixture
 
-    def _reference_calibration(self, reference: ArrayLike, k: int, queries: int, seed: int) -> CalibrationCurve:
-        components = self._components()
-        if len(components) != 2:
-            raise ValueError(f"calibrated weights are defined for two components (A and B, weight p); this mixture "
-                             f"has {len(components)}. Use with_balance for more components.")
-        return calibration_curve(components, self.natural_parameters(reference, "reference"), k, queries, seed)
-
-    def _sibling(self, weights: ArrayLike | None, offsets: np.ndarray | None,
-                 calibration: CalibrationCurve | None) -> "MixtureAnchors":
-        mixture = type(self)(self.models, weights)
-        mixture._kappa_offsets, mixture._calibration = offsets, calibration
+    def _measured_sibling(self, reference: ArrayLike | None, **params: Any) -> "MixtureAnchors":
+        """A new mixture over the same component objects, with ``params`` changed and its weighting
+        measured on ``reference``."""
+        mixture = self._sibling(None, **params)
+        mixture._reference_fit = mixture._measure(reference)
         return mixture
 
     def with_weights(self, weights: ArrayLike) -> "MixtureAnchors":
-        """A new mixture with ``weights`` ``(K,)`` and this one's components (shared, not copied or
-        refitted) and parametrisation. This mixture is unchanged."""
+        """This mixture at other weights, with the same components (shared, not copied or refitted)
+        and parametrisation; this mixture is unchanged.
+
+        Parameters
+        ----------
+        weights : array-like of shape (K,)
+            The new ``p_k``: non-negative, summing to 1 (``[p, 1 - p]`` for two components).
+
+        Returns
+        -------
+        MixtureAnchors
+            The new mixture; its ``get_params()`` differ from this one's only in ``weights``.
+        """
         self._weight_vector(weights)
-        return self._sibling(weights, self._kappa_offsets, self._calibration)
+        return self._sibling(self._reference_fit, weights=weights)
 
     def with_balance(self, reference: ArrayLike | None) -> "MixtureAnchors":
-        """A new mixture, balanced over reference embeddings ``reference`` ``(n, d)`` (``None``:
-        literal weights), with this one's components and weights. This mixture is unchanged."""
-        return self._sibling(self.weights, None if reference is None else self._reference_offsets(reference), None)
+        """This mixture balanced over ``reference`` (or literal), with the same components and
+        weights; this mixture is unchanged.
+
+        Parameters
+        ----------
+        reference : array-like of shape (n, d), or None
+            The image embeddings ``R`` the offsets ``c_k`` are measured on (e.g. the gallery);
+            ``None`` for literal weights.
+
+        Returns
+        -------
+        MixtureAnchors
+            The new mixture, with ``weighting="balanced"`` (``"literal"`` for ``None``).
+        """
+        return self._measured_sibling(reference, weighting="literal" if reference is None else "balanced")
 
     def with_calibration(self, reference: ArrayLike, k: int = 10, queries: int = QUERIES,
                          seed: int = 0) -> "MixtureAnchors":
-        """A new mixture whose ``p`` is calibrated on reference embeddings ``reference`` ``(n, d)``
-        (the gallery: ``queries`` of its items, drawn with ``seed``, each ranking the others by its
-        top-``k``), with this one's components and weights. This mixture is unchanged."""
-        return self._sibling(self.weights, None, self._reference_calibration(reference, k, queries, seed))
+        """This mixture (two components) with ``p`` calibrated on ``reference``, with the same
+        components and weights; this mixture is unchanged.
 
-    def calibrate(self, reference: ArrayLike, k: int = 10, queries: int = QUERIES, seed: int = 0) -> "MixtureAnchors":
-        """Switch to calibrated weights in place (the mutating convenience of :meth:`with_calibration`)."""
-        self._calibration = self._reference_calibration(reference, k, queries, seed)
-        self._kappa_offsets = None
-        return self
+        Parameters
+        ----------
+        reference : array-like of shape (n, d)
+            The image embeddings the calibration is measured on (the gallery).
+        k : int, default 10
+            Each sampled query ranks the other reference items by its top-``k``.
+        queries : int, default 128
+            How many reference items are sampled as queries.
+        seed : int, default 0
+            The seed of that sample, so the calibration is deterministic.
 
-    def set_weights(self, weights: ArrayLike) -> "MixtureAnchors":
-        """Replace the weights in place (mutating convenience; see :meth:`with_weights`). No refit."""
-        self._weight_vector(weights)
-        self.weights = weights
-        return self
-
-    def balance(self, reference: ArrayLike | None) -> "MixtureAnchors":
-        """Switch to the balanced parametrisation over ``reference`` ``(n, d)`` in place (``None``:
-        literal weights); the mutating convenience of :meth:`with_balance`."""
-        self._kappa_offsets = None if reference is None else self._reference_offsets(reference)
-        self._calibration = None
-        return self
+        Returns
+        -------
+        MixtureAnchors
+            The new mixture, with ``weighting="calibrated"``, ``calibration_k=k``,
+            ``calibration_queries=queries`` and ``calibration_seed=seed``.
+        """
+        return self._measured_sibling(reference, weighting="calibrated", calibration_k=k, calibration_queries=queries,
+                                      calibration_seed=seed)
 
     @property
     def balanced(self) -> bool:
-        return self._kappa_offsets is not None
+        """Whether ``weighting`` is ``"balanced"``."""
+        return self.weighting == "balanced"
 
     @property
     def calibrated(self) -> bool:
-        return self._calibration is not None
+        """Whether ``weighting`` is ``"calibrated"``."""
+        return self.weighting == "calibrated"
 
     @property
     def calibration_(self) -> CalibrationCurve | None:
-        return self._calibration
+        return self._fitted_reference().curve if self.calibrated else None
 
     @property
     def kappa_offsets_(self) -> np.ndarray:
-        return np.zeros(len(self._components())) if self._kappa_offsets is None else self._kappa_offsets.copy()
+        if not self.balanced:
+            return np.zeros(len(self._components()))
+        return self._fitted_reference().offsets.copy()
 
     @property
     def log_weights_(self) -> np.ndarray:
         """Effective ``log w_k`` ``(K,)`` after balancing or calibrating, normalised to sum to 1 in ``w``."""
-        if self._calibration is not None:
-            log_odds = self._calibration.log_odds_at(float(self._weight_vector()[0]))
+        if self.calibrated:
+            log_odds = self.calibration_.log_odds_at(float(self._weight_vector()[0]))
             if np.isinf(log_odds):
                 return np.array([0.0, -np.inf]) if log_odds > 0 else np.array([-np.inf, 0.0])
             return -np.logaddexp(0.0, [-log_odds, log_odds])  # log sigmoid(+-lambda)

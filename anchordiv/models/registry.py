@@ -23,7 +23,7 @@ from .base import AnchorModel, count_distinct_rows, is_single_point
 from .empirical import EmpiricalAnchors, LatentEmpiricalAnchors
 from .gaussian import GaussianAnchors, LatentGaussianAnchors
 from .mixture_of_gaussians import GaussianMixtureAnchors
-from .posterior import posterior_empirical, posterior_gaussian
+from .posterior import PosteriorEmpiricalAnchors, PosteriorGaussianAnchors
 
 # Sigma = ridge * I for a Gaussian given one anchor (Ledoit–Wolf needs two): a scaled cosine geometry.
 SINGLE_ANCHOR_RIDGE = 0.01
@@ -55,10 +55,29 @@ class AnchorModelKind:
 
     def fit(self, anchors: ArrayLike, scale: float, prior: ArrayLike | None = None,
             **params: Any) -> tuple[AnchorModel, list[str]]:
-        """This kind fitted to ``anchors`` ``(N, d)`` at logit scale ``scale``, and notes for a
-        person about any adjustment the anchor count forced (a ridge for one anchor, fewer
-        components or a lower rank). ``params`` override :attr:`defaults`; ``prior`` ``(N_0, d)``
-        is required by the posterior kinds and ignored by the others."""
+        """This kind fitted to an anchor set, with notes about any adjustment the anchor count forced.
+
+        Parameters
+        ----------
+        anchors : array-like of shape (N, d)
+            The anchor set (for the posterior kinds, the target anchors); rows normalised inside.
+        scale : float
+            The logit scale ``s`` in ``eta = s x``.
+        prior : array-like of shape (N_0, d), optional
+            The prior anchor set: required by the posterior kinds (:attr:`needs_prior`), ignored
+            by the others.
+        **params
+            Parameters of this kind besides the scale, overriding :attr:`defaults`; a name not in
+            :attr:`defaults` is refused.
+
+        Returns
+        -------
+        model : AnchorModel
+            The fitted model; its ``get_params()`` reproduce it on a refit.
+        notes : list of str
+            For a person: each adjustment made (a ridge for one anchor, fewer components or a
+            lower rank than asked), empty when none was needed.
+        """
         unknown = set(params) - set(self.defaults)
         if unknown:
             allowed = ", ".join(self.defaults) or "none besides scale"
@@ -129,7 +148,7 @@ def _latent(model_class: type) -> Fitter:
 
 def _posterior_softmax(anchors: torch.Tensor, prior: torch.Tensor, scale: float,
                        params: dict) -> tuple[AnchorModel, list[str]]:
-    return posterior_empirical(prior, anchors, alpha=params["alpha"], scale=scale), []
+    return PosteriorEmpiricalAnchors(alpha=params["alpha"], scale=scale).fit(anchors, prior), []
 
 
 def _posterior_gaussian(anchors: torch.Tensor, prior: torch.Tensor, scale: float,
@@ -139,7 +158,8 @@ def _posterior_gaussian(anchors: torch.Tensor, prior: torch.Tensor, scale: float
         notes.append(f"One prior anchor (or copies of one) has no covariance; the prior uses a ridge "
                      f"Sigma = {SINGLE_ANCHOR_RIDGE} I.")
         shrinkage = SINGLE_ANCHOR_RIDGE
-    return posterior_gaussian(prior, anchors, alpha=params["alpha"], scale=scale, shrinkage=shrinkage), notes
+    model = PosteriorGaussianAnchors(alpha=params["alpha"], scale=scale, shrinkage=shrinkage)
+    return model.fit(anchors, prior), notes
 
 
 def _kind(name: str, label: str, short: str, fitter: Fitter, needs_prior: bool = False,
@@ -177,5 +197,27 @@ def anchor_model_kind(name: str) -> AnchorModelKind:
 
 def fit_anchor_model(name: str, anchors: ArrayLike, scale: float, prior: ArrayLike | None = None,
                      **params: Any) -> tuple[AnchorModel, list[str]]:
-    """``anchor_model_kind(name).fit(anchors, scale, prior, **params)``: the model and its notes."""
+    """The registered kind ``name`` fitted to an anchor set: ``anchor_model_kind(name).fit(...)``.
+
+    Parameters
+    ----------
+    name : str
+        A kind from :func:`list_anchor_models` (e.g. ``"softmax"``, ``"gmm"``, ``"posterior-gaussian"``).
+    anchors : array-like of shape (N, d)
+        The anchor set (for the posterior kinds, the target anchors); rows normalised inside.
+    scale : float
+        The logit scale ``s`` in ``eta = s x``.
+    prior : array-like of shape (N_0, d), optional
+        The prior anchor set: required by the posterior kinds, ignored by the others.
+    **params
+        The kind's other parameters (its :attr:`AnchorModelKind.defaults`, e.g. ``n_components``,
+        ``rank``, ``alpha``); unknown names are refused.
+
+    Returns
+    -------
+    model : AnchorModel
+        The fitted model.
+    notes : list of str
+        For a person: each adjustment the anchor count forced, empty when none was needed.
+    """
     return anchor_model_kind(name).fit(anchors, scale, prior, **params)
