@@ -45,7 +45,7 @@ from anchordiv.encoders.base import Encoder
 from anchordiv.images import (
     MAX_BYTES, FileRefused, ImageLoadError, display_name, file_problem, load_image, read_regular_file, system_folder,
 )
-from anchordiv.store import GalleryStore, StorePlan
+from anchordiv.store import GalleryStore, StorePlan, build_store
 
 try:  # POSIX only; without it concurrent runs on one cache are not serialised (and stray temp files stay)
     import fcntl
@@ -671,7 +671,7 @@ def embed_folder_to_store(
     same store on Ray.
     """
     planned = plan_folder_store(folder, encoder.name, encoder.dim, labels_csv, shard_rows, dtype)
-    return GalleryStore.build(
+    return build_store(
         out, planned.plan, lambda keys: embed_files(planned.root, keys, encoder, batch_size),
         labels=planned.labels, progress=progress, overwrite=overwrite)
 

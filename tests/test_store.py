@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import torch
 
-import anchordiv.store as store_module
+import anchordiv.store.folder as store_folder
 from anchordiv.store import GalleryStore
 
 
@@ -130,7 +130,7 @@ def test_bad_arguments_are_refused(tmp_path, embeddings):
 
 
 def test_a_write_killed_midway_leaves_no_store_and_a_rerun_completes(tmp_path, embeddings, monkeypatch):
-    real_write = store_module.atomic_write
+    real_write = store_folder.atomic_write
     written = []
 
     def fail_after_first_shard(path, write):
@@ -139,13 +139,13 @@ def test_a_write_killed_midway_leaves_no_store_and_a_rerun_completes(tmp_path, e
         written.append(path)
         real_write(path, write)
 
-    monkeypatch.setattr(store_module, "atomic_write", fail_after_first_shard)
+    monkeypatch.setattr(store_folder, "atomic_write", fail_after_first_shard)
     with pytest.raises(OSError):
         GalleryStore.from_array(embeddings, tmp_path / "s", shard_rows=5)
     assert written == [tmp_path / "s" / "shard-00000.npy"]
     assert not (tmp_path / "s" / "manifest.json").exists()
     with pytest.raises(ValueError, match="manifest.json is missing"):
         GalleryStore.open(tmp_path / "s")
-    monkeypatch.setattr(store_module, "atomic_write", real_write)
+    monkeypatch.setattr(store_folder, "atomic_write", real_write)
     store = GalleryStore.from_array(embeddings, tmp_path / "s", shard_rows=5)  # leftovers only: no overwrite needed
     assert len(store) == 23 and store.verify() == []

@@ -8,7 +8,7 @@ from conftest import STORE_IMAGES as GOOD, STORE_NOT_IMAGES as BAD, STORE_SHARD_
 from anchordiv.embeddings import embed_folder_to_store
 from anchordiv.encoders import load_encoder
 from anchordiv.images import load_image
-from anchordiv.store import MANIFEST, PLAN_FILE, GalleryStore, StorePlan
+from anchordiv.store import MANIFEST, PLAN_FILE, GalleryStore, StorePlan, build_store
 
 
 class Killed(Exception):
@@ -147,11 +147,11 @@ def test_plan_and_writer_check_their_input(tmp_path):
         StorePlan(items=(), dim=2, encoder=None)
     plan = StorePlan(items=(("a", "1"), ("b", "2"), ("c", "3")), dim=2, encoder=None, shard_rows=2)
     with pytest.raises(ValueError, match=r"shape \(1, 2\) for 2 kept items"):
-        GalleryStore.build(tmp_path / "s", plan, lambda keys: (np.ones((1, 2)), []))
+        build_store(tmp_path / "s", plan, lambda keys: (np.ones((1, 2)), []))
     (tmp_path / "s" / PLAN_FILE).write_text("{not json")
     with pytest.raises(ValueError, match="plan.json is damaged.*overwrite=True"):
-        GalleryStore.build(tmp_path / "s", plan, lambda keys: (np.ones((len(keys), 2)), []))
-    store = GalleryStore.build(tmp_path / "s", plan, lambda keys: (np.ones((len(keys), 2)), []), overwrite=True)
+        build_store(tmp_path / "s", plan, lambda keys: (np.ones((len(keys), 2)), []))
+    store = build_store(tmp_path / "s", plan, lambda keys: (np.ones((len(keys), 2)), []), overwrite=True)
     assert len(store) == 3 and store.labels is None and store.skipped == []
 
 
