@@ -179,18 +179,15 @@ class AnchorModel(BaseEstimator):
             check_finite_output(part, name, self.scale)
         return parts
 
-    # -- hooks for AnchorIndex: what depends on mutable weights and what does not --------
+    # -- hooks for AnchorIndex: what a sibling at other weights can share, and what it cannot --
     def gallery_state(self, eta: torch.Tensor, with_grad: bool) -> tuple:
-        """Per-item quantities an index stores; mixtures keep per-component values here."""
+        """Per-item quantities an index stores; mixtures keep per-component values here, so an
+        index serves a sibling mixture at other weights (``with_weights``) without a new pass."""
         return self.cgf_grad_eta(eta) if with_grad else (self.cgf_eta(eta), None)
 
     def combine_state(self, state: tuple) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """``(kappa, grad or None)`` from a ``gallery_state`` under the current weights."""
+        """``(kappa, grad or None)`` from a ``gallery_state`` under this model's weights."""
         return state
-
-    def weights_token(self) -> Hashable:
-        """Changes whenever ``combine_state`` would give a different answer."""
-        return None
 
     # -- public API ----------------------------------------------------------------------
     def cgf(self, x: ArrayLike) -> Any:
