@@ -369,12 +369,23 @@ class MixtureAnchors(AnchorModel):
         return kappa, torch.einsum("nk,nkd->nd", responsibilities, component_grad)
 
     def responsibilities(self, x: ArrayLike) -> Any:
-        """Each component's share of the tilt of images ``x`` ``(n, d)``: shape ``(n, K)``, rows summing to 1.
+        """Each component's share of the tilt of images ``x``.
 
-        ``r_k(eta) = softmax_k(log w_k + kappa_k(eta))`` with ``eta = scale * x / ||x||``, ``kappa_k``
+        ``r_k(eta) = softmax_k(log w_k + kappa_k(eta))`` with ``eta = s x / ||x||``, ``kappa_k``
         component ``k``'s CGF and ``w_k`` the weights in use (:attr:`effective_weights_`): the tilted
         mixture is ``sum_k r_k(eta) p_k(. | eta)``, so ``r_k`` is how much of ``x``'s tilted
-        distribution lies on component ``k``'s anchors."""
+        distribution lies on component ``k``'s anchors.
+
+        Parameters
+        ----------
+        x : array-like of shape (n, d)
+            Image embeddings (rows normalised inside).
+
+        Returns
+        -------
+        array of shape (n, K)
+            ``r_k(eta)``, rows summing to 1; a tensor for tensor input, else a numpy array.
+        """
         eta = self.natural_parameters(x)
         component_kappa, _ = self.gallery_state(eta, with_grad=False)
         terms = component_kappa + torch.as_tensor(self.log_weights_, dtype=eta.dtype, device=eta.device)

@@ -41,9 +41,21 @@ Fitter = Callable[[torch.Tensor, "torch.Tensor | None", float, dict], "tuple[Anc
 class AnchorModelKind:
     """One kind of anchor model.
 
-    ``name`` is the registry key; ``label`` a line for menus; ``short`` its name in tables and
-    titles; ``defaults`` its parameters besides the scale, with their default values;
-    ``needs_prior`` whether fitting needs a prior anchor set (the posterior kinds).
+    Parameters
+    ----------
+    name : str
+        The registry key (e.g. ``"gmm"``).
+    label : str
+        A line for menus.
+    short : str
+        Its name in tables and titles.
+    defaults : mapping of str to any
+        Its parameters besides the scale, with their default values (read-only).
+    needs_prior : bool
+        Whether fitting needs a prior anchor set (the posterior kinds).
+    fitter : callable
+        ``(anchors (N, d), prior (N_0, d) or None, scale, parameters) -> (model, notes)``: the
+        rules that fit this kind to an anchor set of any size.
     """
 
     name: str
