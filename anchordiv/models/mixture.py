@@ -19,8 +19,9 @@ WEIGHTINGS = ("literal", "balanced", "calibrated")
 @dataclass(frozen=True)
 class ReferenceFit:
     """What a balanced or calibrated mixture measured on its reference set, and under which of its
-    parameters: ``settings`` (the mixture's ``weighting`` and, when calibrated, its ``calibration_*`` parameters), the balanced offsets
-    ``offsets`` ``(K,)`` (the ``c_k``) or the calibration curve ``curve``."""
+    parameters: ``settings`` (its ``weighting`` and, when calibrated, its ``calibration_*``
+    parameters), the balanced offsets ``offsets`` ``(K,)`` (the ``c_k``) or the calibration
+    curve ``curve``."""
 
     settings: tuple
     offsets: np.ndarray | None = None
