@@ -6,27 +6,21 @@ divergence between their anchor-tilted distributions, a Bregman divergence of th
 CGF ``kappa``: ``D(x -> y) = kappa(eta_y) - kappa(eta_x) - grad kappa(eta_x) . (eta_y - eta_x)``,
 ``eta = scale * x``. The math, sign conventions and cost model are in ``docs/design.md``.
 """
+from sklearn.exceptions import NotFittedError
+
 from .device import default_device
 from .metrics import MeanAP, average_precision, mean_average_precision
-from .models import (
-    AnchorModel,
-    EmpiricalAnchors,
-    GaussianAnchors,
-    GaussianMixtureAnchors,
-    LatentEmpiricalAnchors,
-    LatentGaussianAnchors,
-    MixtureAnchors,
-    NotFittedError,
-    PosteriorEmpiricalAnchors,
-    PosteriorGaussianAnchors,
-    anchor_model_kind,
-    fit_anchor_model,
-    list_anchor_models,
-)
+from .models.base import AnchorModel
+from .models.empirical import EmpiricalAnchors, LatentEmpiricalAnchors
+from .models.gaussian import GaussianAnchors, LatentGaussianAnchors
+from .models.mixture import MixtureAnchors
+from .models.mixture_of_gaussians import GaussianMixtureAnchors
+from .models.posterior import PosteriorEmpiricalAnchors, PosteriorGaussianAnchors
+from .models.registry import anchor_model_kind, fit_anchor_model, list_anchor_models
 from .search import AnchorIndex, CosineIndex, Index, ITIIndex
 from .sharded import ShardedAnchorIndex
 from .slider import MixtureSlider
-from .store import GalleryStore
+from .store.reader import GalleryStore
 
 __version__ = "0.1.0"
 

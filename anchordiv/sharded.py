@@ -40,7 +40,8 @@ from .device import resolve_device
 from .models.base import AnchorModel, like_input
 from .search import check_fit, check_reweighting, query_terms, top_k_inner_product
 from .slider import GridPass, MixtureSlider
-from .store import GalleryStore, ShardFingerprint
+from .store.fingerprint import ShardFingerprint
+from .store.reader import GalleryStore
 from .topk import RunningTopK, check_top_k, exclusion_matrix, merge_top_k
 
 ENGINES = ("local", "ray")

@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 import torch
 
-import anchordiv.builtin.commands
+import anchordiv.cli.embed_builtin_world
+import anchordiv.cli.evaluate_builtin
+import anchordiv.cli.train_builtin
 import anchordiv.encoders
 import anchordiv.explorer
 import anchordiv.bench
@@ -62,9 +64,9 @@ def no_work(monkeypatch, tmp_path):
         raise AssertionError("the work started before the bad input was refused")
 
     for module, name in ((anchordiv.encoders, "load_encoder"), (anchordiv.bench, "run_benchmark"),
-                         (anchordiv.explorer, "benchmark"), (anchordiv.builtin.commands, "train_command"),
-                         (anchordiv.builtin.commands, "evaluate_command"),
-                         (anchordiv.builtin.commands, "embed_world_command")):
+                         (anchordiv.explorer, "benchmark"), (anchordiv.cli.train_builtin, "train_command"),
+                         (anchordiv.cli.evaluate_builtin, "evaluate_command"),
+                         (anchordiv.cli.embed_builtin_world, "embed_world_command")):
         monkeypatch.setattr(module, name, tripwire)
     monkeypatch.setenv("ANCHORDIV_CACHE", str(tmp_path / "cache"))
 
@@ -274,7 +276,7 @@ def test_resolve_device_names_a_gpu_past_the_last_one(monkeypatch):
 
 
 def test_on_a_gpu_the_memory_check_reads_the_gpus_free_memory(monkeypatch):
-    from anchordiv.bench import available_memory
+    from anchordiv.benchmarks.memory import available_memory
 
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (7 * 2**30, 80 * 2**30))
     assert available_memory(torch.device("cuda")) == 7 * 2**30

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import anchordiv as ad
-from anchordiv.bench import BenchConfig, method_flops, naive_softmax_search
+from anchordiv.benchmarks.search import BenchConfig, method_flops, naive_softmax_search
 from anchordiv.cli import main
 from rankings import assert_same_ranking
 
@@ -65,11 +65,11 @@ def test_sizes_that_cannot_fit_in_memory_are_refused_with_an_estimate(monkeypatc
     parts = config.memory_estimate()
     assert {"queries and gallery", "anchors", "blocked score matrices", "GMM EM", "naive arrays"} <= set(parts)
     assert parts["naive arrays"] >= 3 * 20000 * 1024 * 4  # the naive method's (G, N) arrays
-    monkeypatch.setattr("anchordiv.bench.available_memory", lambda device: sum(parts.values()) - 1)
+    monkeypatch.setattr("anchordiv.benchmarks.search.available_memory", lambda device: sum(parts.values()) - 1)
     with pytest.raises(ValueError, match=r"needs about [\d.]+ GiB of memory \(queries and gallery .*\) but cpu has "
                                          r"[\d.]+ GiB available; lower queries, gallery, dim, anchors"):
         config.validate()
-    monkeypatch.setattr("anchordiv.bench.available_memory", lambda device: sum(parts.values()))
+    monkeypatch.setattr("anchordiv.benchmarks.search.available_memory", lambda device: sum(parts.values()))
     config.validate()
 
 
@@ -108,6 +108,6 @@ def test_synthetic_bench_refuses_what_it_cannot_do(capsys, monkeypatch):
     assert "--moves belongs to the store benchmark; add --synthetic" in capsys.readouterr().err
     assert main(["bench", "--engine", "ray"]) == 2
     assert "--engine belongs to the store benchmark" in capsys.readouterr().err
-    monkeypatch.setattr("anchordiv.bench.available_memory", lambda device: 2**20)
+    monkeypatch.setattr("anchordiv.benchmarks.scale.available_memory", lambda device: 2**20)
     assert main(["bench", "--scale", "5000", "--synthetic", "--dim", "8"]) == 2
     assert "this benchmark needs about" in capsys.readouterr().err

@@ -6,6 +6,7 @@ playwright package or the built-in weights are missing, as tests/test_browser.py
 """
 from __future__ import annotations
 
+import logging
 import math
 import os
 import sys
@@ -13,9 +14,20 @@ import sys
 import pytest
 
 from anchordiv.builtin.weights import ASSETS_DIR, WEIGHTS_NAME
-from anchordiv.explorer.browser_bench import CHROMIUM, FIRST_START, MEASURES, browser_benchmark, check_browser
+from anchordiv.benchmarks.browser import CHROMIUM, FIRST_START, MEASURES, browser_benchmark, check_browser
 
 pytestmark = [pytest.mark.slow]
+
+
+class _Lines(logging.Handler):
+    """The benchmark's logged lines, as the command line prints them."""
+
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
 
 
 @pytest.fixture(scope="module")
@@ -26,8 +38,15 @@ def results():
         pytest.skip(str(error))
     if not (ASSETS_DIR / WEIGHTS_NAME).is_file():
         pytest.skip("the built-in model weights are not there yet")
-    lines: list[str] = []
-    return browser_benchmark(repeats=1, split="heldout", limit=96, log=lines.append), lines
+    logger, handler = logging.getLogger("anchordiv.benchmarks.browser"), _Lines()
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        return browser_benchmark(repeats=1, split="heldout", limit=96), handler.lines
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def test_every_measure_has_a_positive_finite_time_for_both_apps(results):
@@ -69,7 +88,7 @@ def test_the_isolation_benchmark_asks_for_the_costliest_figure_a_link_may():
     from urllib.parse import parse_qs
 
     from anchordiv.explorer import GeometrySpec
-    from anchordiv.explorer.browser_bench import heaviest_compare_link
+    from anchordiv.benchmarks.browser import heaviest_compare_link
     from anchordiv.figure import DEFAULT_LIMITS, check_figure_request, fitted_geometries, parse_geometry_column
 
     links = [parse_qs(heaviest_compare_link(seed)) for seed in (1, 2)]

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 import anchordiv as ad
-from anchordiv.bench import ScaleConfig, run_scale_benchmark
+from anchordiv.benchmarks.memory import scanner_memory
+from anchordiv.benchmarks.scale import ScaleConfig, run_scale_benchmark
 from anchordiv.sharded import ShardedAnchorIndex
 from anchordiv.store import GalleryStore
 from rankings import assert_same_ranking, check_candidates
@@ -38,7 +39,7 @@ def test_ray_engine_equals_the_in_memory_index(ray_instance, data, models, store
     exclude = np.array([[0, 50], [1, -1], [69, 2], [3, -1], [4, 40], [5, 6], [-1, -1], [7, 12], [8, 13]])
     for reverse in (False, True):
         index = ShardedAnchorIndex(model, store, reverse=reverse, engine="ray", workers=2, block_rows=5)
-        assert index.workers == 2 and len(index.resident_memory()) == 2
+        assert index.workers == 2 and len(index.map_scanners(scanner_memory)) == 2
         expected = in_memory(model, store, reverse)
         assert_same(index.search(queries, 10), expected.search(queries, 10))
         assert_same(index.search(queries, 9, exclude=exclude), expected.search(queries, 9, exclude=exclude))

@@ -7,10 +7,13 @@ until the first two grids of 10 captions are drawn (with an empty cache for the 
 start, then with the disk cache it left), opening the app on a running server, and one step of the
 p slider until the first grid changes and until the script run is over. The reference
 (``app/reference_grid.py``) draws the same kind of page with nothing behind it, so the ratio
-explorer / reference is the explorer's own cost.
+explorer / reference is the explorer's own cost. Both scripts are found through
+:func:`anchordiv.resources.app_dir`, so an installed package runs it from any folder; each figure
+is logged at INFO as it is measured.
 """
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import statistics
@@ -23,7 +26,9 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
-ROOT = Path(__file__).resolve().parents[2]
+from ..resources import app_dir
+
+logger = logging.getLogger(__name__)
 CHROMIUM = os.environ.get("ANCHORDIV_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
@@ -84,14 +89,14 @@ def wait_healthy(url: str, process: subprocess.Popen, log_path: Path, seconds: f
 
 @contextmanager
 def streamlit_server(script: Path, env: dict[str, str], log_path: Path) -> Iterator[tuple[str, subprocess.Popen, Path]]:
-    """``streamlit run script`` headless on a free localhost port: its URL, process and log file;
-    always terminated on the way out."""
+    """``streamlit run script`` headless on a free localhost port, run from the folder of ``log_path``:
+    its URL, process and log file; always terminated on the way out."""
     port = free_port()
     with open(log_path, "w") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless=true", f"--server.port={port}",
              "--server.address=127.0.0.1", "--browser.gatherUsageStats=false", "--server.fileWatcherType=none"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+            cwd=log_path.parent, env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
             yield f"http://127.0.0.1:{port}", process, log_path
         finally:
@@ -230,13 +235,13 @@ def _start(context, script: Path, env: dict[str, str], log_path: Path, name: str
         raise
 
 
-def _measure_app(context, name: str, env: dict[str, str], workdir: Path, repeats: int,
-                 log: Callable[[str], None]) -> tuple[dict[str, float], float]:
+def _measure_app(context, name: str, env: dict[str, str], workdir: Path,
+                 repeats: int) -> tuple[dict[str, float], float]:
     """The medians of :data:`MEASURES` for one app, and the seconds of its first start (the
     explorer's with the empty cache of ``env``, which the later starts then find filled)."""
-    script = ROOT / "app" / APPS[name][0]
+    script = app_dir() / APPS[name][0]
     first, url, log_path, server = _start(context, script, env, workdir / f"{name}-first.log", name)
-    log(f"  {name}: first start {first:.2f} s")
+    logger.info(f"  {name}: first start {first:.2f} s")
     with server:
         opens = [_open_and_settle(context, url, name, log_path) for _ in range(repeats)]
         page, watch, _ = _open(context, url, name, log_path)
@@ -256,15 +261,15 @@ def _measure_app(context, name: str, env: dict[str, str], workdir: Path, repeats
             "move_p_rest_s": statistics.median(s[1] for s in steps)}, first
 
 
-def _report(results: dict, log: Callable[[str], None]) -> None:
+def _report(results: dict) -> None:
     for key, words in MEASURES.items():
         explorer, reference, ratio = results["explorer"][key], results["reference"][key], results["ratio"][key]
-        log(f"{words}: explorer {explorer:.3f} s, reference {reference:.3f} s, explorer / reference {ratio:.2f}")
-    log(f"{FIRST_START}: explorer {results['first_start_s']:.1f} s")
+        logger.info(f"{words}: explorer {explorer:.3f} s, reference {reference:.3f} s, explorer / reference {ratio:.2f}")
+    logger.info(f"{FIRST_START}: explorer {results['first_start_s']:.1f} s")
 
 
 def browser_benchmark(repeats: int = 5, split: str = "all", limit: int | None = None,
-                      log: Callable[[str], None] = print, chromium: str = CHROMIUM) -> dict:
+                      chromium: str = CHROMIUM) -> dict:
     """Time the explorer (on ``split``, first ``limit`` images, of the built-in world) and the
     reference app in headless Chromium: medians over ``repeats``, one app at a time.
 
@@ -276,7 +281,7 @@ def browser_benchmark(repeats: int = 5, split: str = "all", limit: int | None = 
 
     check_browser(chromium)
     shown = "all" if limit is None else f"the first {limit:,}"
-    log(f"machine: {os.cpu_count()} cores; explorer gallery: {shown} images of the '{split}' emoji world; "
+    logger.info(f"machine: {os.cpu_count()} cores; explorer gallery: {shown} images of the '{split}' emoji world; "
         f"{repeats} repeats, medians")
     results: dict = {"cores": os.cpu_count(), "gallery": {"split": split, "limit": limit}, "repeats": repeats}
     with tempfile.TemporaryDirectory(prefix="anchordiv-browser-bench-") as folder, ExitStack() as stack:
@@ -287,11 +292,11 @@ def browser_benchmark(repeats: int = 5, split: str = "all", limit: int | None = 
         stack.callback(browser.close)
         context = browser.new_context(viewport={"width": 1500, "height": 2600})
         for name in APPS:
-            results[name], first = _measure_app(context, name, envs[name], workdir, repeats, log)
+            results[name], first = _measure_app(context, name, envs[name], workdir, repeats)
             if name == "explorer":
                 results["first_start_s"] = first
     results["ratio"] = {key: results["explorer"][key] / results["reference"][key] for key in MEASURES}
-    _report(results, log)
+    _report(results)
     return results
 
 
@@ -336,7 +341,7 @@ P_STEPS = 20  # the Explore slider's steps from p = 0 to 1
 
 
 def isolation_benchmark(repeats: int = 5, split: str = "all", limit: int | None = None,
-                        log: Callable[[str], None] = print, chromium: str = CHROMIUM) -> dict:
+                        chromium: str = CHROMIUM) -> dict:
     """How much one session's heaviest allowed request slows another session's p step, and what a
     request costs once its tab is closed, in headless Chromium on one explorer server.
 
@@ -361,7 +366,7 @@ def isolation_benchmark(repeats: int = 5, split: str = "all", limit: int | None 
         browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
         stack.callback(browser.close)
         url, process, log_path = stack.enter_context(
-            streamlit_server(ROOT / "app" / APPS["explorer"][0], explorer_env(workdir, split, limit), workdir / "server.log"))
+            streamlit_server(app_dir() / APPS["explorer"][0], explorer_env(workdir, split, limit), workdir / "server.log"))
         wait_healthy(url, process, log_path, seconds=WAIT_S)
         viewport = {"viewport": {"width": 1500, "height": 2600}}
         page_b, watch_b, _ = _open(browser.new_context(**viewport), url, "explorer", log_path)
@@ -395,13 +400,13 @@ def isolation_benchmark(repeats: int = 5, split: str = "all", limit: int | None 
     results.update(alone_s=statistics.median(alone), loaded_s=statistics.median(loaded) if loaded else float("nan"),
                    loaded_max_s=max(loaded, default=float("nan")), alone_max_s=max(alone), loaded_steps=len(loaded))
     results["ratio"] = results["loaded_s"] / results["alone_s"]
-    log(f"machine: {os.cpu_count()} cores; gallery: {'all' if limit is None else limit} images of the '{split}' world")
-    log(f"p step alone: {results['alone_s']:.3f} s (median of {len(alone)})")
-    log(f"p step while another session draws the largest Compare figure: {results['loaded_s']:.3f} s "
+    logger.info(f"machine: {os.cpu_count()} cores; gallery: {'all' if limit is None else limit} images of the '{split}' world")
+    logger.info(f"p step alone: {results['alone_s']:.3f} s (median of {len(alone)})")
+    logger.info(f"p step while another session draws the largest Compare figure: {results['loaded_s']:.3f} s "
         f"(median of {len(loaded)}), loaded / alone {results['ratio']:.2f}; slowest step {results['loaded_max_s']:.3f} s "
         f"loaded, {results['alone_max_s']:.3f} s alone")
-    log("the three slowest loaded steps (s after the heavy link opened, s): "
+    logger.info("the three slowest loaded steps (s after the heavy link opened, s): "
         + ", ".join(f"{at:.1f}: {seconds:.3f}" for at, seconds in results["slowest_steps"]))
-    log(f"the largest Compare figure: {results['heavy_s']:.1f} s from its link, {results['heavy_cpu_s']:.1f} CPU s")
-    log(f"server CPU in the 20 s after a tab asking for it closed (1 s in): {results['after_close_cpu_s']:.1f} CPU s")
+    logger.info(f"the largest Compare figure: {results['heavy_s']:.1f} s from its link, {results['heavy_cpu_s']:.1f} CPU s")
+    logger.info(f"server CPU in the 20 s after a tab asking for it closed (1 s in): {results['after_close_cpu_s']:.1f} CPU s")
     return results

@@ -1,24 +1,26 @@
 """Speed: :func:`benchmark` times the explorer's interactive steps
-(``python -m anchordiv explorer-bench``)."""
+(``python -m anchordiv explorer-bench``), each figure logged at INFO as it is measured."""
 from __future__ import annotations
 
+import logging
 import os
-from typing import Callable
 
 import numpy as np
 import pandas as pd
 import torch
 from PIL import Image
 
+from .. import projection
+from ..explorer.geometry import ExplorerGeometry, GeometrySpec
+from ..explorer.neighbours import search_one
+from ..explorer.maps import geometry_projection, projection_key
 from ..gallery import Gallery
-from .geometry import ExplorerGeometry, GeometrySpec
-from .neighbours import search_one
-from .projection import geometry_projection, projection_key
+
+logger = logging.getLogger(__name__)
 
 
 def benchmark(gallery_size: int = 20_000, n_anchors: int = 4_000, dim: int = 256, k: int = 10,
-              umap_points: int = 10_000, repeats: int = 20, seed: int = 0,
-              log: Callable[[str], None] = print) -> dict[str, float]:
+              umap_points: int = 10_000, repeats: int = 20, seed: int = 0) -> dict[str, float]:
     """Time the explorer's interactive steps on synthetic unit vectors (CPU, one process).
 
     ``gallery_size`` G images, A = ``n_anchors`` object anchors and B = 7 style anchors, softmax
@@ -47,7 +49,7 @@ def benchmark(gallery_size: int = 20_000, n_anchors: int = 4_000, dim: int = 256
     start = time.perf_counter()
     geometry = ExplorerGeometry(gallery, [unit(n_anchors), unit(7)], [texts_a, texts_b], GeometrySpec(scale=10.0))
     results["index_s"] = time.perf_counter() - start
-    log(f"index the gallery (fit A and B, kappa_k of G = {gallery_size:,} items, N = {n_anchors:,} + 7 anchors): "
+    logger.info(f"index the gallery (fit A and B, kappa_k of G = {gallery_size:,} items, N = {n_anchors:,} + 7 anchors): "
         f"{results['index_s']:.2f} s")
 
     query = gallery[0]
@@ -57,7 +59,7 @@ def benchmark(gallery_size: int = 20_000, n_anchors: int = 4_000, dim: int = 256
         search_one(geometry.index_at(float(p)), query, k, exclude=0)
         timings.append(time.perf_counter() - start)
     results["move_p_ms"] = 1000 * statistics.median(timings)
-    log(f"move p and re-rank (with_model: re-mix, top-{k}): median {results['move_p_ms']:.1f} ms "
+    logger.info(f"move p and re-rank (with_model: re-mix, top-{k}): median {results['move_p_ms']:.1f} ms "
         f"(max {1000 * max(timings):.1f} ms) over {repeats}")
 
     index = geometry.index_at(0.5)
@@ -68,13 +70,11 @@ def benchmark(gallery_size: int = 20_000, n_anchors: int = 4_000, dim: int = 256
         search_one(index, gallery[item], k, exclude=item)
         timings.append(time.perf_counter() - start)
     results["new_query_ms"] = 1000 * statistics.median(timings)
-    log(f"new query (grad kappa over N anchors + one pass over G): median {results['new_query_ms']:.1f} ms "
+    logger.info(f"new query (grad kappa over N anchors + one pass over G): median {results['new_query_ms']:.1f} ms "
         f"(max {1000 * max(timings):.1f} ms) over {repeats}")
 
-    from .. import projection
-
     results["umap_compile_s"] = projection.warm_up()
-    log(f"UMAP's numba compile (once per process; the app does it in the background at start-up): "
+    logger.info(f"UMAP's numba compile (once per process; the app does it in the background at start-up): "
         f"{results['umap_compile_s']:.1f} s")
     saved = os.environ.get("ANCHORDIV_CACHE")
     with tempfile.TemporaryDirectory() as folder:
@@ -92,7 +92,7 @@ def benchmark(gallery_size: int = 20_000, n_anchors: int = 4_000, dim: int = 256
                 os.environ.pop("ANCHORDIV_CACHE", None)
             else:
                 os.environ["ANCHORDIV_CACHE"] = saved
-    log(f"UMAP of {min(umap_points, gallery_size):,} points (kNN graph + {projection.DEFAULT_EPOCHS} epochs): "
+    logger.info(f"UMAP of {min(umap_points, gallery_size):,} points (kNN graph + {projection.DEFAULT_EPOCHS} epochs): "
         f"{results['umap_s']:.1f} s after the compile ({results['umap_s'] + results['umap_compile_s']:.1f} s "
         f"when nothing compiled it beforehand); "
         f"cached on disk: {results['umap_cached_s']:.2f} s (in the app's memory cache: instant)")
