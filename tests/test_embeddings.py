@@ -12,7 +12,7 @@ import pytest
 import torch
 from PIL import Image
 
-import anchordiv.embeddings as embeddings_module
+import anchordiv.embeddings.vector_cache as embedding_cache
 from anchordiv.cli import main
 from anchordiv.cache import atomic_write
 from anchordiv.embeddings import embed_folder
@@ -234,7 +234,7 @@ def test_run_killed_between_data_and_meta_is_not_trusted(folder, monkeypatch):
 
     # A context, not monkeypatch.undo(): that would also unset the fixture's ANCHORDIV_CACHE.
     with monkeypatch.context() as patch, pytest.raises(KeyboardInterrupt):
-        patch.setattr(embeddings_module, "atomic_write", killed_before_meta)
+        patch.setattr(embedding_cache, "atomic_write", killed_before_meta)
         embed_folder(folder, CountingEncoder(), progress=False)
     assert [path.suffix for path in writes] == [".npz", ".npy", ".json"]  # the finished batch, then the cache
 
@@ -257,7 +257,7 @@ def test_run_killed_while_writing_data_leaves_nothing_to_trust(folder, tmp_path,
         atomic_write(path, partial)
 
     with monkeypatch.context() as patch, pytest.raises(KeyboardInterrupt):
-        patch.setattr(embeddings_module, "atomic_write", dies_mid_write)
+        patch.setattr(embedding_cache, "atomic_write", dies_mid_write)
         embed_folder(folder, CountingEncoder(), progress=False)
     # atomic_write removed its temporary file; what is left is the finished batch, kept for the next run.
     assert not [name for name in cache_files(tmp_path) if name.endswith(".tmp") or name.endswith(".npy")]
