@@ -21,8 +21,8 @@ import anchordiv.cli.embed_builtin_world
 import anchordiv.cli.evaluate_builtin
 import anchordiv.cli.train_builtin
 import anchordiv.encoders
-import anchordiv.explorer
-import anchordiv.bench
+import anchordiv.benchmarks.explorer
+import anchordiv.benchmarks.search
 from anchordiv.cache import atomic_write, check_folder
 from anchordiv.cli import main
 from anchordiv.device import resolve_device
@@ -63,8 +63,8 @@ def no_work(monkeypatch, tmp_path):
     def tripwire(*args, **kwargs):
         raise AssertionError("the work started before the bad input was refused")
 
-    for module, name in ((anchordiv.encoders, "load_encoder"), (anchordiv.bench, "run_benchmark"),
-                         (anchordiv.explorer, "benchmark"), (anchordiv.cli.train_builtin, "train_command"),
+    for module, name in ((anchordiv.encoders, "load_encoder"), (anchordiv.benchmarks.search, "run_benchmark"),
+                         (anchordiv.benchmarks.explorer, "benchmark"), (anchordiv.cli.train_builtin, "train_command"),
                          (anchordiv.cli.evaluate_builtin, "evaluate_command"),
                          (anchordiv.cli.embed_builtin_world, "embed_world_command")):
         monkeypatch.setattr(module, name, tripwire)
@@ -260,7 +260,7 @@ def test_an_os_error_during_the_work_is_a_message(place, monkeypatch, capsys):
     def disk_full(*args, **kwargs):
         raise OSError(28, "No space left on device", "/data/bench.json")
 
-    monkeypatch.setattr(anchordiv.bench, "run_benchmark", disk_full)
+    monkeypatch.setattr(anchordiv.benchmarks.search, "run_benchmark", disk_full)
     assert main(["bench", "--queries", "4", "--gallery", "16", "--dim", "4", "--anchors", "4"]) == 2
     err = capsys.readouterr().err
     assert re.fullmatch(r"anchordiv bench: No space left on device \(/data/bench\.json\); check that the path exists "

@@ -169,7 +169,7 @@ def test_train_builtin_runs_at_toy_size_and_its_weights_load(tmp_path, capsys):
 
     assert main(["train-builtin", "--max-emoji", "6", "--epochs", "1", "--batch-size", "24",
                  "--out", str(tmp_path)]) == 0
-    assert "epoch 1/1" in capsys.readouterr().out
+    assert "epoch 1/1" in capsys.readouterr().err
     manifest = json.loads((tmp_path / MANIFEST_NAME).read_text())
     assert manifest["training"]["images"] == 6 * 12 and manifest["config"]["embed_dim"] == 256
     assert manifest["training"]["torch_threads"] == torch.get_num_threads()

@@ -56,7 +56,7 @@ def test_retrieval_table_has_a_row_per_geometry_and_per_style_columns():
     images = unit(centres.repeat_interleave(6, 0) + 0.2 * torch.randn(24, 12, generator=generator))
     labels = pd.DataFrame({"emoji_id": np.repeat(np.arange(4), 6), "style": np.tile(["a", "b"], 12)})
     builders = geometries({"object": centres}, images, [10.0])
-    table = retrieval_table(images, labels, builders, log=lambda line: None)
+    table = retrieval_table(images, labels, builders)
     assert list(table.index) == list(builders)
     assert {"same emoji", "same emoji CI", "same emoji | a", "same style | b"} <= set(table.columns)
     # Tight clusters around distinct centres: cosine finds the same emoji far above chance (5/23).

@@ -169,7 +169,7 @@ def test_a_dataset_layout_runs_end_to_end(encoder, tmp_path):
 
     study = layout_study(load_layout("imagenet-r", fake_imagenet_r(tmp_path / "imagenet-r")), encoder)
     assert len(study.gallery) == 18 and study.object_texts == ("goldfish", "great white shark", "airliner")
-    report = run_reproduction(study, tmp_path / "out", TINY, log=lambda line: None).read_text()
+    report = run_reproduction(study, tmp_path / "out", TINY).read_text()
     for section in ("## 1. Object vs style", "## 2. Anchor budget", "## 6. Runtime", "## 7. Qualitative grids"):
         assert section in report
     assert "## 4. Posterior" not in report  # no prior vocabulary for this layout
@@ -203,7 +203,7 @@ def test_a_folder_labelled_only_by_subfolders_runs_without_the_style_experiments
     monkeypatch.setattr(Settings, "quick", classmethod(lambda cls: TINY))  # the command line's path, at toy size
     folder, out = fake_imagenet_r(tmp_path / "plain"), tmp_path / "out"  # object labels from subfolders, no style
     assert main(["reproduce", "--quick", "--folder", str(folder), "--out", str(out), "--device", "cpu"]) == 0
-    assert "No style labels" in capsys.readouterr().out
+    assert "No style labels" in capsys.readouterr().err
     report = (out / "report.md").read_text()
     assert "No style labels: the style experiments" in report and "## 1. Object vs style" not in report
     for section in ("## 1b. The logit scale", "## 2. Anchor budget", "## 6. Runtime", "## 7. Qualitative grids"):

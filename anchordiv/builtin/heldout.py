@@ -2,6 +2,7 @@
 held-out emoji (`python -m anchordiv evaluate-builtin`)."""
 from __future__ import annotations
 
+import logging
 from typing import Callable
 
 import numpy as np
@@ -12,6 +13,7 @@ from ..metrics import retrieval_average_precision, summarize_average_precision
 from ..models import EmpiricalAnchors, GaussianAnchors
 from ..search import AnchorIndex, CosineIndex, ITIIndex
 
+logger = logging.getLogger(__name__)
 TARGETS = {"same emoji": "emoji_id", "same style": "style"}
 
 
@@ -53,10 +55,10 @@ def geometries(anchor_sets: dict[str, torch.Tensor], gallery: torch.Tensor, scal
     return builders
 
 
-def retrieval_table(images: torch.Tensor, labels: pd.DataFrame, builders: dict[str, Callable[[], object]],
-                    log: Callable[[str], None] = print) -> pd.DataFrame:
+def retrieval_table(images: torch.Tensor, labels: pd.DataFrame, builders: dict[str, Callable[[], object]]) -> pd.DataFrame:
     """mAP [95% bootstrap CI] of each geometry for each target, queries = every image, each
-    excluded from its own gallery; plus per-style mAP for every target."""
+    excluded from its own gallery; plus per-style mAP for every target. Each geometry's row is
+    logged at INFO as it is done."""
     label_matrix = labels[list(TARGETS.values())].to_numpy()
     own = np.arange(len(labels))
     rows = []
@@ -70,5 +72,5 @@ def retrieval_table(images: torch.Tensor, labels: pd.DataFrame, builders: dict[s
             for style, mean in pd.Series(per_query[:, column]).groupby(labels["style"].to_numpy()).mean().items():
                 row[f"{target} | {style}"] = mean
         rows.append(row)
-        log(f"  {name:<40} same emoji {row['same emoji']:.3f}  same style {row['same style']:.3f}")
+        logger.info(f"  {name:<40} same emoji {row['same emoji']:.3f}  same style {row['same style']:.3f}")
     return pd.DataFrame(rows).set_index("geometry")

@@ -26,6 +26,7 @@ name and style phrase with the mean embedding of the training images it describe
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import time
 from dataclasses import asdict, dataclass, field
@@ -39,6 +40,8 @@ from ..device import resolve_device
 from .captions import CaptionBank, build_caption_bank, describes, image_codes, subcategory_words
 from .model import BuiltinConfig, BuiltinModel
 from .text_tower import MINILM_SHA256, MiniLMTextTower
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -108,11 +111,11 @@ def contrastive_loss(image_embeddings: torch.Tensor, text_embeddings: torch.Tens
 
 
 def train_builtin(config: TrainConfig, labels, array: np.ndarray, device: str | None = None,
-                  log: Callable[[str], None] = print,
                   on_epoch: Callable[[int, BuiltinModel], None] | None = None) -> tuple[BuiltinModel, dict]:
     """Train on images ``array`` uint8 ``(n, H, W, 3)`` with ``labels`` (emoji_id, name, style,
     subcategory); returns the model and a report (losses, seconds, config). ``on_epoch(epoch,
-    model)`` runs after each epoch (e.g. a held-out check), with the model in eval mode."""
+    model)`` runs after each epoch (e.g. a held-out check), with the model in eval mode. Each
+    epoch's loss is logged at INFO."""
     torch.manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
     generator = torch.Generator().manual_seed(config.seed)
@@ -132,7 +135,8 @@ def train_builtin(config: TrainConfig, labels, array: np.ndarray, device: str | 
     warmup = max(1, int(config.warmup_fraction * total))
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimiser, lambda step: min(1.0, (step + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * min(step, total) / total)))
-    log(f"training on {len(array)} images, {len(bank.texts)} captions, {total} steps of {config.batch_size}, device {target}")
+    logger.info(f"training on {len(array)} images, {len(bank.texts)} captions, {total} steps of {config.batch_size}, "
+                f"device {target}")
     started, losses = time.perf_counter(), []
     for epoch in range(config.epochs):
         order = rng.permutation(len(array))
@@ -143,14 +147,14 @@ def train_builtin(config: TrainConfig, labels, array: np.ndarray, device: str | 
             schedule.step()
             epoch_losses.append(loss)
         losses.append(float(np.mean(epoch_losses)))
-        log(f"epoch {epoch + 1}/{config.epochs}: loss {losses[-1]:.3f}, logit scale "
-            f"{float(model.logit_scale.detach()):.1f}, {time.perf_counter() - started:.0f} s")
+        logger.info(f"epoch {epoch + 1}/{config.epochs}: loss {losses[-1]:.3f}, logit scale "
+                    f"{float(model.logit_scale.detach()):.1f}, {time.perf_counter() - started:.0f} s")
         if on_epoch is not None:
             on_epoch(epoch + 1, model.eval())
             model.train()
     model.eval()
     memory = build_text_memory(model, labels, array, target)
-    log(f"visual memory: {memory['names']} names and {memory['styles']} style phrases")
+    logger.info(f"visual memory: {memory['names']} names and {memory['styles']} style phrases")
     # Float sums run in a thread-count-dependent order: a rerun matches bit for bit only with as many threads.
     report = {"config": asdict(config), "epoch_losses": losses, "seconds": time.perf_counter() - started,
               "images": len(array), "captions": len(bank.texts), "device": str(target),

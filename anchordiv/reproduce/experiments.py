@@ -296,15 +296,15 @@ def condition_table(study: Study, sample: QuerySample, settings: Settings) -> pd
     return pd.DataFrame(rows)
 
 
-def runtime(study: Study, settings: Settings, log: Callable[[str], None]) -> pd.DataFrame:
+def runtime(study: Study, settings: Settings) -> pd.DataFrame:
     """Table 4: seconds for fit + gallery preprocessing + top-10 retrieval, from
-    :func:`anchordiv.bench.run_benchmark` at the study's dimension, on this machine."""
-    from ..bench import BenchConfig, run_benchmark
+    :func:`anchordiv.benchmarks.search.run_benchmark` at the study's dimension, on this machine."""
+    from ..benchmarks.search import BenchConfig, run_benchmark
 
     config = BenchConfig(queries=settings.bench_queries, gallery=settings.bench_gallery, dim=study.embeddings.shape[1],
                          anchors=settings.bench_anchors, scale=settings.scale, methods=("cosine", "softmax", "gaussian"),
                          repeats=2, warmup=1, device="cpu", seed=settings.seed)
-    result = run_benchmark(config, log)
+    result = run_benchmark(config)
     return pd.DataFrame(result["rows"])[["method", "anchors", "seconds", "vs_cosine"]]
 
 

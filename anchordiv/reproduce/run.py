@@ -1,6 +1,7 @@
 """Run every experiment that applies to a study and write the report: Markdown, PNG and CSV files."""
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -14,6 +15,7 @@ from . import figures, verdicts
 from .estimates import QuerySample
 from .study import Study
 
+logger = logging.getLogger(__name__)
 REPORT_NAME = "report.md"
 NO_STYLES = ("No style labels: the style experiments (the p sweep, the style half of the scale sweep and the "
              "style rows of the grids) are skipped. To run them, give each image a style, e.g. a labels CSV with a "
@@ -77,11 +79,11 @@ def _wide(frame: pd.DataFrame, index: str, columns: str) -> pd.DataFrame:
     return shown.pivot_table(index=index, columns=columns, values="value", aggfunc="first", sort=False).reset_index()
 
 
-def run_reproduction(study: Study, out: str | Path, settings: ex.Settings,
-                     log: Callable[[str], None] = print) -> Path:
+def run_reproduction(study: Study, out: str | Path, settings: ex.Settings) -> Path:
     """Run the experiments that ``study`` supports with ``settings`` and write ``out/report.md``
     with its figures and CSV tables; returns the report's path. The settings and the output
-    folder are checked before any experiment runs (``ValueError`` naming the problem)."""
+    folder are checked before any experiment runs (``ValueError`` naming the problem). Each
+    experiment's start and seconds are logged at INFO."""
     settings.validate()
     out = check_folder(out, f"report folder {str(out)!r}", "choose a folder you can write to")
     out.mkdir(parents=True, exist_ok=True)
@@ -91,9 +93,9 @@ def run_reproduction(study: Study, out: str | Path, settings: ex.Settings,
 
     def timed(name: str, action: Callable[[], object]) -> object:
         start = time.perf_counter()
-        log(f"{name}…")
+        logger.info(f"{name}…")
         result = action()
-        log(f"{name}: {time.perf_counter() - start:.1f} s")
+        logger.info(f"{name}: {time.perf_counter() - start:.1f} s")
         return result
 
     report.text("# anchordiv reproduction report",
@@ -109,7 +111,7 @@ def run_reproduction(study: Study, out: str | Path, settings: ex.Settings,
     has_objects, has_styles = study.object_column is not None, study.style_column is not None
     if not has_styles:
         report.text(NO_STYLES)
-        log(NO_STYLES)
+        logger.warning(NO_STYLES)
 
     if has_objects and has_styles:
         frame = timed("p sweep", lambda: ex.p_sweep(study, sample, settings))
@@ -163,7 +165,7 @@ def run_reproduction(study: Study, out: str | Path, settings: ex.Settings,
                  "latent softmax − cosine"]
         report.table(frame, "condition_table", wide[[c for c in order if c in wide.columns]].reset_index())
 
-    frame = timed("runtime", lambda: ex.runtime(study, settings, log))
+    frame = timed("runtime", lambda: ex.runtime(study, settings))
     report.section("6. Runtime (paper Table 4 shape)", verdicts.runtime_verdict(frame))
     report.text(f"Fit + gallery preprocessing + top-10 retrieval for {settings.bench_queries:,} queries over "
                 f"{settings.bench_gallery:,} synthetic gallery vectors (d = {study.embeddings.shape[1]}), best of 2 "

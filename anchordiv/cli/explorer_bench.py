@@ -1,0 +1,67 @@
+"""``anchordiv explorer-bench``: the explorer's interactive timings (move p, new query, UMAP), or
+with ``--browser`` the Streamlit explorer itself timed in headless Chromium."""
+from __future__ import annotations
+
+import argparse
+
+from .checks import check_output_file
+from .options import COUNT, add_json_option, add_world_options, integer
+from .output import write_json
+
+
+
+def add_parser(commands) -> argparse.ArgumentParser:
+    bench = commands.add_parser("explorer-bench", help="the explorer's interactive timings (move p, new query, UMAP)")
+    bench.add_argument("--gallery", type=COUNT, default=20_000, help="gallery size G (default 20,000)")
+    bench.add_argument("--anchors", type=integer(2), default=4_000, help="anchors in set A (default 4,000)")
+    bench.add_argument("--dim", type=COUNT, default=256, help="embedding dimension (default 256, the built-in model's)")
+    bench.add_argument("--umap-points", type=COUNT, default=10_000, dest="umap_points")
+    bench.add_argument("--repeats", type=COUNT, help="default 20 (5 with --browser)")
+    bench.add_argument("--browser", action="store_true",
+                       help="time the Streamlit explorer in headless Chromium against a minimal reference app "
+                            "(first start, start, open, move p: grid changed, page at rest); the size options "
+                            "above do not apply")
+    bench.add_argument("--isolation", action="store_true",
+                       help="with --browser: another session's p step while one draws the costliest Compare "
+                            "figure a link may ask for, and the server's CPU once a tab asking for it closed")
+    add_world_options(bench, "--gallery-split", "--gallery-limit", shows="the explorer shows", note="with --browser: ")
+    add_json_option(bench, "figures")
+    bench.set_defaults(handler=run)
+    return bench
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.browser:
+        return _run_in_browser(args)
+    if args.isolation:
+        raise ValueError("--isolation is a browser measurement: add --browser")
+    import torch
+
+    from ..benchmarks.explorer import benchmark
+
+    check_output_file(args.json, "--json")
+    args.repeats = args.repeats or 20
+    print(f"anchordiv explorer-bench: G={args.gallery}, N={args.anchors}, d={args.dim}, UMAP {args.umap_points} "
+          f"points, CPU, {torch.get_num_threads()} torch threads", flush=True)
+    results = benchmark(gallery_size=args.gallery, n_anchors=args.anchors, dim=args.dim, umap_points=args.umap_points,
+                        repeats=args.repeats)
+    write_json(args.json, results)
+    return 0
+
+
+def _run_in_browser(args: argparse.Namespace) -> int:
+    from ..benchmarks.browser import browser_benchmark, check_browser, isolation_benchmark
+
+    check_output_file(args.json, "--json")
+    check_browser()  # before the servers start: a missing browser is a one-line error naming what to install
+    if args.isolation:
+        print("anchordiv explorer-bench --browser --isolation: one session's p step while another draws the "
+              "costliest Compare figure a link may ask for, in headless Chromium", flush=True)
+        bench = isolation_benchmark
+    else:
+        print("anchordiv explorer-bench --browser: the explorer against app/reference_grid.py in headless Chromium",
+              flush=True)
+        bench = browser_benchmark
+    results = bench(repeats=args.repeats or 5, split=args.gallery_split, limit=args.gallery_limit)
+    write_json(args.json, results)
+    return 0

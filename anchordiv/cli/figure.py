@@ -1,0 +1,132 @@
+"""``anchordiv figure``: queries (rows) x geometries (columns) of top-k neighbours as PNG, PDF or
+SVG (the paper's Figs. 1 and 8), drawn as the explorer's Compare page draws them."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Callable
+
+from ..cache import atomic_write
+from .checks import anchor_file, check_device, check_input, check_output_file
+from .options import COUNT, POSITIVE, add_device_option, add_encoder_options, add_world_options
+
+ANCHOR_SETS = (("a", "A (default: the gallery's object names)", "Gallery object names"),
+               ("b", "B (default: the gallery's styles)", "Gallery styles"))
+LIMITS = (("rows", "query rows"), ("columns", "geometry columns"), ("k", "neighbours per cell"),
+          ("neighbours", "neighbours in all (rows x columns x k)"),
+          ("geometries", "anchor geometries to fit (distinct model= and s=)"),
+          ("dpi", "dpi of a PNG"), ("pixels", "pixels of a PNG (width x height)"))
+
+
+def add_parser(commands) -> argparse.ArgumentParser:
+    from ..explorer import WEIGHTINGS
+    from ..figure import DEFAULT_LIMITS
+    from ..models import list_anchor_models
+
+    figure = commands.add_parser(
+        "figure", help="queries (rows) x geometries (columns) of top-k neighbours as PNG, PDF or SVG (paper Figs. 1, 8)")
+    figure.add_argument("--queries", nargs="+", required=True, metavar="Q",
+                        help="rows: #ID, NAME or name:NAME (first caption containing it), text:TEXT, random, "
+                             "random:SEED, image:PATH")
+    figure.add_argument("--geometries", nargs="+", required=True, metavar="G",
+                        help="columns: cosine, iti, A, B, 'mix p=0.3', each anchor column with optional "
+                             "model=KIND s=SCALE (mix: weighting=NAME), quoted when it has spaces")
+    figure.add_argument("--out", required=True, help="the figure's file: .png, .pdf or .svg")
+    for name, role, preset in ANCHOR_SETS:
+        sets = figure.add_mutually_exclusive_group()
+        sets.add_argument(f"--anchors-{name}", dest=f"anchors_{name}",
+                          help=f"text file of anchor set {role}, one per line")
+        sets.add_argument(f"--preset-{name}", dest=f"preset_{name}", default=preset,
+                          help=f"a preset for set {name.upper()} (default {preset!r})")
+    figure.add_argument("--prior-anchors", dest="prior_anchors",
+                        help="text file of prior anchors, one per line, for the posterior kinds")
+    figure.add_argument("--kind", choices=list_anchor_models(), default="softmax",
+                        help="anchor model of the anchor columns without model= (default softmax)")
+    figure.add_argument("--scale", type=POSITIVE, default=10.0, help="logit scale s of columns without s= (default 10)")
+    figure.add_argument("--weighting", choices=list(WEIGHTINGS), default="calibrated",
+                        help="weights of A and B in mix columns without weighting= (default calibrated)")
+    figure.add_argument("--reverse", action="store_true", help="rank by KL(p_neighbour || p_query)")
+    figure.add_argument("-k", "--k", type=COUNT, default=5, dest="k", help="neighbours per cell (default 5)")
+    add_world_options(figure, "--split", "--limit")
+    figure.add_argument("--dpi", type=COUNT, default=200, help="resolution of a PNG (default 200)")
+    for name, what in LIMITS:
+        default = getattr(DEFAULT_LIMITS, name)
+        figure.add_argument(f"--max-{name}", type=COUNT, default=default, dest=f"max_{name}",
+                            help=f"refuse a figure with more {what} (default {default:,})")
+    add_encoder_options(figure)
+    add_device_option(figure)
+    figure.set_defaults(handler=run)
+    return figure
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..encoders import load_encoder
+    from ..explorer import GeometrySpec
+    from ..figure import compare, render_figure
+    from ..gallery import world_gallery
+
+    form, rows, columns, images, files, limits = _checked_inputs(args)
+    encoder = load_encoder(args.model, pretrained=args.pretrained, device=args.device,
+                           allow_download=args.allow_download)
+    gallery = world_gallery(encoder, split=args.split, limit=args.limit)
+    texts_a, texts_b = (files[name] or _preset(gallery, getattr(args, f"preset_{name}"), f"--preset-{name}")
+                        for name in ("a", "b"))
+    spec = GeometrySpec(kind=args.kind, scale=args.scale, reverse=args.reverse)
+    print(f"anchordiv figure: {len(rows)} row(s) x {len(columns)} column(s), top-{args.k}, {gallery.description}, "
+          f"{encoder.name}", flush=True)
+    result = compare(gallery, encoder, rows, columns, texts_a, texts_b, args.k, spec, args.weighting,
+                     prior_texts=files["prior"] or (), images=images, limits=limits)
+    data = render_figure(result, form, dpi=args.dpi, limits=limits)
+    atomic_write(Path(args.out), lambda handle: handle.write(data))
+    print(f"wrote {args.out}")
+    return 0
+
+
+def _checked_inputs(args: argparse.Namespace):
+    """Everything ``figure`` can check before loading a model, checked: the output's format (from
+    its suffix) and folder, the query and geometry specs, the figure's size against the
+    ``--max-*`` limits, the image files of ``image:`` rows (read), and the anchor files (read;
+    ``None`` where a preset is used)."""
+    from ..explorer import GeometrySpec
+    from ..figure import (FORMATS, FigureLimits, check_figure_request, fitted_geometries, parse_geometry_column,
+                          parse_query_row)
+
+    form = Path(args.out).suffix.lower().lstrip(".")
+    if form not in FORMATS:
+        raise ValueError(f"--out {args.out!r} must end in .png, .pdf or .svg (the figure's format)")
+    check_output_file(args.out, "--out")
+    rows = _parsed(args.queries, parse_query_row, "--queries")
+    columns = _parsed(args.geometries, parse_geometry_column, "--geometries")
+    limits = FigureLimits(**{name: getattr(args, f"max_{name}") for name, _ in LIMITS})
+    spec = GeometrySpec(kind=args.kind, scale=args.scale)
+    check_figure_request(len(rows), len(columns), args.k, limits, dpi=args.dpi if form == "png" else None,
+                         n_geometries=fitted_geometries(columns, spec))
+    images = {}
+    for row in rows:
+        if row.kind == "upload":
+            raise ValueError(f"--queries {str(row)!r}: upload: rows belong to the app; give the file as image:PATH")
+        if row.kind == "image":
+            check_input(row.value, "--queries image:", "an image file (PNG, JPEG or WebP)")
+            images[row.value] = Path(row.value).read_bytes()
+    files = {name: anchor_file(args, option) for name, option in (
+        ("a", "--anchors-a"), ("b", "--anchors-b"), ("prior", "--prior-anchors"))}
+    check_device(args)
+    return form, rows, columns, images, files, limits
+
+
+def _parsed(texts: list[str], parse: Callable, option: str) -> list:
+    """Each of ``texts`` through ``parse``; a bad one is named with ``option``."""
+    try:
+        return [parse(text) for text in texts]
+    except ValueError as error:
+        raise ValueError(f"{option}: {error}") from None
+
+
+def _preset(gallery, name: str, option: str) -> tuple[str, ...]:
+    """The anchors of preset ``name`` for ``gallery``."""
+    from ..explorer import anchor_presets
+
+    presets = anchor_presets(gallery)
+    if name not in presets:
+        raise ValueError(f"{option} {name!r} is not a preset; choose one of {', '.join(map(repr, presets))}")
+    return presets[name]

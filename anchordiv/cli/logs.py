@@ -1,0 +1,63 @@
+"""Where the commands' progress goes: the ``anchordiv`` loggers' INFO messages and tqdm bars, both
+on stderr, so that stdout holds only the results."""
+from __future__ import annotations
+
+import logging
+import sys
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
+from tqdm import tqdm
+
+PACKAGE_LOGGER = "anchordiv"
+LEVELS = {-1: logging.WARNING, 0: logging.INFO, 1: logging.DEBUG}
+
+
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever ``sys.stderr`` is when a message comes (a redirect, a test's capture),
+    not to the stream there was when the handler was made."""
+
+    def __init__(self):
+        super().__init__()
+        self.setFormatter(logging.Formatter("%(message)s"))
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        """Ignored: the stream is always the current ``sys.stderr``."""
+
+
+def configure_logging(verbosity: int = 0) -> None:
+    """One stderr handler on the ``anchordiv`` loggers, bare messages, at INFO (``verbosity`` -1:
+    WARNING, 1: DEBUG). Called once per command; a second call only sets the level."""
+    logger = logging.getLogger(PACKAGE_LOGGER)
+    logger.setLevel(LEVELS[verbosity])
+    if not any(isinstance(handler, _StderrHandler) for handler in logger.handlers):
+        logger.addHandler(_StderrHandler())
+
+
+@contextmanager
+def progress_bar(what: str) -> Iterator[Callable[[float, str], None]]:
+    """A ``progress(fraction, text)`` callback (as the embedding and store builders take) that
+    draws a tqdm bar named ``what`` on stderr, with the latest ``text`` beside it, closed on
+    leaving. The bar appears with the first report, so a run refused before any progress says only
+    its one error line; ``--quiet`` hides it."""
+    quiet = not logging.getLogger(PACKAGE_LOGGER).isEnabledFor(logging.INFO)
+    bar = None
+
+    def report(fraction: float, text: str) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = tqdm(total=1.0, desc=what, file=sys.stderr, disable=quiet,
+                       bar_format="{desc}: {percentage:3.0f}%|{bar:20}| {elapsed} {postfix}")
+        bar.update(fraction - bar.n)
+        bar.set_postfix_str(text)
+
+    try:
+        yield report
+    finally:
+        if bar is not None:
+            bar.close()
