@@ -1,6 +1,7 @@
 """anchordiv as a user installs it: a wheel built from the repository, installed into a fresh virtual
 environment outside the repository, runs the CLI, the built-in encoder, the emoji world, a search,
-the shipped report and the explorer (``anchordiv demo``) from another folder.
+the shipped report and the explorer (its first page, and ``anchordiv demo`` serving it) from
+another folder.
 
 The wheel is built from the files git tracks, copied as they are in the working tree (so edits not
 yet committed are tested too, while files git does not know are left out, as from a clean checkout).
@@ -147,6 +148,26 @@ def test_the_wheel_gives_a_working_cli_encoder_world_search_and_report(installed
     assert "installed anchordiv works" in used.stdout
 
 
+# The explorer's first page, run by Streamlit's test driver from the installed package's folder.
+INSTALLED_EXPLORER = textwrap.dedent('''
+    from streamlit.testing.v1 import AppTest
+
+    from anchordiv.resources import app_dir
+
+    app = AppTest.from_file(str(app_dir() / "streamlit_app.py"), default_timeout=240).run()
+    assert not app.exception, app.exception
+    assert app.title and app.dataframe, "the first page shows no title or no neighbour table"
+    print("installed explorer works")
+''')
+
+
+@pytest.mark.slow
+def test_the_installed_explorer_draws_its_first_page(installed):
+    drawn = subprocess.run([str(installed["python"]), "-c", INSTALLED_EXPLORER], env=installed["env"],
+                           cwd=installed["cwd"], capture_output=True, text=True, timeout=300)
+    assert drawn.returncode == 0 and "installed explorer works" in drawn.stdout, drawn.stderr[-4000:]
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -165,14 +186,12 @@ def health(port: int) -> str | None:
 @pytest.mark.slow
 def test_anchordiv_demo_serves_the_explorer_from_the_wheel(installed):
     port = free_port()
-    # Headless and on a free port through Streamlit's own environment variables, whatever the
-    # command's options are called.
-    env = {**installed["env"], "STREAMLIT_SERVER_PORT": str(port), "STREAMLIT_SERVER_HEADLESS": "true",
-           "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
     log = installed["cwd"] / "demo.log"
     with log.open("w") as output:
-        server = subprocess.Popen([str(installed["bin"] / "anchordiv"), "demo"], env=env, cwd=installed["cwd"],
-                                  stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+        # Its own process group, so stopping it stops the Streamlit server it starts too.
+        server = subprocess.Popen([str(installed["bin"] / "anchordiv"), "demo", "--port", str(port)],
+                                  env=installed["env"], cwd=installed["cwd"], stdout=output,
+                                  stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline, answer = time.monotonic() + 60, None
         while answer is None and server.poll() is None and time.monotonic() < deadline:
