@@ -1,0 +1,188 @@
+"""The neighbours of every (query row, geometry column): :func:`compare` resolves the rows, fits each
+distinct (anchor model, scale) once through :class:`~anchordiv.explorer.geometry.ExplorerGeometry`
+and ranks the gallery for every cell, giving a :class:`CompareResult`."""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+
+import pandas as pd
+import torch
+
+from .._validation import check_positive_int
+from ..explorer.geometry import WEIGHTINGS, ExplorerGeometry, GeometrySpec, baseline_index
+from ..explorer.neighbours import neighbour_table, search_one
+from ..models import anchor_model_kind
+from .columns import COLUMN_EXAMPLE, GeometryColumn, fitted_geometries, parse_geometry_column, value_text
+from .limits import DEFAULT_LIMITS, FigureLimits, check_figure_request
+from .rows import ROW_EXAMPLE, ImageEmbedder, Query, QueryRow, TextEmbedder, parse_query_row, resolve_queries
+from .text import clip
+
+if TYPE_CHECKING:
+    from ..gallery import Gallery
+    from ..search import Index
+
+
+GeometryFactory = Callable[[str, float], ExplorerGeometry]
+
+
+BaselineFactory = Callable[[str], "Index"]
+
+
+@dataclass(frozen=True)
+class CompareSettings:
+    """What the figure was made with, written under it: ``k``, the default ``weighting`` and
+    geometry ``spec`` (each column may override kind, scale and weighting), the anchor sets, the
+    prior set (posterior models), the gallery's description and the encoder's name."""
+
+    k: int
+    weighting: str
+    spec: GeometrySpec
+    texts_a: tuple[str, ...]
+    texts_b: tuple[str, ...]
+    prior_texts: tuple[str, ...]
+    gallery: str
+    encoder: str
+
+    def lines(self) -> list[str]:
+        """The settings as a few lines of plain text."""
+        spec, kind = self.spec, anchor_model_kind(self.spec.kind)
+        parameters = "".join(f", {name} = {value}" for name, value in spec.parameters().items()
+                             if name != "alpha" or kind.needs_prior)
+        direction = "KL(p_neighbour ‖ p_query)" if spec.reverse else "KL(p_query ‖ p_neighbour)"
+        lines = [f"Anchors A: {_anchor_summary(self.texts_a)}", f"Anchors B: {_anchor_summary(self.texts_b)}"]
+        if self.prior_texts:  # used by the posterior models, the default's or a column's
+            lines.append(f"Prior anchors: {_anchor_summary(self.prior_texts)}")
+        lines.append(f"Anchor model {kind.short}{parameters}, s = {value_text(float(spec.scale))}, "
+                     f"{self.weighting} weights, {direction}; top-{self.k}; ITI over A and B")
+        lines.append(f"Gallery: {self.gallery} · encoder {self.encoder} · made with anchordiv")
+        return lines
+
+
+def _anchor_summary(texts: Sequence[str], shown: int = 6) -> str:
+    """``"8 (smiling face, kissing face, …)"``."""
+    if not texts:
+        return "none"
+    listed = ", ".join(clip(text, 30) for text in texts[:shown])
+    return f"{len(texts):,} ({listed}{', …' if len(texts) > shown else ''})"
+
+
+@dataclass
+class CompareResult:
+    """The neighbours of every (query, geometry): ``tables[r][c]`` is the
+    :func:`~anchordiv.explorer.neighbour_table` of ``queries[r]`` under ``columns[c]`` (``k`` rows;
+    its value column is ``"divergence"`` for anchor columns, ``"similarity"`` for baselines).
+    ``gallery`` draws the neighbours."""
+
+    gallery: Gallery
+    queries: list[Query]
+    columns: list[GeometryColumn]
+    tables: list[list[pd.DataFrame]]
+    settings: CompareSettings
+
+    def frame(self) -> pd.DataFrame:
+        """Every table in one, with ``query`` and ``geometry`` columns (their text specs): the CSV download."""
+        return pd.concat([table.assign(query=str(query.row), geometry=str(column))
+                          for query, row in zip(self.queries, self.tables)
+                          for column, table in zip(self.columns, row)], ignore_index=True)
+
+
+def compare(gallery: Gallery, encoder, rows: Sequence[QueryRow | str], columns: Sequence[GeometryColumn | str],
+            texts_a: Sequence[str], texts_b: Sequence[str], k: int = 5, default_spec: GeometrySpec = GeometrySpec(),
+            weighting: str = "calibrated", *, prior_texts: Sequence[str] = (),
+            geometry_for: GeometryFactory | None = None, baseline_for: BaselineFactory | None = None,
+            images: Mapping[str, bytes] | None = None, embed_text: TextEmbedder | None = None,
+            embed_image: ImageEmbedder | None = None, limits: FigureLimits = DEFAULT_LIMITS) -> CompareResult:
+    """The top-``k`` of each row under each column (rows and columns as objects or their text).
+
+    ``default_spec`` and ``weighting`` (a key of :data:`~anchordiv.explorer.WEIGHTINGS`) hold for
+    every anchor column that does not set its own model, scale or weighting. A only and B only are
+    the A/B mixture at ``p = 1`` and ``p = 0``, which is A's (B's) geometry exactly under every
+    weighting. Gallery queries are left out of their own rankings.
+
+    ``geometry_for(kind, scale)`` returns the fitted :class:`ExplorerGeometry` of both anchor sets
+    under ``default_spec`` with that kind and scale, and ``baseline_for(kind)`` the ``"cosine"`` or
+    ``"iti"`` (over A and B) index; each is called once per distinct argument. By default they fit
+    and encode here (anchors through the on-disk text cache); the app passes its cached ones.
+    ``images``, ``embed_text``, ``embed_image``: see :func:`resolve_queries`. ``limits`` bounds the
+    rows, columns and ``k`` (:func:`check_figure_request`, before anything is computed).
+    Raises ``ValueError`` with the fix for bad specs, a figure past ``limits``, empty anchor sets a
+    column needs, or a ``k`` larger than the gallery allows.
+    """
+    rows = [row if isinstance(row, QueryRow) else parse_query_row(row) for row in rows]
+    columns = [column if isinstance(column, GeometryColumn) else parse_geometry_column(column) for column in columns]
+    if not rows:
+        raise ValueError(f"no query rows; add at least one ({ROW_EXAMPLE})")
+    if not columns:
+        raise ValueError(f"no geometry columns; add at least one ({COLUMN_EXAMPLE})")
+    check_figure_request(len(rows), len(columns), k, limits, n_geometries=fitted_geometries(columns, default_spec))
+    if weighting not in WEIGHTINGS:
+        raise ValueError(f"unknown weighting {weighting!r}; use one of {', '.join(WEIGHTINGS)}")
+    texts_a, texts_b, prior_texts = tuple(texts_a), tuple(texts_b), tuple(prior_texts)
+    geometry_for = _once(geometry_for or _fitting_geometries(gallery, encoder, texts_a, texts_b, default_spec,
+                                                             prior_texts))
+    baseline_for = _once(baseline_for or _fitting_baselines(gallery, encoder, texts_a + texts_b))
+    queries = resolve_queries(rows, gallery, encoder, images, embed_text, embed_image)
+    settings = CompareSettings(check_positive_int(k, "top-k"), weighting, default_spec, texts_a, texts_b, prior_texts,
+                               gallery.description, encoder.name)
+    tables = []
+    for query in queries:
+        tables.append([_cell(query, column, gallery, settings, geometry_for, baseline_for) for column in columns])
+    return CompareResult(gallery, queries, columns, tables, settings)
+
+
+def _once(factory: Callable) -> Callable:
+    """``factory`` called once per distinct argument within one :func:`compare`."""
+    made: dict = {}
+
+    def get(*key):
+        if key not in made:
+            made[key] = factory(*key)
+        return made[key]
+    return get
+
+
+def _fitting_geometries(gallery: Gallery, encoder, texts_a: tuple[str, ...], texts_b: tuple[str, ...],
+                        spec: GeometrySpec, prior_texts: tuple[str, ...]) -> GeometryFactory:
+    from ..text_cache import encode_texts_cached
+
+    def fit(kind: str, scale: float) -> ExplorerGeometry:
+        anchors = [encode_texts_cached(encoder, texts) for texts in (texts_a, texts_b)]
+        prior = encode_texts_cached(encoder, prior_texts) if anchor_model_kind(kind).needs_prior else None
+        return ExplorerGeometry(gallery.embeddings, anchors, [texts_a, texts_b], replace(spec, kind=kind, scale=scale),
+                                prior=prior, prior_texts=prior_texts)
+    return fit
+
+
+def _fitting_baselines(gallery: Gallery, encoder, iti_texts: tuple[str, ...]) -> BaselineFactory:
+    from ..text_cache import encode_texts_cached
+
+    def fit(kind: str) -> Index:
+        anchors = encode_texts_cached(encoder, iti_texts) if kind == "iti" else None
+        return baseline_index(kind, gallery.embeddings, anchors)
+    return fit
+
+
+def _cell(query: Query, column: GeometryColumn, gallery: Gallery, settings: CompareSettings,
+          geometry_for: GeometryFactory, baseline_for: BaselineFactory) -> pd.DataFrame:
+    """The neighbour table of ``query`` under ``column``."""
+    if column.is_baseline:
+        index, value_name = baseline_for(column.kind), "similarity"
+    else:
+        geometry = geometry_for(column.model or settings.spec.kind,
+                                float(column.scale if column.scale is not None else settings.spec.scale))
+        _check_sets(column, geometry)
+        index, value_name = geometry.index_at(column.weight(), column.weighting or settings.weighting), "divergence"
+    values, ids = search_one(index, torch.as_tensor(query.vector), settings.k, exclude=query.gallery_id)
+    return neighbour_table(values, ids, gallery, query.labels, value_name)
+
+
+def _check_sets(column: GeometryColumn, geometry: ExplorerGeometry) -> None:
+    """A column uses only sets that have anchors (a geometry of one set ignores ``p``, so without
+    this check "B only" would silently show A)."""
+    needed = {"A": ["A"], "B": ["B"], "mix": ["A", "B"]}[column.kind]
+    missing = [name for name in needed if name not in geometry.component_names]
+    if missing:
+        raise ValueError(f"column '{column}' needs anchors in set {' and '.join(missing)}, which is empty; "
+                         "add anchors there or drop the column")
+

@@ -1,0 +1,142 @@
+"""The largest figure that is made: :class:`FigureLimits`, checked before anything is computed
+(:func:`check_figure_request`) and a PNG's dpi and pixels before anything is drawn (:func:`check_png`)."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+
+from .._validation import check_positive_int
+from .layout import FigureLayout, least_size
+
+
+@dataclass(frozen=True)
+class FigureLimits:
+    """The largest figure :func:`compare` and :func:`render_figure` make.
+
+    Parameters
+    ----------
+    rows : int
+        The most query rows.
+    columns : int
+        The most geometry columns.
+    k : int
+        The most neighbours per cell (the Compare page offers 1 to 20).
+    neighbours : int
+        The most neighbours in all, rows x columns x k: what drawing costs.
+    geometries : int
+        The most anchor geometries fitted for one figure: the distinct (model, scale) of its A, B
+        and mix columns, the figure's own included. Each is a fit over the gallery (3-10 s of CPU
+        on the built-in world); once fitted, the app keeps it for every later figure.
+    dpi : int
+        The highest resolution of a PNG (vector PDF and SVG do not depend on it).
+    pixels : int
+        The most pixels of a PNG, width x height at its dpi.
+
+    Drawing takes 12-16 ms of one CPU core per thumbnail as PNG (rows x columns x k of them; PDF
+    about 11, SVG 7), two thirds of it for the captions, so the defaults (:data:`DEFAULT_LIMITS`)
+    allow 500 in all, in any shape up to 12 rows and 8 columns (the Compare page offers seven
+    common columns: cosine, ITI, A, B and three mixes): the heaviest figure, 5 rows x 5 columns x top-20 of the built-in world's 19,728
+    images, is built in about 3 s and drawn as PNG in about 8 s (SVG 3.6 s) on two CPU cores.
+    Each field has a command-line option (``--max-rows`` ...) to raise it.
+    """
+
+    rows: int = 12
+    columns: int = 8
+    k: int = 20
+    neighbours: int = 500
+    geometries: int = 4
+    dpi: int = 600
+    pixels: int = 40_000_000
+
+    def __post_init__(self) -> None:
+        for field in fields(self):
+            check_positive_int(getattr(self, field.name), f"FigureLimits.{field.name}")
+
+
+DEFAULT_LIMITS = FigureLimits()
+
+
+PNG_SIDE = 65_535  # matplotlib's Agg draws at most this many pixels on a side
+
+
+def _raise_the_limit(name: str) -> str:
+    return f"raise the limit (--max-{name} on the command line)"
+
+
+def check_figure_request(n_rows: int, n_columns: int, k: int, limits: FigureLimits = DEFAULT_LIMITS, *,
+                         dpi: int | None = None, n_geometries: int = 1) -> None:
+    """Refuse a figure larger than ``limits`` before anything is computed.
+
+    Parameters
+    ----------
+    n_rows, n_columns : int
+        The figure's query rows and geometry columns.
+    k : int
+        Its neighbours per cell.
+    n_geometries : int
+        The anchor geometries it fits (:func:`fitted_geometries`).
+    limits : FigureLimits
+        The bounds; :data:`DEFAULT_LIMITS` unless raised.
+    dpi : int, optional
+        A PNG's resolution: also checked against ``limits.dpi``, and the figure's pixels (at least
+        its width by the height of its rows) against ``limits.pixels``. :func:`render_figure`
+        checks the exact pixels again before drawing.
+
+    Raises
+    ------
+    ValueError
+        Naming the limit, this figure's count and the fix, e.g. "a figure has at most 12 query
+        rows (this one has 300); remove rows, or raise the limit (--max-rows on the command line)".
+    """
+    k = check_positive_int(k, "top-k")
+    if n_rows > limits.rows:
+        raise ValueError(f"a figure has at most {limits.rows:,} query rows (this one has {n_rows:,}); remove rows, "
+                         f"or {_raise_the_limit('rows')}")
+    if n_columns > limits.columns:
+        raise ValueError(f"a figure has at most {limits.columns:,} geometry columns (this one has {n_columns:,}); "
+                         f"remove columns, or {_raise_the_limit('columns')}")
+    if k > limits.k:
+        raise ValueError(f"a figure shows at most {limits.k:,} neighbours per cell (this one asks for top-{k:,}); "
+                         f"lower k, or {_raise_the_limit('k')}")
+    if n_rows * n_columns * k > limits.neighbours:
+        raise ValueError(f"a figure shows at most {limits.neighbours:,} neighbours in all (this one asks for "
+                         f"{n_rows} rows x {n_columns} columns x top-{k} = {n_rows * n_columns * k:,}); lower k, or "
+                         f"remove rows or columns, or {_raise_the_limit('neighbours')}")
+    if n_geometries > limits.geometries:
+        raise ValueError(f"a figure fits at most {limits.geometries} anchor geometries (this one asks for "
+                         f"{n_geometries} different models or scales); give fewer columns their own model= or s=, "
+                         f"or {_raise_the_limit('geometries')}")
+    if dpi is not None:
+        check_png(least_size(n_rows, n_columns, k, FigureLayout()), dpi, limits)
+
+
+def check_png(size: tuple[float, float], dpi: int, limits: FigureLimits) -> None:
+    """Refuse a PNG of ``size`` inches at ``dpi`` past the dpi or pixel limit, or past :data:`PNG_SIDE`;
+    the fix names the highest dpi that fits."""
+    dpi = check_positive_int(dpi, "dpi")
+    if dpi > limits.dpi:
+        raise ValueError(f"a PNG figure is drawn at most at {limits.dpi:,} dpi (this one asks for {dpi:,} dpi); "
+                         f"lower the dpi, or {_raise_the_limit('dpi')}")
+    if _png_fits(size, dpi, limits):
+        return
+    fits = min(dpi, int(math.sqrt(limits.pixels / (size[0] * size[1]))) + 1, int(PNG_SIDE / max(size)) + 1)
+    while fits > 0 and not _png_fits(size, fits, limits):  # a step or two: each side is rounded to whole pixels
+        fits -= 1
+    lower = f"lower the dpi to {fits:,} or less" if fits else "make it smaller (fewer rows, columns or neighbours)"
+    width, height = _png_pixels(size, dpi)
+    if max(width, height) > PNG_SIDE:
+        raise ValueError(f"at {dpi:,} dpi this figure is {width:,} x {height:,} pixels, and a PNG has at most "
+                         f"{PNG_SIDE:,} on a side; {lower}, or draw it as PDF or SVG")
+    raise ValueError(f"at {dpi:,} dpi this figure is {width:,} x {height:,} = {width * height:,} pixels, more than "
+                     f"the limit of {limits.pixels:,}; {lower}, or {_raise_the_limit('pixels')}")
+
+
+def _png_fits(size: tuple[float, float], dpi: int, limits: FigureLimits) -> bool:
+    width, height = _png_pixels(size, dpi)
+    return max(width, height) <= PNG_SIDE and width * height <= limits.pixels
+
+
+def _png_pixels(size: tuple[float, float], dpi: int) -> tuple[int, int]:
+    """A PNG's width and height in pixels, as matplotlib rounds them."""
+    return round(size[0] * dpi), round(size[1] * dpi)
+
