@@ -95,19 +95,52 @@ def compare(gallery: Gallery, encoder, rows: Sequence[QueryRow | str], columns: 
             embed_image: ImageEmbedder | None = None, limits: FigureLimits = DEFAULT_LIMITS) -> CompareResult:
     """The top-``k`` of each row under each column (rows and columns as objects or their text).
 
-    ``default_spec`` and ``weighting`` (a key of :data:`~anchordiv.explorer.WEIGHTINGS`) hold for
-    every anchor column that does not set its own model, scale or weighting. A only and B only are
-    the A/B mixture at ``p = 1`` and ``p = 0``, which is A's (B's) geometry exactly under every
-    weighting. Gallery queries are left out of their own rankings.
+    A only and B only are the A/B mixture at ``p = 1`` and ``p = 0``, which is A's (B's) geometry
+    exactly under every weighting. Gallery queries are left out of their own rankings.
 
-    ``geometry_for(kind, scale)`` returns the fitted :class:`ExplorerGeometry` of both anchor sets
-    under ``default_spec`` with that kind and scale, and ``baseline_for(kind)`` the ``"cosine"`` or
-    ``"iti"`` (over A and B) index; each is called once per distinct argument. By default they fit
-    and encode here (anchors through the on-disk text cache); the app passes its cached ones.
-    ``images``, ``embed_text``, ``embed_image``: see :func:`resolve_queries`. ``limits`` bounds the
-    rows, columns and ``k`` (:func:`check_figure_request`, before anything is computed).
-    Raises ``ValueError`` with the fix for bad specs, a figure past ``limits``, empty anchor sets a
-    column needs, or a ``k`` larger than the gallery allows.
+    Parameters
+    ----------
+    gallery : Gallery
+        ``G`` images with embeddings ``(G, d)`` and labels.
+    encoder : Encoder
+        What embeds the anchor texts and the text and image rows (``d``-dimensional).
+    rows : sequence of QueryRow or str
+        The query rows.
+    columns : sequence of GeometryColumn or str
+        The geometry columns.
+    texts_a, texts_b : sequence of str
+        The anchor texts of sets A and B.
+    k : int
+        Neighbours per cell.
+    default_spec : GeometrySpec
+        The anchor geometry of every anchor column that does not set its own model or scale.
+    weighting : str
+        A key of :data:`~anchordiv.explorer.geometry.WEIGHTINGS`, for every anchor column that
+        does not set its own.
+    prior_texts : sequence of str
+        The prior set of the posterior models.
+    geometry_for : callable, optional
+        ``geometry_for(kind, scale)``: the fitted :class:`ExplorerGeometry` of both anchor sets
+        under ``default_spec`` with that kind and scale. Called once per distinct argument; by
+        default it fits here (anchors encoded through the on-disk text cache); the app passes its
+        cached one.
+    baseline_for : callable, optional
+        ``baseline_for(kind)``: the ``"cosine"`` or ``"iti"`` (over A and B) index, likewise.
+    images, embed_text, embed_image
+        See :func:`~anchordiv.figure.rows.resolve_queries`.
+    limits : FigureLimits
+        Bounds the rows, columns and ``k`` (:func:`check_figure_request`, before anything is computed).
+
+    Returns
+    -------
+    CompareResult
+        ``tables[r][c]``, ``k`` rows each, for ``len(rows)`` x ``len(columns)`` cells.
+
+    Raises
+    ------
+    ValueError
+        With the fix, for bad specs, a figure past ``limits``, empty anchor sets a column needs,
+        or a ``k`` larger than the gallery allows.
     """
     rows = [row if isinstance(row, QueryRow) else parse_query_row(row) for row in rows]
     columns = [column if isinstance(column, GeometryColumn) else parse_geometry_column(column) for column in columns]

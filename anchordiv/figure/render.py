@@ -64,8 +64,30 @@ def render_figure(result: CompareResult, format: str = "png", dpi: int = 200,
     frame and "obj", one sharing its style an orange frame inside that and "sty"; under each cell
     its agreement counts, under the grid a legend and the settings (:meth:`CompareSettings.lines`).
 
-    Raises ``ValueError`` before drawing for an unknown format and a PNG past ``limits.dpi`` or
-    ``limits.pixels`` (the message names the highest dpi that fits)."""
+    Parameters
+    ----------
+    result : CompareResult
+        What to draw: ``len(result.queries)`` rows x ``len(result.columns)`` columns of ``k`` thumbnails.
+    format : {"png", "pdf", "svg"}
+        The file format.
+    dpi : int
+        A PNG's resolution (PDF and SVG do not depend on it).
+    layout : FigureLayout
+        The sizes in inches.
+    limits : FigureLimits
+        A PNG's highest dpi and most pixels.
+
+    Returns
+    -------
+    bytes
+        The file's content.
+
+    Raises
+    ------
+    ValueError
+        Before drawing, for an unknown format and a PNG past ``limits.dpi`` or ``limits.pixels``
+        (the message names the highest dpi that fits).
+    """
     if format not in FORMATS:
         raise ValueError(f"unknown figure format {format!r}; use one of {', '.join(FORMATS)}")
     size = figure_size(result, layout)

@@ -108,10 +108,35 @@ ImageEmbedder = Callable[[bytes, str], np.ndarray]
 
 def resolve_queries(rows: Sequence[QueryRow], gallery: Gallery, encoder, images: Mapping[str, bytes] | None = None,
                     embed_text: TextEmbedder | None = None, embed_image: ImageEmbedder | None = None) -> list[Query]:
-    """Each row as a :class:`Query`. ``images`` maps the value of each ``image:`` / ``upload:`` row
-    to its file's bytes. ``embed_text(text) -> (d,)`` and ``embed_image(bytes, name) -> (d,)``
-    default to ``encoder`` (the app passes cached ones). Rows ``random`` without a seed take
-    distinct images, in order, from one generator seeded with 0, so a figure is reproducible."""
+    """Each row as a :class:`Query`. Rows ``random`` without a seed take distinct images, in order,
+    from one generator seeded with 0, so a figure is reproducible.
+
+    Parameters
+    ----------
+    rows : sequence of QueryRow
+        The rows to resolve.
+    gallery : Gallery
+        ``G`` images with embeddings ``(G, d)``: what id, name and random rows pick from.
+    encoder : Encoder
+        Embeds text and image rows unless ``embed_text`` / ``embed_image`` are given.
+    images : mapping of str to bytes, optional
+        The value of each ``image:`` / ``upload:`` row -> its file's bytes.
+    embed_text : callable, optional
+        ``embed_text(text) -> (d,)`` (the app passes a cached one).
+    embed_image : callable, optional
+        ``embed_image(bytes, name) -> (d,)`` (likewise).
+
+    Returns
+    -------
+    list of Query
+        One per row, in order, each with its ``vector`` ``(d,)``.
+
+    Raises
+    ------
+    ValueError
+        Naming the row and the fix, for an id past the gallery, a name no caption contains and an
+        image row without its bytes.
+    """
     embed_text = embed_text or (lambda text: encoder.encode_texts([text])[0].numpy())
     embed_image = embed_image or (
         lambda data, name: encoder.encode_images([query_image_from_upload(data, name)])[0].numpy())
