@@ -43,6 +43,10 @@ class Gallery:
     def __len__(self) -> int:
         return int(self.embeddings.shape[0])
 
+    def rows(self, ids: np.ndarray) -> torch.Tensor:
+        """The embeddings ``(n, d)`` of images ``ids`` ``(n,)``."""
+        return self.embeddings[torch.as_tensor(np.asarray(ids, dtype=np.int64))]
+
     def image(self, item: int) -> Image.Image:
         """Gallery image ``item`` as RGB PIL."""
         return self.load(int(item))

@@ -55,7 +55,7 @@ BY_IDENTITY = {
     "anchordiv.encoders.builtin.BuiltinEncoder": lambda encoder: encoder.name,
     "anchordiv.encoders.open_clip_encoder.OpenClipEncoder": lambda encoder: encoder.name,
     Gallery: lambda gallery: gallery.key,
-    ex.StoreGallery: lambda gallery: gallery.key,
+    ex.StoreSource: lambda gallery: gallery.key,
 }
 
 
@@ -122,10 +122,10 @@ def get_folder_gallery(encoder, folder: str, labels_csv: str | None) -> Gallery:
 
 
 @st.cache_resource(show_spinner="Opening the gallery store and indexing its names…", max_entries=4)
-def get_store_gallery(folder: str, stamp: tuple, encoder_name: str, dim: int) -> ex.StoreGallery:
+def get_store_gallery(folder: str, stamp: tuple, encoder_name: str, dim: int, roots: ex.DataRoots) -> ex.StoreSource:
     """``stamp`` (:func:`~anchordiv.explorer.store_stamp`: its files' sizes, times and inodes) opens
     a store written again, or with a file edited in place, afresh."""
-    return ex.StoreGallery.open(folder, encoder_name, dim)
+    return ex.StoreSource.open(folder, encoder_name, dim, roots)
 
 
 @st.cache_resource(show_spinner="Encoding the anchors (kept on disk for later starts)…", max_entries=64,
@@ -146,11 +146,11 @@ def get_geometry(gallery: Gallery, encoder, texts_a: tuple[str, ...], texts_b: t
 
 @st.cache_resource(show_spinner="Fitting the anchor model and indexing the store (one pass)…", max_entries=4,
                    hash_funcs=BY_IDENTITY)
-def get_store_geometry(gallery: ex.StoreGallery, encoder, texts_a: tuple[str, ...], texts_b: tuple[str, ...],
-                       spec: ex.GeometrySpec, prior_texts: tuple[str, ...]) -> ex.StoreGeometry:
+def get_store_geometry(gallery: ex.StoreSource, encoder, texts_a: tuple[str, ...], texts_b: tuple[str, ...],
+                       spec: ex.GeometrySpec, prior_texts: tuple[str, ...]) -> ex.ExplorerGeometry:
     anchors = [encode_texts(encoder, texts) for texts in (texts_a, texts_b)]
     prior = encode_texts(encoder, prior_texts) if anchor_model_kind(spec.kind).needs_prior else None
-    return ex.StoreGeometry(gallery.store, anchors, [texts_a, texts_b], spec, prior=prior, prior_texts=prior_texts)
+    return ex.ExplorerGeometry.over_store(gallery.store, anchors, [texts_a, texts_b], spec, prior=prior, prior_texts=prior_texts)
 
 
 @st.cache_resource(show_spinner=False, max_entries=16, hash_funcs=BY_IDENTITY)
@@ -171,10 +171,10 @@ def embed_text_query(encoder, text: str) -> np.ndarray:
 
 
 @st.cache_resource(show_spinner=False, max_entries=8, hash_funcs=BY_IDENTITY)
-def gallery_presets(gallery: Gallery | ex.StoreGallery) -> dict[str, tuple[str, ...]]:
+def gallery_presets(gallery: Gallery | ex.StoreSource) -> dict[str, tuple[str, ...]]:
     """The preset anchor lists of ``gallery`` or of a store (60 ms for the whole world, and every
     full run of a page needs them several times); shared, never changed by a caller."""
-    return ex.store_presets(gallery) if isinstance(gallery, ex.StoreGallery) else ex.anchor_presets(gallery)
+    return gallery.presets() if isinstance(gallery, ex.StoreSource) else ex.anchor_presets(gallery)
 
 
 @st.cache_resource(show_spinner=False)
@@ -251,12 +251,12 @@ def sidebar_fields() -> list[links.LinkField]:
     return links.sidebar_fields(list_anchor_models(), list(DIRECTIONS), linked_texts())
 
 
-def default_query(gallery: Gallery | ex.StoreGallery) -> int:
+def default_query(gallery: Gallery | ex.StoreSource) -> int:
     """The query a page opens on: a recognisable image of the world or folder, a store's first item."""
-    return 0 if isinstance(gallery, ex.StoreGallery) else ex.default_query_id(gallery)
+    return 0 if isinstance(gallery, ex.StoreSource) else ex.default_query_id(gallery)
 
 
-def view_fields(gallery: Gallery | ex.StoreGallery) -> list[links.LinkField]:
+def view_fields(gallery: Gallery | ex.StoreSource) -> list[links.LinkField]:
     state = st.session_state
     presets = gallery_presets(gallery)
     now = tuple(state.get(f"preset_{side}", default) for side, default in zip("ab", PRESET_DEFAULTS))
@@ -289,7 +289,7 @@ def follow_link(fields: list[links.LinkField], part: str, known: tuple[str, ...]
     return taken
 
 
-def follow_view_link(gallery: Gallery | ex.StoreGallery) -> list[links.LinkField]:
+def follow_view_link(gallery: Gallery | ex.StoreSource) -> list[links.LinkField]:
     """:func:`follow_link` for the query and the anchor sets, which need the gallery; the fields,
     for :func:`publish_link`. A link made on another gallery keeps its anchors and p, not its query."""
     state = st.session_state
@@ -317,7 +317,7 @@ def link_notes() -> None:
         st.warning(f"This link opened with defaults for what it could not use: {notes}.")
 
 
-def link_params(fields: list[links.LinkField], gallery: Gallery | ex.StoreGallery | None = None
+def link_params(fields: list[links.LinkField], gallery: Gallery | ex.StoreSource | None = None
                 ) -> dict[str, str | list[str]]:
     """The URL parameters of the current values of ``fields``, with the gallery's token when they
     name anything (a query id means nothing on another gallery)."""
@@ -327,7 +327,7 @@ def link_params(fields: list[links.LinkField], gallery: Gallery | ex.StoreGaller
     return params
 
 
-def publish_link(fields: list[links.LinkField], gallery: Gallery | ex.StoreGallery | None = None) -> None:
+def publish_link(fields: list[links.LinkField], gallery: Gallery | ex.StoreSource | None = None) -> None:
     """Put the current values of ``fields`` in the page's URL (only when they changed: each change
     is a message to the browser)."""
     params = link_params(fields, gallery)
@@ -337,7 +337,7 @@ def publish_link(fields: list[links.LinkField], gallery: Gallery | ex.StoreGalle
         st.query_params.from_dict(params)
 
 
-def share_box(fields: list[links.LinkField], gallery: Gallery | ex.StoreGallery | None = None) -> None:
+def share_box(fields: list[links.LinkField], gallery: Gallery | ex.StoreSource | None = None) -> None:
     """The page's link to copy (the copy button is on the code block)."""
     params = link_params(fields, gallery)
     with st.popover("Share this view", icon=":material/link:", key="share_popover"):
@@ -434,7 +434,7 @@ def load_encoder_for(choices: dict[str, Any]):
     return attempt(load, "Could not load the open_clip model", stop=True)
 
 
-def load_store_for(choices: dict[str, Any], encoder) -> ex.StoreGallery:
+def load_store_for(choices: dict[str, Any], encoder) -> ex.StoreSource:
     """The chosen gallery store, opened for ``encoder`` (cached per store); an error box naming the
     fix and a stop when it is not a store, is damaged, or was embedded by another model."""
     roots = data_roots()
@@ -445,9 +445,9 @@ def load_store_for(choices: dict[str, Any], encoder) -> ex.StoreGallery:
                 "(a folder with a manifest.json, made by `python -m anchordiv embed FOLDER --out STORE`).")
         st.stop()
 
-    def load() -> ex.StoreGallery:
+    def load() -> ex.StoreSource:
         folder = roots.confine(choices["store"], "gallery store")
-        return get_store_gallery(str(folder), ex.store_stamp(folder), encoder.name, encoder.dim)
+        return get_store_gallery(str(folder), ex.store_stamp(folder), encoder.name, encoder.dim, roots)
 
     return attempt(load, "Could not open that gallery store", stop=True)
 
@@ -489,7 +489,7 @@ def load_gallery_for(choices: dict[str, Any], encoder) -> Gallery:
 
 
 # -- the query -------------------------------------------------------------------------------------
-def caption_of(gallery: Gallery | ex.StoreGallery) -> Callable[[int], str]:
+def caption_of(gallery: Gallery | ex.StoreSource) -> Callable[[int], str]:
     """Item captions for a menu (plain text there, but it must be one line of valid UTF-8)."""
     return lambda item: shown(gallery.caption(item))
 
@@ -499,7 +499,7 @@ NO_QUERY: tuple[None, None, None, None, str] = (None, None, None, None, "")
 Query = tuple[np.ndarray | None, int | None, Any, Any, str]
 
 
-def choose_query(gallery: Gallery | ex.StoreGallery, encoder, from_item: Callable[[int], Query],
+def choose_query(gallery: Gallery | ex.StoreSource, encoder, from_item: Callable[[int], Query],
                  by_row: bool = False) -> Query:
     """The query the widgets name (:func:`pick_query`). While "Upload" waits for its file, the last
     query stays, so the page keeps its results."""
@@ -514,7 +514,7 @@ def choose_query(gallery: Gallery | ex.StoreGallery, encoder, from_item: Callabl
     return query
 
 
-def pick_query(gallery: Gallery | ex.StoreGallery, encoder, from_item: Callable[[int], Query],
+def pick_query(gallery: Gallery | ex.StoreSource, encoder, from_item: Callable[[int], Query],
                by_row: bool = False) -> Query:
     """The query the widgets name now: an upload, a text, or a gallery item (found by name, drawn
     at random or, ``by_row``, typed by its row number) as ``from_item(item)`` describes it;
@@ -626,15 +626,15 @@ def geometry_spec(choices: dict[str, Any], kind: str | None = None, scale: float
                    "Invalid geometry", stop=True)
 
 
-def geometry_for(choices: dict[str, Any], gallery: Gallery | ex.StoreGallery, encoder, texts_a: tuple[str, ...],
+def geometry_for(choices: dict[str, Any], gallery: Gallery | ex.StoreSource, encoder, texts_a: tuple[str, ...],
                  texts_b: tuple[str, ...], kind: str | None = None, scale: float | None = None
-                 ) -> ex.ExplorerGeometry | ex.StoreGeometry:
+                 ) -> ex.ExplorerGeometry | ex.ExplorerGeometry:
     """The cached geometry of anchor sets A and B under the sidebar's settings (``kind`` and
-    ``scale`` override them), a :class:`~anchordiv.explorer.StoreGeometry` over a store; an error
+    ``scale`` override them), over a store through its sharded index; an error
     box and a stop when it cannot be built."""
     spec = geometry_spec(choices, kind, scale)
     prior = ex.parse_anchor_text(choices["prior_text"]).anchors
-    build = get_store_geometry if isinstance(gallery, ex.StoreGallery) else get_geometry
+    build = get_store_geometry if isinstance(gallery, ex.StoreSource) else get_geometry
     geometry = attempt(lambda: build(gallery, encoder, tuple(texts_a), tuple(texts_b), spec, prior),
                        "Cannot build the geometry", stop=True)
     for note in geometry.notes:
@@ -642,7 +642,7 @@ def geometry_for(choices: dict[str, Any], gallery: Gallery | ex.StoreGallery, en
     return geometry
 
 
-def draw_grid(column, title: str, table: pd.DataFrame, gallery: Gallery | ex.StoreGallery, value_name: str,
+def draw_grid(column, title: str, table: pd.DataFrame, gallery: Gallery | ex.StoreSource, value_name: str,
               images: list | None = None) -> None:
     """A neighbour table as captioned images: ``images`` (one per row), by default the gallery's own."""
     column.markdown(f"**{title}**  \n{ex.agreement_text(table)}")
@@ -661,7 +661,7 @@ def use_projection_pick(chart_key: str) -> None:
         st.session_state.query_mode = "Gallery image"
 
 
-def query_and_anchors(gallery: Gallery | ex.StoreGallery, encoder, from_item: Callable[[int], Query],
+def query_and_anchors(gallery: Gallery | ex.StoreSource, encoder, from_item: Callable[[int], Query],
                       fields: list[links.LinkField], by_row: bool = False
                       ) -> tuple[Query, ex.AnchorText, ex.AnchorText, str]:
     """The top of both Explore pages: the query (shown beside its picker) and anchor sets A and B,
@@ -680,8 +680,8 @@ def query_and_anchors(gallery: Gallery | ex.StoreGallery, encoder, from_item: Ca
     return query, parsed_a, parsed_b, weighting
 
 
-def geometry_and_key(choices: dict[str, Any], gallery: Gallery | ex.StoreGallery, encoder, parsed_a: ex.AnchorText,
-                     parsed_b: ex.AnchorText) -> tuple[ex.ExplorerGeometry | ex.StoreGeometry, str]:
+def geometry_and_key(choices: dict[str, Any], gallery: Gallery | ex.StoreSource, encoder, parsed_a: ex.AnchorText,
+                     parsed_b: ex.AnchorText) -> tuple[ex.ExplorerGeometry | ex.ExplorerGeometry, str]:
     """The cached geometry of A and B under the sidebar's settings, and the key that names it (for
     the projections' caches)."""
     spec = geometry_spec(choices)

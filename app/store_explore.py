@@ -29,8 +29,8 @@ class StoreView:
     """What the sections below the anchors draw from: everything but ``p``, which the results
     fragment owns (so moving it reruns only that fragment)."""
 
-    gallery: ex.StoreGallery
-    geometry: ex.StoreGeometry
+    gallery: ex.StoreSource
+    geometry: ex.ExplorerGeometry
     geometry_key: str
     weighting: str
     query: np.ndarray
@@ -44,32 +44,32 @@ class StoreView:
 
 # -- cached per query -------------------------------------------------------------------------------
 @st.cache_resource(show_spinner="Preparing the p slider (one pass over the store)…", max_entries=32)
-def get_slider(geometry_key: str, _geometry: ex.StoreGeometry, query: np.ndarray, k: int, exclude: int | None,
+def get_slider(geometry_key: str, _geometry: ex.ExplorerGeometry, query: np.ndarray, k: int, exclude: int | None,
                weighting: str):
     """The query's certified slider (``None`` where none applies); ``geometry_key`` names ``_geometry``."""
     return _geometry.slider(query, k, exclude, weighting)
 
 
 @st.cache_data(show_spinner="Ranking the store by cosine (one pass)…", max_entries=64, hash_funcs=BY_IDENTITY)
-def get_cosine_table(gallery: ex.StoreGallery, query: np.ndarray, k: int, exclude: int | None,
+def get_cosine_table(gallery: ex.StoreSource, query: np.ndarray, k: int, exclude: int | None,
                      query_label: str | None) -> pd.DataFrame:
-    return ex.store_neighbour_table(*ex.cosine_top_k(gallery.store, query, k, exclude), gallery, query_label,
+    return gallery.neighbour_table(*ex.cosine_top_k(gallery.store, query, k, exclude), query_label,
                                     "similarity")
 
 
 @st.cache_data(show_spinner="Projecting a fixed sample of the store with UMAP (cached per geometry)…",
                max_entries=16, hash_funcs=BY_IDENTITY)
-def get_store_projection(key: str, gallery: ex.StoreGallery, _geometry: ex.StoreGeometry, p: float, weighting: str,
+def get_store_projection(key: str, gallery: ex.StoreSource, _geometry: ex.ExplorerGeometry, p: float, weighting: str,
                          max_points: int) -> tuple[np.ndarray, np.ndarray]:
     """``_geometry`` is not hashed: ``key`` names it (anchors, model, encoder)."""
-    return ex.store_projection(gallery, _geometry, p, weighting, max_points, cache_key=key)
+    return ex.geometry_projection(gallery, "anchor", _geometry, p, weighting, max_points=max_points, cache_key=key)
 
 
 # -- the page -----------------------------------------------------------------------------------------
-def store_item(gallery: ex.StoreGallery, item: int) -> ui.Query:
+def store_item(gallery: ex.StoreSource, item: int) -> ui.Query:
     """Store row ``item`` as a query: ``(embedding (d,), item, label, thumbnail, description)``."""
-    image = ex.store_thumbnails(gallery, [item], ui.data_roots(), size=ui.QUERY_IMAGE_WIDTH)[0]
-    return gallery.vector(item), item, gallery.label(item), image, f"#{item} {gallery.caption(item)}"
+    image = gallery.thumbnails([item], size=ui.QUERY_IMAGE_WIDTH)[0]
+    return gallery.vector(item), item, gallery.labels_of(item), image, f"#{item} {gallery.caption(item)}"
 
 
 def main(choices: dict[str, Any], encoder) -> None:
@@ -103,7 +103,7 @@ def neighbours(view: StoreView, p: float) -> tuple[pd.DataFrame, bool | None]:
         return ex.neighbours_at(view.geometry, slider, view.query, view.k, p, view.weighting, view.query_id)
 
     values, ids, certified = attempt(rank, "Cannot rank the store", stop=True)
-    return ex.store_neighbour_table(values, ids, view.gallery, view.query_label, "divergence"), certified
+    return view.gallery.neighbour_table(values, ids, view.query_label, "divergence"), certified
 
 
 def certificate_text(view: StoreView, certified: bool | None) -> str:
@@ -133,13 +133,12 @@ def results_section(view: StoreView) -> None:
     st.subheader("Neighbours")
     st.caption("✓obj: same label as the query · d = anchor divergence (lower is closer), s = similarity "
                "(higher is closer) · images are read from the store's image folder when shown")
-    titles = {"anchor divergence": f"Anchor divergence ({anchor_model_kind(geometry.geometry.spec.kind).short}, "
+    titles = {"anchor divergence": f"Anchor divergence ({anchor_model_kind(geometry.spec.kind).short}, "
                                    f"p = {p:.2f})", "cosine": "Cosine similarity"}
-    roots = ui.data_roots()
     for column, (method, table) in zip(st.columns(len(tables)), tables.items()):
         value_name = "divergence" if method == "anchor divergence" else "similarity"
         ui.draw_grid(column, titles[method], table, gallery, value_name,
-                     images=ex.store_thumbnails(gallery, table["gallery_id"].tolist(), roots))
+                     images=gallery.thumbnails(table["gallery_id"].tolist()))
     combined = ex.combined_table(tables)
     with st.expander("Neighbour table"):
         st.dataframe(combined, hide_index=True)
@@ -159,7 +158,7 @@ def umap_section(view: StoreView) -> None:
                                 help="UMAP of the anchor-divergence kNN graph of a fixed sample; computed once per "
                                      "geometry and cached.")
     max_points = int(controls[1].number_input("Points (fixed sample)", 10, 20_000,
-                                              min(len(gallery), ex.store_view.PROJECTION_ROWS), step=500,
+                                              min(len(gallery), ex.store_source.PROJECTION_ROWS), step=500,
                                               key="store_umap_points"))
     p = ui.pinned_projection_p(controls[2], show, geometry.is_mixture)
     if p is None:
@@ -171,7 +170,7 @@ def umap_section(view: StoreView) -> None:
         return
     ids, xy = projected
     neighbour_ids = neighbours(view, p)[0].gallery_id.tolist()
-    frame = ex.store_projection_frame(gallery, ids, xy, view.query_id, neighbour_ids)
+    frame = gallery.projection_frame(ids, xy, view.query_id, neighbour_ids)
     ui.projection_chart(st, frame, "label", "name", f"Anchor divergence at p = {p:.2f} ({view.weighting}), "
                         f"{len(ids):,} of {len(gallery):,} items", "umap_chart_store")
     ui.projection_caption(ids, view.query_id, neighbour_ids, p)

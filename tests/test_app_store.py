@@ -1,6 +1,6 @@
 """The explorer on a gallery store, through streamlit.testing.v1.AppTest: a store embedded from a small
 image folder under a temporary data root. The neighbours the page shows are the library's
-(ShardedAnchorIndex through StoreGeometry and its certified slider; cosine over the store), images
+(ShardedAnchorIndex through ExplorerGeometry.over_store and its certified slider; cosine over the store), images
 are read for the shown items only, and bad stores are messages."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from markup import plain
 from anchordiv import explorer as ex
 from anchordiv.builtin.weights import ASSETS_DIR, MANIFEST_NAME, WEIGHTS_NAME
 from anchordiv.embeddings import embed_folder_to_store
-from anchordiv.explorer import store_view
+from anchordiv.explorer import thumbnails
 from anchordiv.store import MANIFEST, GalleryStore
 from anchordiv.text_cache import encode_texts_cached
 from rankings import assert_same_ranking
@@ -80,20 +80,20 @@ def messages(app: AppTest, kinds: tuple[str, ...] = ("error", "warning", "info",
     return " ".join(plain(str(element.value)) for kind in kinds for element in getattr(app, kind))
 
 
-def library_geometry(library, app: AppTest, gallery: ex.StoreGallery) -> ex.StoreGeometry:
+def library_geometry(library, app: AppTest, gallery: ex.StoreSource) -> ex.ExplorerGeometry:
     """The geometry the page builds for the anchor sets it shows (softmax, s = 10), by the library alone."""
     texts = [ex.parse_anchor_text(app.session_state[f"anchors_{side}"]).anchors for side in "ab"]
     anchors = [encode_texts_cached(library["encoder"], t) for t in texts]
-    return ex.StoreGeometry(gallery.store, anchors, texts, ex.GeometrySpec(scale=10.0))
+    return ex.ExplorerGeometry.over_store(gallery.store, anchors, texts, ex.GeometrySpec(scale=10.0))
 
 
 def test_the_page_ranks_the_store_as_the_library_and_reads_only_shown_images(library, served, monkeypatch):
     read = []
-    real = store_view.read_thumbnail
-    monkeypatch.setattr(store_view, "read_thumbnail", lambda path, size: read.append(path.name) or real(path, size))
+    real = thumbnails.read_thumbnail
+    monkeypatch.setattr(thumbnails, "read_thumbnail", lambda path, size: read.append(path.name) or real(path, size))
     app = open_store(served["shapes"])
     assert not app.error
-    gallery = ex.StoreGallery.open(served["shapes"], library["encoder"].name, library["encoder"].dim)
+    gallery = ex.StoreSource.open(served["shapes"], library["encoder"].name, library["encoder"].dim)
     geometry = library_geometry(library, app, gallery)
     query = int(app.session_state["query_id"])
     vector = gallery.vector(query)
@@ -126,7 +126,7 @@ def test_name_search_and_row_choose_the_query(library, served):
     options = app.selectbox(key="query_pick").options
     assert options[:2] == ["red/red-10.png", "red/red-11.png"] and len(options) == 10
     app.selectbox(key="query_pick").set_value(app.selectbox(key="query_pick").options[0]).run()
-    gallery = ex.StoreGallery.open(served["shapes"], library["encoder"].name, library["encoder"].dim)
+    gallery = ex.StoreSource.open(served["shapes"], library["encoder"].name, library["encoder"].dim)
     picked = gallery.find("red/red-10")[0]
     assert app.session_state["query_id"] == picked and picked not in neighbours(app)
     app.number_input(key="query_row").set_value(3).run()
@@ -165,7 +165,7 @@ def test_only_stores_under_the_data_roots_are_offered(library, served, monkeypat
 
 def test_a_store_without_images_or_labels_shows_placeholders(library, served, monkeypatch):
     read = []
-    monkeypatch.setattr(store_view, "read_thumbnail", lambda path, size: read.append(path))
+    monkeypatch.setattr(thumbnails, "read_thumbnail", lambda path, size: read.append(path))
     app = open_store(served["root"] / "stores" / "no-images")
     assert not app.exception and not app.error and read == []
     assert len(neighbours(app)) == 10 and "query labels unknown" in " ".join(block.value for block in app.markdown)

@@ -152,7 +152,7 @@ def test_small_and_empty_anchor_sets(world):
     with pytest.raises(ValueError, match="unknown anchor model"):
         ex.GeometrySpec(kind="nope")
     with pytest.raises(ValueError, match="prior"):
-        ex.fit_anchor_model(ex.GeometrySpec(kind="posterior-softmax"), objects)
+        ex.GeometrySpec(kind="posterior-softmax").fit(objects)
 
 
 def test_explain_softmax_tilt_is_exact(world):

@@ -1,9 +1,10 @@
-"""The explorer on a gallery store, in the library (anchordiv.explorer.store_view): the name index,
+"""The explorer on a gallery store, in the library (anchordiv.explorer.store_source): the name index,
 opening checks, cosine over a store, the sharded geometry and its certified slider, thumbnails read
 for the shown items only, and the UMAP sample."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,7 @@ import pytest
 from PIL import Image
 
 from anchordiv import explorer as ex
-from anchordiv.explorer import store_view
+from anchordiv.explorer import thumbnails
 from anchordiv.projection import sample_ids
 from anchordiv.search import AnchorIndex, CosineIndex
 from anchordiv.store import MANIFEST, GalleryStore
@@ -24,13 +25,13 @@ ROWS = 20_000
 
 
 @pytest.fixture(scope="module")
-def big(tmp_path_factory) -> ex.StoreGallery:
+def big(tmp_path_factory) -> ex.StoreSource:
     """20,000 random rows of d = 16 with names ``item-NNNNN-cat`` (every 7th) or ``-dog``, in 3 shards."""
     folder = tmp_path_factory.mktemp("big") / "store"
     rows = np.random.default_rng(0).standard_normal((ROWS, 16)).astype(np.float32)
     names = pd.DataFrame({"name": [f"Item-{j:05d}-{'cat' if j % 7 == 0 else 'dog'}" for j in range(ROWS)]})
     GalleryStore.from_array(rows, folder, shard_rows=7000, labels=names, encoder=ENCODER)
-    return ex.StoreGallery.open(folder, ENCODER, 16)
+    return ex.StoreSource.open(folder, ENCODER, 16)
 
 
 # The exact search over the float32 store against the slider (float64 over the store's float32 eta,
@@ -47,7 +48,7 @@ def world(tmp_path_factory, seed):
                            "label": [f"object {o}" for o, _ in rows]})
     folder = tmp_path_factory.mktemp("world") / "store"
     GalleryStore.from_array(images, folder, shard_rows=50, labels=labels, encoder=ENCODER, dtype="float32")
-    return ex.StoreGallery.open(folder, ENCODER, 24), objects, styles
+    return ex.StoreSource.open(folder, ENCODER, 24), objects, styles
 
 
 def brute_find(names: list[str], text: str) -> set[int]:
@@ -83,15 +84,15 @@ def test_name_search_has_no_python_loop_over_the_names(big, monkeypatch):
 def test_opening_checks_the_model_and_the_manifest(big, tmp_path):
     folder = big.store.directory
     with pytest.raises(ValueError, match="embedded with 'test-encoder@1' but the chosen model is 'other'"):
-        ex.StoreGallery.open(folder, "other", 16)
+        ex.StoreSource.open(folder, "other", 16)
     with pytest.raises(ValueError, match="dimension 16 but the chosen model gives 32"):
-        ex.StoreGallery.open(folder, ENCODER, 32)
+        ex.StoreSource.open(folder, ENCODER, 32)
     bare = GalleryStore.from_array(np.eye(3, 16), tmp_path / "bare")  # no encoder recorded: any model of its dimension
-    assert ex.StoreGallery.open(bare.directory, "anything", 16).caption(2) == "#2"
+    assert ex.StoreSource.open(bare.directory, "anything", 16).caption(2) == "#2"
     (bare.directory / MANIFEST).write_text("{broken")
     with pytest.raises(ValueError, match="not a valid store manifest"):
-        ex.StoreGallery.open(bare.directory, "anything", 16)
-    assert ex.StoreGallery.open(folder, ENCODER, 16).key == big.key
+        ex.StoreSource.open(bare.directory, "anything", 16)
+    assert ex.StoreSource.open(folder, ENCODER, 16).key == big.key
 
 
 def test_stores_are_offered_from_the_data_roots_only(big, tmp_path):
@@ -121,7 +122,7 @@ def test_cosine_over_the_store_is_cosine_over_its_rows(big):
 @pytest.mark.parametrize("weighting", list(ex.WEIGHTINGS))
 def test_the_slider_and_the_search_give_the_mixture_s_top_k(world, weighting):
     gallery, objects, styles = world
-    geometry = ex.StoreGeometry(gallery.store, [objects, styles], [["o"] * 6, ["s"] * 4], ex.GeometrySpec(scale=12.0),
+    geometry = ex.ExplorerGeometry.over_store(gallery.store, [objects, styles], [["o"] * 6, ["s"] * 4], ex.GeometrySpec(scale=12.0),
                                 sample_rows=120)
     query, k = gallery.vector(7), 8
     slider = geometry.slider(query, k, 7, weighting)
@@ -129,7 +130,7 @@ def test_the_slider_and_the_search_give_the_mixture_s_top_k(world, weighting):
     seen = set()
     for p in np.linspace(0.0, 1.0, 21):
         values, ids, certified = ex.neighbours_at(geometry, slider, query, k, float(p), weighting, 7)
-        model = geometry.geometry.model_at(float(p), weighting)
+        model = geometry.model_at(float(p), weighting)
         expected = ex.search_one(AnchorIndex(model, rows), query, 2 * k, exclude=7)
         assert isinstance(certified, bool)
         assert_same_ranking((values, ids), expected, **SEARCH_TOL, context=f"slider at p = {p:.2f}")
@@ -142,8 +143,8 @@ def test_the_slider_and_the_search_give_the_mixture_s_top_k(world, weighting):
 def test_no_slider_for_one_set_or_the_reverse_direction(world):
     gallery, objects, styles = world
     query = gallery.vector(3)
-    one = ex.StoreGeometry(gallery.store, [objects, objects[:0]], [["o"] * 6, []], ex.GeometrySpec(), sample_rows=50)
-    reverse = ex.StoreGeometry(gallery.store, [objects, styles], [["o"] * 6, ["s"] * 4],
+    one = ex.ExplorerGeometry.over_store(gallery.store, [objects, objects[:0]], [["o"] * 6, []], ex.GeometrySpec(), sample_rows=50)
+    reverse = ex.ExplorerGeometry.over_store(gallery.store, [objects, styles], [["o"] * 6, ["s"] * 4],
                                ex.GeometrySpec(reverse=True), sample_rows=50)
     for geometry in (one, reverse):
         assert geometry.slider(query, 5, 3, "calibrated") is None
@@ -153,11 +154,11 @@ def test_no_slider_for_one_set_or_the_reverse_direction(world):
 
 def test_the_neighbour_table_marks_the_query_s_label(world):
     gallery = world[0]
-    table = ex.store_neighbour_table(np.array([0.1, 0.2]), np.array([0, 100]), gallery, gallery.label(1), "divergence")
+    table = gallery.neighbour_table(np.array([0.1, 0.2]), np.array([0, 100]), gallery.labels_of(1), "divergence")
     assert table.columns.tolist() == ["rank", "gallery_id", "name", "label", "divergence", "same_object", "same_style"]
     assert table.same_object.tolist() == [True, False] and table.same_style.isna().all()
     assert ex.agreement_text(table) == "1/2 same object"  # a store has no style labels
-    assert ex.store_presets(gallery)["Gallery object names"] == tuple(f"object {o}" for o in range(6))
+    assert gallery.presets()["Gallery object names"] == tuple(f"object {o}" for o in range(6))
 
 
 # -- thumbnails -------------------------------------------------------------------------------------
@@ -169,29 +170,29 @@ def test_thumbnails_are_read_for_the_shown_items_only(world, tmp_path, monkeypat
         path.parent.mkdir(parents=True, exist_ok=True)
         Image.new("RGB", (200, 100), (200, 30, 30)).save(path)
     manifest = json.loads((gallery.store.directory / MANIFEST).read_text())
-    opened = ex.StoreGallery(GalleryStore(gallery.store.directory, {**manifest, "source": str(source)}), gallery.key,
-                             gallery.names, gallery.label_column)
+    opened = ex.StoreSource(GalleryStore(gallery.store.directory, {**manifest, "source": str(source)}), gallery.key,
+                            gallery.names, gallery.label_column, ex.DataRoots((tmp_path.resolve(),)))
     read = []
-    real = store_view.read_thumbnail
-    monkeypatch.setattr(store_view, "read_thumbnail", lambda path, size: read.append(path) or real(path, size))
-    images = ex.store_thumbnails(opened, [2, 0, 150], ex.DataRoots((tmp_path.resolve(),)))
+    real = thumbnails.read_thumbnail
+    monkeypatch.setattr(thumbnails, "read_thumbnail", lambda path, size: read.append(path) or real(path, size))
+    images = opened.thumbnails([2, 0, 150])
     assert [path.name for path in read] == [Path(gallery.caption(2)).name, Path(gallery.caption(0)).name]
     assert images[0].size == (96, 48) and images[2].size == (96, 96)  # item 150 has no file: a placeholder
     read.clear()
     elsewhere = ex.DataRoots((source.parent / "x",))
-    assert [image.size for image in ex.store_thumbnails(opened, [0], elsewhere)] == [(96, 96)]
+    assert [image.size for image in replace(opened, roots=elsewhere).thumbnails([0])] == [(96, 96)]
     assert read == []  # the source is outside the data roots: nothing is read
-    assert ex.store_thumbnails(gallery, [0], ex.DataRoots(allow_any_path=True))[0].size == (96, 96)  # no source
+    assert replace(gallery, roots=ex.DataRoots(allow_any_path=True)).thumbnails([0])[0].size == (96, 96)  # no source
 
 
 # -- the projection sample ----------------------------------------------------------------------------
 @pytest.mark.slow
 def test_the_projection_is_of_a_fixed_sample(world):
     gallery, objects, styles = world
-    geometry = ex.StoreGeometry(gallery.store, [objects, styles], [["o"] * 6, ["s"] * 4], ex.GeometrySpec(),
+    geometry = ex.ExplorerGeometry.over_store(gallery.store, [objects, styles], [["o"] * 6, ["s"] * 4], ex.GeometrySpec(),
                                 sample_rows=100)
-    ids, xy = ex.store_projection(gallery, geometry, 0.5, "calibrated", max_points=60, n_neighbors=5)
+    ids, xy = ex.geometry_projection(gallery, "anchor", geometry, 0.5, "calibrated", max_points=60, n_neighbors=5)
     assert ids.tolist() == sample_ids(len(gallery), 60, 0).tolist() and xy.shape == (60, 2)
-    frame = ex.store_projection_frame(gallery, ids, xy, int(ids[0]), [int(ids[1]), 10_000])
-    assert frame.role.tolist()[:3] == ["query", "neighbour", "gallery"] and frame.label.iloc[0] == gallery.label(ids[0])
+    frame = gallery.projection_frame(ids, xy, int(ids[0]), [int(ids[1]), 10_000])
+    assert frame.role.tolist()[:3] == ["query", "neighbour", "gallery"] and frame.label.iloc[0] == gallery.labels_of(ids[0])
     assert ex.outside_sample(ids, int(ids[0]), [int(ids[1]), 10_000]) == 1

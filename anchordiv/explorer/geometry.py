@@ -1,17 +1,29 @@
 """Geometries: :class:`GeometrySpec` names an anchor model of the registry
-(:mod:`anchordiv.models.registry`) and its settings, :class:`ExplorerGeometry` fits it to anchor
-sets A and B, indexes the gallery once and serves any weight ``p`` without refitting;
-:func:`baseline_index` gives cosine and ITI."""
+(:mod:`anchordiv.models.registry`) and its settings; :class:`ExplorerGeometry` fits it to anchor
+sets A and B, indexes a gallery once (in memory, or a store with :meth:`ExplorerGeometry.over_store`)
+and serves any weight ``p`` without refitting, through the certified slider where it applies
+(:func:`neighbours_at`); :func:`baseline_index` gives cosine and ITI."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+import numpy as np
 import pandas as pd
 import torch
 
-from ..models import AnchorModel, MixtureAnchors, anchor_model_kind
+from ..models import AnchorModel, MixtureAnchors, anchor_model_kind, fit_anchor_model
+from ..projection import sample_ids
 from ..search import AnchorIndex, CosineIndex, Index, ITIIndex
+from ..sharded import ShardedAnchorIndex
+
+if TYPE_CHECKING:
+    from ..slider import MixtureSlider
+    from ..store import GalleryStore
+
+# Store rows a mixture is balanced and calibrated on (as the store benchmark does, docs/design.md §11):
+# the whole store at float32 would be 2 GB at 10^6 x 512.
+CALIBRATION_ROWS = 20_000
 
 # How [p, 1 - p] becomes the mixture's weights (MixtureAnchors, docs/design.md §3), as the explorer offers them.
 WEIGHTINGS: dict[str, str] = {
@@ -49,39 +61,48 @@ class GeometrySpec:
         settings = {"n_components": self.n_components, "rank": self.rank, "alpha": self.alpha}
         return {name: value for name, value in settings.items() if name in anchor_model_kind(self.kind).defaults}
 
+    def fit(self, anchors: torch.Tensor, prior: torch.Tensor | None = None) -> tuple[AnchorModel, list[str]]:
+        """The anchor model this spec names, fitted to ``anchors`` ``(N, d)`` by the registry
+        (:func:`anchordiv.models.fit_anchor_model`), and notes for the user about any adjustment
+        made (a ridge for one anchor, a rank or component count lowered to what the anchors
+        support). ``prior`` ``(N0, d)`` is needed by the posterior kinds."""
+        if anchors.shape[0] == 0:
+            raise ValueError("the anchor set is empty; type at least one anchor, one per line")
+        return fit_anchor_model(self.kind, anchors, self.scale, prior, **self.parameters())
 
-def fit_anchor_model(spec: GeometrySpec, anchors: torch.Tensor, prior: torch.Tensor | None = None
-                     ) -> tuple[AnchorModel, list[str]]:
-    """The anchor model ``spec`` names, fitted to ``anchors`` ``(N, d)`` through the registry, and
-    notes for the user about any adjustment made (a ridge for one anchor, a rank or component
-    count lowered to what the anchors support). ``prior`` ``(N0, d)`` is needed by the posterior
-    kinds."""
-    if anchors.shape[0] == 0:
-        raise ValueError("the anchor set is empty; type at least one anchor, one per line")
-    return anchor_model_kind(spec.kind).fit(anchors, spec.scale, prior, **spec.parameters())
+
+# The index a geometry ranks its gallery with, for its shared model: an AnchorIndex over the
+# gallery in memory, a ShardedAnchorIndex over a store. Both re-weight (with_model) and slide.
+IndexFactory = Callable[[AnchorModel], "AnchorIndex | ShardedAnchorIndex"]
 
 
 class ExplorerGeometry:
-    """Anchor sets A and B under one :class:`GeometrySpec`, with the gallery indexed once.
+    """Anchor sets A and B under one :class:`GeometrySpec`, with a gallery indexed once.
 
     With two non-empty sets the model is ``MixtureAnchors([P_A, P_B], [p, 1 - p])``; with one, that
-    set's model alone (``p`` has no effect). Building this is the expensive step (fitting and one
-    pass over the gallery per component); afterwards :meth:`index_at` costs ``O(G K)``.
+    set's model alone (``p`` has no effect). The mixture is balanced and calibrated on
+    ``gallery_embeddings`` ``(n, d)``: the gallery itself, or for a store a fixed sample of its rows
+    (:meth:`over_store`). ``index`` ranks the whole gallery: an :class:`AnchorIndex` over
+    ``gallery_embeddings`` by default, else what ``index_over(model)`` builds (a
+    :class:`~anchordiv.sharded.ShardedAnchorIndex` over a store). Building this is the expensive step
+    (fitting and one pass over the gallery); afterwards :meth:`index_at` costs ``O(G K)`` and a
+    query's :meth:`slider` a move of ``p`` ``O(C)`` for its ``C`` candidates.
 
     This object is meant to be shared (cached) across users and threads. Nothing in it changes
     after ``__init__``: :meth:`model_at` and :meth:`index_at` build new objects through the pure
-    APIs (``MixtureAnchors.with_weights``, ``AnchorIndex.with_model``) that share the fitted
+    APIs (``MixtureAnchors.with_weights``, ``with_model`` of the index) that share the fitted
     components and the stored gallery terms.
 
-    Attributes: ``model`` (the shared fitted model: for two sets, the mixture balanced over the
-    gallery at ``p = 1/2``), ``calibrated_model`` (the same components with calibrated ``p``), ``index`` (its :class:`AnchorIndex`), ``component_anchors`` and
-    ``component_texts`` (each component's anchors and their texts, row-aligned),
-    ``component_names`` ("A", "B"), ``notes`` for the user.
+    Attributes: ``model`` (the shared fitted model: for two sets, the mixture balanced at
+    ``p = 1/2``), ``calibrated_model`` (the same components with calibrated ``p``), ``index``,
+    ``component_anchors`` and ``component_texts`` (each component's anchors and their texts,
+    row-aligned), ``component_names`` ("A", "B"), ``notes`` for the user.
     """
 
     def __init__(self, gallery_embeddings: torch.Tensor, anchor_sets: Sequence[torch.Tensor],
                  anchor_texts: Sequence[Sequence[str]], spec: GeometrySpec, prior: torch.Tensor | None = None,
-                 prior_texts: Sequence[str] = (), names: Sequence[str] = ("A", "B")):
+                 prior_texts: Sequence[str] = (), names: Sequence[str] = ("A", "B"),
+                 index_over: IndexFactory | None = None):
         used = [(name, anchors, list(texts)) for name, anchors, texts in zip(names, anchor_sets, anchor_texts)
                 if len(texts) > 0]
         if not used:
@@ -90,7 +111,7 @@ class ExplorerGeometry:
         self.notes: list[str] = []
         components = []
         for name, anchors, _ in used:
-            model, notes = fit_anchor_model(spec, anchors, prior)
+            model, notes = spec.fit(anchors, prior)
             components.append(model)
             self.notes.extend(f"Set {name}: {note}" for note in notes)
         self.component_names = [name for name, _, _ in used]
@@ -105,7 +126,22 @@ class ExplorerGeometry:
             mixture = MixtureAnchors(components, [0.5, 0.5])
             self.model = mixture.with_balance(gallery_embeddings)
             self.calibrated_model = mixture.with_calibration(gallery_embeddings)
-        self.index = AnchorIndex(self.model, gallery_embeddings, reverse=spec.reverse, device="cpu")
+        if index_over is None:
+            self.index = AnchorIndex(self.model, gallery_embeddings, reverse=spec.reverse, device="cpu")
+        else:
+            self.index = index_over(self.model)
+
+    @classmethod
+    def over_store(cls, store: GalleryStore, anchor_sets: Sequence[torch.Tensor],
+                   anchor_texts: Sequence[Sequence[str]], spec: GeometrySpec, prior: torch.Tensor | None = None,
+                   prior_texts: Sequence[str] = (), sample_rows: int = CALIBRATION_ROWS,
+                   seed: int = 0) -> "ExplorerGeometry":
+        """The geometry over a :class:`~anchordiv.store.GalleryStore`: balanced and calibrated on a
+        fixed seeded sample of ``sample_rows`` store rows, ranking the whole store with one
+        :class:`~anchordiv.sharded.ShardedAnchorIndex` (one pass at build, ``G K`` floats kept)."""
+        sample = store.rows(sample_ids(len(store), sample_rows, seed))
+        return cls(sample, anchor_sets, anchor_texts, spec, prior=prior, prior_texts=prior_texts,
+                   index_over=lambda model: ShardedAnchorIndex(model, store, reverse=spec.reverse, device="cpu"))
 
     @property
     def is_mixture(self) -> bool:
@@ -132,11 +168,38 @@ class ExplorerGeometry:
             raise ValueError(f"p={p!r} must be between 0 and 1")
         return model.with_weights([p, 1.0 - p])
 
-    def index_at(self, p: float, weighting: str = "calibrated") -> AnchorIndex:
-        """The gallery's :class:`AnchorIndex` at weight ``p``, sharing the stored per-component
-        terms (``O(G K)``); the shared index is never changed, so concurrent users at different
-        ``p`` each get their own ranking."""
+    def index_at(self, p: float, weighting: str = "calibrated") -> AnchorIndex | ShardedAnchorIndex:
+        """The gallery's index at weight ``p``, sharing the stored per-component terms (``O(G K)``);
+        the shared index is never changed, so concurrent users at different ``p`` each get their
+        own ranking."""
         return self.index.with_model(self.model_at(p, weighting)) if self.is_mixture else self.index
+
+    def slider(self, query: np.ndarray, k: int, exclude: int | None, weighting: str) -> MixtureSlider | None:
+        """The certified slider of ``query`` ``(d,)`` under ``weighting`` (``slider.at(p)`` gives
+        :meth:`model_at` ``(p, weighting)``'s top-``k``; one pass over the gallery now); ``None``
+        where it does not apply: one anchor set (``p`` has no effect) or the reverse direction
+        (docs/design.md §10)."""
+        if not self.is_mixture or self.spec.reverse:
+            return None
+        return self.index.with_model(self.weighted_model(weighting)).slider(query, k=k, exclude=exclude)
+
+    def search(self, query: np.ndarray, k: int, p: float, weighting: str, exclude: int | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """The exact top-``k`` of ``query`` ``(d,)`` at ``p``: ``(divergences (k,), ids (k,))``, ascending."""
+        values, ids = self.index_at(p, weighting).search(np.asarray(query, dtype=np.float32)[None, :], k,
+                                                          exclude=None if exclude is None else np.array([exclude]))
+        return np.asarray(values[0]), np.asarray(ids[0])
+
+
+def neighbours_at(geometry: ExplorerGeometry, slider: MixtureSlider | None, query: np.ndarray, k: int, p: float,
+                  weighting: str, exclude: int | None = None) -> tuple[np.ndarray, np.ndarray, bool | None]:
+    """``(divergences (k,), ids (k,), certified)`` at ``p``: from ``slider`` (its
+    :meth:`ExplorerGeometry.slider`) when there is one, ``certified`` as it says; else by the exact
+    search, ``certified`` ``None`` (no slider)."""
+    if slider is not None:
+        values, ids, certified = slider.at(p)
+        return np.asarray(values), np.asarray(ids), bool(certified)
+    return (*geometry.search(query, k, p, weighting, exclude), None)
 
 
 def calibration_frame(geometry: ExplorerGeometry) -> pd.DataFrame | None:

@@ -1,21 +1,30 @@
-"""2-D projections: a UMAP of the gallery under a geometry (:func:`geometry_projection`), the
-cache key of one (:func:`projection_key`) and the table a plot draws (:func:`projection_frame`).
-UMAP is imported (through :mod:`anchordiv.projection`) only when used."""
+"""2-D maps of a gallery: a UMAP of a fixed sample of its rows under a geometry
+(:func:`geometry_projection`), the cache key of one (:func:`projection_key`), and the roles its
+points play in a plot (:func:`point_roles`, :func:`outside_sample`). UMAP is imported (through
+:mod:`anchordiv.projection`) only when used."""
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Protocol, Sequence
 
 import numpy as np
-import pandas as pd
 import torch
 
 from ..search import AnchorIndex
 from .geometry import baseline_index
 
 if TYPE_CHECKING:
-    from ..gallery import Gallery
     from .geometry import ExplorerGeometry
+
+
+class Rows(Protocol):
+    """What a map is drawn from: ``len(rows)`` items, and ``rows.rows(ids)`` their embeddings
+    ``(n, d)`` float32 (a :class:`~anchordiv.gallery.Gallery` or any
+    :class:`~anchordiv.explorer.source.GallerySource`)."""
+
+    def __len__(self) -> int: ...
+
+    def rows(self, ids: np.ndarray) -> torch.Tensor: ...
 
 
 def projection_key(*parts: object) -> str:
@@ -27,18 +36,18 @@ def projection_key(*parts: object) -> str:
     return digest.hexdigest()
 
 
-def geometry_projection(gallery: Gallery, method: str, geometry: ExplorerGeometry | None = None, p: float = 0.5,
+def geometry_projection(gallery: Rows, method: str, geometry: ExplorerGeometry | None = None, p: float = 0.5,
                         weighting: str = "calibrated", iti_anchors: torch.Tensor | None = None, max_points: int = 10_000,
                         seed: int = 0, n_neighbors: int = 15, cache_key: str | None = None
                         ) -> tuple[np.ndarray, np.ndarray]:
-    """UMAP projection of (a fixed sample of at most ``max_points``) gallery images under ``method``
-    ("anchor" with ``geometry`` at ``p``, "cosine" or "iti"): ``(ids (n,), xy (n, 2))``, as
-    :func:`project_rows` lays out their embeddings."""
+    """UMAP projection of a fixed seeded sample of at most ``max_points`` rows of ``gallery`` under
+    ``method`` ("anchor" with ``geometry`` at ``p``, "cosine" or "iti"): ``(ids (n,), xy (n, 2))``,
+    as :func:`project_rows` lays out their embeddings. Only the sample's rows are read."""
     from .. import projection
 
     ids = projection.sample_ids(len(gallery), max_points, seed)
-    return ids, project_rows(gallery.embeddings[torch.as_tensor(ids)], method, geometry, p, weighting, iti_anchors,
-                             seed, n_neighbors, cache_key)
+    return ids, project_rows(gallery.rows(ids), method, geometry, p, weighting, iti_anchors, seed, n_neighbors,
+                             cache_key)
 
 
 def project_rows(embeddings: torch.Tensor, method: str, geometry: ExplorerGeometry | None = None, p: float = 0.5,
@@ -66,16 +75,6 @@ def project_rows(embeddings: torch.Tensor, method: str, geometry: ExplorerGeomet
         return build()
     return projection.cached_projection(
         f"{cache_key}|{method}|{len(embeddings)}|{seed}|{n_neighbors}|{projection.DEFAULT_EPOCHS}", build)
-
-
-def projection_frame(gallery: Gallery, ids: np.ndarray, xy: np.ndarray, query_id: int | None,
-                     neighbour_ids: Sequence[int], colour: str) -> pd.DataFrame:
-    """One row per projected image: its labels, ``x``, ``y``, ``gallery_id`` and ``role`` ("query",
-    "neighbour" or "gallery"), with the ``colour`` column as text so that plots treat it as categories."""
-    frame = gallery.labels.iloc[ids].reset_index(drop=True).assign(x=xy[:, 0], y=xy[:, 1], gallery_id=ids)
-    frame["role"] = point_roles(ids, query_id, neighbour_ids)
-    frame[colour] = frame[colour].astype(str)
-    return frame
 
 
 def point_roles(ids: np.ndarray, query_id: int | None, neighbour_ids: Sequence[int]) -> np.ndarray:

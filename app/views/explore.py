@@ -243,7 +243,7 @@ def umap_section(view: View) -> None:
                           "Cannot project the gallery") or (None, None)
         if ids is None:
             return
-        frame = ex.projection_frame(gallery, ids, xy, view.query_id, neighbour_ids, colour)
+        frame = ex.MemorySource(gallery).projection_frame(ids, xy, view.query_id, neighbour_ids, colour)
         ui.projection_chart(column, frame, colour, gallery.name_column, title, f"umap_chart_{method}")
     ui.projection_caption(ids, view.query_id, neighbour_ids, p)
 
