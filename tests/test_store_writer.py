@@ -1,4 +1,5 @@
 """The resumable store writer: a folder embedded shard by shard, killed, resumed, damaged and changed."""
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -96,7 +97,7 @@ def test_finished_store_rerun_embeds_nothing(folder, counted, tmp_path):
     assert counted.seen == [] and store.build_report.reused == 6 and len(store) == len(GOOD)
 
 
-def test_damaged_shard_is_named_and_rebuilt(folder, counted, tmp_path):
+def test_damaged_shard_is_named_and_rebuilt(folder, counted, tmp_path, caplog):
     clean = build(folder, counted, tmp_path / "store")
     expected = clean.rows(np.arange(len(GOOD))).numpy()
     path = tmp_path / "store" / "shard-00001.npy"
@@ -106,9 +107,11 @@ def test_damaged_shard_is_named_and_rebuilt(folder, counted, tmp_path):
     with pytest.raises(ValueError, match="shard-00001.npy do.*run the same build again"):
         GalleryStore.open(tmp_path / "store", verify=True)
     counted.seen.clear()
+    caplog.set_level(logging.INFO, logger="anchordiv.store")
     messages = []
     store = build(folder, counted, tmp_path / "store", progress=lambda fraction, text: messages.append(text))
     assert any("shard-00001.npy is damaged" in text for text in messages)
+    assert "shard-00001.npy is damaged" in caplog.text  # logged at INFO, whoever listens to progress
     assert store.build_report.rebuilt == ["shard-00001.npy"] and store.build_report.embedded == [1]
     assert sum(counted.seen) == SHARD_ROWS
     assert GalleryStore.open(tmp_path / "store", verify=True).verify() == []

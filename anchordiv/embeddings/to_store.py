@@ -125,7 +125,7 @@ def embed_folder_to_store(
     dtype : {"float16", "float32"}
         How the shards hold the rows.
     progress : callable, optional
-        ``progress(fraction, text)``, told after each shard (as the log is, at INFO).
+        ``progress(fraction, text)``, told after each shard.
     overwrite : bool
         A changed folder, encoder or setting is refused unless this is set (which embeds
         everything afresh).

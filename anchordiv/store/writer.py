@@ -37,7 +37,7 @@ def build_store(directory: str | Path, plan: StorePlan, embed_shard: ShardEmbedd
 
     This is the local engine: shards are embedded in order in this process. Finished shards of an
     earlier run of the same plan are verified (sha256) and kept; damaged ones are named (in
-    ``progress``, the log and ``store.build_report.rebuilt``) and embedded again.
+    ``progress``, the log at INFO and ``store.build_report.rebuilt``) and embedded again.
 
     Parameters
     ----------
@@ -52,7 +52,7 @@ def build_store(directory: str | Path, plan: StorePlan, embed_shard: ShardEmbedd
     labels : callable, optional
         ``labels(kept keys)`` gives the labels DataFrame (one row per kept item), or ``None``.
     progress : callable, optional
-        ``progress(fraction, text)``, told after each shard (as the log is, at INFO).
+        ``progress(fraction, text)``, told after each shard.
     overwrite : bool
         Whether a folder holding another plan's store, or anything else, may be replaced.
 
@@ -81,9 +81,9 @@ class StoreWriter:
 
     Shards are independent files, so several workers may call :meth:`write_shard` for different
     shards at once (a distributed engine); :meth:`finish` runs once, after all of them. Whatever
-    the engine, each damaged shard found and each shard this writer writes is logged (INFO) and
-    told to ``progress(fraction, text)``, and the store :meth:`finish` opens carries the
-    :class:`BuildReport`.
+    the engine, each damaged shard found (logged at INFO) and each shard this writer writes
+    (DEBUG) is told to ``progress(fraction, text)``, and the store :meth:`finish` opens carries
+    the :class:`BuildReport`.
 
     A writer holds the folder's lock (``writer.lock``) from its creation until :meth:`finish` or
     :meth:`close` (use it as a context manager): a second writer on the folder, in this process or
@@ -116,8 +116,10 @@ class StoreWriter:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def _say(self, fraction: float, text: str) -> None:
-        logger.info(text)
+    def _say(self, fraction: float, text: str, level: int = logging.DEBUG) -> None:
+        """Tell ``progress`` and the log: a finished shard is progress (DEBUG: the caller's bar shows
+        it), a damaged one an event (INFO)."""
+        logger.log(level, text)
         if self._progress is not None:
             self._progress(fraction, text)
 
@@ -152,7 +154,7 @@ class StoreWriter:
         if pending:
             (self.directory / MANIFEST).unlink(missing_ok=True)
         for name in self.damaged:
-            self._say(0.0, f"{name} is damaged or does not match its record; embedding it again")
+            self._say(0.0, f"{name} is damaged or does not match its record; embedding it again", logging.INFO)
         self._pending, self._done = pending, self.plan.n_shards - len(pending)
         return pending
 
