@@ -31,7 +31,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..embeddings import list_files, read_csv_file
+from ..embeddings.csv_files import read_csv_file
+from ..embeddings.scan import list_files
 
 
 @dataclass(frozen=True)
