@@ -55,7 +55,8 @@ def geometries(anchor_sets: dict[str, torch.Tensor], gallery: torch.Tensor, scal
     return builders
 
 
-def retrieval_table(images: torch.Tensor, labels: pd.DataFrame, builders: dict[str, Callable[[], object]]) -> pd.DataFrame:
+def retrieval_table(images: torch.Tensor, labels: pd.DataFrame,
+                    builders: dict[str, Callable[[], object]]) -> pd.DataFrame:
     """mAP [95% bootstrap CI] of each geometry for each target, queries = every image, each
     excluded from its own gallery; plus per-style mAP for every target. Each geometry's row is
     logged at INFO as it is done."""

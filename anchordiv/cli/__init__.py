@@ -23,7 +23,8 @@ MEMORY_FIX = {None: "use smaller sizes (fewer queries, gallery images or anchors
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``anchordiv`` parser: one subcommand per module of :data:`COMMANDS`, each with ``--quiet`` and ``--verbose``."""
+    """The ``anchordiv`` parser: a subcommand from each module of :data:`COMMANDS`, each with
+    ``--quiet`` and ``--verbose``."""
     parser = Parser(prog="anchordiv", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     for command in COMMANDS:

@@ -1,0 +1,72 @@
+"""The command line's shape: every command is there, ``anchordiv demo`` builds the Streamlit command
+line that serves the installed explorer, and progress goes to stderr while results go to stdout."""
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+
+import pytest
+
+import anchordiv.cli.demo as demo
+from anchordiv.cli import build_parser, main
+from anchordiv.cli.logs import progress_bar
+from anchordiv.resources import app_dir
+
+COMMANDS = ("bench", "embed", "train-builtin", "embed-builtin-world", "evaluate-builtin", "explorer-bench", "reproduce",
+            "figure", "demo")
+
+
+def test_every_command_is_there():
+    commands = next(action for action in build_parser()._actions if action.dest == "command")
+    assert tuple(commands.choices) == COMMANDS
+
+
+def test_demo_help_names_its_options():
+    result = subprocess.run([sys.executable, "-m", "anchordiv", "demo", "--help"], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "--port" in result.stdout and "--data-root" in result.stdout
+
+
+def test_demo_serves_the_installed_explorer_headless():
+    script = demo.app_script()
+    assert script == app_dir() / "streamlit_app.py" and script.is_file()
+    assert demo.streamlit_argv(script, []) == [
+        sys.executable, "-m", "streamlit", "run", str(script), "--server.headless=true",
+        "--browser.gatherUsageStats=false"]
+    assert demo.streamlit_argv(script, ["--data-root", "/data"], port=8600)[-4:] == [
+        "--server.port=8600", "--", "--data-root", "/data"]
+
+
+def test_demo_passes_what_follows_the_double_dash_to_the_explorer(tmp_path, monkeypatch):
+    started = []
+    monkeypatch.setattr(subprocess, "call", lambda argv: started.append(argv) or 0)
+    assert main(["demo", "--port", "8600", "--", "--data-root", str(tmp_path), "--allow-any-path"]) == 0
+    assert started == [demo.streamlit_argv(demo.app_script(), ["--data-root", str(tmp_path), "--allow-any-path"],
+                                           port=8600)]
+
+
+def test_demo_refuses_a_missing_data_root_before_the_server_starts(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(subprocess, "call", lambda argv: pytest.fail("the server started"))
+    assert main(["demo", "--", "--data-root", str(tmp_path / "nowhere")]) == 2
+    assert capsys.readouterr().err.startswith("anchordiv demo: data root ")
+
+
+@pytest.mark.parametrize("flag, shown", [([], True), (["--quiet"], False)])
+def test_progress_goes_to_stderr_and_quiet_hides_it(flag, shown, monkeypatch, capsys):
+    """A command's progress is the package's INFO log and its bars, on stderr; ``--quiet`` keeps warnings only."""
+    def handler(args):
+        logging.getLogger("anchordiv.somewhere").info("halfway")
+        logging.getLogger("anchordiv.somewhere").warning("careful")
+        with progress_bar("work") as progress:
+            progress(1.0, "done")
+        print("the result")
+        return 0
+
+    monkeypatch.setattr(demo, "run", handler)  # the parser main builds takes the handler from the module
+    assert main(["demo", *flag]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "the result\n"
+    assert ("halfway" in captured.err) == shown and ("work" in captured.err) == shown and "careful" in captured.err
+
