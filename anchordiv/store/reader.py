@@ -24,7 +24,8 @@ from .plan import BuildReport
 
 
 class GalleryStore:
-    """A read-only gallery of ``G`` unit-norm embeddings of dimension ``d`` in memory-mapped shards.
+    """A read-only gallery of ``G`` unit-norm embeddings of dimension ``d`` in ``.npy`` shards
+    (read with file reads; memory maps only give their shapes).
 
     Build one with :meth:`from_array` (or :func:`~anchordiv.store.build_store`), read one with
     :meth:`open`. ``len(store)`` is ``G``; ``dim``, ``dtype`` (``"float16"`` or ``"float32"``),
