@@ -38,4 +38,4 @@ bench: setup
 
 # The Streamlit explorer on the built-in world and model (CPU). Headless: prints the URL to open.
 demo: setup
-	$(PY) -m streamlit run app/streamlit_app.py --server.headless=true --browser.gatherUsageStats=false
+	$(PY) -m anchordiv demo

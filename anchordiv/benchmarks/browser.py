@@ -89,13 +89,15 @@ def wait_healthy(url: str, process: subprocess.Popen, log_path: Path, seconds: f
 
 @contextmanager
 def streamlit_server(script: Path, env: dict[str, str], log_path: Path) -> Iterator[tuple[str, subprocess.Popen, Path]]:
-    """``streamlit run script`` headless on a free localhost port, run from the folder of ``log_path``:
-    its URL, process and log file; always terminated on the way out."""
+    """``streamlit run script`` with the explorer's server settings on a free localhost port, run from
+    the folder of ``log_path``: its URL, process and log file; always terminated on the way out."""
+    from ..app.server_settings import streamlit_flags
+
     port = free_port()
     with open(log_path, "w") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless=true", f"--server.port={port}",
-             "--server.address=127.0.0.1", "--browser.gatherUsageStats=false", "--server.fileWatcherType=none"],
+            [sys.executable, "-m", "streamlit", "run", str(script), *streamlit_flags(), f"--server.port={port}",
+             "--server.address=127.0.0.1", "--server.fileWatcherType=none"],
             cwd=log_path.parent, env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
             yield f"http://127.0.0.1:{port}", process, log_path

@@ -12,7 +12,6 @@ from pathlib import Path
 from .options import COUNT
 
 APP_SCRIPT = "streamlit_app.py"
-STREAMLIT_SETTINGS = ("--server.headless=true", "--browser.gatherUsageStats=false")
 
 
 def add_parser(commands) -> argparse.ArgumentParser:
@@ -43,8 +42,11 @@ def app_script() -> Path:
 
 
 def streamlit_argv(script: Path, app_args: list[str], port: int | None = None) -> list[str]:
-    """The command line that serves ``script`` with this Python's Streamlit, headless and without
-    usage statistics, on ``port`` (``None``: Streamlit's default), passing ``app_args`` to the script."""
+    """The command line that serves ``script`` with this Python's Streamlit and the explorer's server
+    settings (:mod:`anchordiv.app.server_settings`: headless, no error details for visitors, the
+    upload cap), on ``port`` (``None``: Streamlit's default), passing ``app_args`` to the script."""
+    from ..app.server_settings import streamlit_flags
+
     server = [f"--server.port={port}"] if port is not None else []
     passed = ["--", *app_args] if app_args else []
-    return [sys.executable, "-m", "streamlit", "run", str(script), *STREAMLIT_SETTINGS, *server, *passed]
+    return [sys.executable, "-m", "streamlit", "run", str(script), *streamlit_flags(), *server, *passed]

@@ -1,0 +1,29 @@
+"""The explorer's Streamlit server settings: one table for every way the server starts
+(``anchordiv demo``, ``make demo``, the browser benchmark and the browser tests), passed as
+command-line flags so that they hold from any folder, an installed package included.
+
+A shared demo shows visitors messages, never tracebacks or server internals.
+"""
+from __future__ import annotations
+
+SETTINGS = {
+    # Errors that escape the app's own error boxes show as a bare "error" notice, without the
+    # exception, its message or a stack trace.
+    "client.showErrorDetails": "none",
+    "client.toolbarMode": "viewer",
+    "server.headless": "true",
+    # Megabytes. The image loader refuses files over 25 MB (anchordiv.images.MAX_BYTES) with a
+    # message; the server refuses anything much larger before it is even received.
+    "server.maxUploadSize": "25",
+    "server.runOnSave": "false",
+    "browser.gatherUsageStats": "false",
+    # Streamlit runs gc.collect(2) after every script run by default. With torch, transformers and
+    # pandas loaded that takes about 0.3 s on 2 cores (measured), which every move of p would wait
+    # for; Python's own generational collector still runs as usual.
+    "runner.postScriptGC": "false",
+}
+
+
+def streamlit_flags() -> list[str]:
+    """:data:`SETTINGS` as ``streamlit run`` options, ``--section.name=value``."""
+    return [f"--{name}={value}" for name, value in SETTINGS.items()]
