@@ -1,14 +1,17 @@
 """anchordiv explorer: which images are similar, in the sense the anchors say.
 
-Run with ``streamlit run app/streamlit_app.py`` (or ``make demo``). This entry sets up the page and
-the navigation; each page is a short module of ``app/views/`` and what they share (cached models,
-galleries and geometries, the sidebar, links) is :mod:`shared_ui`. The pages are thin: widgets pass
-plain arguments to :mod:`anchordiv.explorer`, :mod:`anchordiv.figure`, :mod:`anchordiv.lesson` and
-:mod:`anchordiv.explain`, and draw what they return.
+Run with ``streamlit run app/streamlit_app.py`` (or ``make demo``, or ``anchordiv demo`` from an
+installed package). This entry sets up the page and the navigation; each page is a short script of
+``app/views/``, and what they share is the package ``anchordiv.app``: the cached resources
+(:mod:`anchordiv.app.cached`), the sidebar, the query and anchor inputs, the links and kept values
+(:mod:`anchordiv.app.url_state`) and the Explore page's sections (``explore_*``). The pages are thin:
+widgets pass plain arguments to :mod:`anchordiv.explorer`, :mod:`anchordiv.figure`,
+:mod:`anchordiv.lesson` and :mod:`anchordiv.explain`, and draw what they return.
 
-* **Explore**: one query, anchor sets A and B, the weight ``p``; neighbours beside cosine, the p
-  sweep, "why this neighbour?", UMAP of the geometry. On a gallery store (10^5 - 10^6 items on
-  disk, :mod:`store_explore`): name search, the certified p slider, and UMAP of a fixed sample.
+* **Explore**: one query, anchor sets A and B, the weight ``p`` moved through the query's certified
+  slider; neighbours beside cosine and UMAP of the geometry, over a gallery in memory (with the p
+  sweep, "why this neighbour?", ITI) or a gallery store of 10^5 - 10^6 items on disk (with the
+  slider's certificate and row numbers): one page over one :class:`~anchordiv.explorer.GallerySource`.
 * **Compare**: a figure builder (queries × geometries, as the paper's Figures 1 and 8), exported as
   PNG, PDF or SVG.
 * **Learn**: a lesson in anchor divergence on a toy world of directions, then on the gallery.
@@ -27,8 +30,6 @@ Environment (for tests and small machines): ``ANCHORDIV_APP_GALLERY_SPLIT`` ("al
 """
 from __future__ import annotations
 
-import importlib
-import sys
 from pathlib import Path
 
 import streamlit as st
@@ -39,14 +40,12 @@ st.set_page_config(page_title="anchordiv explorer", page_icon="⚓", layout="wid
 _starting = st.empty()
 _starting.caption("Starting: loading torch, scikit-learn and anchordiv…")
 
-APP_DIR = Path(__file__).resolve().parent
-# `streamlit run` puts the app's folder on the path for the pages' `import shared_ui`; AppTest does not.
-if str(APP_DIR) not in sys.path:
-    sys.path.insert(0, str(APP_DIR))
-
 # Torch and the library, imported once under the caption above.
-shared_ui = importlib.import_module("shared_ui")
-shared_ui.share_the_cores()
+from anchordiv.app.cached import share_the_cores  # noqa: E402
+from anchordiv.app.url_state import keep_values  # noqa: E402
+
+APP_DIR = Path(__file__).resolve().parent
+share_the_cores()
 
 _starting.empty()
 
@@ -57,5 +56,5 @@ PAGES = [
     st.Page(APP_DIR / "views" / "report.py", title="Report", icon=":material/analytics:", url_path="report"),
 ]
 page = st.navigation(PAGES)
-shared_ui.keep_values(page.url_path)
+keep_values(page.url_path)
 page.run()

@@ -346,8 +346,7 @@ def test_broken_shipped_world_is_an_error_box(library, monkeypatch):
         raise ShippedDataError("data/emoji/index.csv has sha256 0123 but manifest.json records 4567; "
                                "rebuild it with `python data/build_emoji_world.py`")
 
-    monkeypatch.syspath_prepend(str(APP.parent))
-    monkeypatch.setattr("shared_ui.world_gallery", broken)
+    monkeypatch.setattr("anchordiv.app.cached.world_gallery", broken)
     monkeypatch.setenv("ANCHORDIV_APP_GALLERY_LIMIT", str(APP_LIMIT - 1))
     app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
     assert not app.exception

@@ -186,7 +186,7 @@ def test_umap_of_a_fixed_sample_marks_the_query(library, served):
     app = open_store(served["shapes"])
     app.checkbox(key="umap_show").check().run()
     assert not app.exception and not app.error
-    chart = next(element for element in app.get("plotly_chart") if element.proto.id.endswith("umap_chart_store"))
+    chart = next(element for element in app.get("plotly_chart") if element.proto.id.endswith("umap_chart_anchor"))
     assert "role=query" in chart.proto.spec  # the query is marked (it is in the sample: 40 rows, all sampled)
 
 

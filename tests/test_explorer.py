@@ -103,7 +103,7 @@ def test_index_at_never_mutates_the_shared_geometry(world):
 def test_p_moves_neighbours_from_style_to_object(world):
     gallery = world[0]
     shared = geometry(world)
-    sweep = ex.p_sweep(shared, gallery.embeddings[0], 6, gallery, gallery.labels.iloc[0], exclude=0)
+    sweep = ex.p_sweep(shared, gallery.embeddings[0], 6, ex.MemorySource(gallery), gallery.labels.iloc[0], exclude=0)
     assert list(sweep.columns) == ["p", "object", "style"] and len(sweep) == 11
     assert sweep["object"].iloc[-1] > sweep["object"].iloc[0]
     assert sweep["style"].iloc[0] > sweep["style"].iloc[-1]

@@ -5,12 +5,10 @@ from urllib.parse import quote
 
 import pytest
 
-from anchordiv.explorer import WEIGHTINGS
 from anchordiv.explorer import links
-from anchordiv.figure import DEFAULT_LIMITS
+from anchordiv.explorer.page_state import DIRECTIONS as DIRECTION_LABELS
 
-DIRECTIONS = ("Query first", "Reverse")
-MODES = ("Gallery image", "Upload", "Text")
+DIRECTIONS = tuple(DIRECTION_LABELS.values())
 PRESETS = {"objects": ("cat", "dog"), "styles": ("sketch", "photo"), "long": tuple(f"object {i}" for i in range(400))}
 
 
@@ -20,8 +18,7 @@ def texts(tmp_path):
 
 
 def fields(texts, preset_now=("objects", "styles")):
-    return (links.sidebar_fields(["softmax", "gaussian"], DIRECTIONS, texts)
-            + links.view_fields(50, 7, PRESETS, ("objects", "styles"), preset_now, MODES, list(WEIGHTINGS), texts))
+    return links.sidebar_fields(texts) + links.view_fields(50, 7, PRESETS, preset_now, texts)
 
 
 def defaults(texts) -> dict:
@@ -33,7 +30,7 @@ def test_defaults_make_an_empty_link(texts):
 
 
 def test_a_view_round_trips(texts):
-    state = defaults(texts) | {"p": 0.35, "model_kind": "gaussian", "scale": 22.0, "top_k": 5, "direction": "Reverse",
+    state = defaults(texts) | {"p": 0.35, "model_kind": "gaussian", "scale": 22.0, "top_k": 5, "direction": DIRECTIONS[1],
                                "query_id": 49, "weighting": "literal", "show_iti": True, "preset_b": "long",
                                "anchors_a": "a cat\na dog in a hat", "query_mode": "Text", "query_text": "a red fox"}
     written_with = fields(texts, ("objects", "long"))
@@ -104,7 +101,7 @@ def test_gallery_token_names_the_content():
 
 
 def test_compare_rows_and_columns_travel_but_uploads_do_not():
-    fields = links.compare_fields(["#1", "random:1"], ["cosine", "A"], list(WEIGHTINGS), DEFAULT_LIMITS)
+    fields = links.compare_fields(["#1", "random:1"])
     state = {"compare_rows": ["#4", "upload:cat.png", "text:a dog"], "compare_columns": ["mix p=0.3 model=gaussian"],
              "compare_k": 5, "compare_weighting": "literal"}
     params = links.write_link(state, fields)

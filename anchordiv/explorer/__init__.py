@@ -16,8 +16,8 @@ arguments. Nothing here imports Streamlit. The modules, all re-exported here:
   any weight ``p`` through a query's certified slider (:meth:`ExplorerGeometry.slider`,
   :func:`neighbours_at`) without changing anything shared;
 * :mod:`.neighbours`: results, :func:`search_one`, :func:`neighbour_table`, :func:`agreement`,
-  :func:`grid_captions`, :func:`combined_table` (also the CSV download), :func:`neighbour_grid_png`, and
-  :func:`p_sweep`;
+  :func:`grid_captions` and :func:`combined_table` (also the CSV download); over a source,
+  :func:`neighbour_grid_png` and :func:`p_sweep` (:mod:`.source`);
 * :mod:`.maps`: UMAP maps of a sample, :func:`geometry_projection`, :func:`projection_key`,
   :func:`point_roles` and :func:`outside_sample`;
 * :mod:`.store_source` and :mod:`.thumbnails`: :class:`NameIndex`, :func:`cosine_top_k`,
@@ -48,15 +48,13 @@ from .neighbours import (
     agreement_text,
     combined_table,
     grid_captions,
-    neighbour_grid_png,
     neighbour_table,
-    p_sweep,
     search_one,
 )
 from .paths import DataRoots
 from .query import default_query_id, query_image_from_upload
 from .shared import SharedBuilds
-from .source import Capabilities, GallerySource, MemorySource
+from .source import Capabilities, GallerySource, MemorySource, neighbour_grid_png, p_sweep
 from .store_source import NameIndex, StoreSource, cosine_top_k, store_stamp
 
 __all__ = [

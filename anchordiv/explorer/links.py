@@ -1,7 +1,8 @@
 """Shareable views: the explorer's state as URL query parameters and back.
 
-A page declares its state as :class:`LinkField` s (the session-state key of a widget, the URL
-parameter that carries it, its default and what values it accepts). :func:`write_link` turns the
+A page's state travels as :class:`LinkField` s (the session-state key of a widget, the URL
+parameter that carries it, its default and what values it accepts), each derived from its setting in
+the one table of page state (:mod:`.page_state`, :func:`fields_of`). :func:`write_link` turns the
 current values into parameters, leaving out defaults so links stay short; :func:`read_link` turns a
 link's parameters back into values and lists, in plain words, everything it ignored (an unknown
 parameter, a malformed or out-of-range value) instead of raising: a bad link opens with defaults.
@@ -17,14 +18,12 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
 from ..cache import atomic_write
 from . import limits
-
-if TYPE_CHECKING:
-    from ..figure import FigureLimits
+from .page_state import COMPARE, LEARN, SETTINGS, SIDEBAR, VIEW, Setting
 
 # Longer texts go to the server-side store: browsers and proxies cut URLs at 2-8 kB.
 MAX_URL_TEXT = 1500
@@ -204,98 +203,65 @@ def gallery_token(gallery_key: str) -> str:
     return hashlib.sha256(gallery_key.encode("utf-8")).hexdigest()[:10]
 
 
-# -- the explorer's state ------------------------------------------------------------------------
-# The parameters the app itself sets beside the fields (the gallery a link was made on).
+# -- the explorer's state: its link fields, from the one table of page state -----------------------
+# The parameter the app itself sets beside the fields (the gallery a link was made on).
 GALLERY_PARAM = "gallery"
-DIRECTION_WORDS = ("forward", "reverse")
 
 
-def sidebar_fields(model_kinds: Sequence[str], direction_labels: Sequence[str], texts: LinkedTexts) -> list[LinkField]:
-    """The sidebar's geometry settings, shared by every page that ranks the gallery.
-    ``direction_labels`` are the direction radio's options, forward first."""
-    return [
-        LinkField("model_kind", "model", "softmax", "choice", choices={kind: kind for kind in model_kinds}),
-        LinkField("scale", "scale", 10.0, "number", low=1.0, high=100.0),
-        LinkField("gmm_components", "components", 2, "integer", low=1, high=16),
-        LinkField("latent_rank", "rank", 8, "integer", low=1, high=256),
-        LinkField("alpha", "alpha", 1.0, "number", low=0.0, high=1e6),
-        LinkField("prior_anchors", "prior", "", "text", texts=texts, max_chars=limits.ANCHOR_TEXT_CHARS),
-        LinkField("direction", "direction", direction_labels[0], "choice",
-                  choices=dict(zip(DIRECTION_WORDS, direction_labels))),
-        LinkField("top_k", "k", 10, "integer", low=1, high=limits.TOP_K),
-        LinkField("show_iti", "iti", False, "flag"),
-    ]
+def field(setting: Setting, texts: LinkedTexts | None = None, **given: Any) -> LinkField:
+    """The link field of ``setting`` (one that carries a URL parameter), with ``given`` overriding
+    what the gallery shown decides (``default``, ``high``, ``words``); ``texts`` keeps its texts
+    too long for a URL, when it has them (``long_texts``)."""
+    if setting.param is None:
+        raise ValueError(f"the setting {setting.key!r} travels in no link")
+    words = given.pop("words", None)
+    default = given.pop("default", setting.default)
+    return LinkField(setting.key, setting.param, list(default) if isinstance(default, list) else default, setting.kind,
+                     low=setting.low, high=given.pop("high", setting.high),
+                     choices=dict(words) if words is not None else setting.choices,
+                     texts=texts if setting.long_texts else None, local_prefix=setting.local_prefix,
+                     max_chars=setting.max_chars, max_items=setting.max_items, **given)
+
+
+def fields_of(link: str, texts: LinkedTexts | None = None,
+              given: Mapping[str, Mapping[str, Any]] | None = None) -> list[LinkField]:
+    """The fields of one part of a page (``link``: :data:`~.page_state.SIDEBAR`, ``VIEW``,
+    ``COMPARE`` or ``LEARN``), in the table's order; ``given`` maps a key to its overrides (:func:`field`)."""
+    given = given or {}
+    return [field(setting, texts, **given.get(key, {})) for key, setting in SETTINGS.items() if setting.link == link]
+
+
+def sidebar_fields(texts: LinkedTexts) -> list[LinkField]:
+    """The sidebar's geometry settings, shared by every page that ranks the gallery."""
+    return fields_of(SIDEBAR, texts)
 
 
 def view_fields(gallery_size: int, default_query: int, presets: Mapping[str, Sequence[str]],
-                preset_defaults: tuple[str, str], preset_now: tuple[str, str], query_modes: Sequence[str],
-                weightings: Sequence[str], texts: LinkedTexts) -> list[LinkField]:
-    """The query, the anchor sets and the weight ``p``: what the explorer's pages show.
+                preset_now: tuple[str, str], texts: LinkedTexts) -> list[LinkField]:
+    """The query, the anchor sets and the weight ``p``: what the explorer's pages show, on a
+    gallery of ``gallery_size`` items that opens on ``default_query``.
 
     An anchor set equal to its preset's list is left out of the link (the preset names it); so
-    its default is the list of the preset chosen now (``preset_now``), not of the default preset.
-    ``query_modes`` are the query radio's options: gallery image, upload, text."""
+    its default is the list of the preset chosen now (``preset_now``), not of the default preset."""
     names = {name: name for name in presets}
-    gallery_mode, _, text_mode = query_modes
-    fields = [
-        LinkField("query_mode", "mode", gallery_mode, "choice", choices={"gallery": gallery_mode, "text": text_mode}),
-        LinkField("query_id", "query", default_query, "integer", low=0, high=gallery_size - 1),
-        LinkField("query_text", "text", "a dog in watercolor", "text"),
-        LinkField("weighting", "weighting", weightings[0], "choice", choices={w: w for w in weightings}),
-        LinkField("p", "p", 0.5, "number", low=0.0, high=1.0),
-    ]
-    for side, default, now in zip("ab", preset_defaults, preset_now):
-        fields.append(LinkField(f"preset_{side}", f"preset_{side}", default, "choice", choices=names))
-        fields.append(LinkField(f"anchors_{side}", f"anchors_{side}", "\n".join(presets.get(now, ())), "text",
-                                texts=texts, max_chars=limits.ANCHOR_TEXT_CHARS))
-    return fields
+    given: dict[str, dict[str, Any]] = {"query_id": {"default": default_query, "high": gallery_size - 1}}
+    for side, now in zip("ab", preset_now):
+        given[f"preset_{side}"] = {"words": names}
+        given[f"anchors_{side}"] = {"default": "\n".join(presets.get(now, ()))}
+    return fields_of(VIEW, texts, given)
 
 
-def lesson_fields(defaults: Mapping[str, Any], worlds: Sequence[str], kinds: Sequence[str],
-                  weightings: Sequence[str]) -> list[LinkField]:
-    """The Learn page's toy world (``defaults`` by session-state key; ``worlds`` the circle's and
-    the sphere's labels) and the gallery neighbour it explains. Its parameters start with ``toy_``
-    because the page also carries the sidebar's and the Explore page's."""
-    def text(key: str, param: str) -> LinkField:
-        return LinkField(key, param, defaults[key], "text", max_chars=limits.TOY_TEXT_CHARS)
-
-    def number(key: str, param: str, low: float, high: float, integer: bool = False) -> LinkField:
-        return LinkField(key, param, defaults[key], "integer" if integer else "number", low=low, high=high)
-
-    return [
-        LinkField("learn_world", "toy_world", defaults["learn_world"], "choice",
-                  choices=dict(zip(("circle", "sphere"), worlds))),
-        LinkField("learn_kind", "toy_model", defaults["learn_kind"], "choice", choices={kind: kind for kind in kinds}),
-        LinkField("learn_weighting", "toy_weighting", defaults["learn_weighting"], "choice",
-                  choices={w: w for w in weightings}),
-        number("learn_scale", "toy_scale", 0.5, 40.0), number("learn_p", "toy_p", 0.0, 1.0),
-        text("learn_anchors_a", "toy_a"), text("learn_anchors_b", "toy_b"),
-        number("learn_query", "toy_query", 0, 359, integer=True), number("learn_width", "toy_width", 5, 180, integer=True),
-        text("learn_anchors_a_3d", "toy_a3"), text("learn_anchors_b_3d", "toy_b3"),
-        number("learn_query_azimuth", "toy_azimuth", -180, 180, integer=True),
-        number("learn_query_elevation", "toy_elevation", -90, 90, integer=True),
-        LinkField("learn_neighbour", "neighbour", 1, "integer", low=1, high=50),
-    ]
+def compare_fields(default_rows: Sequence[str]) -> list[LinkField]:
+    """The Compare page's figure: its query rows (``default_rows`` name the gallery's first
+    queries) and geometry columns (as the specs of :mod:`anchordiv.figure`, as many as its limits
+    allow), the top-k of each cell and the weighting of its mix columns."""
+    return fields_of(COMPARE, given={"compare_rows": {"default": list(default_rows)}})
 
 
-def compare_fields(default_rows: Sequence[str], default_columns: Sequence[str], weightings: Sequence[str],
-                   figure_limits: "FigureLimits") -> list[LinkField]:
-    """The Compare page's figure: its query rows and geometry columns (as the specs of
-    :mod:`anchordiv.figure`, as many as ``figure_limits`` allow), the top-k of each cell and the
-    weighting of its mix columns."""
-    return [
-        LinkField("compare_rows", "rows", list(default_rows), "list", local_prefix="upload:",
-                  max_items=figure_limits.rows),
-        LinkField("compare_columns", "columns", list(default_columns), "list", max_items=figure_limits.columns),
-        LinkField("compare_k", "cell_k", 5, "integer", low=1, high=figure_limits.k),
-        LinkField("compare_weighting", "mix_weighting", weightings[0], "choice", choices={w: w for w in weightings}),
-    ]
+def lesson_fields() -> list[LinkField]:
+    """The Learn page's toy world and the gallery neighbour it explains."""
+    return fields_of(LEARN)
 
 
-# Every parameter some page reads (tests check each page's fields against it): a link that carries
-# another page's parameter is not told it is unknown.
-ALL_PARAMS = ("model", "scale", "components", "rank", "alpha", "prior", "direction", "k", "iti", "mode", "query",
-              "text", "weighting", "p", "preset_a", "anchors_a", "preset_b", "anchors_b", GALLERY_PARAM,
-              "rows", "columns", "cell_k", "mix_weighting", "toy_world", "toy_model", "toy_weighting", "toy_scale",
-              "toy_p", "toy_a", "toy_b",
-              "toy_query", "toy_width", "toy_a3", "toy_b3", "toy_azimuth", "toy_elevation", "neighbour")
+# Every parameter some page reads: a link that carries another page's parameter is not told it is unknown.
+ALL_PARAMS = tuple(setting.param for setting in SETTINGS.values() if setting.param) + (GALLERY_PARAM,)

@@ -1,7 +1,7 @@
 """Results: the top-``k`` of one query (:func:`search_one`), its table of neighbours with label
-agreement (:func:`neighbour_table`, :func:`agreement`), what the page shows and a user downloads
-(:func:`grid_captions`, :func:`combined_table`, :func:`neighbour_grid_png`), and agreement as ``p``
-moves (:func:`p_sweep`)."""
+agreement (:func:`neighbour_table`, :func:`agreement`), and what the page shows and a user downloads
+(:func:`grid_captions`, :func:`combined_table`). Over a gallery source: the neighbour grid as a
+PNG and agreement as ``p`` moves (:mod:`.source`)."""
 from __future__ import annotations
 
 import textwrap
@@ -12,12 +12,10 @@ import pandas as pd
 import torch
 
 from .._validation import as_matrix, check_positive_int
-from ..grids import grid_png
 from ..search import Index
 
 if TYPE_CHECKING:
     from ..gallery import Gallery
-    from .geometry import ExplorerGeometry
 
 
 def search_one(index: Index, query: torch.Tensor, k: int, exclude: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -84,24 +82,3 @@ def combined_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """The neighbour tables of several methods (``{method: table}``) as one, with a ``method``
     column: the explorer's neighbour table, and as CSV its "Download neighbour table"."""
     return pd.concat([table.assign(method=name) for name, table in tables.items()], ignore_index=True)
-
-
-def neighbour_grid_png(table: pd.DataFrame, gallery: Gallery, title: str) -> bytes:
-    """The anchor-divergence neighbours of a :func:`neighbour_table` as a captioned PNG grid."""
-    captions = [f"{rank}. {gallery.caption(item)}\nd={value:.3g}"
-                for rank, item, value in table[["rank", "gallery_id", "divergence"]].itertuples(index=False)]
-    return grid_png([gallery.image(item) for item in table["gallery_id"]], captions, title=title)
-
-
-def p_sweep(geometry: ExplorerGeometry, query: torch.Tensor, k: int, gallery: Gallery,
-            query_labels: pd.Series | None, exclude: int | None = None, weighting: str = "calibrated",
-            steps: int = 11) -> pd.DataFrame:
-    """Object and style agreement of the top-``k`` as ``p`` goes from 0 to 1 (paper Fig. 3, left).
-    Columns ``p``, ``object``, ``style`` (fractions; NaN where labels are unknown)."""
-    rows = []
-    for p in np.linspace(0.0, 1.0, steps):
-        values, ids = search_one(geometry.index_at(float(p), weighting), query, k, exclude)
-        score = agreement(neighbour_table(values, ids, gallery, query_labels, "divergence"))
-        rows.append({"p": float(p), **{name: (np.nan if value is None else value[0] / value[1])
-                                       for name, value in score.items()}})
-    return pd.DataFrame(rows)

@@ -5,7 +5,8 @@ gallery store on disk (10^5 - 10^6 items).
 
 One page draws either: it asks the source for names, labels, thumbnails, presets, its geometry
 (whose certified slider moves ``p``) and its cosine baseline, and draws the sections its
-:class:`Capabilities` name. Nothing here imports Streamlit.
+:class:`Capabilities` name; over any source, :func:`neighbour_grid_png` draws a neighbour grid and
+:func:`p_sweep` the agreement as ``p`` moves. Nothing here imports Streamlit.
 """
 from __future__ import annotations
 
@@ -16,10 +17,11 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..grids import grid_png
 from .anchors import anchor_presets
 from .geometry import ExplorerGeometry, GeometrySpec, baseline_index
 from .maps import point_roles
-from .neighbours import neighbour_table, search_one
+from .neighbours import agreement, neighbour_table, search_one
 from .query import default_query_id
 from .thumbnails import THUMBNAIL_SIZE
 
@@ -227,3 +229,24 @@ class MemorySource:
         frame["role"] = point_roles(ids, query_id, neighbour_ids)
         frame[colour] = frame[colour].astype(str)
         return frame
+
+
+def neighbour_grid_png(table: pd.DataFrame, source: GallerySource, title: str) -> bytes:
+    """The anchor-divergence neighbours of a neighbour table of ``source`` as a captioned PNG grid."""
+    captions = [f"{rank}. {source.caption(item)}\nd={value:.3g}"
+                for rank, item, value in table[["rank", "gallery_id", "divergence"]].itertuples(index=False)]
+    return grid_png(source.thumbnails(table["gallery_id"].tolist()), captions, title=title)
+
+
+def p_sweep(geometry: ExplorerGeometry, query: torch.Tensor, k: int, source: GallerySource, query_labels: Any,
+            exclude: int | None = None, weighting: str = "calibrated", steps: int = 11) -> pd.DataFrame:
+    """Object and style agreement of the top-``k`` of ``source`` as ``p`` goes from 0 to 1 (paper
+    Fig. 3, left), against ``query_labels`` (:meth:`GallerySource.labels_of`). Columns ``p``,
+    ``object``, ``style`` (fractions; NaN where labels are unknown)."""
+    rows = []
+    for p in np.linspace(0.0, 1.0, steps):
+        values, ids = search_one(geometry.index_at(float(p), weighting), query, k, exclude)
+        score = agreement(source.neighbour_table(values, ids, query_labels, "divergence"))
+        rows.append({"p": float(p), **{name: (np.nan if value is None else value[0] / value[1])
+                                       for name, value in score.items()}})
+    return pd.DataFrame(rows)

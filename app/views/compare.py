@@ -13,19 +13,21 @@ import hashlib
 import numpy as np
 import streamlit as st
 
-import shared_ui as ui
 from anchordiv import explorer as ex
 from anchordiv import figure as fg
+from anchordiv.app import cached, sidebar
+from anchordiv.app.anchor_inputs import anchor_texts, geometry_for, geometry_spec
+from anchordiv.app.errors import ERROR_CHARS, attempt
+from anchordiv.app.query_inputs import caption_of
+from anchordiv.app.url_state import follow_link, link_notes, publish_link, share_box, sidebar_fields, view_fields
 from anchordiv.explorer import limits, links
-from anchordiv.gallery import Gallery
-from anchordiv.models import list_anchor_models
 from anchordiv.explorer.literal import markdown_literal
-from shared_ui import attempt
+from anchordiv.explorer.page_state import SETTINGS
+from anchordiv.models import list_anchor_models
 
 ROWS, COLUMNS, UPLOADS = "compare_rows", "compare_columns", "compare_uploads"
 LIMITS = fg.DEFAULT_LIMITS  # rows, columns and top-k per cell; a link past them opens with the defaults
 COMMON_COLUMNS = ["cosine", "iti", "A", "B", "mix p=0.25", "mix p=0.5", "mix p=0.75"]
-DEFAULT_COLUMNS = ["cosine", "A", "B", "mix p=0.5"]  # Fig. 1: the baseline, each set alone, and their mixture
 PREVIEW_DPI = 110
 
 
@@ -65,7 +67,7 @@ def add_upload() -> None:
         add_row(str(fg.QueryRow("upload", upload.name)))
 
 
-def row_controls(gallery: Gallery) -> None:
+def row_controls(source: ex.MemorySource) -> None:
     """The rows as an editable list (remove with ✕, or type a spec), and the ways to add one."""
     st.multiselect("Queries (rows, top to bottom)", st.session_state[ROWS], key=ROWS, accept_new_options=True,
                    max_selections=LIMITS.rows,
@@ -77,8 +79,8 @@ def row_controls(gallery: Gallery) -> None:
     by_name, by_text, by_file = st.columns(3)
     needle = by_name.text_input("Find a gallery image by name", key="compare_search",
                                 placeholder="e.g. kissing, halo", max_chars=limits.TEXT_CHARS)
-    matches = gallery.find(needle) if needle.strip() else []
-    by_name.selectbox("Add a match", matches, index=None, format_func=ui.caption_of(gallery), key="compare_pick",
+    matches = source.find(needle) if needle.strip() else []
+    by_name.selectbox("Add a match", matches, index=None, format_func=caption_of(source), key="compare_pick",
                       on_change=add_picked, placeholder=f"{len(matches)} match(es)" if matches else "search first")
     by_name.button("Add a random gallery image", key="compare_add_random", on_click=add_random)
     by_text.text_input("Text query", key="compare_text", placeholder="a dog in watercolor", max_chars=limits.TEXT_CHARS)
@@ -87,12 +89,12 @@ def row_controls(gallery: Gallery) -> None:
                           key="compare_upload", on_change=add_upload)
 
 
-def usable_rows(gallery: Gallery, encoder) -> list[fg.QueryRow]:
+def usable_rows(source: ex.MemorySource, encoder) -> list[fg.QueryRow]:
     """The rows that parse and resolve; an error box for each that does not (it stays in the list)."""
     rows = []
     for spec in st.session_state[ROWS]:
         row = attempt(lambda: fg.parse_query_row(limits.checked_length(spec)), f"Row {spec!r} is left out")
-        if row is not None and attempt(lambda: fg.resolve_queries([row], gallery, encoder, st.session_state[UPLOADS],
+        if row is not None and attempt(lambda: fg.resolve_queries([row], source.gallery, encoder, st.session_state[UPLOADS],
                                                                   *embedders(encoder)), f"Row {spec!r} is left out"):
             rows.append(row)
     return rows
@@ -100,7 +102,8 @@ def usable_rows(gallery: Gallery, encoder) -> list[fg.QueryRow]:
 
 def embedders(encoder):
     """The app's cached text and image embedders, for :func:`anchordiv.figure.compare`."""
-    return (lambda text: ui.embed_text_query(encoder, text)), (lambda data, name: ui.embed_upload(encoder, data, name))
+    return ((lambda text: cached.embed_text_query(encoder, text)),
+            (lambda data, name: cached.embed_upload(encoder, data, name)))
 
 
 # -- columns --------------------------------------------------------------------------------------
@@ -128,7 +131,7 @@ def column_controls() -> None:
                   help="cosine, iti, A, B or mix p=…; A, B and mix take model=KIND and s=SCALE, mix also "
                        f"weighting=NAME. Models: {', '.join(list_anchor_models())}.")
     if st.session_state.get("compare_custom_error"):
-        st.error(markdown_literal(st.session_state.compare_custom_error, ui.ERROR_CHARS))
+        st.error(markdown_literal(st.session_state.compare_custom_error, ERROR_CHARS))
 
 
 def usable_columns() -> list[fg.GeometryColumn]:
@@ -165,15 +168,14 @@ def downloads(result: fg.CompareResult) -> None:
 
 
 def main() -> None:
-    choices = ui.sidebar()
-    encoder = ui.load_encoder_for(choices)
-    gallery = ui.load_gallery_for(choices, encoder)
-    texts_a, texts_b = ui.anchor_texts(gallery)
+    choices = sidebar.sidebar()
+    encoder = sidebar.load_encoder_for(choices)
+    source = ex.MemorySource(sidebar.load_gallery_for(choices, encoder))
+    texts_a, texts_b = anchor_texts(source)
     state = st.session_state
-    page_fields = links.compare_fields([f"#{ex.default_query_id(gallery)}", str(fg.QueryRow("random", 1))],
-                                       DEFAULT_COLUMNS, list(ex.WEIGHTINGS), LIMITS)
-    ui.follow_link(page_fields, "compare", known=links.ALL_PARAMS)
-    ui.link_notes()
+    page_fields = links.compare_fields([f"#{source.default_query()}", str(fg.QueryRow("random", 1))])
+    follow_link(page_fields, "compare")
+    link_notes()
     state.setdefault(UPLOADS, {})
     for key in (ROWS, COLUMNS):  # a multiselect holds each value once (a link may repeat one)
         state[key] = list(dict.fromkeys(state[key]))
@@ -183,26 +185,26 @@ def main() -> None:
     st.caption(f"Each row is a query, each column a geometry, each cell the query's top-k. Anchor sets from the "
                f"Explore page: A has {len(texts_a):,} anchors, B {len(texts_b):,}; model, scale and direction from "
                "the sidebar unless a column sets its own.")
-    row_controls(gallery)
+    row_controls(source)
     column_controls()
     k_col, weighting_col = st.columns([1, 3])
-    k = int(k_col.number_input("Top-k per cell", 1, LIMITS.k, key="compare_k"))
-    weighting = weighting_col.radio("Weights of A and B in mix columns", list(ex.WEIGHTINGS), horizontal=True,
-                                    key="compare_weighting", format_func=str.capitalize)
-    fields = ui.sidebar_fields() + ui.view_fields(gallery) + page_fields
-    ui.publish_link(fields, gallery)
+    k = int(k_col.number_input("Top-k per cell", *SETTINGS["compare_k"].bounds, key="compare_k"))
+    weighting = weighting_col.radio("Weights of A and B in mix columns", SETTINGS["compare_weighting"].options,
+                                    horizontal=True, key="compare_weighting", format_func=str.capitalize)
+    fields = sidebar_fields() + view_fields(source) + page_fields
+    publish_link(fields, source)
     with share_slot:
-        ui.share_box(fields, gallery)
-    rows, columns = usable_rows(gallery, encoder), usable_columns()
+        share_box(fields, source)
+    rows, columns = usable_rows(source, encoder), usable_columns()
     if not rows or not columns:
         st.info("Add at least one query row and one geometry column to draw the figure.")
         return
     embed_text, embed_image = embedders(encoder)
     result = attempt(lambda: fg.compare(
-        gallery, encoder, rows, columns, texts_a, texts_b, k, ui.geometry_spec(choices), weighting,
+        source.gallery, encoder, rows, columns, texts_a, texts_b, k, geometry_spec(choices), weighting,
         prior_texts=ex.parse_anchor_text(choices["prior_text"]).anchors,
-        geometry_for=lambda kind, scale: ui.geometry_for(choices, gallery, encoder, texts_a, texts_b, kind, scale),
-        baseline_for=lambda kind: ui.get_baseline(kind, gallery, encoder, texts_a + texts_b if kind == "iti" else ()),
+        geometry_for=lambda kind, scale: geometry_for(choices, source, encoder, texts_a, texts_b, kind, scale),
+        baseline_for=lambda kind: cached.get_baseline(kind, source, encoder, texts_a + texts_b if kind == "iti" else ()),
         images=state[UPLOADS], embed_text=embed_text, embed_image=embed_image), "Cannot build the figure")
     if result is None:
         return

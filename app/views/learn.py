@@ -11,25 +11,21 @@ import plotly.graph_objects as go
 import streamlit as st
 import torch
 
-import shared_ui as ui
-from anchordiv import explain, lesson
-from anchordiv import explorer as ex
-from anchordiv.explorer import limits, links
+from anchordiv import lesson
+from anchordiv.app.errors import ERROR_CHARS, attempt
+from anchordiv.app.learn_gallery import SET_COLOURS, gallery_section
+from anchordiv.app.sidebar import sidebar
+from anchordiv.app.url_state import follow_link, link_notes, publish_link, sidebar_fields
+from anchordiv.explorer import links
+from anchordiv.explorer.literal import markdown_literal
+from anchordiv.explorer.page_state import CIRCLE, SETTINGS
 from anchordiv.models import anchor_model_kind
-from anchordiv.explorer.literal import markdown_literal, plotly_literal
-from shared_ui import attempt
 
-CIRCLE, SPHERE = "2-D: directions on a circle", "3-D: directions on a sphere"
-# The toy world's first view: A, three "objects" close together; B, two "styles" elsewhere; the
-# query between them, where both sets have a say.
-DEFAULTS = {
-    "learn_world": CIRCLE, "learn_kind": "softmax", "learn_scale": 5.0, "learn_p": 0.5, "learn_weighting": "balanced",
-    "learn_anchors_a": "0, 40, 80", "learn_anchors_b": "160, 250", "learn_query": 120, "learn_width": 40,
-    "learn_anchors_a_3d": "0 0; 60 0; 120 0", "learn_anchors_b_3d": "0 60; 180 60",
-    "learn_query_azimuth": 30, "learn_query_elevation": 20,
-}
-SET_COLOURS = {"A": "#1f77b4", "B": "#d62728"}
-TERMS_SHOWN = 8  # anchors each way in the gallery's bar chart of KL terms
+
+def slider(column, label: str, key: str) -> float:
+    """A slider of the toy world, its bounds and step from the table of page state."""
+    setting = SETTINGS[key]
+    return column.slider(label, *setting.bounds, step=setting.step, key=key)
 
 
 # -- the toy world's controls -----------------------------------------------------------------------
@@ -37,16 +33,16 @@ def toy_controls() -> dict:
     """The toy world's settings as plain values (the anchors still as typed text)."""
     world, kind, weighting = st.columns([2, 2, 2])
     settings = {
-        "world": world.radio("World", [CIRCLE, SPHERE], key="learn_world"),
-        "kind": kind.selectbox("Anchor model", lesson.TOY_KINDS, key="learn_kind",
+        "world": world.radio("World", SETTINGS["learn_world"].options, key="learn_world"),
+        "kind": kind.selectbox("Anchor model", SETTINGS["learn_kind"].options, key="learn_kind",
                                format_func=lambda name: anchor_model_kind(name).label),
-        "weighting": weighting.radio("Weights of A and B", list(lesson.TOY_WEIGHTINGS), key="learn_weighting",
+        "weighting": weighting.radio("Weights of A and B", SETTINGS["learn_weighting"].options, key="learn_weighting",
                                      format_func=str.capitalize, horizontal=True),
     }
     weighting.caption(lesson.TOY_WEIGHTINGS[settings["weighting"]])
     scale, p = st.columns(2)
-    settings["scale"] = scale.slider("Scale s (inverse temperature)", 0.5, 40.0, step=0.5, key="learn_scale")
-    settings["p"] = p.slider("p: weight of A against B", 0.0, 1.0, step=0.05, key="learn_p")
+    settings["scale"] = slider(scale, "Scale s (inverse temperature)", "learn_scale")
+    settings["p"] = slider(p, "p: weight of A against B", "learn_p")
     return settings
 
 
@@ -54,7 +50,7 @@ def add_query_to(set_key: str, text: str) -> None:
     """Append ``text`` (the query direction as typed) to an anchor set's text."""
     current = st.session_state[set_key].strip()
     joined = f"{current}{'; ' if set_key.endswith('_3d') else ', '}{text}" if current else text
-    if len(joined) <= limits.TOY_TEXT_CHARS:  # past it the set is already over the toy world's limit
+    if len(joined) <= SETTINGS[set_key].max_chars:  # past it the set is already over the toy world's limit
         st.session_state[set_key] = joined
 
 
@@ -64,7 +60,7 @@ def anchor_inputs(suffix: str, help_text: str, query_text: str) -> tuple[str, st
     for column, name in zip(st.columns(2), "AB"):
         key = f"learn_anchors_{name.lower()}{suffix}"
         texts.append(column.text_input(f"Set {name}" + (" (may be empty)" if name == "B" else ""), key=key,
-                                       help=help_text, max_chars=limits.TOY_TEXT_CHARS))
+                                       help=help_text, max_chars=SETTINGS[key].max_chars))
         column.button(f"Add the query to {name}", key=f"learn_add_{name.lower()}{suffix}", on_click=add_query_to,
                       args=(key, query_text))
     return texts[0], texts[1]
@@ -103,7 +99,7 @@ def responsibility_section(toy: lesson.ToyGeometry, query: torch.Tensor, p: floa
 
 # -- the circle -------------------------------------------------------------------------------------
 def circle_world(settings: dict) -> None:
-    query_angle = st.slider("Query direction θ (degrees)", 0, 359, key="learn_query")
+    query_angle = slider(st, "Query direction θ (degrees)", "learn_query")
     text_a, text_b = anchor_inputs("", "Angles in degrees, separated by commas: add, remove or change one to move "
                                        "the anchors.", f"{query_angle:g}")
     angles = attempt(lambda: (lesson.parse_angles(text_a, "Set A"), lesson.parse_angles(text_b, "Set B", True)),
@@ -116,7 +112,7 @@ def circle_world(settings: dict) -> None:
     if toy is None:
         return
     for note in toy.notes:
-        st.caption(markdown_literal(note, ui.ERROR_CHARS))
+        st.caption(markdown_literal(note, ERROR_CHARS))
     query = lesson.circle_directions([query_angle])[0]
     profile = attempt(lambda: lesson.circle_profile(toy.model, float(query_angle)), "Cannot draw the circle")
     if profile is None:
@@ -136,7 +132,7 @@ def circle_world(settings: dict) -> None:
 
 def circle_picture(toy: lesson.ToyGeometry, query: torch.Tensor, profile: pd.DataFrame) -> None:
     st.subheader("The world and the query's neighbourhood")
-    width = st.slider("Neighbourhood size: width of the cosine arc (degrees)", 5, 180, step=5, key="learn_width")
+    width = slider(st, "Neighbourhood size: width of the cosine arc (degrees)", "learn_width")
     balls = lesson.equal_size_neighbourhoods(profile, float(width))
     anchors = toy.anchor_table(query)
     figure = go.Figure()
@@ -210,8 +206,8 @@ def mark_angles(figure: go.Figure, angles: tuple[list[float], list[float]], quer
 # -- the sphere -------------------------------------------------------------------------------------
 def sphere_world(settings: dict) -> None:
     azimuth_col, elevation_col = st.columns(2)
-    azimuth = azimuth_col.slider("Query azimuth φ (degrees)", -180, 180, key="learn_query_azimuth")
-    elevation = elevation_col.slider("Query elevation (degrees)", -90, 90, key="learn_query_elevation")
+    azimuth = slider(azimuth_col, "Query azimuth φ (degrees)", "learn_query_azimuth")
+    elevation = slider(elevation_col, "Query elevation (degrees)", "learn_query_elevation")
     text_a, text_b = anchor_inputs("_3d", "Azimuth and elevation in degrees, pairs separated by semicolons, e.g. "
                                           "'0 0; 90 30'.", f"{azimuth:g} {elevation:g}")
     pairs = attempt(lambda: (lesson.parse_angle_pairs(text_a, "Set A"),
@@ -224,7 +220,7 @@ def sphere_world(settings: dict) -> None:
     if toy is None:
         return
     for note in toy.notes:
-        st.caption(markdown_literal(note, ui.ERROR_CHARS))
+        st.caption(markdown_literal(note, ERROR_CHARS))
     query = lesson.sphere_directions([azimuth], [elevation])[0]
     profile = attempt(lambda: lesson.sphere_profile(toy.model, float(azimuth), float(elevation)),
                       "Cannot draw the sphere")
@@ -267,92 +263,12 @@ def sphere_map(profile: pd.DataFrame, value: str, title: str, pairs: tuple, quer
     st.plotly_chart(figure, key=key)
 
 
-# -- the real gallery -------------------------------------------------------------------------------
-def gallery_section(choices: dict, fields: list, share_slot) -> None:
-    """``fields``: the page's link so far; the Explore page's (query, anchors, p) join it here, and
-    the whole link is offered in ``share_slot`` at the top of the page."""
-    st.header("On the real gallery")
-    encoder = ui.load_encoder_for(choices)
-    gallery = ui.load_gallery_for(choices, encoder)
-    texts_a, texts_b = ui.anchor_texts(gallery)
-    ui.link_notes()
-    fields = fields + ui.view_fields(gallery)
-    ui.publish_link(fields, gallery)
-    with share_slot:
-        ui.share_box(fields, gallery)
-    geometry = ui.geometry_for(choices, gallery, encoder, texts_a, texts_b)
-    state = st.session_state
-    query_id = state.get("query_id")
-    if not isinstance(query_id, int) or not 0 <= query_id < len(gallery):
-        query_id = ex.default_query_id(gallery)
-    p, weighting = float(state.get("p", 0.5)), state.get("weighting", "calibrated")
-    st.caption(f"The Explore page's query, anchor sets and weight (p = {p:.2f}, {weighting} weights), under the "
-               "sidebar's model.")
-    values, ids = attempt(lambda: ex.search_one(geometry.index_at(p, weighting), gallery.embeddings[query_id],
-                                                choices["k"], exclude=query_id), "Cannot rank the gallery", stop=True)
-    if state["learn_neighbour"] > len(ids):  # a link's neighbour beyond this k
-        state["learn_neighbour"] = 1
-    rank = st.selectbox("Neighbour", list(range(1, len(ids) + 1)), key="learn_neighbour",
-                        format_func=lambda r: f"{r}. {ui.caption_of(gallery)(int(ids[r - 1]))}")
-    neighbour = int(ids[rank - 1])
-    query_image, neighbour_image, _ = st.columns([1, 1, 4])
-    query_image.image(gallery.image(query_id), caption=f"query: {markdown_literal(gallery.caption(query_id))}",
-                      width=96)
-    neighbour_image.image(gallery.image(neighbour),
-                          caption=f"neighbour {rank}: {markdown_literal(gallery.caption(neighbour))}",
-                          width=96)
-    query, embedding = gallery.embeddings[query_id], gallery.embeddings[neighbour]
-    kl_section(geometry, geometry.model_at(p, weighting), query, embedding)
-    if geometry.is_mixture:
-        curve = lesson.responsibility_curve(lambda value: geometry.model_at(value, weighting),
-                                            {"query": query, f"neighbour {rank}": embedding},
-                                            component_names=geometry.component_names)
-        figure = px.line(curve, x="p", y="responsibility", color="component", line_dash="point",
-                         color_discrete_map=SET_COLOURS, markers=True,
-                         title="Responsibilities of A and B for the query and the neighbour, as p moves")
-        figure.add_vline(x=p, line_dash="dot", annotation_text=f"p = {p:.2f}")
-        st.plotly_chart(figure, key="learn_chart_gallery_responsibility")
-        st.markdown("How much of each image's tilt lies on A's anchors and how much on B's. Where the two images' "
-                    "curves part, p decides whether they count as alike.")
-        st.latex(r"r_k(x) = \frac{w_k\, e^{\kappa_k(s x)}}{\sum_j w_j\, e^{\kappa_j(s x)}}")
-
-
-def kl_section(geometry: ex.ExplorerGeometry, model, query: torch.Tensor, neighbour: torch.Tensor) -> None:
-    reverse = geometry.spec.reverse
-    query_tilt, neighbour_tilt, divergence, _ = explain.explain_pair(
-        model, geometry.component_anchors, geometry.component_texts, geometry.component_names, query, neighbour,
-        reverse=reverse)
-    terms = explain.kl_terms(neighbour_tilt, query_tilt) if reverse else explain.kl_terms(query_tilt, neighbour_tilt)
-    st.subheader("Which anchors make this neighbour close, and which push it away")
-    strongest = pd.concat([terms.head(TERMS_SHOWN), terms.tail(TERMS_SHOWN)]).drop_duplicates("anchor")
-    strongest = strongest.assign(anchor=strongest["anchor"].map(plotly_literal))  # Plotly reads <a href> in labels
-    figure = px.bar(strongest, x="term", y="anchor", color="set", orientation="h", color_discrete_map=SET_COLOURS,
-                    hover_data=["p", "q"], title="Per-anchor terms of the KL (largest both ways)")
-    figure.update_yaxes(autorange="reversed")
-    st.plotly_chart(figure, key="learn_chart_kl_terms")
-    first, second = ("neighbour", "query") if reverse else ("query", "neighbour")
-    st.markdown(f"The divergence is a sum over anchors. An anchor the {first} leans on (large p) and the {second} "
-                f"does not (small q) adds a large term: it **pushes** the neighbour away. An anchor both lean on "
-                f"alike adds about nothing, and one the {second} leans on more adds a negative term that "
-                "**pulls** the total down.")
-    st.latex(r"D = \sum_i p_i \log\frac{p_i}{q_i}")
-    st.caption(f"Sum of the terms: {terms['term'].sum():.4f} nats · the model's divergence: {divergence:.4f}"
-               + ("" if query_tilt.exact else " (this model is smooth, so the terms are over the softmax tilt "
-                                              "of the anchors in use, a stand-in)"))
-    with st.expander("All the terms"):
-        st.dataframe(terms, hide_index=True)
-
-
-def link_fields() -> list:
-    return links.lesson_fields(DEFAULTS, [CIRCLE, SPHERE], lesson.TOY_KINDS, list(lesson.TOY_WEIGHTINGS))
-
-
 def main() -> None:
-    choices = ui.sidebar()
-    lesson_fields = link_fields()
-    fields = ui.sidebar_fields() + lesson_fields
-    ui.follow_link(lesson_fields, "learn", known=links.ALL_PARAMS)
-    ui.link_notes()
+    choices = sidebar()
+    lesson_fields = links.lesson_fields()
+    fields = sidebar_fields() + lesson_fields
+    follow_link(lesson_fields, "learn")
+    link_notes()
     st.title("Learn: the anchor divergence, step by step")
     share_slot = st.container()  # the link, once the gallery part has joined it
     st.markdown("An image embedding is a direction. The anchors (text embeddings of phrases) are directions too. "
@@ -360,7 +276,7 @@ def main() -> None:
                 "or move anchors, change the scale s and the weight p, and watch the neighbourhood change.")
     settings = toy_controls()
     (circle_world if settings["world"] == CIRCLE else sphere_world)(settings)
-    ui.publish_link(fields)
+    publish_link(fields)
     st.divider()
     gallery_section(choices, fields, share_slot)
 

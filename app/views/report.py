@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from anchordiv.app.errors import attempt
 from anchordiv.explorer.report import read_report, report_figure, report_table
-from shared_ui import attempt
 
 
 @st.cache_data(show_spinner=False)

@@ -1,0 +1,170 @@
+"""The explorer's shared, cached resources: encoders, gallery sources, fitted geometries, a query's
+slider and baselines, embeddings of uploads and texts, projections. Built once per server (or per
+argument) and never changed by a caller; what a user changes lives in ``st.session_state``, so two
+browser sessions never see each other's settings. Also the server's data roots and its torch threads.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+import torch
+
+from anchordiv import explorer as ex
+from anchordiv import projection
+from anchordiv.encoders import load_encoder
+from anchordiv.gallery import Gallery, folder_gallery, world_gallery
+from anchordiv.models import anchor_model_kind
+from anchordiv.text_cache import encode_texts_cached
+
+# Cached functions take encoders and sources themselves; Streamlit hashes them by the strings that
+# identify their content. It matches hash_funcs on the exact type, so each encoder class is named
+# (by its qualified name, which spares importing open_clip at start-up).
+BY_IDENTITY = {
+    "anchordiv.encoders.builtin.BuiltinEncoder": lambda encoder: encoder.name,
+    "anchordiv.encoders.open_clip_encoder.OpenClipEncoder": lambda encoder: encoder.name,
+    Gallery: lambda gallery: gallery.key,
+    ex.MemorySource: lambda source: source.key,
+    ex.StoreSource: lambda source: source.key,
+}
+
+
+def share_the_cores() -> None:
+    """Torch on ``ANCHORDIV_APP_THREADS`` threads (default 1). A server is shared by sessions: with
+    one thread a visitor's heaviest figure leaves the other cores to everyone else's p steps
+    (``explorer-bench --browser --isolation`` on 2 cores: p steps 1.6 times as slow meanwhile with
+    one thread, 2.0 with two, and the figure itself drawn sooner). 0 keeps torch's own count (the
+    tests' process, which runs the app in itself, does)."""
+    threads = int(os.environ.get("ANCHORDIV_APP_THREADS", "1"))
+    if threads and torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+
+
+def data_roots() -> ex.DataRoots:
+    """The folders this server may open, from its launch options and environment (fixed for the
+    life of the process; read on each run because it is cheap and keeps tests independent)."""
+    return ex.DataRoots.from_launch(sys.argv[1:], os.environ)
+
+
+def world_slice() -> tuple[str, int | None]:
+    """The split and size of the built-in world this server shows (``ANCHORDIV_APP_GALLERY_SPLIT``,
+    ``ANCHORDIV_APP_GALLERY_LIMIT``; read on each run, as :func:`data_roots` is)."""
+    limit = os.environ.get("ANCHORDIV_APP_GALLERY_LIMIT")
+    return os.environ.get("ANCHORDIV_APP_GALLERY_SPLIT", "all"), int(limit) if limit else None
+
+
+# -- models and galleries ----------------------------------------------------------------------------
+@st.cache_resource(show_spinner="Loading the model…", max_entries=4)
+def get_encoder(spec: str, pretrained: str | None):
+    return load_encoder(spec, pretrained=pretrained or None, device="cpu")
+
+
+@st.cache_resource(show_spinner=False)
+def world_galleries() -> ex.SharedBuilds:
+    """Process-wide world galleries. Not a cached function of its own because the first start
+    draws a progress bar while embedding, which every visitor arriving meanwhile sees too."""
+    return ex.SharedBuilds()
+
+
+def get_world_gallery(encoder, split: str, limit: int | None, progress) -> Gallery:
+    return world_galleries().get((encoder.name, split, limit),
+                                 lambda report: world_gallery(encoder, split=split, limit=limit, progress=report),
+                                 progress)
+
+
+@st.cache_resource(show_spinner="Embedding the image folder (cached for later starts)…", max_entries=4,
+                   hash_funcs=BY_IDENTITY)
+def get_folder_gallery(encoder, folder: str, labels_csv: str | None) -> Gallery:
+    return folder_gallery(folder, encoder, labels_csv=labels_csv or None)
+
+
+@st.cache_resource(show_spinner="Opening the gallery store and indexing its names…", max_entries=4)
+def get_store_source(folder: str, stamp: tuple, encoder_name: str, dim: int, roots: ex.DataRoots) -> ex.StoreSource:
+    """``stamp`` (:func:`~anchordiv.explorer.store_stamp`: its files' sizes, times and inodes) opens
+    a store written again, or with a file edited in place, afresh; ``roots``, where its thumbnails
+    may be read."""
+    return ex.StoreSource.open(folder, encoder_name, dim, roots)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8, hash_funcs=BY_IDENTITY)
+def source_presets(source: ex.GallerySource) -> dict[str, tuple[str, ...]]:
+    """The preset anchor lists of ``source`` (60 ms for the whole world, and every full run of a
+    page needs them several times); shared, never changed by a caller."""
+    return source.presets()
+
+
+# -- geometries and rankings -------------------------------------------------------------------------
+@st.cache_resource(show_spinner="Encoding the anchors (kept on disk for later starts)…", max_entries=64,
+                   hash_funcs=BY_IDENTITY)
+def encode_texts(encoder, texts: tuple[str, ...]) -> torch.Tensor:
+    return encode_texts_cached(encoder, texts)
+
+
+@st.cache_resource(show_spinner="Fitting the anchor model and indexing the gallery (one pass)…", max_entries=16,
+                   hash_funcs=BY_IDENTITY)
+def get_geometry(source: ex.GallerySource, encoder, texts_a: tuple[str, ...], texts_b: tuple[str, ...],
+                 spec: ex.GeometrySpec, prior_texts: tuple[str, ...]) -> ex.ExplorerGeometry:
+    anchors = [encode_texts(encoder, texts) for texts in (texts_a, texts_b)]
+    prior = encode_texts(encoder, prior_texts) if anchor_model_kind(spec.kind).needs_prior else None
+    return source.fit_geometry(anchors, [texts_a, texts_b], spec, prior=prior, prior_texts=prior_texts)
+
+
+@st.cache_resource(show_spinner="Preparing the p slider (one pass over the gallery)…", max_entries=32)
+def get_slider(geometry_key: str, _geometry: ex.ExplorerGeometry, query: np.ndarray, k: int, exclude: int | None,
+               weighting: str):
+    """The query's certified slider (``None`` where none applies); ``geometry_key`` names ``_geometry``."""
+    return _geometry.slider(query, k, exclude, weighting)
+
+
+@st.cache_data(show_spinner="Ranking the gallery by cosine…", max_entries=64, hash_funcs=BY_IDENTITY)
+def get_cosine_table(source: ex.GallerySource, query: np.ndarray, k: int, exclude: int | None,
+                     query_labels) -> pd.DataFrame:
+    return source.neighbour_table(*source.cosine_top_k(query, k, exclude), query_labels, "similarity")
+
+
+@st.cache_resource(show_spinner=False, max_entries=16, hash_funcs=BY_IDENTITY)
+def get_baseline(kind: str, source: ex.GallerySource, encoder, texts: tuple[str, ...]):
+    """A baseline index over every row of a source held in memory (ITI over ``texts``, or cosine)."""
+    anchors = encode_texts(encoder, texts) if kind == "iti" else None
+    return ex.baseline_index(kind, source.rows(np.arange(len(source))), anchors)
+
+
+@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=BY_IDENTITY)
+def get_p_sweep(geometry_key: str, _geometry: ex.ExplorerGeometry, query: np.ndarray, k: int,
+                source: ex.GallerySource, query_labels, query_id: int | None, weighting: str) -> pd.DataFrame:
+    """The p sweep does not depend on where p is, so moving p reuses it (``geometry_key`` names ``_geometry``)."""
+    return ex.p_sweep(_geometry, torch.as_tensor(query), k, source, query_labels, exclude=query_id,
+                      weighting=weighting)
+
+
+# -- queries ----------------------------------------------------------------------------------------
+@st.cache_data(show_spinner="Embedding the uploaded image…", max_entries=32, hash_funcs=BY_IDENTITY)
+def embed_upload(encoder, data: bytes, name: str) -> np.ndarray:
+    image = ex.query_image_from_upload(data, name)
+    return encoder.encode_images([image])[0].numpy()
+
+
+@st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_IDENTITY)
+def embed_text_query(encoder, text: str) -> np.ndarray:
+    return encoder.encode_texts([text])[0].numpy()
+
+
+# -- projections ------------------------------------------------------------------------------------
+@st.cache_resource(show_spinner=False)
+def umap_warm_up() -> threading.Thread:
+    """Compile UMAP's kernels once per server, in the background, before anyone asks for a projection."""
+    thread = threading.Thread(target=projection.warm_up, name="umap-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
+@st.cache_data(show_spinner="Projecting a fixed sample of the gallery with UMAP (cached per geometry)…",
+               max_entries=16, hash_funcs=BY_IDENTITY)
+def get_projection(key: str, method: str, source: ex.GallerySource, _geometry, p: float, weighting: str,
+                   max_points: int) -> tuple[np.ndarray, np.ndarray]:
+    """``_geometry`` is not hashed: ``key`` names it (anchors, model, encoder)."""
+    return ex.geometry_projection(source, method, _geometry, p, weighting, None, max_points, cache_key=key)

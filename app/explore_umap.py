@@ -1,0 +1,47 @@
+"""The Explore page's UMAP of the geometry: a fixed sample of the gallery projected at a p the user
+pins (``umap_p``), so moving the slider never recomputes a projection; a cosine map beside it
+where the source offers one."""
+from __future__ import annotations
+
+import streamlit as st
+
+from anchordiv import explorer as ex
+from anchordiv.app.cached import get_projection
+from anchordiv.app.errors import attempt
+from anchordiv.app.explore_view import ExploreView, neighbours
+from anchordiv.app.maps_ui import pinned_projection_p, projection_caption, projection_chart
+
+
+@st.fragment
+def umap_section(view: ExploreView) -> None:
+    """A fragment: its controls rerun only this."""
+    source, geometry = view.source, view.geometry
+    st.subheader("UMAP of the geometry")
+    controls = st.columns(5)
+    show = controls[0].checkbox("Show the projection", key="umap_show",
+                                help="UMAP of the anchor-divergence kNN graph of a fixed sample; computed once per "
+                                     "geometry and cached.")
+    max_points = int(controls[1].number_input("Points (fixed sample)", 10, 20_000, source.projection_rows,
+                                              step=500, key="umap_points"))
+    colours = source.colour_columns
+    colour = controls[2].selectbox("Colour by", colours, key="umap_colour", index=colours.index(source.default_colour))
+    with_cosine = (controls[3].checkbox("Cosine projection beside it", key="umap_cosine")
+                   if source.capabilities.cosine_projection else False)
+    p = pinned_projection_p(controls[4], show, geometry.is_mixture)
+    if p is None:
+        return
+    projections = [("anchor", f"Anchor divergence at p = {p:.2f} ({view.weighting})",
+                    ex.projection_key(view.geometry_key, round(p, 4), view.weighting))]
+    if with_cosine:
+        projections.append(("cosine", "Cosine", ex.projection_key(source.key, view.encoder.name)))
+    neighbour_ids = neighbours(view, p)[0].gallery_id.tolist()
+    for column, (method, title, key) in zip(st.columns(len(projections)), projections):
+        ids, xy = attempt(lambda: get_projection(key, method, source, geometry, p, view.weighting, max_points),
+                          "Cannot project the gallery") or (None, None)
+        if ids is None:
+            return
+        if len(ids) < len(source):
+            title += f", {len(ids):,} of {len(source):,} items"
+        frame = source.projection_frame(ids, xy, view.query_id, neighbour_ids, colour)
+        projection_chart(column, frame, colour, source.name_column, title, f"umap_chart_{method}")
+    projection_caption(ids, view.query_id, neighbour_ids, p)

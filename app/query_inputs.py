@@ -1,0 +1,110 @@
+"""The query: a gallery item (found by name, drawn at random, picked on a map or, where the source
+numbers its rows, typed by row), an uploaded image or a text."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import streamlit as st
+
+from anchordiv import explorer as ex
+from anchordiv.app.cached import embed_text_query, embed_upload
+from anchordiv.app.errors import attempt
+from anchordiv.explorer.literal import shown
+from anchordiv.explorer.page_state import SETTINGS
+
+QUERY_IMAGE_WIDTH = 160
+NO_QUERY: tuple[None, None, None, None, str] = (None, None, None, None, "")
+# (embedding (d,) or None, gallery id or None, labels or None, image or None, description)
+Query = tuple[np.ndarray | None, int | None, Any, Any, str]
+
+
+def caption_of(source: ex.GallerySource) -> Callable[[int], str]:
+    """Item captions for a menu (plain text there, but it must be one line of valid UTF-8)."""
+    return lambda item: shown(source.caption(item))
+
+
+def source_item(source: ex.GallerySource, item: int) -> Query:
+    """Item ``item`` as a query: ``(embedding (d,), item, labels, image, description)``."""
+    return (source.vector(item), item, source.labels_of(item), source.thumbnails([item], size=QUERY_IMAGE_WIDTH)[0],
+            f"#{item} {source.caption(item)}")
+
+
+def choose_query(source: ex.GallerySource, encoder) -> Query:
+    """The query the widgets name (:func:`pick_query`). While "Upload" waits for its file, the last
+    query stays, so the page keeps its results."""
+    state = st.session_state
+    query = pick_query(source, encoder)
+    if query[0] is not None:
+        state.last_query = (source.key, query)
+    elif state.get("query_upload") is None and state.get("last_query", (None,))[0] == source.key \
+            and state.get("query_mode") == "Upload":
+        st.caption("Showing the last query's neighbours until an image is uploaded.")
+        query = state.last_query[1]
+    return query
+
+
+def pick_query(source: ex.GallerySource, encoder) -> Query:
+    """The query the widgets name now: an upload, a text, or a gallery item (found by name, drawn
+    at random or, where the source numbers its rows, typed by its row number); :data:`NO_QUERY`
+    while there is none yet."""
+    state = st.session_state
+    if "query_id" not in state or state.query_id >= len(source):
+        state.query_id = source.default_query()
+    st.subheader("Query")
+    mode = st.radio("Query from", SETTINGS["query_mode"].options, horizontal=True, key="query_mode")
+    if mode == "Upload":
+        return upload_query(encoder)
+    if mode == "Text":
+        return text_query(encoder)
+
+    search_col, pick_col = st.columns([2, 3])
+    needle = search_col.text_input("Search by name", key="query_search", placeholder="e.g. cat, rocket, pizza",
+                                   max_chars=SETTINGS["query_search"].max_chars)
+    options = source.find(needle) if needle.strip() else []
+    if needle.strip() and not options:
+        search_col.caption("No gallery image matches.")
+
+    def picked() -> None:
+        if state.get("query_pick") is not None:
+            state.query_id = int(state.query_pick)
+
+    pick_col.selectbox("Matches", options, index=None, format_func=caption_of(source), key="query_pick",
+                       on_change=picked, placeholder=f"{len(options)} match(es)" if options else "search first")
+
+    def draw_random() -> None:
+        state.query_id = int(np.random.default_rng().integers(len(source)))
+
+    # On its own row: beside the two inputs, the narrow query column squeezed its label to "R.".
+    st.button("Random gallery image", key="query_random", on_click=draw_random)
+    if source.capabilities.row_numbers:
+        def typed() -> None:
+            state.query_id = int(state.query_row)
+
+        state.query_row = int(state.query_id)  # follows a pick, a random draw or a link
+        st.number_input(f"Row (0 to {len(source) - 1:,})", 0, len(source) - 1, step=1, key="query_row",
+                        on_change=typed)
+    return source_item(source, int(state.query_id))
+
+
+def upload_query(encoder) -> tuple[np.ndarray | None, None, None, Any, str]:
+    """The uploaded query as ``(embedding (d,), None, None, image, description)``; :data:`NO_QUERY`
+    while none is uploaded or when it cannot be used (an error box says why)."""
+    upload = st.file_uploader("Upload an image (PNG, JPEG or WebP)", key="query_upload")
+    if upload is None:
+        st.info("Upload an image to use it as the query.")
+        return NO_QUERY
+    vector = attempt(lambda: embed_upload(encoder, upload.getvalue(), upload.name), "That upload cannot be used")
+    if vector is None:
+        return NO_QUERY
+    image = ex.query_image_from_upload(upload.getvalue(), upload.name)
+    return vector, None, None, image, f"upload {upload.name}"
+
+
+def text_query(encoder) -> tuple[np.ndarray | None, None, None, None, str]:
+    """The typed text query as ``(embedding (d,), None, None, None, description)``; :data:`NO_QUERY` while blank."""
+    text = st.text_input("Text query", key="query_text", max_chars=SETTINGS["query_text"].max_chars).strip()
+    if not text:
+        st.warning("Type a text query.")
+        return NO_QUERY
+    return embed_text_query(encoder, text), None, None, None, f"text “{text}”"

@@ -1,0 +1,183 @@
+"""The sidebar: the data (built-in world, image folder or gallery store), the model and the
+geometry, as plain values; and the encoder and gallery source they name, opened through the caches
+(an error box naming the fix, and a stop, when they cannot be)."""
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from anchordiv import explorer as ex
+from anchordiv.app import cached
+from anchordiv.app.errors import attempt
+from anchordiv.app.url_state import follow_link, sidebar_fields
+from anchordiv.explorer.page_state import BUILTIN, DIRECTIONS, FOLDER, OPEN_CLIP, SETTINGS, STORE
+from anchordiv.gallery import Gallery
+from anchordiv.images import display_name
+from anchordiv.models import anchor_model_kind
+
+
+def data_choices(bar, roots: ex.DataRoots) -> dict[str, Any]:
+    """The gallery and the model: a menu of what the data roots offer, or typed paths in local mode."""
+    choices: dict[str, Any] = {}
+    choices["source"] = bar.radio("Gallery", SETTINGS["gallery_source"].options, key="gallery_source")
+    if choices["source"] == STORE:
+        choices["store"] = (bar.text_input("Gallery store folder (holds manifest.json)", key="store_path")
+                            if roots.allow_any_path else
+                            bar.selectbox("Gallery store", [str(path) for path in roots.stores()], index=None,
+                                          key="store_choice", placeholder="choose a store in the data folders",
+                                          format_func=display_name))
+    if choices["source"] == FOLDER:
+        if roots.allow_any_path:
+            choices["folder"] = bar.text_input("Image folder (subfolders are labels)", key="folder_path")
+            choices["labels_csv"] = bar.text_input("Labels CSV (optional)", key="folder_labels")
+        else:
+            choices["folder"] = bar.selectbox("Image folder (subfolders are labels)",
+                                              [str(path) for path in roots.image_folders()], index=None,
+                                              key="folder_choice", placeholder="choose a data folder",
+                                              format_func=display_name)
+            csvs = (attempt(lambda: roots.labels_csvs(roots.confine(choices["folder"], "image folder")),
+                            "Could not use that image folder") or []) if choices["folder"] else []
+            choices["labels_csv"] = bar.selectbox("Labels CSV (optional)", [str(path) for path in csvs], index=None,
+                                                  key="folder_labels_choice", placeholder="none",
+                                                  format_func=display_name)
+    choices["model"] = bar.radio("Model", SETTINGS["model_source"].options, key="model_source")
+    if choices["model"] == OPEN_CLIP:
+        choices["arch"] = bar.text_input("Architecture", value=SETTINGS["openclip_arch"].default, key="openclip_arch")
+        if roots.allow_any_path:
+            choices["checkpoint"] = bar.text_input("Checkpoint file or pretrained tag", key="openclip_checkpoint")
+        else:
+            choices["checkpoint"] = bar.selectbox("Checkpoint file", [str(path) for path in roots.checkpoints()],
+                                                  index=None, key="checkpoint_choice",
+                                                  placeholder="choose a checkpoint from the data folders",
+                                                  format_func=display_name)
+    return choices
+
+
+def geometry_choices(bar) -> dict[str, Any]:
+    """The anchor model, its settings, the direction, top-k and ITI. The linked widgets take their
+    values from the session state (:func:`~anchordiv.app.url_state.follow_link`), their bounds from the table."""
+    choices: dict[str, Any] = {}
+    setting = SETTINGS
+    choices["kind"] = bar.selectbox("Anchor model", setting["model_kind"].options, key="model_kind",
+                                    format_func=lambda name: anchor_model_kind(name).label)
+    kind = anchor_model_kind(choices["kind"])
+    choices["scale"] = bar.slider("Scale s (inverse temperature)", *setting["scale"].bounds,
+                                  step=setting["scale"].step, key="scale")
+    choices["n_components"] = (bar.number_input("GMM components", *setting["gmm_components"].bounds,
+                                                key="gmm_components") if "n_components" in kind.defaults else 2)
+    choices["rank"] = (bar.number_input("Latent rank", *setting["latent_rank"].bounds, key="latent_rank")
+                       if "rank" in kind.defaults else 8)
+    choices["alpha"], choices["prior_text"] = 1.0, ""
+    if kind.needs_prior:
+        choices["prior_text"] = bar.text_area("Prior anchor set (one per line)", key="prior_anchors", height=120,
+                                              max_chars=setting["prior_anchors"].max_chars)
+        choices["alpha"] = bar.number_input("alpha (prior pseudo-count)", *setting["alpha"].bounds, key="alpha")
+    choices["reverse"] = bar.radio("Direction", setting["direction"].options, key="direction") == DIRECTIONS["reverse"]
+    choices["k"] = int(bar.number_input("Top-k", *setting["top_k"].bounds, key="top_k"))
+    choices["show_iti"] = bar.checkbox("Also show ITI (image → text → image)", key="show_iti")
+    return choices
+
+
+def sidebar() -> dict[str, Any]:
+    """Every sidebar choice as plain values. The geometry settings follow the page's link."""
+    follow_link(sidebar_fields(), "sidebar")
+    bar = st.sidebar
+    bar.title("⚓ anchordiv explorer")
+    bar.subheader("Data and model")
+    roots = attempt(cached.data_roots, "This server's data folders are misconfigured", stop=True)
+    choices = data_choices(bar, roots)
+    bar.subheader("Geometry")
+    return choices | geometry_choices(bar)
+
+
+def no_data_folders() -> None:
+    st.info("This server offers no data folders. Start it with `--data-root DIR` (after `--` on the "
+            "`streamlit run` line) or `ANCHORDIV_DATA_ROOTS=DIR` to offer them, or `--allow-any-path` "
+            "for a local session that may open any path.")
+    st.stop()
+
+
+def load_encoder_for(choices: dict[str, Any]):
+    if choices["model"] == BUILTIN:
+        return attempt(lambda: cached.get_encoder("builtin", None), "Could not load the built-in model", stop=True)
+    roots = cached.data_roots()
+    if roots.opens_nothing:
+        no_data_folders()
+    if not choices.get("checkpoint"):
+        st.info("Choose an open_clip checkpoint file in the sidebar"
+                + (" (or a pretrained tag whose file is on this machine)." if roots.allow_any_path else "."))
+        st.stop()
+
+    def load():
+        # A free path may also be a pretrained tag, so only confined mode resolves it as a file.
+        checkpoint = choices["checkpoint"] if roots.allow_any_path else str(roots.confine(choices["checkpoint"], "checkpoint"))
+        return cached.get_encoder(f"open_clip:{choices['arch']}", checkpoint)
+
+    return attempt(load, "Could not load the open_clip model", stop=True)
+
+
+def load_source_for(choices: dict[str, Any], encoder) -> ex.GallerySource:
+    """The chosen gallery as a source: a gallery store, or the world or an image folder in memory."""
+    return load_store_for(choices, encoder) if choices["source"] == STORE else ex.MemorySource(
+        load_gallery_for(choices, encoder))
+
+
+def load_store_for(choices: dict[str, Any], encoder) -> ex.StoreSource:
+    """The chosen gallery store, opened for ``encoder`` (cached per store); an error box naming the
+    fix and a stop when it is not a store, is damaged, or was embedded by another model."""
+    roots = cached.data_roots()
+    if roots.opens_nothing:
+        no_data_folders()
+    if not choices.get("store"):
+        st.info(("Type the folder of" if roots.allow_any_path else "Choose") + " a gallery store in the sidebar "
+                "(a folder with a manifest.json, made by `python -m anchordiv embed FOLDER --out STORE`).")
+        st.stop()
+
+    def load() -> ex.StoreSource:
+        folder = roots.confine(choices["store"], "gallery store")
+        return cached.get_store_source(str(folder), ex.store_stamp(folder), encoder.name, encoder.dim, roots)
+
+    return attempt(load, "Could not open that gallery store", stop=True)
+
+
+def load_gallery_for(choices: dict[str, Any], encoder) -> Gallery:
+    """The built-in world or the chosen image folder, in memory (the pages that need one say so on a store)."""
+    if choices["source"] == STORE:
+        st.info("This page works on galleries held in memory, not on a gallery store: choose the built-in "
+                "emoji world or an image folder in the sidebar (the Explore page opens stores).")
+        st.stop()
+    if choices["source"] == FOLDER:
+        return load_folder_for(choices, encoder)
+    progress = st.empty()
+    # Shown only while the first start embeds the world; later starts read the disk cache.
+    gallery = attempt(lambda: cached.get_world_gallery(encoder, *cached.world_slice(),
+                                                       lambda fraction, text: progress.progress(fraction, text)),
+                      "Could not load the built-in emoji world", stop=True)
+    progress.empty()
+    return gallery
+
+
+def load_folder_for(choices: dict[str, Any], encoder) -> Gallery:
+    roots = cached.data_roots()
+    if roots.opens_nothing:
+        no_data_folders()
+    if not choices.get("folder"):
+        st.info(("Type the path of" if roots.allow_any_path else "Choose") + " an image folder in the sidebar.")
+        st.stop()
+
+    def load() -> Gallery:
+        folder = str(roots.confine(choices["folder"], "image folder"))
+        labels = str(roots.confine(choices["labels_csv"], "labels CSV")) if choices.get("labels_csv") else None
+        return cached.get_folder_gallery(encoder, folder, labels)
+
+    gallery = attempt(load, "Could not use that image folder", stop=True)
+    if gallery.skipped:
+        with st.sidebar.expander(f"⚠️ {len(gallery.skipped)} file(s) skipped"):
+            st.dataframe(pd.DataFrame(gallery.skipped, columns=["file", "reason"]), hide_index=True)
+    if gallery.unlabelled:
+        with st.sidebar.expander(f"⚠️ {len(gallery.unlabelled)} image(s) not in the labels CSV"):
+            st.caption("They keep their folder's label.")
+            st.dataframe(pd.DataFrame({"file": gallery.unlabelled}), hide_index=True)
+    return gallery

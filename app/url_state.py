@@ -1,0 +1,147 @@
+"""Every page's state in its URL (``st.query_params``), and the values kept between pages.
+
+The settings are those of :data:`anchordiv.explorer.page_state.SETTINGS`: their link fields come
+from :mod:`anchordiv.explorer.links`, and the values kept between pages are those the table marks
+kept (:func:`keep_values`).
+"""
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+import streamlit as st
+
+from anchordiv import explorer as ex
+from anchordiv.app.cached import source_presets
+from anchordiv.cache import cache_dir
+from anchordiv.explorer import limits, links
+from anchordiv.explorer.literal import markdown_literal
+from anchordiv.explorer.page_state import EVERY_RUN, ON_ARRIVAL, PRESET_DEFAULTS, kept_keys
+
+# The widget values that outlive a page that does not draw them: every page's link fields and the
+# data and model choices. Those drawn after the gallery (a folder not chosen yet stops the run
+# before them) are kept on every run, the others when a page is arrived at.
+ON_ARRIVAL_KEYS, EVERY_RUN_KEYS = kept_keys(ON_ARRIVAL), kept_keys(EVERY_RUN)
+
+
+def keep_values(page: str) -> None:
+    """Called at the start of every full run, with the page about to run.
+
+    Streamlit forgets a widget's value when a run does not draw the widget (another page, or a run
+    that stopped early): the server may drop it, and the browser shows the default when the widget
+    comes back. A widget drawn by another page starts from its default too. So a value missing now
+    is restored from the copy the last run left, and values are written back, which makes the
+    server send them with their widgets: all of them on a page's first run, those after the gallery
+    on every run. No more: writing a value back during a run races a person pressing a slider's
+    arrow keys (the p slider's own runs are fragment runs, which do not come here).
+    """
+    state = st.session_state
+    kept = state.get("_kept", {})
+    arrived = state.get("_page") != page
+    for key in ON_ARRIVAL_KEYS + EVERY_RUN_KEYS:
+        if key not in state and key in kept:
+            state[key] = kept[key]
+        elif key in state and (arrived or key in EVERY_RUN_KEYS):
+            # Deleted first: the key may still name the last page's widget, which would take the value.
+            value = state[key]
+            del state[key]
+            state[key] = value
+    state["_page"] = page
+    state["_kept"] = {key: state[key] for key in ON_ARRIVAL_KEYS + EVERY_RUN_KEYS if key in state}
+
+
+def linked_texts() -> links.LinkedTexts:
+    """Where this server keeps anchor lists too long for a link."""
+    return links.LinkedTexts(cache_dir() / "linked-texts")
+
+
+def sidebar_fields() -> list[links.LinkField]:
+    return links.sidebar_fields(linked_texts())
+
+
+def view_fields(source: ex.GallerySource) -> list[links.LinkField]:
+    state = st.session_state
+    now = tuple(state.get(f"preset_{side}", default) for side, default in zip("ab", PRESET_DEFAULTS))
+    return links.view_fields(len(source), source.default_query(), source_presets(source), now, linked_texts())
+
+
+def follow_link(fields: list[links.LinkField], part: str) -> dict[str, Any]:
+    """On this session's first run of ``part`` of a page, take the values the page's link carries
+    (what it ignores is said by :func:`link_notes`) and return them; then give every field without a
+    value its default, so that widgets take their values from the session state alone."""
+    state = st.session_state
+    flag = f"_link_read_{part}"
+    taken: dict[str, Any] = {}
+    if flag not in state:
+        params = {name: st.query_params.get_all(name) for name in st.query_params}
+        length = len(urlencode(params, doseq=True))
+        if length > limits.LINK_CHARS:  # refused whole, before any of it is read
+            params = {}
+            state.setdefault("_link_ignored", []).append(
+                f"all of it: the link is {length:,} characters long, and this server takes links of at most "
+                f"{limits.LINK_CHARS:,} (the Share box makes short ones: long anchor lists travel as a hash)")
+        read = links.read_link(params, fields, known=links.ALL_PARAMS)
+        taken = read.values
+        state.update(taken)
+        state.setdefault("_link_ignored", []).extend(read.ignored)
+        state[flag] = True
+    for item in fields:
+        state.setdefault(item.key, item.default)
+    return taken
+
+
+def follow_view_link(source: ex.GallerySource) -> list[links.LinkField]:
+    """:func:`follow_link` for the query and the anchor sets, which need the gallery; the fields,
+    for :func:`publish_link`. A link made on another gallery keeps its anchors and p, not its query."""
+    state = st.session_state
+    fields = view_fields(source)
+    if "_link_read_view" not in state:
+        token = st.query_params.get(links.GALLERY_PARAM)
+        if token is not None and token != links.gallery_token(source.key):
+            fields = [item for item in fields if item.key != "query_id"]
+            state.setdefault("_link_ignored", []).append(
+                "query: the link was made on another gallery or model, so its query image is not opened")
+    taken = follow_link(fields, "view")
+    presets = source_presets(source)
+    for side in "ab":  # a link that names a preset and not its list means the preset's list
+        if f"preset_{side}" in taken and f"anchors_{side}" not in taken:
+            state[f"anchors_{side}"] = "\n".join(presets[state[f"preset_{side}"]])
+    return view_fields(source)
+
+
+def link_notes() -> None:
+    """Say once what the opened link carried that the page could not use."""
+    ignored = st.session_state.pop("_link_ignored", None)
+    if ignored:
+        # Each part of a page reads the link, so a parameter unknown to all of them is named by each.
+        notes = "; ".join(markdown_literal(note) for note in dict.fromkeys(ignored))
+        st.warning(f"This link opened with defaults for what it could not use: {notes}.")
+
+
+def link_params(fields: list[links.LinkField], source: ex.GallerySource | None = None) -> dict[str, str | list[str]]:
+    """The URL parameters of the current values of ``fields``, with the gallery's token when they
+    name anything (a query id means nothing on another gallery)."""
+    params = links.write_link(st.session_state, fields)
+    if source is not None and params:
+        params[links.GALLERY_PARAM] = links.gallery_token(source.key)
+    return params
+
+
+def publish_link(fields: list[links.LinkField], source: ex.GallerySource | None = None) -> None:
+    """Put the current values of ``fields`` in the page's URL (only when they changed: each change
+    is a message to the browser)."""
+    params = link_params(fields, source)
+    current = {name: st.query_params.get_all(name) for name in st.query_params}
+    wanted = {name: value if isinstance(value, list) else [value] for name, value in params.items()}
+    if current != wanted:
+        st.query_params.from_dict(params)
+
+
+def share_box(fields: list[links.LinkField], source: ex.GallerySource | None = None) -> None:
+    """The page's link to copy (the copy button is on the code block)."""
+    params = link_params(fields, source)
+    with st.popover("Share this view", icon=":material/link:", key="share_popover"):
+        st.code((st.context.url or "") + ("?" + urlencode(params, doseq=True) if params else ""), language=None,
+                wrap_lines=True)
+        st.caption("Opening this link on a server with the same gallery and model shows the same view. An uploaded "
+                   "query cannot travel in a link; long anchor lists are kept on this server under a hash.")
