@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from anchordiv.builtin.weights import ASSETS_DIR, WEIGHTS_NAME
-from anchordiv.explorer.browser_bench import explorer_env, streamlit_server, wait_healthy
+from anchordiv.benchmarks.browser import explorer_env, streamlit_server, wait_healthy
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("ANCHORDIV_CHROMIUM", "/usr/bin/chromium")
