@@ -8,6 +8,8 @@ reproduces ``model``. They are the :class:`~anchordiv.EmpiricalAnchors` and
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 import torch
 
@@ -30,6 +32,28 @@ def _prior_and_target(prior_anchors: ArrayLike, target_anchors: ArrayLike) -> tu
     target = unit_rows(as_matrix(target_anchors, "target_anchors"), "target_anchors")
     check_dimension(target, prior.shape[1], "target_anchors", against="the prior_anchors")
     return prior, target.to(device=prior.device, dtype=prior.dtype)
+
+
+_FIT_DOC = """Fit the posterior to the targets over the prior.
+
+Parameters
+----------
+target_anchors : array-like of shape (n, d)
+    The few anchors of the target concept (rows normalised inside).
+prior_anchors : array-like of shape (N_0, d)
+    The broad prior vocabulary (rows normalised inside).
+
+Returns
+-------
+{name}
+    ``self``, fitted.
+"""
+
+
+def _fit_documented(fit: Callable) -> Callable:
+    """Both posteriors' ``fit`` take the same data: one docstring, named for its class."""
+    fit.__doc__ = _FIT_DOC.format(name=fit.__qualname__.split(".")[0])
+    return fit
 
 
 class PosteriorEmpiricalAnchors(EmpiricalAnchors):
@@ -65,21 +89,8 @@ class PosteriorEmpiricalAnchors(EmpiricalAnchors):
         AnchorModel.__init__(self, scale)  # no anchor weights to store: fit derives them from alpha
         self.alpha = alpha
 
+    @_fit_documented
     def fit(self, target_anchors: ArrayLike, prior_anchors: ArrayLike) -> "PosteriorEmpiricalAnchors":
-        """Fit the posterior to the targets over the prior.
-
-        Parameters
-        ----------
-        target_anchors : array-like of shape (n, d)
-            The few anchors of the target concept (rows normalised inside).
-        prior_anchors : array-like of shape (N_0, d)
-            The broad prior vocabulary (rows normalised inside).
-
-        Returns
-        -------
-        PosteriorEmpiricalAnchors
-            ``self``, fitted.
-        """
         alpha = _check_alpha(self.alpha)
         prior, target = _prior_and_target(prior_anchors, target_anchors)
         n_prior, n_target = prior.shape[0], target.shape[0]
@@ -138,21 +149,8 @@ class PosteriorGaussianAnchors(GaussianAnchors):
         super().__init__(scale, shrinkage)
         self.alpha = alpha
 
+    @_fit_documented
     def fit(self, target_anchors: ArrayLike, prior_anchors: ArrayLike) -> "PosteriorGaussianAnchors":
-        """Fit the posterior to the targets over the prior.
-
-        Parameters
-        ----------
-        target_anchors : array-like of shape (n, d)
-            The few anchors of the target concept (rows normalised inside).
-        prior_anchors : array-like of shape (N_0, d)
-            The broad prior vocabulary (rows normalised inside).
-
-        Returns
-        -------
-        PosteriorGaussianAnchors
-            ``self``, fitted.
-        """
         alpha = _check_alpha(self.alpha)
         prior, target = _prior_and_target(prior_anchors, target_anchors)
         n_target = target.shape[0]
