@@ -38,7 +38,7 @@ import torch
 from ._validation import ArrayLike, check_finite_output, check_positive_int
 from .device import resolve_device
 from .models.base import AnchorModel, like_input
-from .search import check_fit, check_reweighting, query_terms, top_k_inner_product
+from .search import check_fit, check_reweighting, mixing_weights, query_terms, top_k_inner_product
 from .slider import GridPass, MixtureSlider
 from .store.fingerprint import ShardFingerprint
 from .store.reader import GalleryStore
@@ -344,6 +344,7 @@ class ShardedAnchorIndex:
                                       None if device is None else self.device, block_rows, address, workers)
         self._n_gallery = len(store)
         self._fit_token = model.fit_token()
+        self._weights = mixing_weights(model)
         self._model_handle = self._engine.put(model)
         per_shard: dict[int, torch.Tensor] = {}
         for part in self.map_scanners(ShardScanner.component_kappa):
@@ -422,6 +423,7 @@ class ShardedAnchorIndex:
         check_reweighting(model, self._fit_token, "ShardedAnchorIndex(model, store)")
         index = copy.copy(self)
         index.model = model
+        index._weights = mixing_weights(model)
         index._model_handle = self._engine.put(model)
         return index
 
@@ -430,7 +432,8 @@ class ShardedAnchorIndex:
         """The ``k`` gallery items of least divergence for each query ``(Q, d)``: ``(values, ids)``,
         both ``(Q, k)``, ascending; ``ids`` global positions. ``exclude`` ``(Q,)`` or ``(Q, m)``
         global positions to skip, ``-1`` for none. numpy in, numpy out; tensors in, tensors out."""
-        check_fit(self.model, self._fit_token, "ShardedAnchorIndex", "ShardedAnchorIndex(model, store)")
+        check_fit(self.model, self._fit_token, self._weights, "ShardedAnchorIndex",
+                  "ShardedAnchorIndex(model, store)")
         # float32, like the blocks read from the store.
         query_vectors, offset = query_terms(self.model, queries, self.reverse, self.device, torch.float32)
         excluded = exclusion_matrix(exclude, query_vectors.shape[0], self._n_gallery, self.device)

@@ -120,6 +120,20 @@ def test_a_refitted_model_makes_its_index_refuse_to_answer(data):
             index.search(data["queries"], 3)
 
 
+@pytest.mark.parametrize("reverse", [False, True])
+def test_weights_changed_in_place_make_the_index_refuse_not_answer_stale(data, reverse):
+    mixture = ad.MixtureAnchors([ad.EmpiricalAnchors(scale=12.0), ad.GaussianAnchors(scale=12.0)],
+                                [0.5, 0.5]).fit([data["anchors"], data["style"]])
+    index = ad.AnchorIndex(mixture, data["gallery"], reverse=reverse)
+    mixture.set_params(weights=[0.9, 0.1])
+    with pytest.raises(ValueError, match=r"weights were changed in place after this AnchorIndex.*with_model"):
+        index.search(data["queries"], 3)
+    remixed = index.with_model(mixture).search(data["queries"], 3)
+    fresh = ad.AnchorIndex(mixture, data["gallery"], reverse=reverse).search(data["queries"], 3)
+    np.testing.assert_allclose(remixed[0], fresh[0], rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(remixed[1], fresh[1])
+
+
 def test_cosine_index_is_cosine(data):
     q, g = data["queries"], data["gallery"]
     values, ids = ad.CosineIndex(3 * g).search(q, 4)

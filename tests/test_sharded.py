@@ -123,6 +123,18 @@ def test_a_refit_is_noticed(data, stores):
         index.search(data["queries"], 6)
 
 
+def test_weights_changed_in_place_are_refused_not_served_stale(data, stores):
+    mixture = ad.MixtureAnchors([ad.EmpiricalAnchors(scale=12.0), ad.EmpiricalAnchors(scale=12.0)],
+                                [0.5, 0.5]).fit([data["anchors"], data["style"]])
+    index = ShardedAnchorIndex(mixture, stores[13])
+    mixture.set_params(weights=[0.9, 0.1])
+    with pytest.raises(ValueError, match=r"weights were changed in place.*with_model"):
+        index.search(data["queries"], 6)
+    fresh = ShardedAnchorIndex(mixture, stores[13])
+    np.testing.assert_array_equal(index.with_model(mixture).search(data["queries"], 6)[1],
+                                  fresh.search(data["queries"], 6)[1])
+
+
 @pytest.mark.parametrize("shard_rows", [1, 13, 70])
 def test_gallery_terms_are_the_in_memory_index_terms(models, stores, shard_rows):
     """What the slider reads: block by block, and the candidates' rows, as AnchorIndex stores them."""
