@@ -110,14 +110,11 @@ def embed_folder_to_store(
 
     Parameters
     ----------
-    folder : str or path
-        The image folder.
-    encoder : Encoder
-        What embeds the images (``encoder.dim`` = ``d``).
+    folder, encoder, labels_csv
+        The image folder, what embeds it (``encoder.dim`` = ``d``) and the optional labels CSV, as
+        in :func:`~anchordiv.embeddings.embed_folder`.
     out : str or path
         The store's folder.
-    labels_csv : str or path, optional
-        As in :func:`~anchordiv.embeddings.embed_folder`.
     shard_rows : int
         Files per shard.
     batch_size : int
