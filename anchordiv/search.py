@@ -51,22 +51,16 @@ class Index(Protocol):
 GALLERY_CHUNK = 2**20
 
 
-def mixing_weights(model: AnchorModel) -> tuple[float, ...]:
-    """The effective ``log w_k`` a mixture's gallery terms are mixed with (``()`` for one model)."""
-    weights = getattr(model, "log_weights_", None)
-    return () if weights is None else tuple(weights.tolist())
-
-
 def check_fit(model: AnchorModel, fit_token: Any, weights: tuple[float, ...], index_name: str, rebuild: str) -> None:
     """An index's stored gallery terms belong to the fit ``fit_token``, mixed with ``weights``
-    (:func:`mixing_weights`): ``ValueError`` naming the rebuild (``rebuild``, e.g.
+    (``model.mixing_weights()``): ``ValueError`` naming the rebuild (``rebuild``, e.g.
     ``"AnchorIndex(model, gallery)"``) when ``model`` was refitted since, and naming ``with_model``
     when a mixture's weights were changed in place (``set_params``): the terms are never re-mixed
     behind the caller's back, so a stale index cannot answer for the old weights."""
     if model.fit_token() != fit_token:
         raise ValueError(f"The anchor model was refitted after this {index_name} was built, so the stored gallery "
                          f"terms are stale; build a new {rebuild}.")
-    if mixing_weights(model) != weights:
+    if model.mixing_weights() != weights:
         raise ValueError(f"The mixture's weights were changed in place after this {index_name} was built, so its "
                          "terms are mixed for the old ones; use index.with_model(model) (it re-mixes them) or "
                          "model.with_weights(w), which leaves the indexed model alone.")
@@ -194,7 +188,7 @@ class AnchorIndex(_InnerProductIndex):
         self._n_gallery = self._eta.shape[0]
         self._state = model.gallery_state(self._eta, with_grad=self.reverse)
         self._fit_token = model.fit_token()
-        self._weights = mixing_weights(model)
+        self._weights = model.mixing_weights()
         self._keys, self._bias = self._augmented(model)
 
     def with_model(self, model: AnchorModel) -> "AnchorIndex":
@@ -205,7 +199,7 @@ class AnchorIndex(_InnerProductIndex):
         check_reweighting(model, self._fit_token, "AnchorIndex(model, gallery)")
         index = copy.copy(self)
         index.model = model
-        index._weights = mixing_weights(model)
+        index._weights = model.mixing_weights()
         index._keys, index._bias = index._augmented(model)
         return index
 

@@ -38,7 +38,7 @@ import torch
 from ._validation import ArrayLike, check_finite_output, check_positive_int
 from .device import resolve_device
 from .models.base import AnchorModel, like_input
-from .search import check_fit, check_reweighting, mixing_weights, query_terms, top_k_inner_product
+from .search import check_fit, check_reweighting, query_terms, top_k_inner_product
 from .slider import GridPass, MixtureSlider
 from .store.fingerprint import ShardFingerprint
 from .store.reader import GalleryStore
@@ -344,7 +344,7 @@ class ShardedAnchorIndex:
                                       None if device is None else self.device, block_rows, address, workers)
         self._n_gallery = len(store)
         self._fit_token = model.fit_token()
-        self._weights = mixing_weights(model)
+        self._weights = model.mixing_weights()
         self._model_handle = self._engine.put(model)
         per_shard: dict[int, torch.Tensor] = {}
         for part in self.map_scanners(ShardScanner.component_kappa):
@@ -423,7 +423,7 @@ class ShardedAnchorIndex:
         check_reweighting(model, self._fit_token, "ShardedAnchorIndex(model, store)")
         index = copy.copy(self)
         index.model = model
-        index._weights = mixing_weights(model)
+        index._weights = model.mixing_weights()
         index._model_handle = self._engine.put(model)
         return index
 

@@ -111,6 +111,11 @@ class AnchorModel(BaseEstimator):
         self.check_fitted()
         return self._fit_id
 
+    def mixing_weights(self) -> tuple[float, ...]:
+        """The weights an index mixes this model's stored gallery terms with (``()``: one model, nothing
+        mixed), so that an index can tell that weights changed in place since it was built."""
+        return ()
+
     def __sklearn_is_fitted__(self) -> bool:
         return "n_features_in_" in vars(self)
 

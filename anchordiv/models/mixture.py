@@ -395,6 +395,9 @@ class MixtureAnchors(AnchorModel):
     def fit_token(self) -> Hashable:
         return tuple(model.fit_token() for model in self._components())
 
+    def mixing_weights(self) -> tuple[float, ...]:
+        return tuple(self.log_weights_.tolist())
+
     def _cgf_eta(self, eta: torch.Tensor) -> torch.Tensor:
         return self.combine_state(self.gallery_state(eta, with_grad=False))[0]
 
