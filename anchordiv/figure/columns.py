@@ -68,6 +68,11 @@ class GeometryColumn:
         """The weight ``p`` of set A for an anchor column (1 for A only, 0 for B only)."""
         return {"A": 1.0, "B": 0.0}.get(self.kind, self.p)
 
+    def geometry_key(self, default_spec: GeometrySpec) -> tuple[str, float]:
+        """The (anchor model, scale) of the geometry an anchor column ranks by, each unset one being
+        ``default_spec``'s."""
+        return self.model or default_spec.kind, float(default_spec.scale if self.scale is None else self.scale)
+
 
 def value_text(value: object) -> str:
     """A number as short as it can be written without losing it (``20.0`` -> ``"20"``)."""
@@ -133,6 +138,5 @@ def _number_option(options: Mapping[str, str], name: str, text: str) -> float | 
 def fitted_geometries(columns: Sequence[GeometryColumn], default_spec: GeometrySpec) -> int:
     """How many anchor geometries ``columns`` need: the distinct (model, scale) of their A, B and mix
     columns, each unset one being ``default_spec``'s."""
-    return len({(column.model or default_spec.kind, float(default_spec.scale if column.scale is None else column.scale))
-                for column in columns if column.kind not in ("cosine", "iti")})
+    return len({column.geometry_key(default_spec) for column in columns if not column.is_baseline})
 

@@ -202,8 +202,7 @@ def _cell(query: Query, column: GeometryColumn, gallery: Gallery, settings: Comp
     if column.is_baseline:
         index, value_name = baseline_for(column.kind), "similarity"
     else:
-        geometry = geometry_for(column.model or settings.spec.kind,
-                                float(column.scale if column.scale is not None else settings.spec.scale))
+        geometry = geometry_for(*column.geometry_key(settings.spec))
         _check_sets(column, geometry)
         index, value_name = geometry.index_at(column.weight(), column.weighting or settings.weighting), "divergence"
     values, ids = search_one(index, torch.as_tensor(query.vector), settings.k, exclude=query.gallery_id)
