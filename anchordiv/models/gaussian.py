@@ -85,18 +85,6 @@ class GaussianAnchors(AnchorModel):
         super().__init__(scale)
         self.shrinkage = shrinkage
 
-    @classmethod
-    def from_moments(cls, mean: ArrayLike, covariance: ArrayLike, scale: float = 100.0) -> "GaussianAnchors":
-        """A fitted model with a given mean ``(d,)`` and covariance ``(d, d)`` (e.g. a posterior)."""
-        model = cls(scale=check_scale(scale), shrinkage=None)
-        mean_t = as_matrix(torch.as_tensor(mean)[None, :], "mean")[0]
-        cov_t = as_matrix(covariance, "covariance")
-        if cov_t.shape != (mean_t.shape[0], mean_t.shape[0]):
-            raise ValueError(f"covariance must be ({mean_t.shape[0]}, {mean_t.shape[0]}) to match mean; got {tuple(cov_t.shape)}.")
-        model.mean_, model.covariance_, model.shrinkage_ = mean_t, cov_t.to(mean_t.dtype), 0.0
-        model._mark_fitted(mean_t.shape[0])
-        return model
-
     def _fit(self, anchors: torch.Tensor) -> None:
         self.mean_ = anchors.mean(dim=0)
         self.covariance_, self.shrinkage_ = shrunk_covariance(anchors, self.shrinkage)
