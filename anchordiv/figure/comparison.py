@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 import pandas as pd
 import torch
 
-from .._validation import check_positive_int
 from ..explorer.geometry import WEIGHTINGS, ExplorerGeometry, GeometrySpec, baseline_index
 from ..explorer.neighbours import neighbour_table, search_one
 from ..models import anchor_model_kind
@@ -148,7 +147,7 @@ def compare(gallery: Gallery, encoder, rows: Sequence[QueryRow | str], columns: 
         raise ValueError(f"no query rows; add at least one ({ROW_EXAMPLE})")
     if not columns:
         raise ValueError(f"no geometry columns; add at least one ({COLUMN_EXAMPLE})")
-    check_figure_request(len(rows), len(columns), k, limits, n_geometries=fitted_geometries(columns, default_spec))
+    k = check_figure_request(len(rows), len(columns), k, limits, n_geometries=fitted_geometries(columns, default_spec))
     if weighting not in WEIGHTINGS:
         raise ValueError(f"unknown weighting {weighting!r}; use one of {', '.join(WEIGHTINGS)}")
     texts_a, texts_b, prior_texts = tuple(texts_a), tuple(texts_b), tuple(prior_texts)
@@ -156,7 +155,7 @@ def compare(gallery: Gallery, encoder, rows: Sequence[QueryRow | str], columns: 
                                                              prior_texts))
     baseline_for = _once(baseline_for or _fitting_baselines(gallery, encoder, texts_a + texts_b))
     queries = resolve_queries(rows, gallery, encoder, images, embed_text, embed_image)
-    settings = CompareSettings(check_positive_int(k, "top-k"), weighting, default_spec, texts_a, texts_b, prior_texts,
+    settings = CompareSettings(k, weighting, default_spec, texts_a, texts_b, prior_texts,
                                gallery.description, encoder.name)
     tables = []
     for query in queries:

@@ -64,8 +64,8 @@ def _raise_the_limit(name: str) -> str:
 
 
 def check_figure_request(n_rows: int, n_columns: int, k: int, limits: FigureLimits = DEFAULT_LIMITS, *,
-                         dpi: int | None = None, n_geometries: int = 1) -> None:
-    """Refuse a figure larger than ``limits`` before anything is computed.
+                         dpi: int | None = None, n_geometries: int = 1) -> int:
+    """Refuse a figure larger than ``limits`` before anything is computed; returns ``k`` checked.
 
     Parameters
     ----------
@@ -81,6 +81,11 @@ def check_figure_request(n_rows: int, n_columns: int, k: int, limits: FigureLimi
         A PNG's resolution: also checked against ``limits.dpi``, and the figure's pixels (at least
         its width by the height of its rows) against ``limits.pixels``. :func:`render_figure`
         checks the exact pixels again before drawing.
+
+    Returns
+    -------
+    int
+        ``k``, checked to be a positive int.
 
     Raises
     ------
@@ -108,6 +113,7 @@ def check_figure_request(n_rows: int, n_columns: int, k: int, limits: FigureLimi
                          f"or {_raise_the_limit('geometries')}")
     if dpi is not None:
         check_png(least_size(n_rows, n_columns, k, FigureLayout()), dpi, limits)
+    return k
 
 
 def check_png(size: tuple[float, float], dpi: int, limits: FigureLimits) -> None:
