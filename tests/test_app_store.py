@@ -102,7 +102,7 @@ def test_the_page_ranks_the_store_as_the_library_and_reads_only_shown_images(lib
     values, ids, _ = slider.at(0.5)
     assert shown == ids.tolist()  # the page's own route: the slider, built as here
     # The exact float32 search over the store, another route: its rounding at s = 10, d = 256.
-    assert_same_ranking((values, ids), geometry.search(vector, 20, 0.5, "calibrated", query), rtol=1e-4, atol=1e-5,
+    assert_same_ranking((values, ids), ex.search_one(geometry.index_at(0.5, "calibrated"), vector, 20, query), rtol=1e-4, atol=1e-5,
                         context="the slider against the store's exact search")
     assert neighbours(app, "cosine") == ex.cosine_top_k(gallery.store, vector, 10, query)[1].tolist()
     assert "Certified" in messages(app, ("caption",))

@@ -134,7 +134,7 @@ def test_the_slider_and_the_search_give_the_mixture_s_top_k(world, weighting):
         expected = ex.search_one(AnchorIndex(model, rows), query, 2 * k, exclude=7)
         assert isinstance(certified, bool)
         assert_same_ranking((values, ids), expected, **SEARCH_TOL, context=f"slider at p = {p:.2f}")
-        assert_same_ranking(geometry.search(query, k, float(p), weighting, 7), expected, **SEARCH_TOL,
+        assert_same_ranking(ex.search_one(geometry.index_at(float(p), weighting), query, k, 7), expected, **SEARCH_TOL,
                             context=f"sharded search at p = {p:.2f}")
         seen.add(tuple(ids.tolist()))
     assert len(seen) > 1  # p moves the neighbours
@@ -149,7 +149,7 @@ def test_no_slider_for_one_set_or_the_reverse_direction(world):
     for geometry in (one, reverse):
         assert geometry.slider(query, 5, 3, "calibrated") is None
         values, ids, certified = ex.neighbours_at(geometry, None, query, 5, 0.3, "calibrated", 3)
-        assert certified is None and ids.tolist() == geometry.search(query, 5, 0.3, "calibrated", 3)[1].tolist()
+        assert certified is None and ids.tolist() == ex.search_one(geometry.index_at(0.3, "calibrated"), query, 5, 3)[1].tolist()
 
 
 def test_the_neighbour_table_marks_the_query_s_label(world):

@@ -16,6 +16,7 @@ from ..models import AnchorModel, MixtureAnchors, anchor_model_kind, fit_anchor_
 from ..projection import sample_ids
 from ..search import AnchorIndex, CosineIndex, Index, ITIIndex
 from ..sharded import ShardedAnchorIndex
+from .neighbours import search_one
 
 if TYPE_CHECKING:
     from ..slider import MixtureSlider
@@ -183,13 +184,6 @@ class ExplorerGeometry:
             return None
         return self.index.with_model(self.weighted_model(weighting)).slider(query, k=k, exclude=exclude)
 
-    def search(self, query: np.ndarray, k: int, p: float, weighting: str, exclude: int | None = None
-               ) -> tuple[np.ndarray, np.ndarray]:
-        """The exact top-``k`` of ``query`` ``(d,)`` at ``p``: ``(divergences (k,), ids (k,))``, ascending."""
-        values, ids = self.index_at(p, weighting).search(np.asarray(query, dtype=np.float32)[None, :], k,
-                                                          exclude=None if exclude is None else np.array([exclude]))
-        return np.asarray(values[0]), np.asarray(ids[0])
-
 
 def neighbours_at(geometry: ExplorerGeometry, slider: MixtureSlider | None, query: np.ndarray, k: int, p: float,
                   weighting: str, exclude: int | None = None) -> tuple[np.ndarray, np.ndarray, bool | None]:
@@ -199,7 +193,7 @@ def neighbours_at(geometry: ExplorerGeometry, slider: MixtureSlider | None, quer
     if slider is not None:
         values, ids, certified = slider.at(p)
         return np.asarray(values), np.asarray(ids), bool(certified)
-    return (*geometry.search(query, k, p, weighting, exclude), None)
+    return (*search_one(geometry.index_at(p, weighting), query, k, exclude), None)
 
 
 def calibration_frame(geometry: ExplorerGeometry) -> pd.DataFrame | None:
