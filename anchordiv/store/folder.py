@@ -19,9 +19,8 @@ import torch
 from .._validation import ArrayLike, as_matrix, as_numeric_tensor, check_positive_int, unit_rows
 from ..cache import atomic_write, sha256_file
 from .lock import WriterLock
-from .manifest import DTYPES, FORMAT, IDS_FILE, LABELS_FILE, LOCK_FILE, MANIFEST, VERSION, shard_name
+from .manifest import DTYPES, FORMAT, IDS_FILE, LABELS_FILE, LOCK_FILE, MANIFEST, OVERWRITE, VERSION, shard_name
 
-OVERWRITE = "pass overwrite=True (--overwrite on the command line)"
 # The files a store or its resumable build writes (temporary ones included): only these may be
 # cleared by a rewrite (all but the lock file, which keeps writers apart). ``shard-NNNNN.json``
 # records a finished shard of a build (see StoreWriter).

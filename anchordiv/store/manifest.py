@@ -25,6 +25,8 @@ DTYPES = ("float16", "float32")
 LOCK_FILE = "writer.lock"
 # The fix named when a store that was not built from a plan cannot be read.
 REBUILD = "rebuild the store with GalleryStore.from_array"
+# The fix named when a folder holds something a write would replace.
+OVERWRITE = "pass overwrite=True (--overwrite on the command line)"
 # The files a manifest may name.
 _STORE_FILE = re.compile(r"^(shard-\d+\.npy|ids\.npy|labels\.csv)$")
 
@@ -32,6 +34,11 @@ _STORE_FILE = re.compile(r"^(shard-\d+\.npy|ids\.npy|labels\.csv)$")
 def shard_name(number: int) -> str:
     """The file name of shard ``number`` (``shard-00000.npy`` ...)."""
     return f"shard-{number:05d}.npy"
+
+
+def record_name(number: int) -> str:
+    """The file name of the record of finished shard ``number`` in a build (``shard-00000.json`` ...)."""
+    return f"shard-{number:05d}.json"
 
 
 def file_entries(manifest: dict[str, Any]) -> list[dict[str, Any]]:

@@ -11,8 +11,7 @@ from typing import Any
 
 from .._validation import check_positive_int
 from ..images import display_name
-from .folder import OVERWRITE
-from .manifest import DTYPES, VERSION
+from .manifest import DTYPES, OVERWRITE, VERSION
 
 PLAN_FILE = "plan.json"
 PLAN_FORMAT = "anchordiv-store-plan"

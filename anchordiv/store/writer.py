@@ -18,9 +18,9 @@ import pandas as pd
 from .._validation import ArrayLike, as_numeric_tensor
 from ..cache import atomic_write, sha256_file
 from ..images import display_name
-from .folder import OVERWRITE, prepare_folder, remove_temporaries, save_array, unit_shard, write_closing_files
+from .folder import prepare_folder, remove_temporaries, save_array, unit_shard, write_closing_files
 from .lock import WriterLock
-from .manifest import MANIFEST, shard_name
+from .manifest import MANIFEST, OVERWRITE, record_name, shard_name
 from .plan import PLAN_FILE, BuildReport, StorePlan, read_json, read_plan
 from .reader import GalleryStore
 
@@ -254,4 +254,4 @@ class StoreWriter:
 
 
 def _record_path(directory: Path, number: int) -> Path:
-    return directory / f"shard-{number:05d}.json"
+    return directory / record_name(number)
