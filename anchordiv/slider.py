@@ -245,7 +245,7 @@ class MixtureSlider:
     def log_odds(self, p: float) -> float:
         """The query's log-odds for A at weight ``p``, ``lambda(p) = log w_A - log w_B + kappa_A(eta_x) -
         kappa_B(eta_x)``, with ``w`` the mixture's effective weights at ``p`` (``+-inf`` at the ends)."""
-        log_w = self.model.with_weights([_check_p(p), 1.0 - _check_p(p)]).log_weights_
+        log_w = self.model.log_weights_at([_check_p(p), 1.0 - _check_p(p)])
         terms = log_w + self._kappa_x
         if np.isneginf(terms[0]) or np.isneginf(terms[1]):
             return -np.inf if np.isneginf(terms[0]) else np.inf

@@ -334,13 +334,19 @@ class MixtureAnchors(AnchorModel):
     @property
     def log_weights_(self) -> np.ndarray:
         """Effective ``log w_k`` ``(K,)`` after balancing or calibrating, normalised to sum to 1 in ``w``."""
+        return self.log_weights_at()
+
+    def log_weights_at(self, weights: ArrayLike | None = None) -> np.ndarray:
+        """The effective ``log w_k`` ``(K,)`` of :meth:`with_weights` ``(weights)`` (default: this
+        mixture's weights), without building that mixture: a slider asks it at every move of ``p``."""
+        chosen = self._weight_vector(weights)
         if self.calibrated:
-            log_odds = self.calibration_.log_odds_at(float(self._weight_vector()[0]))
+            log_odds = self.calibration_.log_odds_at(float(chosen[0]))
             if np.isinf(log_odds):
                 return np.array([0.0, -np.inf]) if log_odds > 0 else np.array([-np.inf, 0.0])
             return -np.logaddexp(0.0, [-log_odds, log_odds])  # log sigmoid(+-lambda)
         with np.errstate(divide="ignore"):
-            logits = np.log(self._weight_vector()) - self.kappa_offsets_
+            logits = np.log(chosen) - self.kappa_offsets_
         finite = logits[np.isfinite(logits)]
         return logits - (finite.max() + np.log(np.exp(finite - finite.max()).sum()))
 
