@@ -13,9 +13,9 @@ from typing import Callable
 import numpy as np
 import torch
 
-from .._validation import ArrayLike, as_matrix, check_dimension, check_scale, finite_non_negative, unit_rows
+from .._validation import ArrayLike, as_matrix, check_dimension, finite_non_negative, unit_rows
 from .base import AnchorModel, is_single_point
-from .empirical import EmpiricalAnchors, log_anchor_weights
+from .empirical import EmpiricalAnchors
 from .gaussian import GaussianAnchors
 
 
@@ -96,13 +96,10 @@ class PosteriorEmpiricalAnchors(EmpiricalAnchors):
         n_prior, n_target = prior.shape[0], target.shape[0]
         weights = np.concatenate([np.full(n_prior, alpha / ((alpha + n_target) * n_prior)),
                                   np.full(n_target, 1.0 / (alpha + n_target))])
-        check_scale(self.scale)
-        # Normalised once more, as EmpiricalAnchors.fit does with any anchors: the same numbers as the
-        # empirical model fitted to these weighted anchors.
-        anchors = unit_rows(torch.cat([prior, target]), "anchors")
-        self.anchors_ = anchors
-        self.log_weights_ = log_anchor_weights(weights, anchors.shape[0], anchors)
-        self._mark_fitted(anchors.shape[1])
+        # The empirical model of these weighted anchors, fitted as any other is.
+        fitted = EmpiricalAnchors(self.scale, weights).fit(torch.cat([prior, target]))
+        self.anchors_, self.log_weights_ = fitted.anchors_, fitted.log_weights_
+        self._mark_fitted(fitted.n_features_in_)
         return self
 
 
