@@ -10,7 +10,7 @@ import pytest
 
 import anchordiv.cli.demo as demo
 from anchordiv.cli import build_parser, main
-from anchordiv.cli.logs import progress_bar
+from anchordiv.cli.logs import progress_bar, progress_shown
 from anchordiv.resources import app_dir
 
 COMMANDS = ("bench", "embed", "train-builtin", "embed-builtin-world", "evaluate-builtin", "explorer-bench", "reproduce",
@@ -56,8 +56,10 @@ def test_demo_refuses_a_missing_data_root_before_the_server_starts(tmp_path, mon
 
 @pytest.mark.parametrize("flag, shown", [([], True), (["--quiet"], False)])
 def test_progress_goes_to_stderr_and_quiet_hides_it(flag, shown, monkeypatch, capsys):
-    """A command's progress is the package's INFO log and its bars, on stderr; ``--quiet`` keeps warnings only."""
+    """A command's progress is the package's INFO log and its bars, on stderr; ``--quiet`` keeps warnings only
+    (and tells the bars of the embedders, through ``progress_shown``, to stay hidden)."""
     def handler(args):
+        assert progress_shown() == shown
         logging.getLogger("anchordiv.somewhere").info("halfway")
         logging.getLogger("anchordiv.somewhere").warning("careful")
         with progress_bar("work") as progress:

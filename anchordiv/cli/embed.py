@@ -6,7 +6,7 @@ import argparse
 
 from ..cache import cache_dir
 from .checks import check_device, check_input, check_labels, check_output_file, check_output_folder
-from .logs import progress_bar
+from .logs import progress_bar, progress_shown
 from .options import COUNT, add_device_option, add_encoder_options, add_labels_option, option_name
 from .output import warn_unlabelled
 
@@ -87,7 +87,8 @@ def _embed_to_cache(args: argparse.Namespace, encoder) -> list[tuple[str, str]]:
     """The folder's embeddings through the content-hash cache, also as an .npz with ``--out``."""
     from ..embeddings import embed_folder, export_npz
 
-    gallery = embed_folder(args.folder, encoder, labels_csv=args.labels, batch_size=args.batch_size)
+    gallery = embed_folder(args.folder, encoder, labels_csv=args.labels, batch_size=args.batch_size,
+                           progress=progress_shown())
     warn_unlabelled(args, gallery.unlabelled)
     count = len(gallery.paths)
     print(f"embedded {count} images: {gallery.reused} reused from the cache, {count - gallery.reused} newly encoded "

@@ -8,6 +8,7 @@ import pandas as pd
 
 from ..resources import assets_dir
 from .checks import check_device, check_input, check_output_file
+from .logs import progress_shown
 from .options import FRACTION, POSITIVE, add_device_option, add_json_option
 from .output import write_json
 
@@ -49,7 +50,7 @@ def evaluate_command(weights_dir: Path, scales: list[float] | None = None,
     print(f"{encoder.name}: logit scale {encoder.logit_scale:.1f}, text memory weight "
           f"{encoder.model.config.memory_weight:g}; held-out: {len(world)} images of "
           f"{len(names)} emoji in {len(styles)} styles", flush=True)
-    images = encoder.encode_images(world.images, progress=True)
+    images = encoder.encode_images(world.images, progress=progress_shown())
     style_texts, name_texts = encoder.encode_texts(styles), encoder.encode_texts(names)
     hits = zero_shot_hits(images, world.labels, style_texts, styles, name_texts, names)
     zero_shot = zero_shot_table(hits, world.labels["style"])

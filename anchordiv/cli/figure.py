@@ -8,6 +8,7 @@ from typing import Callable
 
 from ..cache import atomic_write
 from .checks import anchor_file, check_device, check_input, check_output_file
+from .logs import progress_bar
 from .options import COUNT, POSITIVE, add_device_option, add_encoder_options, add_world_options
 
 ANCHOR_SETS = (("a", "A (default: the gallery's object names)", "Gallery object names"),
@@ -68,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
     form, rows, columns, images, files, limits = _checked_inputs(args)
     encoder = load_encoder(args.model, pretrained=args.pretrained, device=args.device,
                            allow_download=args.allow_download)
-    gallery = world_gallery(encoder, split=args.split, limit=args.limit)
+    with progress_bar("emoji world") as progress:
+        gallery = world_gallery(encoder, split=args.split, limit=args.limit, progress=progress)
     texts_a, texts_b = (files[name] or _preset(gallery, getattr(args, f"preset_{name}"), f"--preset-{name}")
                         for name in ("a", "b"))
     spec = GeometrySpec(kind=args.kind, scale=args.scale, reverse=args.reverse)

@@ -39,13 +39,18 @@ def configure_logging(verbosity: int = 0) -> None:
         logger.addHandler(_StderrHandler())
 
 
+def progress_shown() -> bool:
+    """Whether the commands show progress (bars, INFO messages): not under ``--quiet``."""
+    return logging.getLogger(PACKAGE_LOGGER).isEnabledFor(logging.INFO)
+
+
 @contextmanager
 def progress_bar(what: str) -> Iterator[Callable[[float, str], None]]:
     """A ``progress(fraction, text)`` callback (as the embedding and store builders take) that
     draws a tqdm bar named ``what`` on stderr, with the latest ``text`` beside it, closed on
     leaving. The bar appears with the first report, so a run refused before any progress says only
     its one error line; ``--quiet`` hides it."""
-    quiet = not logging.getLogger(PACKAGE_LOGGER).isEnabledFor(logging.INFO)
+    quiet = not progress_shown()
     bar = None
 
     def report(fraction: float, text: str) -> None:
