@@ -208,7 +208,7 @@ def gallery_token(gallery_key: str) -> str:
 GALLERY_PARAM = "gallery"
 
 
-def field(setting: Setting, texts: LinkedTexts | None = None, **given: Any) -> LinkField:
+def _link_field(setting: Setting, texts: LinkedTexts | None = None, **given: Any) -> LinkField:
     """The link field of ``setting`` (one that carries a URL parameter), with ``given`` overriding
     what the gallery shown decides (``default``, ``high``, ``words``); ``texts`` keeps its texts
     too long for a URL, when it has them (``long_texts``)."""
@@ -226,9 +226,10 @@ def field(setting: Setting, texts: LinkedTexts | None = None, **given: Any) -> L
 def fields_of(link: str, texts: LinkedTexts | None = None,
               given: Mapping[str, Mapping[str, Any]] | None = None) -> list[LinkField]:
     """The fields of one part of a page (``link``: :data:`~.page_state.SIDEBAR`, ``VIEW``,
-    ``COMPARE`` or ``LEARN``), in the table's order; ``given`` maps a key to its overrides (:func:`field`)."""
+    ``COMPARE`` or ``LEARN``), in the table's order; ``given`` maps a key to its overrides (:func:`_link_field`)."""
     given = given or {}
-    return [field(setting, texts, **given.get(key, {})) for key, setting in SETTINGS.items() if setting.link == link]
+    return [_link_field(setting, texts, **given.get(key, {}))
+            for key, setting in SETTINGS.items() if setting.link == link]
 
 
 def sidebar_fields(texts: LinkedTexts) -> list[LinkField]:
