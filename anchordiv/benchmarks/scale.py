@@ -33,21 +33,6 @@ OBJECT_ANCHORS, STYLE_ANCHORS = 512, 8
 CALIBRATION_ROWS = 20_000       # calibrating on a sample: the whole store at float32 would be 2 GB at 10^6 x 512
 MIN_SYNTHETIC_ROWS = 1000       # calibration ranks a few hundred gallery queries against the rest
 DEFAULT_GRID_POINTS = 33        # the slider's default grid: 31 interior points plus r = 0 and r = 1
-# What each figure is called in the printed "name: value" lines (the JSON keeps the keys).
-SCALE_LABELS = {
-    "store_build_seconds": "store build", "store_bytes_on_disk": "store size on disk",
-    "index_build_seconds": "index build", "rss_after_index_bytes": "resident memory after building the index",
-    "reference_pass_seconds": "exact mat-vec pass", "new_query_pass_seconds": "new-query pass",
-    "new_query_vs_reference": "new-query pass / mat-vec pass", "slider_move_p50_ms": "slider move p50",
-    "slider_move_p95_ms": "slider move p95", "certified_rate": "certified rate",
-    "exact_search_seconds": "exact search", "peak_rss_total_bytes_searching": "peak resident memory searching",
-    "peak_rss_anonymous_bytes_searching": "  of which anonymous (arrays)",
-    "peak_rss_file_bytes_searching": "  of which file-backed (the store's mapped pages and shared libraries)",
-    "rss_at_start_bytes": "resident memory at start (python, torch)",
-    "calibration_seconds": "mixture calibration", "ray_start_seconds": "ray start", "actor_rss_total_bytes_after_search": "Ray workers' resident memory after searching",
-}
-
-
 def _gib_2(size: int) -> str:
     return f"{size / 2**30:.2f} GiB"
 
@@ -56,34 +41,41 @@ def _tasks(group: dict) -> str:
     return f", {group['workers']} Ray tasks" if "workers" in group else ""
 
 
-# How each figure reads in its line, from its value, the run's settings and its group's other figures.
-FIGURE_TEXT: dict[str, Callable[[Any, dict, dict], str]] = {
-    "rss_at_start_bytes": lambda value, config, group: _gib_2(value),
-    "store_build_seconds": lambda value, config, group: (
+# Each figure's name in the printed "name: value" lines (the JSON keeps the keys) and how its value
+# reads, from the value, the run's settings and its group's other figures.
+FIGURES: dict[str, tuple[str, Callable[[Any, dict, dict], str]]] = {
+    "rss_at_start_bytes": ("resident memory at start (python, torch)", lambda value, config, group: _gib_2(value)),
+    "store_build_seconds": ("store build", lambda value, config, group: (
         f"{value:.2f} s (generate {config['gallery']:,} x {config['dim']} rows + write float16 shards of "
-        f"{config['shard_rows']:,})"),
-    "store_bytes_on_disk": lambda value, config, group: f"{value / 2**20:,.1f} MiB",
-    "calibration_seconds": lambda value, config, group: (
-        f"{value:.2f} s (the mixture calibrated on {min(CALIBRATION_ROWS, config['gallery']):,} rows)"),
-    "ray_start_seconds": lambda value, config, group: f"{value:.2f} s",
-    "index_build_seconds": lambda value, config, group: f"{value:.2f} s (kappa_k for every row{_tasks(group)})",
-    "rss_after_index_bytes": lambda value, config, group: _gib_2(value),
-    "reference_pass_seconds": lambda value, config, group: (
-        f"{value:.3f} s (one exact float16 -> float32 mat-vec pass over the store, median of {config['queries']})"),
-    "new_query_pass_seconds": lambda value, config, group: (
-        f"{value:.3f} s (slider construction, median of {config['queries']} queries)"),
-    "new_query_vs_reference": lambda value, config, group: f"{value:.2f}x",
-    "slider_move_p50_ms": lambda value, config, group: f"{value:.3f} ms",
-    "slider_move_p95_ms": lambda value, config, group: (
-        f"{value:.3f} ms (over {config['queries'] * config['moves']:,} moves, random p)"),
-    "certified_rate": lambda value, config, group: f"{value:.4f}",
-    "exact_search_seconds": lambda value, config, group: f"{value:.3f} s (one query, p = 0.5)",
-    "peak_rss_total_bytes_searching": lambda value, config, group: _gib_2(value),
-    "peak_rss_anonymous_bytes_searching": lambda value, config, group: _gib_2(value),
-    "peak_rss_file_bytes_searching": lambda value, config, group: _gib_2(value),
-    "actor_rss_total_bytes_after_search": lambda value, config, group: (
+        f"{config['shard_rows']:,})")),
+    "store_bytes_on_disk": ("store size on disk", lambda value, config, group: f"{value / 2**20:,.1f} MiB"),
+    "calibration_seconds": ("mixture calibration", lambda value, config, group: (
+        f"{value:.2f} s (the mixture calibrated on {min(CALIBRATION_ROWS, config['gallery']):,} rows)")),
+    "ray_start_seconds": ("ray start", lambda value, config, group: f"{value:.2f} s"),
+    "index_build_seconds": ("index build", lambda value, config, group: (
+        f"{value:.2f} s (kappa_k for every row{_tasks(group)})")),
+    "rss_after_index_bytes": ("resident memory after building the index",
+                              lambda value, config, group: _gib_2(value)),
+    "reference_pass_seconds": ("exact mat-vec pass", lambda value, config, group: (
+        f"{value:.3f} s (one exact float16 -> float32 mat-vec pass over the store, "
+        f"median of {config['queries']})")),
+    "new_query_pass_seconds": ("new-query pass", lambda value, config, group: (
+        f"{value:.3f} s (slider construction, median of {config['queries']} queries)")),
+    "new_query_vs_reference": ("new-query pass / mat-vec pass", lambda value, config, group: f"{value:.2f}x"),
+    "slider_move_p50_ms": ("slider move p50", lambda value, config, group: f"{value:.3f} ms"),
+    "slider_move_p95_ms": ("slider move p95", lambda value, config, group: (
+        f"{value:.3f} ms (over {config['queries'] * config['moves']:,} moves, random p)")),
+    "certified_rate": ("certified rate", lambda value, config, group: f"{value:.4f}"),
+    "exact_search_seconds": ("exact search", lambda value, config, group: f"{value:.3f} s (one query, p = 0.5)"),
+    "peak_rss_total_bytes_searching": ("peak resident memory searching",
+                                       lambda value, config, group: _gib_2(value)),
+    "peak_rss_anonymous_bytes_searching": ("  of which anonymous (arrays)",
+                                           lambda value, config, group: _gib_2(value)),
+    "peak_rss_file_bytes_searching": ("  of which file-backed (the store's mapped pages and shared libraries)",
+                                      lambda value, config, group: _gib_2(value)),
+    "actor_rss_total_bytes_after_search": ("Ray workers' resident memory after searching", lambda value, config, group: (
         " + ".join(f"{size / 2**30:.2f}" for size in value) + " GiB (each Ray worker process: python, torch, its "
-        "shards' kappa)"),
+        "shards' kappa)")),
 }
 
 
@@ -224,16 +216,17 @@ def figure_lines(figures: dict) -> list[str]:
     """The figures of :func:`run_scale_benchmark` as ``"name: value (what)"`` lines, in the order they
     were measured; an engine's lines start ``[engine]``."""
     config = figures["config"]
-    lines = [figure_line(name, value, config, figures) for name, value in figures.items() if name in FIGURE_TEXT]
+    lines = [figure_line(name, value, config, figures) for name, value in figures.items() if name in FIGURES]
     for engine in config["engines"]:
         lines += [figure_line(name, value, config, figures[engine], engine)
-                  for name, value in figures[engine].items() if name in FIGURE_TEXT]
+                  for name, value in figures[engine].items() if name in FIGURES]
     return lines
 
 
 def figure_line(name: str, value: Any, config: dict, group: dict, engine: str | None = None) -> str:
     """One figure's line: ``config`` the run's settings (as a dict), ``group`` the figures beside it."""
-    return f"{'' if engine is None else f'[{engine}] '}{SCALE_LABELS[name]}: {FIGURE_TEXT[name](value, config, group)}"
+    label, text = FIGURES[name]
+    return f"{'' if engine is None else f'[{engine}] '}{label}: {text(value, config, group)}"
 
 
 class _Figures:
