@@ -82,6 +82,13 @@ def get_folder_gallery(encoder, folder: str, labels_csv: str | None) -> Gallery:
     return folder_gallery(folder, encoder, labels_csv=labels_csv or None)
 
 
+@st.cache_resource(show_spinner=False, max_entries=4, hash_funcs=BY_IDENTITY)
+def memory_source(gallery: Gallery) -> ex.MemorySource:
+    """The source of a gallery in memory, one per gallery, so that its cosine index is built once
+    and every later query and page shares it."""
+    return ex.MemorySource(gallery)
+
+
 @st.cache_resource(show_spinner="Opening the gallery store and indexing its names…", max_entries=4)
 def get_store_source(folder: str, stamp: tuple, encoder_name: str, dim: int, roots: ex.DataRoots) -> ex.StoreSource:
     """``stamp`` (:func:`~anchordiv.explorer.store_stamp`: its files' sizes, times and inodes) opens
@@ -127,10 +134,12 @@ def get_cosine_table(source: ex.GallerySource, query: np.ndarray, k: int, exclud
 
 
 @st.cache_resource(show_spinner=False, max_entries=16, hash_funcs=BY_IDENTITY)
-def get_baseline(kind: str, source: ex.GallerySource, encoder, texts: tuple[str, ...]):
-    """A baseline index over every row of a source held in memory (ITI over ``texts``, or cosine)."""
-    anchors = encode_texts(encoder, texts) if kind == "iti" else None
-    return ex.baseline_index(kind, source.rows(np.arange(len(source))), anchors)
+def get_baseline(kind: str, source: ex.MemorySource, encoder, texts: tuple[str, ...]):
+    """A baseline index over every row of a source held in memory: ITI over ``texts``, or the
+    source's own cosine index (built once per source)."""
+    if kind == "cosine":
+        return source.cosine_index
+    return ex.baseline_index(kind, source.gallery.embeddings, encode_texts(encoder, texts) if kind == "iti" else None)
 
 
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs=BY_IDENTITY)

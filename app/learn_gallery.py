@@ -10,6 +10,7 @@ import torch
 
 from anchordiv import explain, lesson
 from anchordiv import explorer as ex
+from anchordiv.app import cached
 from anchordiv.app.anchor_inputs import anchor_texts, geometry_for
 from anchordiv.app.errors import attempt
 from anchordiv.app.query_inputs import caption_of
@@ -28,7 +29,7 @@ def gallery_section(choices: dict, fields: list, share_slot) -> None:
     st.header("On the real gallery")
     encoder = load_encoder_for(choices)
     gallery = load_gallery_for(choices, encoder)
-    source = ex.MemorySource(gallery)
+    source = cached.memory_source(gallery)
     texts_a, texts_b = anchor_texts(source)
     link_notes()
     fields = fields + view_fields(source)

@@ -120,7 +120,7 @@ def load_encoder_for(choices: dict[str, Any]):
 
 def load_source_for(choices: dict[str, Any], encoder) -> ex.GallerySource:
     """The chosen gallery as a source: a gallery store, or the world or an image folder in memory."""
-    return load_store_for(choices, encoder) if choices["source"] == STORE else ex.MemorySource(
+    return load_store_for(choices, encoder) if choices["source"] == STORE else cached.memory_source(
         load_gallery_for(choices, encoder))
 
 

@@ -109,6 +109,24 @@ def test_p_moves_neighbours_from_style_to_object(world):
     assert sweep["style"].iloc[0] > sweep["style"].iloc[-1]
 
 
+def test_a_memory_source_builds_its_cosine_index_once(world, monkeypatch):
+    gallery = world[0]
+    source = ex.MemorySource(gallery)
+    built = []
+    original = ad.CosineIndex.__init__
+
+    def counting(self, *args, **kwargs):
+        built.append(self)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(ad.CosineIndex, "__init__", counting)
+    rankings = [source.cosine_top_k(gallery.embeddings[query].numpy(), 5, exclude=query) for query in (0, 7, 0)]
+    assert len(built) == 1 and source.cosine_index is built[0]
+    expected = ex.search_one(ex.baseline_index("cosine", gallery.embeddings), gallery.embeddings[7], 5, exclude=7)
+    assert rankings[1][1].tolist() == expected[1].tolist() and 7 not in rankings[1][1]
+    assert rankings[0][1].tolist() == rankings[2][1].tolist()
+
+
 def test_neighbour_table_and_agreement(world):
     gallery = world[0]
     values, ids = ex.search_one(geometry(world).index_at(1.0), gallery.embeddings[0], 4, exclude=0)

@@ -11,6 +11,7 @@ One page draws either: it asks the source for names, labels, thumbnails, presets
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Sequence
 
 import numpy as np
@@ -18,6 +19,7 @@ import pandas as pd
 import torch
 
 from ..grids import grid_png
+from ..search import Index
 from .anchors import anchor_presets
 from .geometry import ExplorerGeometry, GeometrySpec, baseline_index
 from .maps import point_roles
@@ -139,7 +141,11 @@ class GallerySource(Protocol):
 @dataclass(frozen=True)
 class MemorySource:
     """A :class:`~anchordiv.gallery.Gallery` in memory as a :class:`GallerySource`: every part of
-    the page (its labels give the p sweep; its embeddings ITI, "why this neighbour?" and a cosine map)."""
+    the page (its labels give the p sweep; its embeddings ITI, "why this neighbour?" and a cosine map).
+
+    Its cosine index (:attr:`cosine_index`) is built on first use and kept with the source, so one
+    source per gallery is meant to be shared (the app caches one per gallery).
+    """
 
     gallery: Gallery
     capabilities: ClassVar[Capabilities] = Capabilities(p_sweep=True, explain=True, iti=True, calibration_curve=True,
@@ -220,8 +226,13 @@ class MemorySource:
         return ExplorerGeometry(self.gallery.embeddings, anchor_sets, anchor_texts, spec, prior=prior,
                                 prior_texts=prior_texts)
 
+    @cached_property
+    def cosine_index(self) -> Index:
+        """The cosine baseline over the whole gallery, built once (one pass) and then shared."""
+        return baseline_index("cosine", self.gallery.embeddings)
+
     def cosine_top_k(self, query: np.ndarray, k: int, exclude: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        return search_one(baseline_index("cosine", self.gallery.embeddings), query, k, exclude=exclude)
+        return search_one(self.cosine_index, query, k, exclude=exclude)
 
     def projection_frame(self, ids: np.ndarray, xy: np.ndarray, query_id: int | None,
                          neighbour_ids: Sequence[int], colour: str) -> pd.DataFrame:

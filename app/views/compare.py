@@ -170,7 +170,7 @@ def downloads(result: fg.CompareResult) -> None:
 def main() -> None:
     choices = sidebar.sidebar()
     encoder = sidebar.load_encoder_for(choices)
-    source = ex.MemorySource(sidebar.load_gallery_for(choices, encoder))
+    source = cached.memory_source(sidebar.load_gallery_for(choices, encoder))
     texts_a, texts_b = anchor_texts(source)
     state = st.session_state
     page_fields = links.compare_fields([f"#{source.default_query()}", str(fg.QueryRow("random", 1))])
