@@ -70,8 +70,7 @@ def sweep_section(view: ExploreView) -> None:
                      "color": {"field": "shared with the query", "type": "nominal"}}}, width="stretch")
     st.caption(f"Agreement: the fraction of the top-{view.k} that shares the query's object or style "
                f"({view.weighting} weights).")
-    if view.source.capabilities.calibration_curve:
-        calibration_section(view)
+    calibration_section(view)
 
 
 def calibration_section(view: ExploreView) -> None:

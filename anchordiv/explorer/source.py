@@ -42,10 +42,9 @@ class Capabilities:
     """The parts of the Explore page a source can feed beyond the common ones (query, anchors, the
     ``p`` slider's neighbours beside cosine, the neighbour table, UMAP of the geometry).
 
-    ``p_sweep``: agreement with the query's object and style across ``p`` (needs both labels);
-    ``explain``: "why this neighbour?" (the two tilted anchor distributions); ``iti``: the ITI
-    baseline beside cosine; ``calibration_curve``: the curve behind calibrated ``p``;
-    ``cosine_projection``: a cosine UMAP beside the geometry's; ``grid_png``: the neighbour grid as a
+    ``p_sweep``: agreement with the query's object and style across ``p`` (needs both labels), and
+    below it the calibration curve behind calibrated ``p``; ``explain``: "why this neighbour?" (the
+    two tilted anchor distributions); ``iti``: the ITI baseline beside cosine; ``cosine_projection``: a cosine UMAP beside the geometry's; ``grid_png``: the neighbour grid as a
     PNG download; ``certificate``: says whether the slider certified each move; ``row_numbers``: a
     query picked by its row number.
     """
@@ -53,7 +52,6 @@ class Capabilities:
     p_sweep: bool = False
     explain: bool = False
     iti: bool = False
-    calibration_curve: bool = False
     cosine_projection: bool = False
     grid_png: bool = False
     certificate: bool = False
@@ -148,8 +146,8 @@ class MemorySource:
     """
 
     gallery: Gallery
-    capabilities: ClassVar[Capabilities] = Capabilities(p_sweep=True, explain=True, iti=True, calibration_curve=True,
-                                              cosine_projection=True, grid_png=True)
+    capabilities: ClassVar[Capabilities] = Capabilities(p_sweep=True, explain=True, iti=True, cosine_projection=True,
+                                                        grid_png=True)
 
     @property
     def key(self) -> str:
