@@ -1,11 +1,13 @@
 """anchordiv explorer: which images are similar, in the sense the anchors say.
 
-Run with ``streamlit run app/streamlit_app.py`` (or ``make demo``, or ``anchordiv demo`` from an
-installed package). This entry sets up the page and the navigation; each page is a short script of
-``app/views/``, and what they share is the package ``anchordiv.app``: the cached resources
+Run with ``anchordiv demo`` (or ``make demo`` in a checkout): it passes the server's settings
+(:func:`anchordiv.app.server_settings.streamlit_flags`: headless, no error details for visitors, the
+upload cap) as ``streamlit run`` flags, which a bare ``streamlit run app/streamlit_app.py`` lacks.
+This entry sets up the page and the navigation; each page is a short script of ``app/views/``, and
+what they share is the package ``anchordiv.app``: the cached resources
 (:mod:`anchordiv.app.cached`), the sidebar, the query and anchor inputs, the links and kept values
-(:mod:`anchordiv.app.url_state`) and the Explore page's sections (``explore_*``). The pages are thin:
-widgets pass plain arguments to :mod:`anchordiv.explorer`, :mod:`anchordiv.figure`,
+(:mod:`anchordiv.app.url_state`) and the Explore page's sections (``explore_*``). The pages are
+thin: widgets pass plain arguments to :mod:`anchordiv.explorer`, :mod:`anchordiv.figure`,
 :mod:`anchordiv.lesson` and :mod:`anchordiv.explain`, and draw what they return.
 
 * **Explore**: one query, anchor sets A and B, the weight ``p`` moved through the query's certified
@@ -20,7 +22,7 @@ widgets pass plain arguments to :mod:`anchordiv.explorer`, :mod:`anchordiv.figur
 Every page keeps its state in its URL (``st.query_params``), so a view can be shared as a link.
 
 Image folders, gallery stores, labels CSVs and checkpoints are opened only under the data roots given at launch
-(``streamlit run app/streamlit_app.py -- --data-root DIR``, or ``ANCHORDIV_DATA_ROOTS``), offered as
+(``anchordiv demo -- --data-root DIR``, or ``ANCHORDIV_DATA_ROOTS``), offered as
 menus; typing any path is a local-only mode (``--allow-any-path``). See
 :mod:`anchordiv.explorer.paths`.
 
