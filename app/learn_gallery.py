@@ -17,6 +17,7 @@ from anchordiv.app.query_inputs import caption_of
 from anchordiv.app.sidebar import load_encoder_for, load_gallery_for
 from anchordiv.app.url_state import link_notes, publish_link, share_box, view_fields
 from anchordiv.explorer.literal import markdown_literal, plotly_literal
+from anchordiv.explorer.page_state import SETTINGS
 
 # The colours of sets A and B, in the toy world's pictures and the gallery's alike.
 SET_COLOURS = {"A": "#1f77b4", "B": "#d62728"}
@@ -41,7 +42,8 @@ def gallery_section(choices: dict, fields: list, share_slot) -> None:
     query_id = state.get("query_id")
     if not isinstance(query_id, int) or not 0 <= query_id < len(gallery):
         query_id = source.default_query()
-    p, weighting = float(state.get("p", 0.5)), state.get("weighting", "calibrated")
+    p = float(state.get("p", SETTINGS["p"].default))
+    weighting = state.get("weighting", SETTINGS["weighting"].default)
     st.caption(f"The Explore page's query, anchor sets and weight (p = {p:.2f}, {weighting} weights), under the "
                "sidebar's model.")
     values, ids = attempt(lambda: ex.search_one(geometry.index_at(p, weighting), gallery.embeddings[query_id],

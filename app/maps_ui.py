@@ -10,6 +10,7 @@ import streamlit as st
 from anchordiv import explorer as ex
 from anchordiv.app.cached import umap_warm_up
 from anchordiv.explorer.literal import plotly_literal
+from anchordiv.explorer.page_state import GALLERY_QUERY
 
 
 def use_projection_pick(chart_key: str) -> None:
@@ -18,7 +19,7 @@ def use_projection_pick(chart_key: str) -> None:
     points = st.session_state[chart_key].selection.points
     if points:
         st.session_state.query_id = int(points[0]["customdata"][0])
-        st.session_state.query_mode = "Gallery image"
+        st.session_state.query_mode = GALLERY_QUERY
 
 
 def project_at_current_p() -> None:

@@ -11,7 +11,7 @@ from anchordiv import explorer as ex
 from anchordiv.app.cached import embed_text_query, embed_upload
 from anchordiv.app.errors import attempt
 from anchordiv.explorer.literal import shown
-from anchordiv.explorer.page_state import SETTINGS
+from anchordiv.explorer.page_state import SETTINGS, TEXT_QUERY, UPLOAD_QUERY
 
 QUERY_IMAGE_WIDTH = 160
 NO_QUERY: tuple[None, None, None, None, str] = (None, None, None, None, "")
@@ -38,7 +38,7 @@ def choose_query(source: ex.GallerySource, encoder) -> Query:
     if query[0] is not None:
         state.last_query = (source.key, query)
     elif state.get("query_upload") is None and state.get("last_query", (None,))[0] == source.key \
-            and state.get("query_mode") == "Upload":
+            and state.get("query_mode") == UPLOAD_QUERY:
         st.caption("Showing the last query's neighbours until an image is uploaded.")
         query = state.last_query[1]
     return query
@@ -53,9 +53,9 @@ def pick_query(source: ex.GallerySource, encoder) -> Query:
         state.query_id = source.default_query()
     st.subheader("Query")
     mode = st.radio("Query from", SETTINGS["query_mode"].options, horizontal=True, key="query_mode")
-    if mode == "Upload":
+    if mode == UPLOAD_QUERY:
         return upload_query(encoder)
-    if mode == "Text":
+    if mode == TEXT_QUERY:
         return text_query(encoder)
 
     search_col, pick_col = st.columns([2, 3])

@@ -33,7 +33,8 @@ WORLD, FOLDER, STORE = "Built-in emoji world", "Image folder", "Gallery store"
 BUILTIN, OPEN_CLIP = "Built-in", "open_clip (local checkpoint)"
 # The direction radio's labels, by the word a link carries; the first is the default.
 DIRECTIONS = {"forward": "Query first: KL(p_query ‖ p_neighbour)", "reverse": "Reverse: KL(p_neighbour ‖ p_query)"}
-QUERY_MODES = ("Gallery image", "Upload", "Text")
+GALLERY_QUERY, UPLOAD_QUERY, TEXT_QUERY = "Gallery image", "Upload", "Text"
+QUERY_MODES = (GALLERY_QUERY, UPLOAD_QUERY, TEXT_QUERY)
 PRESET_DEFAULTS = ("Gallery object names", "Gallery styles")
 CIRCLE, SPHERE = "2-D: directions on a circle", "3-D: directions on a sphere"
 # Fig. 1: the baseline, each set alone, and their mixture.
@@ -123,7 +124,7 @@ _TABLE = (
     Setting("show_iti", False, "iti", SIDEBAR, "flag"),
     # -- the Explore view: query, anchors and p (drawn once the gallery has loaded) --
     _choice("query_mode", "mode", VIEW, QUERY_MODES, EVERY_RUN,
-            words={"gallery": QUERY_MODES[0], "text": QUERY_MODES[2]}),
+            words={"gallery": GALLERY_QUERY, "text": TEXT_QUERY}),
     Setting("query_id", 0, "query", VIEW, "integer", low=0, kept=EVERY_RUN),  # its default and bound: the gallery's
     Setting("query_text", "a dog in watercolor", "text", VIEW, kept=EVERY_RUN),
     Setting("query_search", "", kept=EVERY_RUN),

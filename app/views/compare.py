@@ -78,12 +78,13 @@ def row_controls(source: ex.MemorySource) -> None:
         st.warning(f"A figure has at most {LIMITS.rows} query rows: remove one (✕) before adding another.")
     by_name, by_text, by_file = st.columns(3)
     needle = by_name.text_input("Find a gallery image by name", key="compare_search",
-                                placeholder="e.g. kissing, halo", max_chars=limits.TEXT_CHARS)
+                                placeholder="e.g. kissing, halo", max_chars=SETTINGS["compare_search"].max_chars)
     matches = source.find(needle) if needle.strip() else []
     by_name.selectbox("Add a match", matches, index=None, format_func=caption_of(source), key="compare_pick",
                       on_change=add_picked, placeholder=f"{len(matches)} match(es)" if matches else "search first")
     by_name.button("Add a random gallery image", key="compare_add_random", on_click=add_random)
-    by_text.text_input("Text query", key="compare_text", placeholder="a dog in watercolor", max_chars=limits.TEXT_CHARS)
+    by_text.text_input("Text query", key="compare_text", placeholder="a dog in watercolor",
+                       max_chars=SETTINGS["compare_text"].max_chars)
     by_text.button("Add the text query", key="compare_add_text", on_click=add_text)
     by_file.file_uploader("Upload a query image (PNG, JPEG or WebP)", type=["png", "jpg", "jpeg", "webp"],
                           key="compare_upload", on_change=add_upload)
