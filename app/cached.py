@@ -94,7 +94,7 @@ def get_store_source(folder: str, stamp: tuple, encoder_name: str, dim: int, roo
     """``stamp`` (:func:`~anchordiv.explorer.store_stamp`: its files' sizes, times and inodes) opens
     a store written again, or with a file edited in place, afresh; ``roots``, where its thumbnails
     may be read."""
-    return ex.StoreSource.open(folder, encoder_name, dim, roots)
+    return ex.StoreSource.open(folder, encoder_name, dim, roots, stamp)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8, hash_funcs=BY_IDENTITY)

@@ -93,6 +93,7 @@ def test_opening_checks_the_model_and_the_manifest(big, tmp_path):
     with pytest.raises(ValueError, match="not a valid store manifest"):
         ex.StoreSource.open(bare.directory, "anything", 16)
     assert ex.StoreSource.open(folder, ENCODER, 16).key == big.key
+    assert ex.StoreSource.open(folder, ENCODER, 16, stamp=ex.store_stamp(folder)).key == big.key  # the caller's stamp
 
 
 def test_stores_are_offered_from_the_data_roots_only(big, tmp_path):

@@ -141,10 +141,13 @@ class StoreSource:
     capabilities: ClassVar[Capabilities] = Capabilities(certificate=True, row_numbers=True)
 
     @classmethod
-    def open(cls, folder: str | Path, encoder_name: str, dim: int, roots: DataRoots = DataRoots()) -> "StoreSource":
+    def open(cls, folder: str | Path, encoder_name: str, dim: int, roots: DataRoots = DataRoots(),
+             stamp: tuple[tuple[str, int, int, int], ...] | None = None) -> "StoreSource":
         """The store in ``folder`` (manifest and file headers checked), for an encoder called
         ``encoder_name`` of dimension ``dim``; ``ValueError`` naming the fix when it cannot be read
-        or was embedded by another model. Builds the name index (once per store: cache the result)."""
+        or was embedded by another model. Builds the name index (once per store: cache the result).
+        ``stamp`` is :func:`store_stamp` of ``folder`` where the caller has just taken it (for its
+        cache key); ``None`` takes it here."""
         try:
             store = GalleryStore.open(folder)
             digest = hashlib.sha256((store.directory / MANIFEST).read_bytes()).hexdigest()[:20]
@@ -159,7 +162,8 @@ class StoreSource:
             raise ValueError(f"the store {Path(folder).name!r} holds vectors of dimension {store.dim} but the chosen "
                              f"model gives {dim}; choose the model the store was embedded with")
         names, label = store_names(store)
-        files = hashlib.sha256(repr(store_stamp(store.directory)).encode()).hexdigest()[:12]
+        stamp = store_stamp(store.directory) if stamp is None else stamp
+        files = hashlib.sha256(repr(stamp).encode()).hexdigest()[:12]
         return cls(store, f"store|{store.encoder}|{len(store)}|{digest}|{files}", NameIndex(names), label, roots)
 
     def __len__(self) -> int:
