@@ -6,6 +6,13 @@ A shared demo shows visitors messages, never tracebacks or server internals.
 """
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+from typing import Sequence
+
+# The explorer's entry script, in the app's folder (anchordiv.resources.app_dir()).
+EXPLORER_SCRIPT = "streamlit_app.py"
+
 SETTINGS = {
     # Errors that escape the app's own error boxes show as a bare "error" notice, without the
     # exception, its message or a stack trace.
@@ -27,3 +34,13 @@ SETTINGS = {
 def streamlit_flags() -> list[str]:
     """:data:`SETTINGS` as ``streamlit run`` options, ``--section.name=value``."""
     return [f"--{name}={value}" for name, value in SETTINGS.items()]
+
+
+def streamlit_argv(script: str | Path, app_args: Sequence[str] = (), port: int | None = None,
+                   extra: Sequence[str] = ()) -> list[str]:
+    """The command line that serves ``script`` with this Python's Streamlit and :data:`SETTINGS`
+    (headless, no error details for visitors, the upload cap), on ``port`` (``None``: Streamlit's
+    default), with ``extra`` ``streamlit run`` options, passing ``app_args`` to the script."""
+    server = [f"--server.port={port}"] if port is not None else []
+    passed = ["--", *app_args] if app_args else []
+    return [sys.executable, "-m", "streamlit", "run", str(script), *streamlit_flags(), *server, *extra, *passed]

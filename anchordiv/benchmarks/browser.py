@@ -18,7 +18,6 @@ import os
 import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
@@ -26,13 +25,14 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
+from ..app.server_settings import EXPLORER_SCRIPT, streamlit_argv
 from ..resources import app_dir
 
 logger = logging.getLogger(__name__)
 CHROMIUM = os.environ.get("ANCHORDIV_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
-APPS = {"explorer": ("streamlit_app.py", "weight of A"), "reference": ("reference_grid.py", "weight of grid A")}
+APPS = {"explorer": (EXPLORER_SCRIPT, "weight of A"), "reference": ("reference_grid.py", "weight of grid A")}
 MEASURES = {"start_s": "start the server, disk cache present -> first grid",
             "open_s": "open the app, server running -> first grid",
             "move_p_grid_s": "move p one step -> the grid changes",
@@ -91,13 +91,10 @@ def wait_healthy(url: str, process: subprocess.Popen, log_path: Path, seconds: f
 def streamlit_server(script: Path, env: dict[str, str], log_path: Path) -> Iterator[tuple[str, subprocess.Popen, Path]]:
     """``streamlit run script`` with the explorer's server settings on a free localhost port, run from
     the folder of ``log_path``: its URL, process and log file; always terminated on the way out."""
-    from ..app.server_settings import streamlit_flags
-
     port = free_port()
     with open(log_path, "w") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(script), *streamlit_flags(), f"--server.port={port}",
-             "--server.address=127.0.0.1", "--server.fileWatcherType=none"],
+            streamlit_argv(script, port=port, extra=["--server.address=127.0.0.1", "--server.fileWatcherType=none"]),
             cwd=log_path.parent, env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
             yield f"http://127.0.0.1:{port}", process, log_path
@@ -339,7 +336,12 @@ def _steps_while(page, watch: RunWatch, busy: Callable[[], bool], log_path: Path
     return steps
 
 
-P_STEPS = 20  # the Explore slider's steps from p = 0 to 1
+def p_steps() -> int:
+    """The Explore slider's steps from p = 0 to 1, from its setting (20 steps of 0.05)."""
+    from ..explorer.page_state import SETTINGS
+
+    p = SETTINGS["p"]
+    return round((p.high - p.low) / p.step)
 
 
 def isolation_benchmark(repeats: int = 5, split: str = "all", limit: int | None = None,
@@ -375,7 +377,7 @@ def isolation_benchmark(repeats: int = 5, split: str = "all", limit: int | None 
         _wait_at_rest(page_b, watch_b, time.perf_counter())
         # Every p of the slider once, there and back, so that alone and loaded steps alike find
         # each p's ranking as a person moving p back and forth would.
-        _steps_while(page_b, watch_b, lambda: True, log_path, 2 * P_STEPS)
+        _steps_while(page_b, watch_b, lambda: True, log_path, 2 * p_steps())
         alone = _steps_while(page_b, watch_b, lambda: True, log_path, 4 * repeats)
 
         heavy = browser.new_context(**viewport).new_page()

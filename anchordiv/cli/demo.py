@@ -6,12 +6,10 @@ from __future__ import annotations
 import argparse
 import os
 import subprocess
-import sys
 from pathlib import Path
 
+from ..app.server_settings import EXPLORER_SCRIPT, streamlit_argv
 from .options import COUNT
-
-APP_SCRIPT = "streamlit_app.py"
 
 
 def add_parser(commands) -> argparse.ArgumentParser:
@@ -35,18 +33,8 @@ def app_script() -> Path:
     """The explorer's entry script in the installed package."""
     from ..resources import app_dir
 
-    script = app_dir() / APP_SCRIPT
+    script = app_dir() / EXPLORER_SCRIPT
     if not script.is_file():
-        raise ValueError(f"the explorer's {APP_SCRIPT} is missing from {script.parent}; reinstall anchordiv")
+        raise ValueError(f"the explorer's {EXPLORER_SCRIPT} is missing from {script.parent}; reinstall anchordiv")
     return script
 
-
-def streamlit_argv(script: Path, app_args: list[str], port: int | None = None) -> list[str]:
-    """The command line that serves ``script`` with this Python's Streamlit and the explorer's server
-    settings (:mod:`anchordiv.app.server_settings`: headless, no error details for visitors, the
-    upload cap), on ``port`` (``None``: Streamlit's default), passing ``app_args`` to the script."""
-    from ..app.server_settings import streamlit_flags
-
-    server = [f"--server.port={port}"] if port is not None else []
-    passed = ["--", *app_args] if app_args else []
-    return [sys.executable, "-m", "streamlit", "run", str(script), *streamlit_flags(), *server, *passed]
