@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from docs_pages import link_targets, markdown_files
 
 ROOT = Path(__file__).resolve().parent.parent
 FENCE = re.compile(r"^```([\w-]*)[^\n]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
@@ -40,10 +41,6 @@ class Block:
     @property
     def name(self) -> str:
         return f"{self.path.relative_to(ROOT)}:{self.index}"
-
-
-def markdown_files() -> list[Path]:
-    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
 def code_blocks(path: Path) -> list[Block]:
@@ -165,9 +162,12 @@ def heading_slug(heading: str) -> str:
 def test_links_into_a_page_name_one_of_its_headings():
     broken = []
     for path in markdown_files():
-        for target in re.findall(r"\]\(\s*([^)\s#]*\.md)#([^)\s]+)\)", path.read_text(encoding="utf-8")):
-            page = (path.parent / target[0]).resolve()
+        for target in link_targets(path.read_text(encoding="utf-8")):
+            name, _, anchor = target.partition("#")
+            if not (name.endswith(".md") and anchor):
+                continue
+            page = (path.parent / name).resolve()
             headings = re.findall(r"^#+\s+(.*)$", page.read_text(encoding="utf-8"), flags=re.MULTILINE) if page.exists() else []
-            if target[1] not in {heading_slug(heading) for heading in headings}:
-                broken.append(f"{path.relative_to(ROOT)}: {target[0]}#{target[1]}")
+            if anchor not in {heading_slug(heading) for heading in headings}:
+                broken.append(f"{path.relative_to(ROOT)}: {name}#{anchor}")
     assert not broken, f"links to headings that do not exist: {broken}"

@@ -7,6 +7,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
+from docs_pages import link_targets, markdown_files
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON_FOLDERS = ("anchordiv", "app", "tests")
@@ -77,18 +78,6 @@ def test_no_module_uses_another_modules_private_names():
 
 
 # ---- the docs point at files that exist -----------------------------------------------------------------
-
-def markdown_files() -> list[Path]:
-    """README.md and docs/*.md; docs/reproduction/ holds generated reports and is not checked."""
-    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-
-
-def link_targets(text: str) -> list[str]:
-    """Inline link and image targets ``[text](target)`` and reference definitions ``[x]: target``."""
-    inline = re.findall(r"\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)", text)
-    references = re.findall(r"^\s*\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)", text, flags=re.MULTILINE)
-    return inline + references
-
 
 def backticked_paths(text: str) -> list[str]:
     """Tokens inside inline code spans that start with a top-level folder of the repository and are
