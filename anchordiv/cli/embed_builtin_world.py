@@ -35,15 +35,15 @@ def embed_world_command(weights_dir: Path, device: str | None = None) -> Path:
     """Embed the whole emoji world with the built-in model in ``weights_dir`` and write the
     embeddings the explorer's first start uses (:mod:`anchordiv.builtin.world_embeddings`)."""
     from ..builtin.world_embeddings import save_world_embeddings
-    from ..datasets import load_emoji_world
+    from ..datasets import open_emoji_world
     from ..encoders.builtin import load_builtin_encoder
     from ..gallery import embed_world
 
     started = time.perf_counter()
     encoder = load_builtin_encoder(device=device, directory=weights_dir)
-    world = load_emoji_world("all")
+    digest = open_emoji_world("all").digest  # the data's digest, without rendering the world here
     with progress_bar("emoji world") as progress:
         vectors = embed_world(encoder, "all", progress=progress)
-    path = save_world_embeddings(vectors, encoder.weights_sha256, world.digest, weights_dir)
+    path = save_world_embeddings(vectors, encoder.weights_sha256, digest, weights_dir)
     print(f"wrote {path} ({len(vectors):,} x {vectors.shape[1]} float16) after {time.perf_counter() - started:.0f} s")
     return path
