@@ -38,6 +38,11 @@ def check_labels(args: argparse.Namespace) -> None:
         read_labels_table(Path(args.labels).expanduser(), f"--labels {args.labels!r}")
 
 
+def check_weights(args: argparse.Namespace) -> None:
+    """The ``--weights`` folder (:func:`~anchordiv.cli.options.add_weights_option`) exists."""
+    check_input(args.weights, "--weights", "the folder with the built-in weights and manifest", folder=True)
+
+
 def check_device(args: argparse.Namespace) -> None:
     """The ``--device`` asked for exists here."""
     from ..device import resolve_device

@@ -7,24 +7,22 @@ import time
 from pathlib import Path
 
 from ..cache import cache_dir
-from ..resources import assets_dir
-from .checks import check_device, check_input
+from .checks import check_device, check_weights
 from .logs import progress_bar
-from .options import add_device_option
+from .options import add_device_option, add_weights_option
 
 
 def add_parser(commands) -> argparse.ArgumentParser:
     world = commands.add_parser("embed-builtin-world",
                                 help="embed the emoji world with the built-in model and write the embeddings that ship with it")
-    world.add_argument("--weights", default=str(assets_dir()),
-                       help="folder with the weights and manifest; the embeddings are written there (default: assets/)")
+    add_weights_option(world, "; the embeddings are written there")
     add_device_option(world)
     world.set_defaults(handler=run)
     return world
 
 
 def run(args: argparse.Namespace) -> int:
-    check_input(args.weights, "--weights", "the folder with the built-in weights and manifest", folder=True)
+    check_weights(args)
     check_device(args)
     cache_dir(writable=True)
     embed_world_command(Path(args.weights), device=args.device)

@@ -6,10 +6,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..resources import assets_dir
-from .checks import check_device, check_input, check_output_file
+from .checks import check_device, check_output_file, check_weights
 from .logs import progress_shown
-from .options import FRACTION, POSITIVE, add_device_option, add_json_option
+from .options import FRACTION, POSITIVE, add_device_option, add_json_option, add_weights_option
 from .output import write_json
 
 DEFAULT_SCALES = (5.0, 10.0, 20.0, 50.0)
@@ -17,7 +16,7 @@ DEFAULT_SCALES = (5.0, 10.0, 20.0, 50.0)
 
 def add_parser(commands) -> argparse.ArgumentParser:
     evaluate = commands.add_parser("evaluate-builtin", help="zero-shot and retrieval figures on the held-out emoji")
-    evaluate.add_argument("--weights", default=str(assets_dir()), help="folder with the weights and manifest")
+    add_weights_option(evaluate)
     evaluate.add_argument("--scales", type=POSITIVE, nargs="+", help="extra scales s for the sweep (default 5 10 20 50)")
     evaluate.add_argument("--memory-weight", type=FRACTION, dest="memory_weight",
                           help="mix of text projection and visual memory, 0 to 1 (default: the manifest's, 0.5)")
@@ -28,7 +27,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    check_input(args.weights, "--weights", "the folder with the built-in weights and manifest", folder=True)
+    check_weights(args)
     check_output_file(args.json, "--json")
     check_device(args)
     write_json(args.json, evaluate_command(Path(args.weights), scales=args.scales, device=args.device,

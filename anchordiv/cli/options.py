@@ -97,10 +97,18 @@ def add_world_options(parser: argparse.ArgumentParser, split: str, limit: str, s
                       note: str = "") -> None:
     """The emoji world's split (option ``split``, one of :data:`SPLITS`) the command ``shows``, and a
     cap on its images (option ``limit``); ``note`` opens each help text (``"with --browser: "``)."""
-    parser.add_argument(split, choices=list(SPLITS), default="all", dest=split.removeprefix("--").replace("-", "_"),
-                        help=f"{note}the emoji world split {shows} (default all)")
-    parser.add_argument(limit, type=COUNT, dest=limit.removeprefix("--").replace("-", "_"),
-                        help=f"{note}only the first N images of that split (default: all)")
+    parser.add_argument(split, choices=list(SPLITS), default="all", help=f"{note}the emoji world split {shows} (default all)")
+    parser.add_argument(limit, type=COUNT, help=f"{note}only the first N images of that split (default: all)")
+
+
+def add_weights_option(parser: argparse.ArgumentParser, note: str = "") -> None:
+    """``--weights``: the folder with the built-in model's weights and manifest, by default the
+    shipped ``assets/`` (checked by :func:`~anchordiv.cli.checks.check_weights`); ``note`` follows
+    the help text's first words."""
+    from ..resources import assets_dir
+
+    parser.add_argument("--weights", default=str(assets_dir()),
+                        help=f"folder with the weights and manifest{note} (default: assets/)")
 
 
 def add_logging_options(parser: argparse.ArgumentParser) -> None:
