@@ -10,6 +10,7 @@ from anchordiv import explorer as ex
 from anchordiv.app.cached import get_geometry
 from anchordiv.app.errors import ERROR_CHARS, attempt
 from anchordiv.app.url_state import follow_view_link
+from anchordiv.explorer.links import LinkField
 from anchordiv.explorer.literal import markdown_literal
 from anchordiv.explorer.page_state import SETTINGS
 
@@ -43,11 +44,13 @@ def anchor_widgets(presets: dict[str, tuple[str, ...]]) -> tuple[ex.AnchorText, 
     return parsed_a, parsed_b, weighting
 
 
-def anchor_texts(source: ex.GallerySource) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def anchor_texts(source: ex.GallerySource) -> tuple[tuple[str, ...], tuple[str, ...], list[LinkField]]:
     """The anchor sets A and B as typed on the Explore page (or its presets), for pages that use
-    them without showing them."""
-    follow_view_link(source)
-    return tuple(ex.parse_anchor_text(st.session_state[f"anchors_{side}"]).anchors for side in "ab")
+    them without showing them, and the view's link fields (:func:`follow_view_link`'s, for
+    :func:`~anchordiv.app.url_state.publish_link`): ``(texts A, texts B, fields)``."""
+    fields = follow_view_link(source)
+    texts_a, texts_b = (ex.parse_anchor_text(st.session_state[f"anchors_{side}"]).anchors for side in "ab")
+    return texts_a, texts_b, fields
 
 
 def geometry_spec(choices: dict[str, Any], kind: str | None = None, scale: float | None = None) -> ex.GeometrySpec:
@@ -64,7 +67,13 @@ def geometry_for(choices: dict[str, Any], source: ex.GallerySource, encoder, tex
     """The cached geometry of anchor sets A and B over ``source`` under the sidebar's settings
     (``kind`` and ``scale`` override them); an error box and a stop when it cannot be built."""
     spec = geometry_spec(choices, kind, scale)
-    prior = ex.parse_anchor_text(choices["prior_text"]).anchors
+    return fitted_geometry(source, encoder, texts_a, texts_b, spec, ex.parse_anchor_text(choices["prior_text"]).anchors)
+
+
+def fitted_geometry(source: ex.GallerySource, encoder, texts_a: tuple[str, ...], texts_b: tuple[str, ...],
+                    spec: ex.GeometrySpec, prior: tuple[str, ...]) -> ex.ExplorerGeometry:
+    """The cached geometry of A and B over ``source`` under ``spec`` and ``prior``, its notes shown;
+    an error box and a stop when it cannot be built."""
     geometry = attempt(lambda: get_geometry(source, encoder, tuple(texts_a), tuple(texts_b), spec, prior),
                        "Cannot build the geometry", stop=True)
     for note in geometry.notes:
@@ -78,5 +87,5 @@ def geometry_and_key(choices: dict[str, Any], source: ex.GallerySource, encoder,
     the caches of its sliders and projections)."""
     spec = geometry_spec(choices)
     prior = ex.parse_anchor_text(choices["prior_text"]).anchors
-    geometry = geometry_for(choices, source, encoder, parsed_a.anchors, parsed_b.anchors)
+    geometry = fitted_geometry(source, encoder, parsed_a.anchors, parsed_b.anchors, spec, prior)
     return geometry, ex.projection_key(source.key, encoder.name, parsed_a.anchors, parsed_b.anchors, spec, prior)

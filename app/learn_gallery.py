@@ -15,7 +15,7 @@ from anchordiv.app.anchor_inputs import anchor_texts, geometry_for
 from anchordiv.app.errors import attempt
 from anchordiv.app.query_inputs import caption_of
 from anchordiv.app.sidebar import load_encoder_for, load_gallery_for
-from anchordiv.app.url_state import link_notes, publish_link, share_box, view_fields
+from anchordiv.app.url_state import link_notes, publish_link, share_box
 from anchordiv.explorer.literal import markdown_literal, plotly_literal
 from anchordiv.explorer.page_state import SETTINGS
 
@@ -31,9 +31,9 @@ def gallery_section(choices: dict, fields: list, share_slot) -> None:
     encoder = load_encoder_for(choices)
     gallery = load_gallery_for(choices, encoder)
     source = cached.memory_source(gallery)
-    texts_a, texts_b = anchor_texts(source)
+    texts_a, texts_b, view_link = anchor_texts(source)
     link_notes()
-    fields = fields + view_fields(source)
+    fields = fields + view_link
     publish_link(fields, source)
     with share_slot:
         share_box(fields, source)

@@ -19,7 +19,7 @@ from anchordiv.app import cached, sidebar
 from anchordiv.app.anchor_inputs import anchor_texts, geometry_for, geometry_spec
 from anchordiv.app.errors import ERROR_CHARS, attempt
 from anchordiv.app.query_inputs import caption_of
-from anchordiv.app.url_state import follow_link, link_notes, publish_link, share_box, sidebar_fields, view_fields
+from anchordiv.app.url_state import follow_link, link_notes, publish_link, share_box, sidebar_fields
 from anchordiv.explorer import limits, links
 from anchordiv.explorer.literal import markdown_literal
 from anchordiv.explorer.page_state import SETTINGS
@@ -172,7 +172,7 @@ def main() -> None:
     choices = sidebar.sidebar()
     encoder = sidebar.load_encoder_for(choices)
     source = cached.memory_source(sidebar.load_gallery_for(choices, encoder))
-    texts_a, texts_b = anchor_texts(source)
+    texts_a, texts_b, view_link = anchor_texts(source)
     state = st.session_state
     page_fields = links.compare_fields([f"#{source.default_query()}", str(fg.QueryRow("random", 1))])
     follow_link(page_fields, "compare")
@@ -192,7 +192,7 @@ def main() -> None:
     k = int(k_col.number_input("Top-k per cell", *SETTINGS["compare_k"].bounds, key="compare_k"))
     weighting = weighting_col.radio("Weights of A and B in mix columns", SETTINGS["compare_weighting"].options,
                                     horizontal=True, key="compare_weighting", format_func=str.capitalize)
-    fields = sidebar_fields() + view_fields(source) + page_fields
+    fields = sidebar_fields() + view_link + page_fields
     publish_link(fields, source)
     with share_slot:
         share_box(fields, source)
