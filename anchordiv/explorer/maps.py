@@ -1,6 +1,6 @@
 """2-D maps of a gallery: a UMAP of a fixed sample of its rows under a geometry
 (:func:`geometry_projection`), the cache key of one (:func:`projection_key`), and the roles its
-points play in a plot (:func:`point_roles`, :func:`outside_sample`). UMAP is imported (through
+points play in a plot (:func:`point_roles`, :func:`outside_sample`). UMAP itself is imported (by
 :mod:`anchordiv.projection`) only when used."""
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Protocol, Sequence
 import numpy as np
 import torch
 
+from .. import projection
 from ..search import AnchorIndex
 from .geometry import baseline_index
 
@@ -43,8 +44,6 @@ def geometry_projection(gallery: Rows, method: str, geometry: ExplorerGeometry |
     """UMAP projection of a fixed seeded sample of at most ``max_points`` rows of ``gallery`` under
     ``method`` ("anchor" with ``geometry`` at ``p``, "cosine" or "iti"): ``(ids (n,), xy (n, 2))``,
     as :func:`project_rows` lays out their embeddings. Only the sample's rows are read."""
-    from .. import projection
-
     ids = projection.sample_ids(len(gallery), max_points, seed)
     return ids, project_rows(gallery.rows(ids), method, geometry, p, weighting, iti_anchors, seed, n_neighbors,
                              cache_key)
@@ -59,8 +58,6 @@ def project_rows(embeddings: torch.Tensor, method: str, geometry: ExplorerGeomet
     The kNN graph is the geometry's exact top-``n_neighbors`` among these rows; with ``cache_key``
     (naming the rows and the geometry) the layout is stored on disk (see
     :func:`anchordiv.projection.cached_projection`)."""
-    from .. import projection
-
     if method == "anchor":
         if geometry is None:
             raise ValueError("an anchor projection needs a geometry")
