@@ -2,7 +2,9 @@
 
 The app is a thin front end: every computation it shows is a call into this package (or
 :mod:`anchordiv.explain`, :mod:`anchordiv.projection`, :mod:`anchordiv.gallery`) with plain
-arguments. Nothing here imports Streamlit. The modules, all re-exported here:
+arguments. Nothing here imports Streamlit. The modules (the names below are re-exported here,
+except those of :mod:`.thumbnails`, :mod:`.page_state` and the modules of the last item, which are
+imported as modules):
 
 * :mod:`.source`: :class:`GallerySource`, what the Explore page shows a gallery through, with its
   :class:`Capabilities`; :class:`MemorySource` (a :class:`~anchordiv.gallery.Gallery` in memory)
@@ -25,7 +27,10 @@ arguments. Nothing here imports Streamlit. The modules, all re-exported here:
 * :mod:`.page_state`: every setting of the pages, declared once (key, URL parameter, default,
   bounds, when it is kept), from which :mod:`.links` derives the links;
 * :mod:`.paths`: :class:`DataRoots`, the folders a shared server may open, decided at launch;
-* :mod:`.shared`: :class:`SharedBuilds`, one slow build per key for every visitor, with progress.
+* :mod:`.shared`: :class:`SharedBuilds`, one slow build per key for every visitor, with progress;
+* :mod:`.links` (a page's state as URL parameters and back), :mod:`.limits` (what one request may
+  ask for), :mod:`.literal` (outside text drawn literally, never as markup) and :mod:`.report`
+  (the shipped reproduction report, for the Report page).
 """
 from .anchors import (
     ANIMALS,

@@ -5,7 +5,7 @@ PNG and agreement as ``p`` moves (:mod:`.source`)."""
 from __future__ import annotations
 
 import textwrap
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import pandas as pd
@@ -66,14 +66,22 @@ def agreement_text(table: pd.DataFrame) -> str:
     return " · ".join(parts) if parts else "query labels unknown"
 
 
-def grid_captions(table: pd.DataFrame, gallery: Gallery, value_name: str) -> list[str]:
-    """One short caption per row of a :func:`neighbour_table`: rank, caption, value and the marks
-    ``✓obj`` / ``✓sty`` where the neighbour shares the query's object / style (plain text: emoji
-    glyphs are missing from many systems' fonts)."""
+class Captioned(Protocol):
+    """What names a gallery's items: a :class:`~anchordiv.explorer.source.GallerySource` (the
+    page's) or a :class:`~anchordiv.gallery.Gallery`."""
+
+    def caption(self, item: int) -> str: ...
+
+
+def grid_captions(table: pd.DataFrame, source: Captioned, value_name: str) -> list[str]:
+    """One short caption per row of a :func:`neighbour_table` of ``source`` (a
+    :class:`~anchordiv.explorer.source.GallerySource`, or a gallery): rank, the item's caption, value
+    and the marks ``✓obj`` / ``✓sty`` where the neighbour shares the query's object / style (plain
+    text: emoji glyphs are missing from many systems' fonts)."""
     captions = []
     for row in table.itertuples(index=False):
         marks = ("✓obj " if row.same_object is True else "") + ("✓sty" if row.same_style is True else "")
-        captions.append(f"{row.rank}. {textwrap.shorten(gallery.caption(row.gallery_id), 28, placeholder='…')} "
+        captions.append(f"{row.rank}. {textwrap.shorten(source.caption(row.gallery_id), 28, placeholder='…')} "
                         f"{value_name[0]}={getattr(row, value_name):.3g} {marks}")
     return captions
 
