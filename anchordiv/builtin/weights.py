@@ -17,7 +17,9 @@ from .text_tower import WeightsError
 ASSETS_DIR = assets_dir()
 WEIGHTS_NAME = "builtin-model.safetensors"
 MANIFEST_NAME = "builtin-model.json"
-RETRAIN_HINT = "restore it with `git checkout assets/` or retrain with `python -m anchordiv train-builtin`"
+# How a damaged or missing shipped file comes back: installed from a wheel there is no git.
+RESTORE = "reinstalling anchordiv (in a checkout of the repository: `git checkout assets/`)"
+RETRAIN_HINT = f"restore it by {RESTORE} or retrain with `python -m anchordiv train-builtin`"
 
 
 def save_builtin(model: BuiltinModel, report: dict, directory: Path = ASSETS_DIR) -> Path:

@@ -20,7 +20,7 @@ import numpy as np
 import PIL
 
 from ..cache import atomic_write, sha256_file
-from .weights import ASSETS_DIR
+from .weights import ASSETS_DIR, RESTORE
 
 EMBEDDINGS_NAME = "builtin-world-embeddings.npy"
 MANIFEST_NAME = "builtin-world-embeddings.json"
@@ -65,12 +65,12 @@ def shipped_world_embeddings(weights_sha256: str | None, data_digest: str,
             return None
         if not path.is_file() or sha256_file(path) != manifest.get("sha256"):
             warnings.warn(f"{path} is missing or is not the file {manifest_path} records; the world is embedded "
-                          "again instead (restore it with `git checkout assets/`)", stacklevel=2)
+                          f"again instead (restore it by {RESTORE})", stacklevel=2)
             return None
         array = np.load(path, mmap_mode="r")
     except (OSError, ValueError, TypeError, AttributeError) as error:
         warnings.warn(f"cannot read the shipped world embeddings in {directory} ({error}); the world is embedded "
-                      "again instead (restore them with `git checkout assets/`)", stacklevel=2)
+                      f"again instead (restore them by {RESTORE})", stacklevel=2)
         return None
     if list(array.shape) != manifest.get("shape") or array.dtype != DTYPE:
         return None
