@@ -11,21 +11,22 @@ come from the wheel (asserted). No network: the build uses the ``.venv``'s setup
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import sysconfig
 import textwrap
-import time
 import tomllib
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
+
+from anchordiv.benchmarks.browser import free_port, wait_healthy
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
@@ -168,12 +169,6 @@ def test_the_installed_explorer_draws_its_first_page(installed):
     assert drawn.returncode == 0 and "installed explorer works" in drawn.stdout, drawn.stderr[-4000:]
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def health(port: int) -> str | None:
     """What the Streamlit server's health endpoint answers, ``None`` while nothing listens."""
     try:
@@ -193,10 +188,9 @@ def test_anchordiv_demo_serves_the_explorer_from_the_wheel(installed):
                                   env=installed["env"], cwd=installed["cwd"], stdout=output,
                                   stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        deadline, answer = time.monotonic() + 60, None
-        while answer is None and server.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.5)
-            answer = health(port)
+        with contextlib.suppress(ValueError):  # it exited or never answered: the assertion says so, with the log
+            wait_healthy(f"http://127.0.0.1:{port}", server, log, seconds=60)
+        answer = health(port)
         assert answer == "ok", f"no health answer on port {port} (exit {server.poll()}):\n{log.read_text()[-4000:]}"
     finally:
         if server.poll() is None:
