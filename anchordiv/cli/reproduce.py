@@ -9,6 +9,7 @@ from ..cache import cache_dir
 from .checks import anchor_file, check_device, check_input, check_labels, check_output_folder
 from .options import COUNT, NATURAL, POSITIVE, add_device_option, add_encoder_options, add_labels_option, labels_for
 from .options import option_name
+from .logs import progress_bar
 from .output import warn_unlabelled
 
 ROLES = ("object", "style", "prior")
@@ -114,7 +115,8 @@ def _study(args: argparse.Namespace, encoder, anchors: dict[str, tuple[str, ...]
     if layout is not None:
         return layout_study(layout, encoder)
     if not args.folder:
-        return world_study(encoder, limit=args.settings.world_limit)
+        with progress_bar("emoji world") as progress:
+            return world_study(encoder, limit=args.settings.world_limit, progress=progress)
     from ..gallery import folder_gallery
 
     gallery = folder_gallery(args.folder, encoder, labels_csv=args.labels)

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..gallery import Gallery
+from ..gallery import Gallery, ProgressCallback
 
 
 @dataclass
@@ -88,8 +88,9 @@ def make_study(name: str, gallery: Gallery, encoder, object_column: str | None, 
                  condition_columns=tuple(condition_columns))
 
 
-def world_study(encoder, limit: int | None = None) -> Study:
-    """The built-in world's held-out split (emoji never seen in training), first ``limit`` images.
+def world_study(encoder, limit: int | None = None, progress: ProgressCallback | None = None) -> Study:
+    """The built-in world's held-out split (emoji never seen in training), first ``limit`` images;
+    ``progress(fraction, text)`` hears how its embedding goes when the world must be embedded.
 
     Object anchors are the held-out emoji names, style anchors the style names; the prior for the
     posterior experiment is every training emoji's name plus the emoji subcategory and category
@@ -98,7 +99,7 @@ def world_study(encoder, limit: int | None = None) -> Study:
     from ..datasets import load_emoji_world
     from ..gallery import world_gallery
 
-    gallery = world_gallery(encoder, split="heldout", limit=limit)
+    gallery = world_gallery(encoder, split="heldout", limit=limit, progress=progress)
     everything = load_emoji_world("all").labels
     train = everything[everything["split"] == "train"]
     prior = [*train["name"], *(text.replace("-", " ") for text in everything["subcategory"]),
