@@ -29,7 +29,9 @@ CELL = 64
 INDEX_COLUMNS: tuple[str, ...] = ("emoji_id", "name", "short_name", "subcategory", "category", "split")
 SPLITS: tuple[str, ...] = ("train", "heldout")
 DEFAULT_DATA_DIR = emoji_dir()
-REBUILD_HINT = "rebuild it with `python data/build_emoji_world.py` (needs npm), or restore it with `git checkout data/emoji`"
+REBUILD_HINT = ("rebuild it with `python data/build_emoji_world.py` (needs npm) or restore it with "
+                "`git checkout data/emoji` in a checkout of the repository; from an installed package, "
+                "reinstall anchordiv")
 
 
 class ShippedDataError(RuntimeError):
