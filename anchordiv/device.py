@@ -45,3 +45,32 @@ def _check_cuda(resolved: torch.device, device: object, name: str) -> None:
     if resolved.index is not None and resolved.index >= count:
         raise ValueError(f"{name}={device!r} names GPU {resolved.index}, but this machine has {count} "
                          f"(cuda:0 to cuda:{count - 1}); pick one of those or 'cuda'")
+
+
+# Images per forward pass: on a CPU, the 64 the encoders always used (a batch's pixels and
+# activations stay small); a GPU wants hundreds to keep busy, bounded by its memory (ViT-L/14 at
+# 224 px needs roughly 40 MB of activations per image in fp32).
+CPU_IMAGE_BATCH = 64
+GPU_IMAGE_BATCH_PER_GIB = 8
+GPU_IMAGE_BATCH_RANGE = (64, 512)
+
+
+def image_batch_size(device: str | torch.device | None = None) -> int:
+    """Images per encoder batch on ``device`` (``None``: :func:`default_device`):
+    :data:`CPU_IMAGE_BATCH` on a CPU; on a GPU :data:`GPU_IMAGE_BATCH_PER_GIB` per GiB of its
+    memory, within :data:`GPU_IMAGE_BATCH_RANGE`."""
+    resolved = resolve_device(device)
+    if resolved.type != "cuda":
+        return CPU_IMAGE_BATCH
+    gib = torch.cuda.get_device_properties(resolved).total_memory / 2**30
+    low, high = GPU_IMAGE_BATCH_RANGE
+    return int(min(high, max(low, GPU_IMAGE_BATCH_PER_GIB * gib)))
+
+
+def describe_device(device: str | torch.device | None = None) -> str:
+    """What a person should read about ``device``: "CUDA: NVIDIA H200 (139 GiB)" or "CPU (2 threads)"."""
+    resolved = resolve_device(device)
+    if resolved.type == "cuda":
+        properties = torch.cuda.get_device_properties(resolved)
+        return f"CUDA: {properties.name} ({properties.total_memory / 2**30:.0f} GiB)"
+    return f"{resolved.type.upper()} ({torch.get_num_threads()} thread{'s' * (torch.get_num_threads() != 1)})"

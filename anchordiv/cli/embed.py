@@ -16,7 +16,8 @@ def add_parser(commands) -> argparse.ArgumentParser:
     embed.add_argument("folder", help="folder of images, searched recursively")
     add_encoder_options(embed, required=True)
     add_labels_option(embed)
-    embed.add_argument("--batch-size", type=COUNT, default=64, dest="batch_size")
+    embed.add_argument("--batch-size", type=COUNT, dest="batch_size",
+                       help="images per forward pass (default: sized to the device, 64 on a CPU)")
     add_device_option(embed)
     embed.add_argument("--out", help="also write embeddings, paths and labels to this .npz file; or, for a path "
                                      "not ending in .npz, a gallery store folder (resumable: a rerun continues)")
@@ -75,11 +76,13 @@ def _check_engine(args: argparse.Namespace, to_store: bool) -> None:
 
 def _embed_locally(args: argparse.Namespace, to_store: bool) -> list[tuple[str, str]]:
     """The local engine: the encoder loaded in this process, into a store or the cache."""
+    from ..device import describe_device, image_batch_size
     from ..encoders import load_encoder
 
     encoder = load_encoder(args.model, pretrained=args.pretrained, device=args.device,
                            allow_download=args.allow_download)
-    print(f"anchordiv embed: {args.folder} with {encoder.name} on {encoder.device}", flush=True)
+    print(f"anchordiv embed: {args.folder} with {encoder.name} on {describe_device(encoder.device)}", flush=True)
+    args.batch_size = args.batch_size or image_batch_size(encoder.device)
     return _embed_to_store(args, encoder) if to_store else _embed_to_cache(args, encoder)
 
 
@@ -112,9 +115,11 @@ def _embed_to_store(args: argparse.Namespace, encoder) -> list[tuple[str, str]]:
 
 def _embed_on_ray(args: argparse.Namespace) -> list[tuple[str, str]]:
     """``--engine ray``: the same store as :func:`_embed_to_store`, embedded by encoder actors on Ray."""
+    from ..device import CPU_IMAGE_BATCH
     from ..ray_embed import embed_folder_to_store_ray
 
     where = f"the Ray cluster at {args.address}" if args.address else "Ray"
+    args.batch_size = args.batch_size or CPU_IMAGE_BATCH  # per actor; each actor's device is the cluster's
     print(f"anchordiv embed: {args.folder} with {args.model} on {where}", flush=True)
     with progress_bar("store") as progress:
         store = embed_folder_to_store_ray(

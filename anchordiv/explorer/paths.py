@@ -32,6 +32,11 @@ MENU_LIMIT = 500
 SCAN_LIMIT = 5000
 
 
+def truthy(value: str) -> bool:
+    """Whether an environment variable's value switches its option on ("1", "true", "yes")."""
+    return value.strip().lower() in ("1", "true", "yes")
+
+
 @dataclass(frozen=True)
 class DataRoots:
     """The folders a server may open (resolved), and whether free paths are allowed (local use)."""
@@ -54,7 +59,7 @@ class DataRoots:
             if not path.is_dir():
                 raise ValueError(f"data root {name!r} is not an existing folder; fix --data-root or {ROOTS_VARIABLE}")
             roots.append(path.resolve())
-        allow = options.allow_any_path or environ.get(ANY_PATH_VARIABLE, "").strip().lower() in ("1", "true", "yes")
+        allow = options.allow_any_path or truthy(environ.get(ANY_PATH_VARIABLE, ""))
         return cls(tuple(dict.fromkeys(roots)), allow)
 
     @property

@@ -1,0 +1,54 @@
+"""The explorer's launch options, read in one place: what the server may open and download, and
+the model and image folder it starts on.
+
+They come after ``--`` on the ``anchordiv demo`` (or ``streamlit run``) line, or from the
+environment, and are fixed for the life of the server:
+
+* ``--data-root DIR`` (repeatable), ``--allow-any-path``: which files it may open
+  (:class:`~anchordiv.explorer.paths.DataRoots`);
+* ``--allow-download`` (or ``ANCHORDIV_ALLOW_DOWNLOAD=1``): visitors may have the server fetch a
+  model's weights from its hub. Off unless given: a server offering its own data folders downloads
+  nothing nobody asked it to (``make demo`` gives it);
+* ``--model SPEC`` / ``--pretrained TAG``, ``--folder DIR`` / ``--labels CSV``: what the sidebar
+  shows first (``anchordiv demo --model ... --folder ...`` embeds the folder, then passes them).
+"""
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from .paths import ANY_PATH_VARIABLE, ROOTS_VARIABLE, DataRoots, truthy
+
+DOWNLOAD_VARIABLE = "ANCHORDIV_ALLOW_DOWNLOAD"
+__all__ = ["ANY_PATH_VARIABLE", "DOWNLOAD_VARIABLE", "LaunchOptions", "ROOTS_VARIABLE"]
+
+
+@dataclass(frozen=True)
+class LaunchOptions:
+    """What a server was started with (see the module docstring)."""
+
+    roots: DataRoots = DataRoots()
+    allow_download: bool = False
+    model: str | None = None
+    pretrained: str | None = None
+    folder: str | None = None
+    labels_csv: str | None = None
+
+    @classmethod
+    def from_launch(cls, argv: Sequence[str], environ: Mapping[str, str]) -> "LaunchOptions":
+        """The options in ``argv`` (the script's arguments; others are ignored) and ``environ``.
+        A data root that is not a folder, or a model spec that cannot be parsed, is a ``ValueError``
+        naming it, so a typo shows at start-up."""
+        parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+        parser.add_argument("--allow-download", action="store_true")
+        for option in ("--model", "--pretrained", "--folder", "--labels"):
+            parser.add_argument(option)
+        options, _ = parser.parse_known_args(list(argv))
+        if options.model is not None:
+            from ..encoders.specs import parse_model_spec
+
+            parse_model_spec(options.model, options.pretrained)
+        return cls(DataRoots.from_launch(argv, environ),
+                   options.allow_download or truthy(environ.get(DOWNLOAD_VARIABLE, "")),
+                   options.model, options.pretrained, options.folder, options.labels)
