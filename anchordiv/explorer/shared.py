@@ -56,6 +56,17 @@ class SharedBuilds(Generic[T]):
                 self._running.pop(key).set()
                 self._progress.pop(key, None)
 
+    def running(self, key: Hashable) -> bool:
+        """Whether a build for ``key`` is under way (a caller of :meth:`get` would wait for it)."""
+        with self._lock:
+            return key in self._running
+
+    def forget(self, key: Hashable) -> None:
+        """Drop the result kept for ``key``: the next :meth:`get` builds again (for builds whose
+        result lives elsewhere, such as files a download wrote, which may be removed)."""
+        with self._lock:
+            self._results.pop(key, None)
+
     def _reporter(self, key: Hashable, progress: ProgressCallback | None) -> ProgressCallback:
         def report(fraction: float, text: str) -> None:
             self._progress[key] = (fraction, text)
