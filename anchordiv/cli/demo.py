@@ -1,6 +1,13 @@
 """``anchordiv demo``: the Streamlit explorer, started from the installed package (headless: it
-prints the URL to open). What follows ``--`` goes to the explorer itself, e.g.
-``anchordiv demo -- --data-root DIR``."""
+prints the URL to open), on the built-in world or, with ``--folder``, on a folder of images.
+
+``--model``, ``--pretrained``, ``--folder``, ``--labels`` and ``--allow-download`` choose what the
+explorer opens on: the model is loaded (and, with ``--allow-download``, fetched) and the folder
+embedded into the content-hash cache, with a progress bar, before the server starts, so a bad model
+or folder is refused here and the explorer reads the folder's embeddings from the cache. They are
+passed on as the explorer's launch options (:mod:`anchordiv.explorer.launch`), with a
+``--data-root`` for a folder (and a labels CSV) outside every data root given. What follows ``--``
+goes to the explorer itself, e.g. ``anchordiv demo -- --data-root DIR``."""
 from __future__ import annotations
 
 import argparse
@@ -9,13 +16,26 @@ import subprocess
 from pathlib import Path
 
 from ..app.server_settings import EXPLORER_SCRIPT, streamlit_argv
+from .checks import check_input, check_labels
 from .options import COUNT
+
+# The demo's options that are the explorer's launch options too (the option, its args attribute).
+LAUNCH_OPTIONS = (("--model", "model"), ("--pretrained", "pretrained"), ("--folder", "folder"), ("--labels", "labels"))
 
 
 def add_parser(commands) -> argparse.ArgumentParser:
-    demo = commands.add_parser("demo", help="start the explorer (Streamlit) on the built-in world; "
-                                            "the explorer's own options after --, e.g. -- --data-root DIR")
+    demo = commands.add_parser("demo", help="start the explorer (Streamlit) on the built-in world, or with --folder "
+                                            "on your images; the explorer's own options after --, e.g. -- --data-root DIR")
     demo.add_argument("--port", type=COUNT, help="the server's port (default: Streamlit's, 8501)")
+    demo.add_argument("--model", help="the encoder the explorer opens with: builtin (its default), "
+                                      "open_clip:ARCH or open_clip:hf-hub:ORG/REPO")
+    demo.add_argument("--pretrained", help="with an open_clip:ARCH model: its pretrained tag or checkpoint file")
+    demo.add_argument("--folder", help="a folder of images (subfolders are labels) to open on, embedded with the "
+                                       "model (with progress) before the server starts; it becomes a data root")
+    demo.add_argument("--labels", help="with --folder: a CSV with a path (or filename) column and label columns "
+                                       "(e.g. style); its folder becomes a data root too")
+    demo.add_argument("--allow-download", action="store_true", dest="allow_download",
+                      help="let this command and the explorer fetch model weights from their hub (make demo gives it)")
     demo.add_argument("app_args", nargs="*", metavar="APP_ARG",
                       help="after --: the explorer's options, --data-root DIR (repeatable) and --allow-any-path")
     demo.set_defaults(handler=run)
@@ -23,10 +43,65 @@ def add_parser(commands) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..explorer.launch import LaunchOptions
+
+    _check_choices(args)
+    app_args = explorer_args(args, LaunchOptions.from_launch(args.app_args, os.environ).roots)
+    LaunchOptions.from_launch(app_args, os.environ)  # a mistyped --data-root or model is refused before the server starts
+    if args.model is not None or args.folder is not None:
+        _prepare(args)
+    return subprocess.call(streamlit_argv(app_script(), app_args, port=args.port))
+
+
+def _check_choices(args: argparse.Namespace) -> None:
+    """What can be checked without loading a model: the options that need another, the folder and
+    the labels CSV (read strictly, as the embedding reads it)."""
+    if args.pretrained is not None and args.model is None:
+        raise ValueError(f"--pretrained {args.pretrained!r} needs --model, e.g. --model open_clip:ViT-B-32")
+    if args.labels is not None and args.folder is None:
+        raise ValueError(f"--labels {args.labels!r} labels the images of --folder; give --folder too")
+    check_input(args.folder, "--folder", "a folder of images (subfolders are labels)", folder=True)
+    check_labels(args)
+
+
+def explorer_args(args: argparse.Namespace, roots) -> list[str]:
+    """The explorer's launch options: those after ``--``, the demo's own (paths made absolute), and
+    a ``--data-root`` for the folder and for the labels CSV's folder unless ``roots`` (the
+    :class:`~anchordiv.explorer.paths.DataRoots` given after ``--``) already let the server open them."""
     from ..explorer.paths import DataRoots
 
-    DataRoots.from_launch(args.app_args, os.environ)  # a mistyped --data-root is refused before the server starts
-    return subprocess.call(streamlit_argv(app_script(), args.app_args, port=args.port))
+    passed = list(args.app_args)
+    for option, name in LAUNCH_OPTIONS:
+        value = getattr(args, name)
+        if value is not None:
+            passed += [option, str(Path(value).expanduser().resolve()) if name in ("folder", "labels") else value]
+    if args.allow_download and "--allow-download" not in passed:
+        passed.append("--allow-download")
+    needed = [Path(args.folder)] if args.folder else []
+    needed += [Path(args.labels).parent] if args.labels else []
+    for folder in dict.fromkeys(path.expanduser().resolve() for path in needed):
+        try:
+            roots.confine(folder)
+        except ValueError:
+            passed += ["--data-root", str(folder)]
+            roots = DataRoots((*roots.roots, folder), roots.allow_any_path)
+    return passed
+
+
+def _prepare(args: argparse.Namespace) -> None:
+    """The model loaded (a bad one refused here, a download made here with its progress) and, with
+    ``--folder``, the folder embedded into the cache the explorer reads it from."""
+    from ..cache import cache_dir
+    from ..device import image_batch_size
+    from ..encoders import load_encoder
+    from .embed import embed_to_cache
+
+    encoder = load_encoder(args.model or "builtin", pretrained=args.pretrained, allow_download=args.allow_download)
+    if args.folder is None:
+        return
+    cache_dir(writable=True)
+    print(f"anchordiv demo: embedding {args.folder} with {encoder.name} (cached for the explorer)", flush=True)
+    embed_to_cache(argparse.Namespace(**vars(args), batch_size=image_batch_size(encoder.device), out=None), encoder)
 
 
 def app_script() -> Path:
@@ -37,4 +112,3 @@ def app_script() -> Path:
     if not script.is_file():
         raise ValueError(f"the explorer's {EXPLORER_SCRIPT} is missing from {script.parent}; reinstall anchordiv")
     return script
-

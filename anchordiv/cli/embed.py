@@ -83,10 +83,10 @@ def _embed_locally(args: argparse.Namespace, to_store: bool) -> list[tuple[str, 
                            allow_download=args.allow_download)
     print(f"anchordiv embed: {args.folder} with {encoder.name} on {describe_device(encoder.device)}", flush=True)
     args.batch_size = args.batch_size or image_batch_size(encoder.device)
-    return _embed_to_store(args, encoder) if to_store else _embed_to_cache(args, encoder)
+    return _embed_to_store(args, encoder) if to_store else embed_to_cache(args, encoder)
 
 
-def _embed_to_cache(args: argparse.Namespace, encoder) -> list[tuple[str, str]]:
+def embed_to_cache(args: argparse.Namespace, encoder) -> list[tuple[str, str]]:
     """The folder's embeddings through the content-hash cache, also as an .npz with ``--out``."""
     from ..embeddings import embed_folder, export_npz
 

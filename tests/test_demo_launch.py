@@ -1,0 +1,116 @@
+"""``anchordiv demo --model ... --folder ...``: the folder embedded into the cache before the server
+starts, the explorer launched on it with a data root for it, and bad choices refused first."""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+import anchordiv.cli.demo as demo
+from anchordiv.benchmarks.browser import free_port, wait_healthy
+from anchordiv.cli import main
+from anchordiv.embeddings import embed_folder
+from anchordiv.encoders import load_encoder
+
+
+@pytest.fixture
+def photos(tmp_path: Path) -> Path:
+    """Six tiny images in two label folders, and a labels CSV beside the folder (outside it)."""
+    folder = tmp_path / "photos"
+    for label, colour in (("red", (220, 30, 30)), ("blue", (30, 30, 220))):
+        (folder / label).mkdir(parents=True)
+        for number in range(3):
+            Image.new("RGB", (12, 12), tuple(min(255, value + 10 * number) for value in colour)).save(
+                folder / label / f"{number}.png")
+    (tmp_path / "labels.csv").write_text("path,style\n" + "".join(
+        f"{label}/{number}.png,style {number}\n" for label in ("red", "blue") for number in range(3)))
+    return folder
+
+
+@pytest.fixture
+def no_server(monkeypatch) -> list[list[str]]:
+    """The command lines ``demo`` would start the server with (none is started)."""
+    started: list[list[str]] = []
+    monkeypatch.setattr(subprocess, "call", lambda argv: started.append(argv) or 0)
+    return started
+
+
+def app_args(argv: list[str]) -> list[str]:
+    return argv[argv.index("--") + 1:]
+
+
+def test_demo_embeds_the_folder_then_opens_the_explorer_on_it(photos, no_server, capsys):
+    labels = photos.parent / "labels.csv"
+    assert main(["demo", "--port", "8600", "--model", "builtin", "--folder", str(photos), "--labels", str(labels),
+                 "--allow-download"]) == 0
+    assert "embedded 6 images: 0 reused from the cache, 6 newly encoded" in capsys.readouterr().out
+    passed = app_args(no_server[0])
+    assert passed == ["--model", "builtin", "--folder", str(photos.resolve()), "--labels", str(labels.resolve()),
+                      "--allow-download", "--data-root", str(photos.resolve()), "--data-root",
+                      str(photos.parent.resolve())]
+    # The explorer's own embedding of the folder is then read from the cache.
+    assert embed_folder(photos, load_encoder("builtin"), labels_csv=labels, progress=False).reused == 6
+
+
+def test_a_folder_inside_a_given_data_root_gets_no_second_root(photos, no_server):
+    assert main(["demo", "--folder", str(photos), "--", "--data-root", str(photos.parent)]) == 0
+    assert app_args(no_server[0]) == ["--data-root", str(photos.parent), "--folder", str(photos.resolve())]
+
+
+def test_plain_demo_passes_only_what_follows_the_double_dash(no_server):
+    assert main(["demo", "--allow-download"]) == 0
+    assert app_args(no_server[0]) == ["--allow-download"]
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--folder", "{missing}"], "--folder '{missing}' does not exist or is not a folder"),
+    (["--model", "nonsense", "--folder", "{photos}"], "nonsense"),
+    (["--model", "open_clip:no-such-architecture-xyz"], "no-such-architecture-xyz"),
+    (["--labels", "{photos}/../labels.csv"], "--labels .* labels the images of --folder; give --folder too"),
+    (["--pretrained", "laion2b_s34b_b79k"], "--pretrained 'laion2b_s34b_b79k' needs --model"),
+])
+def test_bad_choices_are_refused_before_the_server_starts(photos, monkeypatch, capsys, options, message):
+    monkeypatch.setattr(subprocess, "call", lambda argv: pytest.fail("the server started"))
+    filled = [option.format(missing=photos.parent / "missing", photos=photos) for option in options]
+    assert main(["demo", *filled]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("anchordiv demo: ") and len(error.strip().splitlines()) == 1
+    assert re.search(message.format(missing=photos.parent / "missing"), error), error
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(child) for child in (task / "children").read_text().split()]
+    return found
+
+
+@pytest.mark.slow
+def test_the_demo_server_answers_on_the_embedded_folder(photos, tmp_path):
+    """A real ``anchordiv demo`` process: it embeds the folder, starts Streamlit with the launch
+    options, and the server answers its health check."""
+    port, log = free_port(), tmp_path / "demo.log"
+    with log.open("w") as output:
+        server = subprocess.Popen([sys.executable, "-m", "anchordiv", "demo", "--port", str(port), "--model", "builtin",
+                                   "--folder", str(photos)],
+                                  cwd=tmp_path, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}", server, log, seconds=90)
+        assert "embedded 6 images" in log.read_text()
+        (streamlit,) = children(server.pid)
+        argv = Path(f"/proc/{streamlit}/cmdline").read_bytes().decode().split("\0")
+        assert argv[argv.index("--") + 1:-1] == ["--model", "builtin", "--folder", str(photos.resolve()),
+                                                 "--data-root", str(photos.resolve())]
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait(timeout=15)
