@@ -1,0 +1,210 @@
+"""Prompt templates for anchor texts: an anchor such as "beagle" encoded as "a photo of a beagle.",
+or as the mean over CLIP's 80 ImageNet templates, as CLIP zero-shot classification does.
+
+:class:`TemplateChoice` names a set (:data:`TEMPLATE_SETS`: ``"none"``, ``"photo"``,
+``"imagenet80"``, or ``"custom"`` with a person's own templates), with a short stable
+:attr:`~TemplateChoice.token` for links and cache keys and a :attr:`~TemplateChoice.label` for
+captions and figure footers. :func:`default_choice` is a model's default: ``"photo"`` for CLIP
+models (standard practice; the 80-template ensemble is better by about a point of zero-shot
+accuracy but costs 80 text encodes per anchor, minutes for a large anchor set on a CPU), ``"none"``
+for the built-in model, which was trained on its own captions. :func:`encode_anchors` encodes.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import torch
+
+NONE, PHOTO, IMAGENET80, CUSTOM = "none", "photo", "imagenet80", "custom"
+# The template sets by name, with what a menu calls them; "auto" (the model's default) is the
+# caller's word for default_choice(encoder), never a set of its own.
+TEMPLATE_SETS = {NONE: "none (anchors as typed)", PHOTO: "a photo of a {}.",
+                 IMAGENET80: "ImageNet 80-template ensemble", CUSTOM: "my own…"}
+AUTO = "auto"
+NAMED_SETS = (NONE, PHOTO, IMAGENET80)  # the sets whose templates are fixed
+SLOT = "{}"  # where the anchor goes in a template
+PHOTO_TEMPLATE = "a photo of a {}."
+# A person's own templates: no more than the ImageNet ensemble has, each a short sentence.
+MAX_TEMPLATES = 80
+MAX_TEMPLATE_CHARS = 200
+# Anchors x templates encoded at most in one call: a whole world's 1,644 object names through the
+# 80 ImageNet templates (131,520 texts) fits; MAX_ANCHORS anchors through 80 own templates do not.
+MAX_PROMPTS = 150_000
+# Texts given to the encoder at once: bounds the memory of the (texts, d) batch before averaging.
+ENCODE_CHUNK = 4096
+
+
+@dataclass(frozen=True)
+class TemplateChoice:
+    """A set of prompt templates: ``name`` one of :data:`TEMPLATE_SETS`; ``custom`` the templates
+    of ``"custom"`` (checked by :func:`check_templates`), empty for the others."""
+
+    name: str
+    custom: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.name not in TEMPLATE_SETS:
+            raise ValueError(f"unknown template set {self.name!r}; choose one of {', '.join(TEMPLATE_SETS)}")
+        if self.name == CUSTOM:
+            object.__setattr__(self, "custom", check_templates(self.custom))
+        elif self.custom:
+            raise ValueError(f"the template set {self.name!r} has its own templates; give custom ones with 'custom'")
+
+    @property
+    def templates(self) -> tuple[str, ...]:
+        """The templates, each with one :data:`SLOT` (``("{}",)`` for ``"none"``)."""
+        if self.name == NONE:
+            return (SLOT,)
+        if self.name == PHOTO:
+            return (PHOTO_TEMPLATE,)
+        if self.name == IMAGENET80:
+            return imagenet_templates()
+        return self.custom
+
+    @property
+    def token(self) -> str:
+        """A short stable name: the set's name, or ``custom-`` and a hash of the own templates."""
+        if self.name != CUSTOM:
+            return self.name
+        return f"{CUSTOM}-{hashlib.sha256(chr(10).join(self.custom).encode()).hexdigest()[:12]}"
+
+    @property
+    def label(self) -> str:
+        """What the anchors are encoded as, for "encoded as …": ``"'a photo of a {}.'"``."""
+        if self.name == NONE:
+            return "typed (no template)"
+        if self.name == IMAGENET80:
+            return "the mean of CLIP's 80 ImageNet templates"
+        templates = self.templates
+        if len(templates) == 1:
+            return repr(templates[0])
+        shown = ", ".join(repr(template) for template in templates[:2])
+        return f"the mean of {len(templates)} own templates ({shown}{', …' if len(templates) > 2 else ''})"
+
+
+AS_TYPED = TemplateChoice(NONE)
+
+
+def check_templates(templates: Sequence[str]) -> tuple[str, ...]:
+    """``templates`` stripped, blank and repeated ones dropped; a ``ValueError`` saying which one
+    is wrong when one lacks or repeats :data:`SLOT`, is longer than :data:`MAX_TEMPLATE_CHARS`,
+    or when there are none or more than :data:`MAX_TEMPLATES`."""
+    if isinstance(templates, str):
+        raise ValueError("templates must be a sequence of strings; give one template per line through parse_templates")
+    kept = tuple(dict.fromkeys(" ".join(str(template).split()) for template in templates))
+    kept = tuple(template for template in kept if template)
+    if not kept:
+        raise ValueError("no templates: type one per line, each with {} where the anchor goes (e.g. 'a photo of a {}.')")
+    if len(kept) > MAX_TEMPLATES:
+        raise ValueError(f"{len(kept):,} templates, but at most {MAX_TEMPLATES} are taken")
+    for number, template in enumerate(kept, 1):
+        if len(template) > MAX_TEMPLATE_CHARS:
+            raise ValueError(f"template {number} has {len(template):,} characters; at most {MAX_TEMPLATE_CHARS}")
+        if template.count(SLOT) != 1:
+            raise ValueError(f"template {number} ({template[:60]!r}) has {template.count(SLOT)} {{}} where the "
+                             "anchor goes; each template needs exactly one (e.g. 'a photo of a {}.')")
+    return kept
+
+
+def parse_templates(text: str) -> tuple[str, ...]:
+    """A person's own templates, one per line (:func:`check_templates`)."""
+    if len(text) > MAX_TEMPLATES * (MAX_TEMPLATE_CHARS + 1):
+        raise ValueError(f"a text of {len(text):,} characters; {MAX_TEMPLATES} templates of at most "
+                         f"{MAX_TEMPLATE_CHARS} characters are taken")
+    return check_templates(text.splitlines())
+
+
+def template_choice(name: str, custom_text: str = "", encoder=None) -> TemplateChoice:
+    """The choice ``name`` (a key of :data:`TEMPLATE_SETS`, or :data:`AUTO` for ``encoder``'s
+    :func:`default_choice`), with ``custom_text`` the own templates of ``"custom"``, one per line."""
+    if name == AUTO:
+        if encoder is None:
+            raise ValueError("'auto' templates need the encoder whose default they are")
+        return default_choice(encoder)
+    return TemplateChoice(name, parse_templates(custom_text)) if name == CUSTOM else TemplateChoice(name)
+
+
+def default_choice(encoder) -> TemplateChoice:
+    """The templates an encoder's anchors get unless a person chooses: none for the built-in model
+    (trained on its own captions, which name the object bare), ``"a photo of a {}."`` for every
+    other (CLIP models, trained on web captions)."""
+    return AS_TYPED if str(encoder.name).startswith("builtin") else TemplateChoice(PHOTO)
+
+
+def imagenet_templates() -> tuple[str, ...]:
+    """CLIP's 80 ImageNet templates (Radford et al. 2021) as open_clip ships them
+    (``open_clip.zero_shot_metadata.OPENAI_IMAGENET_TEMPLATES``, callables), with :data:`SLOT`."""
+    from open_clip.zero_shot_metadata import OPENAI_IMAGENET_TEMPLATES
+
+    return tuple(template(SLOT) for template in OPENAI_IMAGENET_TEMPLATES)
+
+
+def filled(anchors: Sequence[str], templates: Sequence[str]) -> list[str]:
+    """Every anchor in every template, anchor by anchor: ``len(anchors) * len(templates)`` texts."""
+    return [template.replace(SLOT, anchor) for anchor in anchors for template in templates]
+
+
+def encode_anchors(encoder, anchors: Sequence[str], templates: TemplateChoice | Sequence[str] = AS_TYPED,
+                   progress: Callable[[float, str], None] | None = None) -> torch.Tensor:
+    r"""The embeddings ``(N, d)`` of ``N`` anchors through prompt templates, as CLIP zero-shot does:
+
+    .. math:: e(a) = \frac{\bar u(a)}{\lVert \bar u(a) \rVert}, \qquad
+              \bar u(a) = \frac{1}{T} \sum_{t=1}^{T} \frac{f(t(a))}{\lVert f(t(a)) \rVert}
+
+    with ``f`` the encoder's text tower and ``t(a)`` template ``t`` filled with anchor ``a``.
+    With ``"none"`` (one template ``"{}"``) that is ``encoder.encode_texts(anchors)``.
+
+    Parameters
+    ----------
+    encoder : Encoder
+        The text encoder (unit-norm ``d``-dimensional rows).
+    anchors : sequence of str
+        The anchor texts as typed.
+    templates : TemplateChoice or sequence of str
+        The templates, each with one ``"{}"`` (:func:`check_templates`).
+    progress : callable, optional
+        ``progress(fraction, text)`` after each chunk of encodes.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(N, d)`` float32, unit rows, row ``i`` for ``anchors[i]``; kept in the on-disk text cache
+        (:mod:`anchordiv.text_cache`) by encoder, anchors and templates.
+
+    Raises
+    ------
+    ValueError
+        For bad templates, or more than :data:`MAX_PROMPTS` anchors x templates.
+    """
+    from .text_cache import cached_text_embeddings, encode_texts_cached
+
+    templates = templates.templates if isinstance(templates, TemplateChoice) else check_templates(templates)
+    anchors = list(anchors)
+    if templates == (SLOT,):
+        return encode_texts_cached(encoder, anchors)
+    if len(anchors) * len(templates) > MAX_PROMPTS:
+        raise ValueError(f"{len(anchors):,} anchors x {len(templates)} templates is {len(anchors) * len(templates):,} "
+                         f"texts to encode; at most {MAX_PROMPTS:,} are taken (fewer anchors or templates)")
+    return cached_text_embeddings(encoder, [anchors, list(templates)],
+                                  lambda: template_mean(encoder, anchors, templates, progress))
+
+
+def template_mean(encoder, anchors: Sequence[str], templates: Sequence[str],
+                  progress: Callable[[float, str], None] | None = None) -> torch.Tensor:
+    """:func:`encode_anchors`' formula, computed (no cache): ``(N, d)``, in chunks of about
+    :data:`ENCODE_CHUNK` texts."""
+    if not anchors:
+        return torch.zeros((0, encoder.dim))
+    per_chunk = max(1, ENCODE_CHUNK // len(templates))
+    means = []
+    for start in range(0, len(anchors), per_chunk):
+        chunk = anchors[start:start + per_chunk]
+        units = encoder.encode_texts(filled(chunk, templates)).reshape(len(chunk), len(templates), -1)
+        means.append(torch.nn.functional.normalize(units.mean(dim=1), dim=-1))
+        if progress is not None:
+            done = start + len(chunk)
+            progress(done / len(anchors), f"Encoding anchors through {len(templates)} templates: "
+                                          f"{done:,} / {len(anchors):,}")
+    return torch.cat(means)
