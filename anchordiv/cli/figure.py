@@ -23,6 +23,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
     from ..explorer import WEIGHTINGS
     from ..figure import DEFAULT_LIMITS
     from ..models import list_anchor_models
+    from ..prompts import AUTO, NAMED_SETS, PHOTO_TEMPLATE
 
     figure = commands.add_parser(
         "figure", help="queries (rows) x geometries (columns) of top-k neighbours as PNG, PDF or SVG (paper Figs. 1, 8)")
@@ -41,6 +42,13 @@ def add_parser(commands) -> argparse.ArgumentParser:
                           help=f"a preset for set {name.upper()} (default {preset!r})")
     figure.add_argument("--prior-anchors", dest="prior_anchors",
                         help="text file of prior anchors, one per line, for the posterior kinds")
+    figure.add_argument("--templates", default=AUTO, metavar="T",
+                        help="prompt templates of both anchor sets: auto (the model's: none for builtin, "
+                             f"'{PHOTO_TEMPLATE}' for open_clip), {', '.join(NAMED_SETS)}, "
+                             "or a text file of your own, one template with {} per line")
+    for name in ("a", "b"):
+        figure.add_argument(f"--templates-{name}", dest=f"templates_{name}", metavar="T",
+                            help=f"prompt templates of set {name.upper()} only, as --templates")
     figure.add_argument("--kind", choices=list_anchor_models(), default="softmax",
                         help="anchor model of the anchor columns without model= (default softmax)")
     figure.add_argument("--scale", type=POSITIVE, default=10.0, help="logit scale s of columns without s= (default 10)")
@@ -65,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
     from ..explorer import GeometrySpec
     from ..figure import compare, render_figure
     from ..gallery import world_gallery
+    from ..prompts import template_choice
 
     form, rows, columns, images, files, limits = _checked_inputs(args)
     encoder = load_encoder(args.model, pretrained=args.pretrained, device=args.device,
@@ -76,8 +85,9 @@ def run(args: argparse.Namespace) -> int:
     spec = GeometrySpec(kind=args.kind, scale=args.scale, reverse=args.reverse)
     print(f"anchordiv figure: {len(rows)} row(s) x {len(columns)} column(s), top-{args.k}, {gallery.description}, "
           f"{encoder.name}", flush=True)
+    templates = [template_choice(*files[f"templates_{name}"], encoder=encoder) for name in ("a", "b")]
     result = compare(gallery, encoder, rows, columns, texts_a, texts_b, args.k, spec, args.weighting,
-                     prior_texts=files["prior"] or (), images=images, limits=limits)
+                     prior_texts=files["prior"] or (), images=images, limits=limits, templates=templates)
     data = render_figure(result, form, dpi=args.dpi, limits=limits)
     atomic_write(Path(args.out), lambda handle: handle.write(data))
     print(f"wrote {args.out}")
@@ -87,8 +97,8 @@ def run(args: argparse.Namespace) -> int:
 def _checked_inputs(args: argparse.Namespace):
     """Everything ``figure`` can check before loading a model, checked: the output's format (from
     its suffix) and folder, the query and geometry specs, the figure's size against the
-    ``--max-*`` limits, the image files of ``image:`` rows (read), and the anchor files (read;
-    ``None`` where a preset is used)."""
+    ``--max-*`` limits, the image files of ``image:`` rows (read), the anchor files (read;
+    ``None`` where a preset is used) and each set's templates (``(name, own templates)``, files read)."""
     from ..explorer import GeometrySpec
     from ..figure import (FORMATS, FigureLimits, check_figure_request, fitted_geometries, parse_geometry_column,
                           parse_query_row)
@@ -112,6 +122,9 @@ def _checked_inputs(args: argparse.Namespace):
             images[row.value] = Path(row.value).read_bytes()
     files = {name: anchor_file(args, option) for name, option in (
         ("a", "--anchors-a"), ("b", "--anchors-b"), ("prior", "--prior-anchors"))}
+    for name in ("a", "b"):
+        option = f"--templates-{name}" if getattr(args, f"templates_{name}") else "--templates"
+        files[f"templates_{name}"] = _templates(getattr(args, f"templates_{name}") or args.templates, option)
     check_device(args)
     return form, rows, columns, images, files, limits
 
@@ -122,6 +135,23 @@ def _parsed(texts: list[str], parse: Callable, option: str) -> list:
         return [parse(text) for text in texts]
     except ValueError as error:
         raise ValueError(f"{option}: {error}") from None
+
+
+def _templates(value: str, option: str) -> tuple[str, str]:
+    """``(name, own templates)`` of ``option``'s ``value``: a set's name (or auto), else a text file
+    of templates, one per line (read and checked; the text for
+    :func:`~anchordiv.prompts.template_choice`)."""
+    from ..prompts import AUTO, CUSTOM, NAMED_SETS, parse_templates
+
+    if value == AUTO or value in NAMED_SETS:
+        return value, ""
+    check_input(value, option, f"one of {', '.join((AUTO, *NAMED_SETS))}, or a text file with one template per line")
+    try:
+        text = Path(value).read_text(encoding="utf-8")
+        parse_templates(text)
+    except (OSError, UnicodeError, ValueError) as error:
+        raise ValueError(f"{option} {value!r}: {error}") from None
+    return CUSTOM, text
 
 
 def _preset(gallery, name: str, option: str) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ import torch
 from ..explorer.geometry import WEIGHTINGS, ExplorerGeometry, GeometrySpec, baseline_index
 from ..explorer.neighbours import neighbour_table, search_one
 from ..models import anchor_model_kind
+from ..prompts import AS_TYPED, TemplateChoice, default_choice, encode_anchors
 from .columns import COLUMN_EXAMPLE, GeometryColumn, fitted_geometries, parse_geometry_column, value_text
 from .limits import DEFAULT_LIMITS, FigureLimits, check_figure_request
 from .rows import ROW_EXAMPLE, ImageEmbedder, Query, QueryRow, TextEmbedder, parse_query_row, resolve_queries
@@ -32,7 +33,8 @@ BaselineFactory = Callable[[str], "Index"]
 class CompareSettings:
     """What the figure was made with, written under it: ``k``, the default ``weighting`` and
     geometry ``spec`` (each column may override kind, scale and weighting), the anchor sets, the
-    prior set (posterior models), the gallery's description and the encoder's name."""
+    prior set (posterior models), the gallery's description, the encoder's name, and the prompt
+    templates sets A and B (``templates``) and the prior set were encoded through."""
 
     k: int
     weighting: str
@@ -42,6 +44,8 @@ class CompareSettings:
     prior_texts: tuple[str, ...]
     gallery: str
     encoder: str
+    templates: tuple[TemplateChoice, TemplateChoice] = (AS_TYPED, AS_TYPED)
+    prior_templates: TemplateChoice = AS_TYPED
 
     def lines(self) -> list[str]:
         """The settings as a few lines of plain text."""
@@ -52,10 +56,19 @@ class CompareSettings:
         lines = [f"Anchors A: {_anchor_summary(self.texts_a)}", f"Anchors B: {_anchor_summary(self.texts_b)}"]
         if self.prior_texts:  # used by the posterior models, the default's or a column's
             lines.append(f"Prior anchors: {_anchor_summary(self.prior_texts)}")
+        lines.append(self.templates_line())
         lines.append(f"Anchor model {kind.short}{parameters}, s = {value_text(float(spec.scale))}, "
                      f"{self.weighting} weights, {direction}; top-{self.k}; ITI over A and B")
         lines.append(f"Gallery: {self.gallery} · encoder {self.encoder} · made with anchordiv")
         return lines
+
+    def templates_line(self) -> str:
+        """What the anchor texts were encoded as: ``"Anchor texts encoded as 'a photo of a {}.'"``."""
+        choices = {self.templates[0], self.templates[1]} | ({self.prior_templates} if self.prior_texts else set())
+        if len(choices) == 1:
+            return f"Anchor texts encoded as {self.templates[0].label}"
+        line = f"Anchors A encoded as {self.templates[0].label}; B as {self.templates[1].label}"
+        return line + (f"; prior anchors as {self.prior_templates.label}" if self.prior_texts else "")
 
 
 def _anchor_summary(texts: Sequence[str], shown: int = 6) -> str:
@@ -91,7 +104,8 @@ def compare(gallery: Gallery, encoder, rows: Sequence[QueryRow | str], columns: 
             weighting: str = "calibrated", *, prior_texts: Sequence[str] = (),
             geometry_for: GeometryFactory | None = None, baseline_for: BaselineFactory | None = None,
             images: Mapping[str, bytes] | None = None, embed_text: TextEmbedder | None = None,
-            embed_image: ImageEmbedder | None = None, limits: FigureLimits = DEFAULT_LIMITS) -> CompareResult:
+            embed_image: ImageEmbedder | None = None, limits: FigureLimits = DEFAULT_LIMITS,
+            templates: Sequence[TemplateChoice] | None = None) -> CompareResult:
     """The top-``k`` of each row under each column (rows and columns as objects or their text).
 
     A only and B only are the A/B mixture at ``p = 1`` and ``p = 0``, which is A's (B's) geometry
@@ -121,14 +135,19 @@ def compare(gallery: Gallery, encoder, rows: Sequence[QueryRow | str], columns: 
     geometry_for : callable, optional
         ``geometry_for(kind, scale)``: the fitted :class:`ExplorerGeometry` of both anchor sets
         under ``default_spec`` with that kind and scale. Called once per distinct argument; by
-        default it fits here (anchors encoded through the on-disk text cache); the app passes its
-        cached one.
+        default it fits here (anchors encoded through ``templates`` and the on-disk text cache,
+        :func:`~anchordiv.prompts.encode_anchors`); the app passes its cached one.
     baseline_for : callable, optional
-        ``baseline_for(kind)``: the ``"cosine"`` or ``"iti"`` (over A and B) index, likewise.
+        ``baseline_for(kind)``: the ``"cosine"`` or ``"iti"`` (over A and B, through their
+        templates) index, likewise.
     images, embed_text, embed_image
         See :func:`~anchordiv.figure.rows.resolve_queries`.
     limits : FigureLimits
         Bounds the rows, columns and ``k`` (:func:`check_figure_request`, before anything is computed).
+    templates : pair of TemplateChoice, optional
+        The prompt templates of sets A and B (default: the encoder's,
+        :func:`~anchordiv.prompts.default_choice`, which the prior set always gets); written under
+        the figure.
 
     Returns
     -------
@@ -151,12 +170,15 @@ def compare(gallery: Gallery, encoder, rows: Sequence[QueryRow | str], columns: 
     if weighting not in WEIGHTINGS:
         raise ValueError(f"unknown weighting {weighting!r}; use one of {', '.join(WEIGHTINGS)}")
     texts_a, texts_b, prior_texts = tuple(texts_a), tuple(texts_b), tuple(prior_texts)
-    geometry_for = _once(geometry_for or _fitting_geometries(gallery, encoder, texts_a, texts_b, default_spec,
-                                                             prior_texts))
-    baseline_for = _once(baseline_for or _fitting_baselines(gallery, encoder, texts_a + texts_b))
-    queries = resolve_queries(rows, gallery, encoder, images, embed_text, embed_image)
+    prior_templates = default_choice(encoder)
+    templates = tuple(templates) if templates is not None else (prior_templates, prior_templates)
+    if len(templates) != 2:
+        raise ValueError(f"templates: one choice for set A and one for B, not {len(templates)}")
     settings = CompareSettings(k, weighting, default_spec, texts_a, texts_b, prior_texts,
-                               gallery.description, encoder.name)
+                               gallery.description, encoder.name, templates, prior_templates)
+    geometry_for = _once(geometry_for or _fitting_geometries(gallery, encoder, settings))
+    baseline_for = _once(baseline_for or _fitting_baselines(gallery, encoder, settings))
+    queries = resolve_queries(rows, gallery, encoder, images, embed_text, embed_image)
     tables = []
     for query in queries:
         tables.append([_cell(query, column, gallery, settings, geometry_for, baseline_for) for column in columns])
@@ -174,25 +196,28 @@ def _once(factory: Callable) -> Callable:
     return get
 
 
-def _fitting_geometries(gallery: Gallery, encoder, texts_a: tuple[str, ...], texts_b: tuple[str, ...],
-                        spec: GeometrySpec, prior_texts: tuple[str, ...]) -> GeometryFactory:
-    from ..text_cache import encode_texts_cached
-
+def _fitting_geometries(gallery: Gallery, encoder, settings: CompareSettings) -> GeometryFactory:
     def fit(kind: str, scale: float) -> ExplorerGeometry:
-        anchors = [encode_texts_cached(encoder, texts) for texts in (texts_a, texts_b)]
-        prior = encode_texts_cached(encoder, prior_texts) if anchor_model_kind(kind).needs_prior else None
-        return ExplorerGeometry(gallery.embeddings, anchors, [texts_a, texts_b], replace(spec, kind=kind, scale=scale),
-                                prior=prior, prior_texts=prior_texts)
+        anchors = _set_embeddings(encoder, settings)
+        prior = (encode_anchors(encoder, settings.prior_texts, settings.prior_templates)
+                 if anchor_model_kind(kind).needs_prior else None)
+        return ExplorerGeometry(gallery.embeddings, anchors, [settings.texts_a, settings.texts_b],
+                                replace(settings.spec, kind=kind, scale=scale), prior=prior,
+                                prior_texts=settings.prior_texts)
     return fit
 
 
-def _fitting_baselines(gallery: Gallery, encoder, iti_texts: tuple[str, ...]) -> BaselineFactory:
-    from ..text_cache import encode_texts_cached
-
+def _fitting_baselines(gallery: Gallery, encoder, settings: CompareSettings) -> BaselineFactory:
     def fit(kind: str) -> Index:
-        anchors = encode_texts_cached(encoder, iti_texts) if kind == "iti" else None
+        anchors = torch.cat(_set_embeddings(encoder, settings)) if kind == "iti" else None
         return baseline_index(kind, gallery.embeddings, anchors)
     return fit
+
+
+def _set_embeddings(encoder, settings: CompareSettings) -> list[torch.Tensor]:
+    """The embeddings of sets A and B, each through its templates."""
+    return [encode_anchors(encoder, texts, choice)
+            for texts, choice in zip((settings.texts_a, settings.texts_b), settings.templates)]
 
 
 def _cell(query: Query, column: GeometryColumn, gallery: Gallery, settings: CompareSettings,
