@@ -19,7 +19,7 @@ from anchordiv import projection
 from anchordiv.encoders import load_encoder
 from anchordiv.gallery import Gallery, folder_gallery, world_gallery
 from anchordiv.models import anchor_model_kind
-from anchordiv.text_cache import encode_texts_cached
+from anchordiv.prompts import AS_TYPED, TemplateChoice, encode_anchors
 
 # Cached functions take encoders and sources themselves; Streamlit hashes them by the strings that
 # identify their content. It matches hash_funcs on the exact type, so each encoder class is named
@@ -107,16 +107,20 @@ def source_presets(source: ex.GallerySource) -> dict[str, tuple[str, ...]]:
 # -- geometries and rankings -------------------------------------------------------------------------
 @st.cache_resource(show_spinner="Encoding the anchors (kept on disk for later starts)…", max_entries=64,
                    hash_funcs=BY_IDENTITY)
-def encode_texts(encoder, texts: tuple[str, ...]) -> torch.Tensor:
-    return encode_texts_cached(encoder, texts)
+def encode_texts(encoder, texts: tuple[str, ...], templates: TemplateChoice = AS_TYPED) -> torch.Tensor:
+    """``texts`` encoded through ``templates`` (:func:`~anchordiv.prompts.encode_anchors`)."""
+    return encode_anchors(encoder, texts, templates)
 
 
 @st.cache_resource(show_spinner="Fitting the anchor model and indexing the gallery (one pass)…", max_entries=16,
                    hash_funcs=BY_IDENTITY)
 def get_geometry(source: ex.GallerySource, encoder, texts_a: tuple[str, ...], texts_b: tuple[str, ...],
-                 spec: ex.GeometrySpec, prior_texts: tuple[str, ...]) -> ex.ExplorerGeometry:
-    anchors = [encode_texts(encoder, texts) for texts in (texts_a, texts_b)]
-    prior = encode_texts(encoder, prior_texts) if anchor_model_kind(spec.kind).needs_prior else None
+                 spec: ex.GeometrySpec, prior_texts: tuple[str, ...],
+                 templates: tuple[TemplateChoice, TemplateChoice] = (AS_TYPED, AS_TYPED),
+                 prior_templates: TemplateChoice = AS_TYPED) -> ex.ExplorerGeometry:
+    """Sets A and B encoded through ``templates`` (one choice each), the prior set through ``prior_templates``."""
+    anchors = [encode_texts(encoder, texts, choice) for texts, choice in zip((texts_a, texts_b), templates)]
+    prior = encode_texts(encoder, prior_texts, prior_templates) if anchor_model_kind(spec.kind).needs_prior else None
     return source.fit_geometry(anchors, [texts_a, texts_b], spec, prior=prior, prior_texts=prior_texts)
 
 

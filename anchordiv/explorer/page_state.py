@@ -17,6 +17,7 @@ from typing import Any, Mapping
 from ..figure.limits import DEFAULT_LIMITS
 from ..lesson import TOY_KINDS, TOY_WEIGHTINGS
 from ..models import list_anchor_models
+from ..prompts import AUTO, MAX_TEMPLATE_CHARS, MAX_TEMPLATES, PHOTO_TEMPLATE, TEMPLATE_SETS
 from . import limits
 from .geometry import WEIGHTINGS
 
@@ -37,6 +38,8 @@ GALLERY_QUERY, UPLOAD_QUERY, TEXT_QUERY = "Gallery image", "Upload", "Text"
 QUERY_MODES = (GALLERY_QUERY, UPLOAD_QUERY, TEXT_QUERY)
 PRESET_DEFAULTS = ("Gallery object names", "Gallery styles")
 CIRCLE, SPHERE = "2-D: directions on a circle", "3-D: directions on a sphere"
+# An anchor set's prompt templates: the model's default first, then the sets of anchordiv.prompts.
+TEMPLATE_OPTIONS = (AUTO, *TEMPLATE_SETS)
 # Fig. 1: the baseline, each set alone, and their mixture.
 DEFAULT_COLUMNS = ("cosine", "A", "B", "mix p=0.5")
 
@@ -134,7 +137,10 @@ _TABLE = (
     *(setting for side, default in zip("ab", PRESET_DEFAULTS) for setting in (
         _choice(f"preset_{side}", f"preset_{side}", VIEW, (), EVERY_RUN, default=default),
         Setting(f"anchors_{side}", "", f"anchors_{side}", VIEW, long_texts=True, max_chars=limits.ANCHOR_TEXT_CHARS,
-                kept=EVERY_RUN))),
+                kept=EVERY_RUN),
+        _choice(f"templates_{side}", f"templates_{side}", VIEW, TEMPLATE_OPTIONS, EVERY_RUN),
+        Setting(f"own_templates_{side}", PHOTO_TEMPLATE, f"own_templates_{side}", VIEW, long_texts=True,
+                max_chars=MAX_TEMPLATES * (MAX_TEMPLATE_CHARS + 1), kept=EVERY_RUN))),
     # -- the Compare figure --
     Setting("compare_rows", [], "rows", COMPARE, "list", local_prefix="upload:", max_items=DEFAULT_LIMITS.rows,
             kept=EVERY_RUN),  # its default names the gallery's first query

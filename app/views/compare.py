@@ -16,7 +16,7 @@ import streamlit as st
 from anchordiv import explorer as ex
 from anchordiv import figure as fg
 from anchordiv.app import cached, sidebar
-from anchordiv.app.anchor_inputs import anchor_texts, geometry_for, geometry_spec
+from anchordiv.app.anchor_inputs import anchor_templates, anchor_texts, geometry_for, geometry_spec
 from anchordiv.app.errors import ERROR_CHARS, attempt
 from anchordiv.app.query_inputs import caption_of
 from anchordiv.app.url_state import follow_link, link_notes, publish_link, share_box, sidebar_fields
@@ -206,7 +206,8 @@ def main() -> None:
         prior_texts=ex.parse_anchor_text(choices["prior_text"]).anchors,
         geometry_for=lambda kind, scale: geometry_for(choices, source, encoder, texts_a, texts_b, kind, scale),
         baseline_for=lambda kind: cached.get_baseline(kind, source, encoder, texts_a + texts_b if kind == "iti" else ()),
-        images=state[UPLOADS], embed_text=embed_text, embed_image=embed_image), "Cannot build the figure")
+        images=state[UPLOADS], embed_text=embed_text, embed_image=embed_image, templates=anchor_templates(encoder)),
+        "Cannot build the figure")
     if result is None:
         return
     st.image(preview_png(figure_key(result), result), width="stretch")
