@@ -6,6 +6,7 @@ import argparse
 import math
 from typing import Callable
 
+MODEL_FORMS = "builtin, open_clip:<arch> (e.g. open_clip:ViT-B-32 with --pretrained) or open_clip:hf-hub:ORG/REPO"
 DEVICE_HELP = "cpu or cuda (default: CUDA when available)"
 SPLITS = ("all", "train", "heldout")
 
@@ -70,12 +71,15 @@ def add_encoder_options(parser: argparse.ArgumentParser, required: bool = False)
     """``--model`` (required, or ``builtin`` by default), ``--pretrained`` and ``--allow-download``."""
     if required:
         parser.add_argument("--model", required=True,
-                            help="encoder spec: builtin or open_clip:<arch>, e.g. open_clip:ViT-B-32")
+                            help=f"encoder spec: {MODEL_FORMS}")
     else:
-        parser.add_argument("--model", default="builtin", help="encoder spec: builtin (default) or open_clip:<arch>")
-    parser.add_argument("--pretrained", help="open_clip checkpoint file or pretrained tag (its file must be on disk)")
+        parser.add_argument("--model", default="builtin", help=f"encoder spec (default builtin): {MODEL_FORMS}")
+    parser.add_argument("--pretrained", help="with open_clip:<arch>: a checkpoint file or an open_clip pretrained tag "
+                                             "(e.g. laion2b_s34b_b79k)")
     parser.add_argument("--allow-download", action="store_true", dest="allow_download",
-                        help="let open_clip fetch missing weights from the network (off: nothing is downloaded)")
+                        help="download the model's missing files from the Hugging Face hub ($HF_ENDPOINT) or its "
+                             "published URL into the caches, verified (off: nothing is downloaded, and missing "
+                             "files are named with where to copy them)")
 
 
 def add_device_option(parser: argparse.ArgumentParser) -> None:

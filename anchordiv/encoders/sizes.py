@@ -1,0 +1,85 @@
+"""Download sizes of open_clip architectures, estimated offline: parameters x 4 bytes (float32 weights).
+
+The parameters are counted on a model built on PyTorch's ``meta`` device (no memory, no weights, no
+network). That takes from milliseconds to a second per architecture, so the counts are kept per
+process and in ``<anchordiv cache>/catalog/`` per open_clip version. Architectures whose text tower
+comes from Hugging Face transformers are not built (that would fetch its config): size unknown.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import threading
+from pathlib import Path
+
+from anchordiv.cache import cache_dir
+
+BYTES_PER_PARAMETER = 4  # open_clip's published checkpoints are float32 state dicts
+_lock = threading.Lock()
+
+
+def estimated_size_bytes(arch: str) -> int | None:
+    """About how many bytes the float32 weights of open_clip ``arch`` take; ``None`` where unknown."""
+    return estimated_sizes((arch,))[arch]
+
+
+def estimated_sizes(archs: tuple[str, ...]) -> dict[str, int | None]:
+    """:func:`estimated_size_bytes` of each of ``archs``, counting only those not remembered yet."""
+    with _lock:
+        known = _remembered()
+        missing = [arch for arch in archs if arch not in known]
+        if missing:
+            known.update({arch: _parameter_count(arch) for arch in missing})
+            _remember(known)
+    return {arch: None if known[arch] is None else known[arch] * BYTES_PER_PARAMETER for arch in archs}
+
+
+@functools.lru_cache(maxsize=1)
+def _remembered() -> dict[str, int | None]:
+    """The counts kept on disk for this open_clip version (a dict this module updates in place)."""
+    try:
+        counts = json.loads(_memo_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(counts, dict):
+        return {}
+    return {str(k): v for k, v in counts.items() if v is None or (isinstance(v, int) and v >= 0)}
+
+
+def _remember(counts: dict[str, int | None]) -> None:
+    """Keep the counts for the next process; a read-only cache only costs the next one the time."""
+    path = _memo_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(counts, sort_keys=True), encoding="utf-8")
+        os.replace(temporary, path)
+    except OSError:
+        pass
+
+
+def _memo_path() -> Path:
+    import open_clip
+
+    return cache_dir() / "catalog" / f"open_clip-{open_clip.__version__}-parameters.json"
+
+
+def _parameter_count(arch: str) -> int | None:
+    import open_clip
+    import torch
+    from open_clip.coca_model import CoCa
+    from open_clip.model import CLIP, CustomTextCLIP
+
+    config = open_clip.get_model_config(arch) if arch in open_clip.list_models() else None
+    if not config or config.get("text_cfg", {}).get("hf_model_name"):
+        return None
+    # open_clip.create_model's choice of class, without its logging and weight loading.
+    custom_text = config.pop("custom_text", False)
+    model_class = CoCa if "multimodal_cfg" in config else CustomTextCLIP if custom_text else CLIP
+    try:
+        with torch.device("meta"):
+            model = model_class(**config)
+    except Exception:  # an architecture this open_clip cannot build (say, a timm model it lacks): unknown
+        return None
+    return sum(tensor.numel() for tensor in model.parameters()) + sum(b.numel() for b in model.buffers())

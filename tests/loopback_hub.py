@@ -1,0 +1,221 @@
+"""A stand-in Hugging Face hub on 127.0.0.1 serving a tiny open_clip model the test builds.
+
+It answers the way huggingface.co does for the "resolve" layout, so the real huggingface_hub and
+open_clip code runs against it: ``HEAD``/``GET /{org}/{repo}/resolve/{revision}/{filename}`` with
+``X-Repo-Commit``, ``ETag`` (the git blob id; for the weights, as for LFS files, ``X-Linked-Etag`` =
+sha256 and ``X-Linked-Size``), ``Content-Length``, ``Accept-Ranges`` and ``Range`` -> 206; an absent
+file is a 404 with ``X-Error-Code: EntryNotFound``. A plain-URL route,
+``/openaipublic/clip/models/{sha256}/{filename}``, serves files the way OpenAI's weights come (the
+digest in the URL, as open_clip expects). Switches: :meth:`LoopbackHub.cut_once` (drop the connection
+after N bytes, once), :attr:`LoopbackHub.corrupt` (serve damaged bytes), and every request recorded
+in :attr:`LoopbackHub.requests`.
+
+Use :func:`serve_tiny_hub` (a context manager), then point huggingface_hub at ``hub.endpoint``: in
+this process :meth:`LoopbackHub.patch_endpoint` (huggingface_hub reads ``HF_ENDPOINT`` at import), in
+a subprocess ``env={**os.environ, **hub.env()}``.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import socket
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Iterator
+
+import torch
+
+from tiny_open_clip import TINY_CONFIG, make_tiny_checkpoint
+
+TINY_REPO = "anchordiv-test/tiny-open-clip"
+CONFIG_NAME, WEIGHTS_NAME = "open_clip_config.json", "open_clip_model.safetensors"
+PLAIN_PREFIX = "/openaipublic/clip/models/"
+PREPROCESS = {"mean": [0.5, 0.5, 0.5], "std": [0.25, 0.25, 0.25], "interpolation": "bicubic",
+              "resize_mode": "shortest"}
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One request: its method, path and ``Range`` header (``None`` without one)."""
+
+    method: str
+    path: str
+    range: str | None
+
+
+@dataclass
+class LoopbackHub:
+    """The running server: ``endpoint`` (``http://127.0.0.1:PORT``), ``repo_id`` and its ``files``
+    (name -> bytes), the ``requests`` it saw, and the switches."""
+
+    endpoint: str
+    repo_id: str
+    files: dict[str, bytes]
+    commit: str = "a" * 40
+    requests: list[Seen] = field(default_factory=list)
+    corrupt: set[str] = field(default_factory=set)
+    plain_files: dict[str, bytes] = field(default_factory=dict)
+    #: while set to an unset Event, every GET waits for it before sending its body
+    hold_gets: threading.Event | None = None
+    _cuts: dict[str, int] = field(default_factory=dict)
+    _server: ThreadingHTTPServer | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def cut_once(self, filename: str, after_bytes: int) -> None:
+        """The next ``GET`` of ``filename`` stops after ``after_bytes`` bytes and drops the connection."""
+        self._cuts[filename] = after_bytes
+
+    def gets(self, filename: str) -> list[Seen]:
+        """The ``GET`` requests for ``filename`` (hub or plain route)."""
+        return [seen for seen in self.requests if seen.method == "GET" and seen.path.endswith("/" + filename)]
+
+    def url(self, filename: str) -> str:
+        return f"{self.endpoint}/{self.repo_id}/resolve/main/{filename}"
+
+    def serve_plain(self, filename: str, data: bytes) -> str:
+        """Serve ``data`` on the plain-URL route; return its URL (with the sha256 in it, as OpenAI's)."""
+        self.plain_files[filename] = data
+        return f"{self.endpoint}{PLAIN_PREFIX}{hashlib.sha256(data).hexdigest()}/{filename}"
+
+    def env(self) -> dict[str, str]:
+        """Environment for a subprocess that should use this hub."""
+        return {"HF_ENDPOINT": self.endpoint, "HF_HUB_DISABLE_TELEMETRY": "1"}
+
+    def patch_endpoint(self, monkeypatch) -> None:
+        """Point this process's huggingface_hub at the server (its constants were read at import)."""
+        from huggingface_hub import constants
+
+        monkeypatch.setattr(constants, "ENDPOINT", self.endpoint)
+        monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", self.endpoint + "/{repo_id}/resolve/{revision}/{filename}")
+
+    def stop(self) -> None:
+        """Shut the server down: its port then refuses connections, as a machine without network."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+
+def tiny_hub_files(folder: Path, seed: int = 0) -> dict[str, bytes]:
+    """``open_clip_config.json`` and ``open_clip_model.safetensors`` of a random tiny model (float16, ~6 MB)."""
+    from safetensors.torch import save_file
+
+    _, model = make_tiny_checkpoint(folder, seed=seed)
+    weights = folder / WEIGHTS_NAME
+    save_file({key: value.to(torch.float16).contiguous() for key, value in model.state_dict().items()}, str(weights))
+    config = {"model_cfg": TINY_CONFIG, "preprocess_cfg": PREPROCESS}
+    return {CONFIG_NAME: json.dumps(config).encode(), WEIGHTS_NAME: weights.read_bytes()}
+
+
+@contextlib.contextmanager
+def serve_tiny_hub(tmp_path: Path, repo_id: str = TINY_REPO, files: dict[str, bytes] | None = None
+                   ) -> Iterator[LoopbackHub]:
+    """A :class:`LoopbackHub` serving the tiny model (or ``files``) as ``repo_id``; stopped on leaving."""
+    folder = tmp_path / "loopback-hub-files"
+    folder.mkdir(parents=True, exist_ok=True)
+    hub = LoopbackHub(endpoint="", repo_id=repo_id, files=files if files is not None else tiny_hub_files(folder))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(hub))
+    server.daemon_threads = True
+    hub._server = server
+    hub.endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True, name="loopback-hub")
+    thread.start()
+    try:
+        yield hub
+    finally:
+        hub.stop()
+        thread.join(5)
+
+
+def _git_blob_id(data: bytes) -> str:
+    return hashlib.sha1(f"blob {len(data)}\0".encode() + data).hexdigest()
+
+
+def _handler(hub: LoopbackHub) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args) -> None:  # quiet: the test reads hub.requests
+            pass
+
+        def do_HEAD(self) -> None:
+            self._answer(body=False)
+
+        def do_GET(self) -> None:
+            self._answer(body=True)
+
+        def _answer(self, body: bool) -> None:
+            with hub._lock:
+                hub.requests.append(Seen(self.command, self.path, self.headers.get("Range")))
+            found = self._lookup()
+            if found is None:
+                return
+            filename, data, headers = found
+            start = _range_start(self.headers.get("Range"), len(data))
+            if start is not None and start >= len(data):
+                self._send(416, {"Content-Range": f"bytes */{len(data)}", "Content-Length": "0"})
+                return
+            status = 206 if start is not None else 200
+            start = start or 0
+            headers["Content-Length"] = str(len(data) - start)
+            if status == 206:
+                headers["Content-Range"] = f"bytes {start}-{len(data) - 1}/{len(data)}"
+            self._send(status, headers)
+            if not body:
+                return
+            if hub.hold_gets is not None:
+                hub.hold_gets.wait(30)
+            payload = data[start:]
+            if filename in hub.corrupt:
+                payload = bytes(b ^ 0xFF for b in payload[:64]) + payload[64:]
+            cut = hub._cuts.pop(filename, None) if body else None
+            if cut is not None:
+                self.wfile.write(payload[:cut])
+                self.wfile.flush()
+                self.connection.shutdown(socket.SHUT_RDWR)  # the transfer dies mid-file
+                self.close_connection = True
+                return
+            self.wfile.write(payload)
+
+        def _lookup(self) -> tuple[str, bytes, dict[str, str]] | None:
+            path = self.path.split("?")[0]
+            if path.startswith(PLAIN_PREFIX):
+                filename = path.rsplit("/", 1)[-1]
+                if filename not in hub.plain_files:
+                    self._send(404, {"Content-Length": "0"})
+                    return None
+                return filename, hub.plain_files[filename], {"Accept-Ranges": "bytes"}
+            prefix = f"/{hub.repo_id}/resolve/"
+            if not path.startswith(prefix) or "/" not in path[len(prefix):]:
+                self._send(404, {"X-Error-Code": "RepoNotFound", "Content-Length": "0"})
+                return None
+            filename = path[len(prefix):].split("/", 1)[1]
+            headers = {"X-Repo-Commit": hub.commit, "Accept-Ranges": "bytes"}
+            if filename not in hub.files:
+                self._send(404, {**headers, "X-Error-Code": "EntryNotFound", "Content-Length": "0"})
+                return None
+            data = hub.files[filename]
+            headers["ETag"] = f'"{_git_blob_id(data)}"'
+            if filename.endswith((".safetensors", ".bin")):  # stored in LFS on the real hub
+                headers["X-Linked-Etag"] = f'"{hashlib.sha256(data).hexdigest()}"'
+                headers["X-Linked-Size"] = str(len(data))
+            return filename, data, headers
+
+        def _send(self, status: int, headers: dict[str, str]) -> None:
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+
+    return Handler
+
+
+def _range_start(header: str | None, size: int) -> int | None:
+    """``"bytes=100-"`` -> ``100``; ``None`` without a usable header."""
+    if not header or not header.startswith("bytes="):
+        return None
+    first = header[len("bytes="):].split("-", 1)[0]
+    return int(first) if first.isdigit() else None

@@ -1,0 +1,194 @@
+"""Models from a hub, for real: huggingface_hub and open_clip against a loopback stand-in
+(tests/loopback_hub.py) serving a tiny open_clip model: download, cache, resume, verify, offline."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from anchordiv.encoders import (CheckpointNotFound, ModelUnavailable, fetch_model, hub_model_folder, load_encoder,
+                                missing_files)
+from anchordiv.encoders.downloads import cached_hub_file, url_file
+from loopback_hub import CONFIG_NAME, TINY_REPO, WEIGHTS_NAME, serve_tiny_hub
+from tiny_open_clip import TINY_ARCH, TINY_LOGIT_SCALE, make_tiny_checkpoint, register_tiny_arch
+
+SPEC = f"open_clip:hf-hub:{TINY_REPO}"
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def isolated_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("ANCHORDIV_CACHE", str(tmp_path / "anchordiv-cache"))
+
+
+@pytest.fixture
+def hub(tmp_path, monkeypatch):
+    with serve_tiny_hub(tmp_path) as served:
+        served.patch_endpoint(monkeypatch)
+        yield served
+
+
+def pictures(count: int = 3) -> list[Image.Image]:
+    rng = np.random.default_rng(0)
+    return [Image.fromarray(rng.integers(0, 256, (40, 48, 3), dtype=np.uint8)) for _ in range(count)]
+
+
+def test_downloads_caches_and_loads_then_works_with_the_hub_gone(hub, tmp_path):
+    reports = []
+    cache = tmp_path / "hf"
+    encoder = load_encoder(SPEC, allow_download=True, cache_dir=cache, device="cpu", progress=reports.append)
+    import hashlib
+
+    weights_sha = hashlib.sha256(hub.files[WEIGHTS_NAME]).hexdigest()
+    assert encoder.name == f"{SPEC}@{weights_sha[:16]}"
+    assert encoder.logit_scale == pytest.approx(TINY_LOGIT_SCALE, rel=1e-2)  # from the file, not open_clip's init
+    first = encoder.encode_images(pictures())
+    finals = [r for r in reports if r.filename == WEIGHTS_NAME and r.done_bytes == len(hub.files[WEIGHTS_NAME])]
+    assert finals and finals[-1].total_bytes == len(hub.files[WEIGHTS_NAME]) and finals[-1].fraction == 1.0
+    assert WEIGHTS_NAME in finals[-1].text() and "of" in finals[-1].text()
+    assert len(hub.gets(WEIGHTS_NAME)) == 1 and len(hub.gets(CONFIG_NAME)) == 1
+
+    hub.stop()
+    again = load_encoder(SPEC, cache_dir=cache, device="cpu")  # no download allowed, no server: the cache
+    torch.testing.assert_close(again.encode_images(pictures()), first)
+    assert again.name == encoder.name and missing_files(SPEC, cache_dir=cache) == []
+
+
+def test_interrupted_download_resumes_with_a_range_request(hub, tmp_path, monkeypatch):
+    from huggingface_hub import constants
+
+    # huggingface_hub resumes from its last whole chunk (10 MB); smaller ones fit the tiny file
+    monkeypatch.setattr(constants, "DOWNLOAD_CHUNK_SIZE", 1 << 16)
+    hub.cut_once(WEIGHTS_NAME, 100_000)
+    load_encoder(SPEC, allow_download=True, cache_dir=tmp_path / "hf", device="cpu")
+    gets = hub.gets(WEIGHTS_NAME)
+    assert len(gets) == 2 and gets[0].range is None and gets[1].range and gets[1].range.startswith("bytes=")
+    path = cached_hub_file(TINY_REPO, WEIGHTS_NAME, tmp_path / "hf")
+    assert path.read_bytes() == hub.files[WEIGHTS_NAME]
+
+
+def test_corrupted_download_is_refused_and_deleted(hub, tmp_path):
+    hub.corrupt.add(WEIGHTS_NAME)
+    with pytest.raises(ValueError, match=f"{WEIGHTS_NAME} .*damaged or incomplete and was deleted; fetch it again"):
+        load_encoder(SPEC, allow_download=True, cache_dir=tmp_path / "hf", device="cpu")
+    assert cached_hub_file(TINY_REPO, WEIGHTS_NAME, tmp_path / "hf") is None
+    hub.corrupt.clear()
+    load_encoder(SPEC, allow_download=True, cache_dir=tmp_path / "hf", device="cpu")  # fetched again, whole
+
+
+def test_without_downloads_or_hub_the_error_names_files_urls_and_folder(hub, tmp_path):
+    with pytest.raises(CheckpointNotFound) as off:
+        load_encoder(SPEC, cache_dir=tmp_path / "hf")
+    assert "--allow-download" in str(off.value) and hub.requests == []
+    hub.stop()
+    with pytest.raises(ModelUnavailable) as gone:
+        load_encoder(SPEC, allow_download=True, cache_dir=tmp_path / "hf")
+    message = str(gone.value)
+    assert "\n" not in message and hub.url(CONFIG_NAME) in message and str(hub_model_folder(TINY_REPO)) in message
+    assert f"fetch-model {SPEC} --to DIR" in message
+
+
+def test_concurrent_callers_share_one_download(hub, tmp_path):
+    hub.hold_gets = threading.Event()
+    cache = tmp_path / "hf"
+    results, reports = [None] * 4, [[] for _ in range(4)]
+
+    def load(index):
+        results[index] = load_encoder(SPEC, allow_download=True, cache_dir=cache, device="cpu",
+                                      progress=reports[index].append).name
+
+    threads = [threading.Thread(target=load, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    while not hub.gets(CONFIG_NAME):  # all four ask while the first transfer is held
+        threading.Event().wait(0.01)
+    threading.Event().wait(0.3)
+    hub.hold_gets.set()
+    for thread in threads:
+        thread.join(60)
+    assert len(set(results)) == 1 and results[0] is not None
+    assert len(hub.gets(CONFIG_NAME)) == 1 and len(hub.gets(WEIGHTS_NAME)) == 1
+    assert all(any(r.filename == WEIGHTS_NAME for r in seen) for seen in reports)  # every caller saw progress
+
+
+def test_fetch_model_to_a_folder_then_load_offline_from_the_copy(hub, tmp_path, capsys, monkeypatch):
+    from anchordiv.cli import main
+
+    out = tmp_path / "usb-stick"
+    assert main(["fetch-model", SPEC, "--to", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "copy the contents of" in printed and str(out) in printed
+    hub.stop()
+    # "the other machine": an empty hub cache, the copy placed into anchordiv's checkpoint folder
+    from anchordiv.encoders.sources import checkpoints_root
+
+    shutil.copytree(out, checkpoints_root(), dirs_exist_ok=True)
+    encoder = load_encoder(SPEC, cache_dir=tmp_path / "empty-hub-cache", device="cpu")
+    assert encoder.name.startswith(SPEC + "@")
+    weights = hub_model_folder(TINY_REPO) / WEIGHTS_NAME
+    weights.write_bytes(b"x" + weights.read_bytes()[1:])
+    with pytest.raises(ValueError, match="damaged or incomplete"):
+        load_encoder(SPEC, cache_dir=tmp_path / "empty-hub-cache", device="cpu")
+
+
+def test_url_download_resumes_across_runs_and_is_verified(hub, tmp_path, monkeypatch):
+    import open_clip.pretrained
+
+    register_tiny_arch(tmp_path)
+    checkpoint, _ = make_tiny_checkpoint(tmp_path, seed=3)
+    data = checkpoint.read_bytes()
+    url = hub.serve_plain("tiny.pt", data)
+    monkeypatch.setitem(open_clip.pretrained._PRETRAINED, TINY_ARCH, {"loopback": open_clip.pretrained._pcfg(url=url)})
+    folder = tmp_path / "clip"
+    folder.mkdir()
+    (folder / "tiny.pt.part").write_bytes(data[:50_000])  # an earlier run stopped here
+    hub.cut_once("tiny.pt", 200_000)  # and this one loses its connection once
+    encoder = load_encoder(f"open_clip:{TINY_ARCH}", pretrained="loopback", allow_download=True, cache_dir=folder,
+                           device="cpu")
+    ranges = [seen.range for seen in hub.gets("tiny.pt")]
+    assert ranges[0] == "bytes=50000-" and len(ranges) == 2 and ranges[1].startswith("bytes=")
+    assert (folder / "tiny.pt").read_bytes() == data and not (folder / "tiny.pt.part").exists()
+    assert encoder.name.startswith(f"open_clip:{TINY_ARCH}/loopback@")
+
+    hub.corrupt.add("damaged.pt")
+    damaged_url = hub.serve_plain("damaged.pt", data)
+    with pytest.raises(ValueError, match="damaged or incomplete and was deleted"):
+        url_file(damaged_url, folder / "damaged.pt", sha256=damaged_url.split("/")[-2])
+    assert not (folder / "damaged.pt").exists() and not (folder / "damaged.pt.part").exists()
+
+
+@pytest.mark.slow
+def test_cli_embed_downloads_caches_and_fails_in_one_line_offline(tmp_path):
+    folder = tmp_path / "photos" / "cats"
+    folder.mkdir(parents=True)
+    for index, image in enumerate(pictures(2)):
+        image.save(folder / f"{index}.png")
+    env = {**os.environ, "ANCHORDIV_CACHE": str(tmp_path / "ad"), "HF_HUB_CACHE": str(tmp_path / "hf")}
+
+    def embed(out: str, **extra):
+        command = [sys.executable, "-m", "anchordiv", "embed", str(tmp_path / "photos"), "--model", SPEC,
+                   "--allow-download", "--out", str(tmp_path / out), "--device", "cpu"]
+        return subprocess.run(command, env={**env, **extra}, capture_output=True, text=True, timeout=120,
+                              cwd=REPO_ROOT)
+
+    with serve_tiny_hub(tmp_path) as hub:
+        first = embed("first.npz", **hub.env())
+        assert first.returncode == 0, first.stderr
+        endpoint = hub.env()
+    second = embed("second.npz", **endpoint)  # the hub is gone: the cache answers
+    assert second.returncode == 0, second.stderr
+    np.testing.assert_allclose(np.load(tmp_path / "first.npz")["embeddings"], np.load(tmp_path / "second.npz")["embeddings"])
+
+    fresh = embed("third.npz", **endpoint, HF_HUB_CACHE=str(tmp_path / "empty-hf"))
+    lines = fresh.stderr.strip().splitlines()
+    assert fresh.returncode == 2 and len(lines) == 1, fresh.stderr
+    assert CONFIG_NAME in lines[0] and f"{endpoint['HF_ENDPOINT']}/{TINY_REPO}/resolve/main/" in lines[0]
+    assert "hf-hub" in lines[0] and "fetch-model" in lines[0]
