@@ -158,17 +158,64 @@ def test_tag_found_in_hub_cache_offline_with_checksum(tmp_path, no_network):
 
 
 def test_bad_specs_and_architectures(no_network):
-    for spec in ("clip", "open_clip:", "open_clip", "builtin:ViT"):
-        with pytest.raises(ValueError, match="use 'builtin' or 'open_clip:<arch>'"):
+    for spec in ("clip", "open_clip:", "open_clip", "builtin:ViT", " open_clip:ViT-B-32"):
+        with pytest.raises(ValueError, match="use 'builtin', 'open_clip:<arch>'"):
             load_encoder(spec)
-    for arch in ("ViT-Z-99", f"hf-hub:{B32_REPO}"):  # hub-hosted configs would need the network
-        with pytest.raises(ValueError, match=f"open_clip has no architecture '{arch}'"):
-            load_encoder(f"open_clip:{arch}", pretrained="x.pt")
+    with pytest.raises(ValueError, match="open_clip has no architecture 'ViT-Z-99'"):
+        load_encoder("open_clip:ViT-Z-99", pretrained="x.pt")
     with pytest.raises(ValueError, match="allow_download=True"):
         load_encoder("open_clip:mt5-base-ViT-B-32", pretrained="x.pt")
     with pytest.raises(ValueError, match="own weights"):
         load_encoder("builtin", pretrained="x.pt")
     assert no_network == []
+
+
+def test_model_specs_round_trip_and_refuse_malformed_repos():
+    from anchordiv.encoders import ModelSpec, parse_model_spec
+
+    tag = parse_model_spec("open_clip:ViT-B-32", B32_TAG)
+    assert (tag.arch, tag.pretrained, tag.model, tag.label) == ("ViT-B-32", B32_TAG, "open_clip:ViT-B-32",
+                                                               f"ViT-B-32 · {B32_TAG}")
+    hub = parse_model_spec(f"open_clip:hf-hub:{B32_REPO}")
+    assert hub == ModelSpec("open_clip", hub_repo=B32_REPO) and hub.model == f"open_clip:hf-hub:{B32_REPO}"
+    assert parse_model_spec(hub) == hub and parse_model_spec("builtin").label == "built-in model"
+    for repo in ("org", "org/repo/file", "../etc", "org/..", "org/re po", "org/" + "r" * 97, "org/a--b", "/repo"):
+        with pytest.raises(ValueError, match="is not ORG/REPO"):
+            parse_model_spec(f"open_clip:hf-hub:{repo}")
+    with pytest.raises(ValueError, match="carries its own weights"):
+        parse_model_spec(f"open_clip:hf-hub:{B32_REPO}", B32_TAG)
+
+
+def test_missing_files_and_catalog_offline(no_network):
+    from anchordiv.encoders import missing_files, model_catalog
+
+    [weights] = missing_files(parse("open_clip:ViT-B-32", B32_TAG))
+    assert weights.filename == "open_clip_pytorch_model.bin" and weights.folder == checkpoint_folder("ViT-B-32", B32_TAG)
+    assert weights.url == f"https://huggingface.co/{B32_REPO}/resolve/main/open_clip_pytorch_model.bin"
+    folder = checkpoint_folder("ViT-B-32", B32_TAG)
+    folder.mkdir(parents=True)
+    (folder / "open_clip_pytorch_model.bin").write_bytes(b"weights")
+    assert missing_files(parse("open_clip:ViT-B-32", B32_TAG)) == []
+    catalog = model_catalog(estimate_sizes=False)
+    assert catalog[0].model == "builtin"
+    entry = next(e for e in catalog if (e.model, e.pretrained) == ("open_clip:ViT-B-32", B32_TAG))
+    assert entry.cached and entry.size_bytes == len(b"weights")
+    assert any(e.model.startswith("open_clip:hf-hub:") and not e.cached for e in catalog)
+    assert no_network == []
+
+
+def test_size_estimate_counts_the_architecture(tiny):
+    from anchordiv.encoders.sizes import estimated_size_bytes
+
+    model = tiny[1]
+    expected = 4 * (sum(p.numel() for p in model.parameters()) + sum(b.numel() for b in model.buffers()))
+    assert estimated_size_bytes(TINY_ARCH) == expected
+
+
+def parse(model, pretrained=None):
+    from anchordiv.encoders import parse_model_spec
+
+    return parse_model_spec(model, pretrained)
 
 
 def test_file_that_does_not_fit_the_architecture(tmp_path):
@@ -196,18 +243,15 @@ def test_base_class_contract():
         encoder.encode_texts(["wrong width"])
 
 
-def test_download_happens_only_when_allowed(tmp_path, monkeypatch, no_network):
-    import open_clip.pretrained
+def test_download_happens_only_when_allowed(tmp_path, no_network):
+    from anchordiv.encoders import ModelUnavailable
 
-    fetched = tmp_path / "fetched.bin"
-    fetched.write_bytes(b"weights")
-    calls = []
-    monkeypatch.setattr(open_clip.pretrained, "download_pretrained", lambda cfg, cache_dir=None: calls.append(cfg) or str(fetched))
-    with pytest.raises(CheckpointNotFound):
+    with pytest.raises(CheckpointNotFound) as refused:
         resolve_checkpoint("ViT-B-32", B32_TAG, cache_dir=tmp_path / "empty-hub")
-    assert calls == []
-    found = resolve_checkpoint("ViT-B-32", B32_TAG, allow_download=True, cache_dir=tmp_path / "empty-hub")
-    assert found.path == fetched and calls[0]["hf_hub"].startswith(B32_REPO)
+    assert not isinstance(refused.value, ModelUnavailable) and no_network == []
+    with pytest.raises(ModelUnavailable, match="could not be reached.*fetch-model open_clip:ViT-B-32 --pretrained"):
+        resolve_checkpoint("ViT-B-32", B32_TAG, allow_download=True, cache_dir=tmp_path / "empty-hub")
+    assert no_network  # allowed: it tried
 
 
 def test_default_device_is_the_library_default(tiny):
