@@ -164,9 +164,11 @@ def folder_gallery(folder: str | os.PathLike, encoder, labels_csv: str | os.Path
     labels["label"] = labels["label"].fillna("(top folder)")
     paths, shown = list(embedded.paths), embedded.display_paths
     style = "style" if "style" in labels.columns else None
-    # os.fsencode keeps file names that are not UTF-8 (surrogate escapes) hashable as their bytes.
+    # os.fsencode keeps file names that are not UTF-8 (surrogate escapes) hashable as their bytes. The
+    # labels are part of the content: the same images with another CSV are another gallery.
     key = f"folder|{embedded.encoder_name}|{embedded.cache_path.name}|{len(paths)}|" + hashlib.sha256(
-        b"\n".join(os.fsencode(path) for path in paths)).hexdigest()[:16]
+        b"\n".join(os.fsencode(path) for path in paths)).hexdigest()[:16] + "|labels=" + hashlib.sha256(
+        labels.to_csv(index=False).encode("utf-8", "surrogateescape")).hexdigest()[:16]
     return Gallery(
         embeddings=embedded.embeddings, labels=labels, load=lambda item: load_image(root / paths[item], name=shown[item]),
         object_column="label", name_column="label", style_column=style, key=key,

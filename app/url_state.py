@@ -15,6 +15,7 @@ from anchordiv import explorer as ex
 from anchordiv.app.cached import source_presets
 from anchordiv.cache import cache_dir
 from anchordiv.explorer import limits, links
+from anchordiv.explorer.anchors import preset_in
 from anchordiv.explorer.literal import markdown_literal
 from anchordiv.explorer.page_state import EVERY_RUN, ON_ARRIVAL, PRESET_DEFAULTS, kept_keys
 
@@ -61,8 +62,9 @@ def sidebar_fields() -> list[links.LinkField]:
 
 def view_fields(source: ex.GallerySource) -> list[links.LinkField]:
     state = st.session_state
-    now = tuple(state.get(f"preset_{side}", default) for side, default in zip("ab", PRESET_DEFAULTS))
-    return links.view_fields(len(source), source.default_query(), source_presets(source), now, linked_texts())
+    presets = source_presets(source)
+    now = tuple(preset_in(presets, state.get(f"preset_{side}", default)) for side, default in zip("ab", PRESET_DEFAULTS))
+    return links.view_fields(len(source), source.default_query(), presets, now, linked_texts())
 
 
 def follow_link(fields: list[links.LinkField], part: str) -> dict[str, Any]:
@@ -94,6 +96,8 @@ def follow_view_link(source: ex.GallerySource) -> list[links.LinkField]:
     """:func:`follow_link` for the query and the anchor sets, which need the gallery; the fields,
     for :func:`publish_link`. A link made on another gallery keeps its anchors and p, not its query."""
     state = st.session_state
+    presets = source_presets(source)
+    refresh_presets(source.key, presets)
     fields = view_fields(source)
     if "_link_read_view" not in state:
         token = st.query_params.get(links.GALLERY_PARAM)
@@ -102,11 +106,29 @@ def follow_view_link(source: ex.GallerySource) -> list[links.LinkField]:
             state.setdefault("_link_ignored", []).append(
                 "query: the link was made on another gallery or model, so its query image is not opened")
     taken = follow_link(fields, "view")
-    presets = source_presets(source)
-    for side in "ab":  # a link that names a preset and not its list means the preset's list
-        if f"preset_{side}" in taken and f"anchors_{side}" not in taken:
+    for side in "ab":
+        # A preset this gallery lacks (its styles, where it has no style column) gives way to its stand-in.
+        state[f"preset_{side}"] = preset_in(presets, state[f"preset_{side}"])
+        if f"preset_{side}" in taken and f"anchors_{side}" not in taken:  # a link that names a preset, not its list
             state[f"anchors_{side}"] = "\n".join(presets[state[f"preset_{side}"]])
     return view_fields(source)
+
+
+def refresh_presets(gallery_key: str, presets: dict[str, tuple[str, ...]]) -> None:
+    """On a change of gallery, an anchor set still filled from a preset of the last gallery (its
+    text equal to that preset's list) becomes the new gallery's list of that preset (or of its
+    stand-in, :func:`~anchordiv.explorer.anchors.preset_in`); a set the person typed stays as it is."""
+    state = st.session_state
+    last = state.get("_presets_of")
+    if last is not None and last[0] != gallery_key:
+        old = last[1]
+        for side in "ab":
+            text, chosen = state.get(f"anchors_{side}"), state.get(f"preset_{side}")
+            filled = [name for name in dict.fromkeys([chosen, *old]) if name in old and "\n".join(old[name]) == text]
+            if filled:
+                state[f"preset_{side}"] = preset_in(presets, filled[0])
+                state[f"anchors_{side}"] = "\n".join(presets[state[f"preset_{side}"]])
+    state["_presets_of"] = (gallery_key, presets)
 
 
 def link_notes() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 if TYPE_CHECKING:
     from ..gallery import Gallery
@@ -88,31 +88,60 @@ GENERIC_STYLES = ("a photo", "a sketch", "a painting", "a cartoon", "pixel art",
 
 # Gallery subcategory prefixes whose object names make up the themed presets.
 _THEMES = {"Animals": ("animal-",), "Food": ("food-", "drink"), "Vehicles": ("transport-",)}
+# The presets read from a gallery's label columns, and what stands in for each where a gallery has
+# no such column (a preset menu's default must name a preset the gallery has).
+GALLERY_NAMES, GALLERY_STYLES, GENERIC = "Gallery object names", "Gallery styles", "Generic styles (not from the gallery)"
+_STAND_INS = {GALLERY_NAMES: "Animals", GALLERY_STYLES: GENERIC}
 
 
 def anchor_presets(gallery: "Gallery | None" = None) -> dict[str, tuple[str, ...]]:
     """Named anchor lists for the explorer's preset menus.
 
-    From the gallery (when it has the labels): its object names, its styles, and its animals,
-    food and vehicles (by emoji subcategory); otherwise generic lists. Always: the paper's
-    examples (dog breeds, backgrounds, clothing, the CheXpert pathologies of Table 2).
+    From the gallery's label columns: "Gallery object names" (its name column, e.g. a folder's
+    ``label``: the subfolders or the labels CSV's label column) and "Gallery styles" (its style
+    column, e.g. a labels CSV's ``style``; absent without one, never another gallery's list),
+    said by :func:`preset_sources`; its animals, food and vehicles by emoji subcategory, else
+    generic lists. Always: generic styles and the paper's examples (dog breeds, backgrounds,
+    clothing, the CheXpert pathologies of Table 2).
     """
     presets: dict[str, tuple[str, ...]] = {}
     labels = gallery.labels if gallery is not None else None
     if gallery is not None:
-        names = labels[gallery.name_column].dropna().astype(str)
-        presets["Gallery object names"] = tuple(dict.fromkeys(names))
+        presets[GALLERY_NAMES] = _distinct(labels[gallery.name_column])
         if gallery.style_column is not None:
-            presets["Gallery styles"] = tuple(dict.fromkeys(labels[gallery.style_column].dropna().astype(str)))
-    presets.setdefault("Gallery styles", GENERIC_STYLES)
+            presets[GALLERY_STYLES] = _distinct(labels[gallery.style_column])
+    presets[GENERIC] = GENERIC_STYLES
     for theme, fallback in (("Animals", ANIMALS), ("Food", FOOD), ("Vehicles", VEHICLES)):
         themed: tuple[str, ...] = ()
         if labels is not None and "subcategory" in labels.columns:
             rows = labels["subcategory"].astype(str).str.startswith(_THEMES[theme])
-            themed = tuple(dict.fromkeys(labels.loc[rows, gallery.name_column].astype(str)))
+            themed = _distinct(labels.loc[rows, gallery.name_column])
         presets[theme] = themed or fallback
     presets["Paper: dog breeds"] = DOG_BREEDS
     presets["Paper: backgrounds"] = BACKGROUNDS
     presets["Paper: clothing"] = CLOTHING
     presets["Paper: CheXpert pathologies (Table 2)"] = CHEXPERT_PATHOLOGIES
     return presets
+
+
+def _distinct(values) -> tuple[str, ...]:
+    """The distinct values of a label column, as text, in order of first appearance."""
+    return tuple(dict.fromkeys(values.dropna().astype(str)))
+
+
+def preset_sources(gallery: "Gallery") -> dict[str, str]:
+    """Which label column each gallery preset of :func:`anchor_presets` reads, for a caption:
+    ``{"Gallery object names": "the 'label' column of the gallery's labels", ...}``."""
+    sources = {GALLERY_NAMES: f"the {gallery.name_column!r} column of the gallery's labels"}
+    if gallery.style_column is not None:
+        sources[GALLERY_STYLES] = f"the {gallery.style_column!r} column of the gallery's labels"
+    return sources
+
+
+def preset_in(presets: Mapping[str, Sequence[str]], name: str) -> str:
+    """``name`` if ``presets`` has it, else what stands in for it (generic styles for the gallery's
+    styles, generic objects for its object names), else the first preset."""
+    for candidate in (name, _STAND_INS.get(name)):
+        if candidate in presets:
+            return candidate
+    return next(iter(presets))

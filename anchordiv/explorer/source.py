@@ -21,6 +21,7 @@ import torch
 from ..grids import grid_png
 from ..search import Index
 from .anchors import anchor_presets
+from .colours import label_colour
 from .geometry import ExplorerGeometry, GeometrySpec, baseline_index
 from .maps import point_roles
 from .neighbours import agreement, neighbour_table, search_one
@@ -181,9 +182,11 @@ class MemorySource:
 
     @property
     def default_colour(self) -> str:
-        """The style, when it is a colour column."""
-        columns = self.colour_columns
-        return self.gallery.style_column if self.gallery.style_column in columns else columns[0]
+        """A label column: the style, else the object, else the name, else another that groups the
+        images (never a path: :func:`~anchordiv.explorer.colours.label_colour`)."""
+        gallery = self.gallery
+        return label_colour(gallery.labels, self.colour_columns,
+                            (gallery.style_column, gallery.object_column, gallery.name_column))
 
     @property
     def projection_rows(self) -> int:
