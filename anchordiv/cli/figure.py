@@ -32,7 +32,9 @@ def add_parser(commands) -> argparse.ArgumentParser:
                              "random:SEED, image:PATH")
     figure.add_argument("--geometries", nargs="+", required=True, metavar="G",
                         help="columns: cosine, iti, A, B, 'mix p=0.3', each anchor column with optional "
-                             "model=KIND s=SCALE (mix: weighting=NAME), quoted when it has spaces")
+                             "model=KIND s=SCALE (mix: weighting=NAME), any column with model=SPEC [pretrained=TAG] "
+                             "to rank the same images embedded by another encoder (e.g. 'cosine "
+                             "model=open_clip:ViT-B-32 pretrained=laion2b_s34b_b79k'), quoted when it has spaces")
     figure.add_argument("--out", required=True, help="the figure's file: .png, .pdf or .svg")
     for name, role, preset in ANCHOR_SETS:
         sets = figure.add_mutually_exclusive_group()
@@ -87,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
           f"{encoder.name}", flush=True)
     templates = [template_choice(*files[f"templates_{name}"], encoder=encoder) for name in ("a", "b")]
     result = compare(gallery, encoder, rows, columns, texts_a, texts_b, args.k, spec, args.weighting,
-                     prior_texts=files["prior"] or (), images=images, limits=limits, templates=templates)
+                     prior_texts=files["prior"] or (), images=images, limits=limits, templates=templates,
+                     model_for=lambda model, pretrained: _column_model(args, model, pretrained))
     data = render_figure(result, form, dpi=args.dpi, limits=limits)
     atomic_write(Path(args.out), lambda handle: handle.write(data))
     print(f"wrote {args.out}")
@@ -152,6 +155,18 @@ def _templates(value: str, option: str) -> tuple[str, str]:
     except (OSError, UnicodeError, ValueError) as error:
         raise ValueError(f"{option} {value!r}: {error}") from None
     return CUSTOM, text
+
+
+def _column_model(args: argparse.Namespace, model: str, pretrained: str | None):
+    """The world of the figure embedded by the encoder a column names (``model=SPEC``), as
+    :class:`~anchordiv.figure.ColumnModel`, with a progress bar while it embeds."""
+    from ..encoders import load_encoder
+    from ..figure import ColumnModel
+    from ..gallery import world_gallery
+
+    encoder = load_encoder(model, pretrained=pretrained, device=args.device, allow_download=args.allow_download)
+    with progress_bar(f"emoji world, {encoder.name}") as progress:
+        return ColumnModel(encoder, world_gallery(encoder, split=args.split, limit=args.limit, progress=progress))
 
 
 def _preset(gallery, name: str, option: str) -> tuple[str, ...]:

@@ -8,8 +8,9 @@ Three steps, each usable on its own:
   :func:`parse_query_row` / :class:`QueryRow` (``#12``, ``cat``, ``text:a dog in watercolor``,
   ``random:7``, ``image:PATH``, ``upload:NAME``; module :mod:`.rows`) and
   :func:`parse_geometry_column` / :class:`GeometryColumn` (``cosine``, ``iti``, ``A``, ``B``,
-  ``mix p=0.3 model=gaussian s=20 weighting=literal``; module :mod:`.columns`). ``str()`` of
-  either parses back to an equal object.
+  ``mix p=0.3 model=gaussian s=20 weighting=literal``, and any of them under another encoder:
+  ``cosine model=open_clip:ViT-B-32 pretrained=laion2b_s34b_b79k``; module :mod:`.columns`).
+  ``str()`` of either parses back to an equal object.
 * **The neighbours** (:mod:`.comparison`): :func:`compare` resolves the rows, fits each distinct
   (anchor model, scale) once through :class:`~anchordiv.explorer.geometry.ExplorerGeometry` and
   ranks the gallery for every (row, column): a :class:`CompareResult` of
@@ -32,7 +33,8 @@ Nothing here reads or writes files: image rows get their bytes from the caller (
 reads ``image:PATH``, the app passes uploads), and the figure comes back as bytes.
 """
 from .columns import BASELINES, GeometryColumn, fitted_geometries, parse_geometry_column
-from .comparison import BaselineFactory, CompareResult, CompareSettings, GeometryFactory, compare
+from .comparison import (BaselineFactory, ColumnModel, CompareResult, CompareSettings, GeometryFactory, ModelFactory,
+                         compare)
 from .layout import FigureLayout
 from .limits import DEFAULT_LIMITS, PNG_SIDE, FigureLimits, check_figure_request
 from .render import FORMATS, FRAME_COLOUR, OBJECT_COLOUR, STYLE_COLOUR, THUMB_PIXELS, figure_size, render_figure
@@ -40,8 +42,9 @@ from .rows import QUERY_KINDS, ImageEmbedder, Query, QueryRow, TextEmbedder, par
 
 __all__ = [
     "BASELINES", "DEFAULT_LIMITS", "FORMATS", "FRAME_COLOUR", "OBJECT_COLOUR", "PNG_SIDE", "QUERY_KINDS",
-    "STYLE_COLOUR", "THUMB_PIXELS", "BaselineFactory", "CompareResult", "CompareSettings", "FigureLayout",
-    "FigureLimits", "GeometryColumn", "GeometryFactory", "ImageEmbedder", "Query", "QueryRow", "TextEmbedder",
+    "STYLE_COLOUR", "THUMB_PIXELS", "BaselineFactory", "ColumnModel", "CompareResult", "CompareSettings",
+    "FigureLayout", "FigureLimits", "GeometryColumn", "GeometryFactory", "ImageEmbedder", "ModelFactory", "Query",
+    "QueryRow", "TextEmbedder",
     "check_figure_request", "compare", "figure_size", "fitted_geometries", "parse_geometry_column",
     "parse_query_row", "render_figure", "resolve_queries",
 ]

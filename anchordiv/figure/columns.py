@@ -1,12 +1,14 @@
 """A figure's geometry columns as text: :class:`GeometryColumn` (``cosine``, ``iti``, ``A``, ``B``,
-``mix p=0.3 model=gaussian s=20 weighting=literal``) and :func:`parse_geometry_column`; ``str()``
-of a column parses back to an equal one."""
+``mix p=0.3 model=gaussian s=20 weighting=literal``, ``cosine model=open_clip:ViT-B-32
+pretrained=laion2b_s34b_b79k``) and :func:`parse_geometry_column`; ``str()`` of a column parses
+back to an equal one."""
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from ..encoders.specs import BUILTIN, OPEN_CLIP_PREFIX, parse_model_spec
 from ..explorer.geometry import WEIGHTINGS, GeometrySpec
 from ..models import anchor_model_kind, list_anchor_models
 
@@ -14,13 +16,20 @@ from ..models import anchor_model_kind, list_anchor_models
 BASELINES = ("cosine", "iti")
 
 
-# Which options each column word takes: a baseline ignores anchor models; weighting only moves a mixture
-# (at p = 1 or 0 every weighting gives A or B exactly, docs/design.md §3).
-_COLUMN_OPTIONS = {"cosine": (), "iti": (), "A": ("model", "s"), "B": ("model", "s"),
-                   "mix": ("p", "model", "s", "weighting")}
+# Which options each column word takes (by attribute): a baseline ignores anchor models; weighting only
+# moves a mixture (at p = 1 or 0 every weighting gives A or B exactly, docs/design.md §3); any column
+# may rank by another encoder's embeddings.
+_ENCODER_OPTIONS = ("encoder", "pretrained")
+_COLUMN_OPTIONS = {"cosine": _ENCODER_OPTIONS, "iti": _ENCODER_OPTIONS, "A": ("model", "s", *_ENCODER_OPTIONS),
+                   "B": ("model", "s", *_ENCODER_OPTIONS), "mix": ("p", "model", "s", "weighting", *_ENCODER_OPTIONS)}
+# How the text form writes each option: model= names an anchor model or an encoder, told apart by value.
+_TEXT_NAMES = {"p": "p", "model": "model", "s": "s", "weighting": "weighting", "encoder": "model",
+               "pretrained": "pretrained"}
+ENCODER_EXAMPLE = "model=builtin, model=open_clip:ARCH pretrained=TAG or model=open_clip:hf-hub:ORG/REPO"
 
 
-COLUMN_EXAMPLE = "e.g. 'cosine', 'iti', 'A', 'B' or 'mix p=0.3 model=gaussian s=20 weighting=literal'"
+COLUMN_EXAMPLE = ("e.g. 'cosine', 'iti', 'A', 'B', 'mix p=0.3 model=gaussian s=20 weighting=literal' or "
+                  "'cosine model=open_clip:ViT-B-32 pretrained=laion2b_s34b_b79k'")
 
 
 @dataclass(frozen=True)
@@ -28,8 +37,11 @@ class GeometryColumn:
     """One column of the figure: a baseline (``"cosine"``, ``"iti"`` over the anchors of A and B) or
     an anchor geometry (``"A"`` only, ``"B"`` only, or their ``"mix"`` at weight ``p`` of A).
 
-    ``model``, ``scale`` and ``weighting`` override the figure's defaults for this column
-    (``None``: the default). Text form: :func:`parse_geometry_column`; ``str()`` gives it back.
+    ``model`` (the anchor model), ``scale`` and ``weighting`` override the figure's defaults for
+    this column (``None``: the default). ``encoder`` (a model spec such as ``"builtin"`` or
+    ``"open_clip:ViT-B-32"``, with its ``pretrained`` tag or checkpoint where it needs one) makes
+    the column rank the same images embedded by that encoder, with the anchors encoded by it
+    (``None``: the figure's encoder). Text form: :func:`parse_geometry_column`; ``str()`` gives it back.
     """
 
     kind: str
@@ -37,17 +49,20 @@ class GeometryColumn:
     model: str | None = None
     scale: float | None = None
     weighting: str | None = None
+    encoder: str | None = None
+    pretrained: str | None = None
 
     def __post_init__(self) -> None:
         _check_column(self)
 
     def __str__(self) -> str:
-        return " ".join([self.kind] + [f"{name}={value_text(value)}" for name, value in self.options().items()
-                                       if value is not None])
+        return " ".join([self.kind] + [f"{_TEXT_NAMES[name]}={value_text(value)}"
+                                       for name, value in self.options().items() if value is not None])
 
     def options(self) -> dict[str, float | str | None]:
-        """The options by their names in the text form (``None``: not given)."""
-        return {"p": self.p, "model": self.model, "s": self.scale, "weighting": self.weighting}
+        """The options (``None``: not given), by attribute (``s`` for the scale), in text order."""
+        return {"p": self.p, "model": self.model, "s": self.scale, "weighting": self.weighting,
+                "encoder": self.encoder, "pretrained": self.pretrained}
 
     @property
     def label(self) -> str:
@@ -58,7 +73,18 @@ class GeometryColumn:
         overrides = [anchor_model_kind(self.model).short if self.model else None,
                      f"s = {value_text(self.scale)}" if self.scale is not None else None, self.weighting]
         shown = [text for text in overrides if text]
-        return title + ("\n" + " · ".join(shown) if shown else "")
+        return title + ("\n" + " · ".join(shown) if shown else "") + (f"\n{self.encoder_label}" if self.encoder else "")
+
+    @property
+    def encoder_key(self) -> tuple[str, str | None] | None:
+        """``(encoder spec, pretrained)`` of a column that names its encoder, else ``None``."""
+        return None if self.encoder is None else (self.encoder, self.pretrained)
+
+    @property
+    def encoder_label(self) -> str:
+        """The encoder a column names, shortly (:attr:`~anchordiv.encoders.specs.ModelSpec.label`:
+        ``"ViT-B-32 · laion2b_s34b_b79k"``, ``"built-in model"``); empty for the figure's encoder."""
+        return "" if self.encoder is None else parse_model_spec(self.encoder, self.pretrained).label
 
     @property
     def is_baseline(self) -> bool:
@@ -74,6 +100,11 @@ class GeometryColumn:
         return self.model or default_spec.kind, float(default_spec.scale if self.scale is None else self.scale)
 
 
+def is_encoder_spec(value: str) -> bool:
+    """Whether ``model=value`` means an encoder (``builtin``, ``open_clip:...``) rather than an anchor model."""
+    return value == BUILTIN or value.startswith(OPEN_CLIP_PREFIX)
+
+
 def value_text(value: object) -> str:
     """A number as short as it can be written without losing it (``20.0`` -> ``"20"``)."""
     if isinstance(value, float):
@@ -87,9 +118,11 @@ def _check_column(column: GeometryColumn) -> None:
                          f"({COLUMN_EXAMPLE})")
     for name, value in column.options().items():
         if value is not None and name not in _COLUMN_OPTIONS[column.kind]:
-            takes = ", ".join(_COLUMN_OPTIONS[column.kind]) or "no options"
-            raise ValueError(f"{name}= does not apply to {column.kind} columns (they take {takes}); "
-                             f"drop it ({COLUMN_EXAMPLE})")
+            takes = ", ".join(f"{_TEXT_NAMES[option]}=" for option in _COLUMN_OPTIONS[column.kind]
+                              if option not in _ENCODER_OPTIONS)
+            encoders = f"{ENCODER_EXAMPLE} for another encoder"
+            raise ValueError(f"{_TEXT_NAMES[name]}= does not apply to {column.kind} columns (they "
+                             f"take {takes + ' and ' if takes else ''}{encoders}); drop it ({COLUMN_EXAMPLE})")
     if column.kind == "mix" and column.p is None:
         raise ValueError("a mix column needs the weight of A, e.g. 'mix p=0.5' (p = 1: A only, p = 0: B only)")
     if column.p is not None and not 0.0 <= column.p <= 1.0:
@@ -101,12 +134,21 @@ def _check_column(column: GeometryColumn) -> None:
         raise ValueError(f"s={value_text(column.scale)} must be a finite number > 0 (the logit scale, e.g. s=10)")
     if column.weighting is not None and column.weighting not in WEIGHTINGS:
         raise ValueError(f"unknown weighting {column.weighting!r}; use one of {', '.join(WEIGHTINGS)}")
+    if column.encoder is not None:
+        if not is_encoder_spec(column.encoder):
+            raise ValueError(f"model={column.encoder} is not an encoder; use {ENCODER_EXAMPLE}")
+        parse_model_spec(column.encoder, column.pretrained)
+    elif column.pretrained is not None:
+        raise ValueError(f"pretrained={column.pretrained} goes with the encoder it loads: add "
+                         f"model=open_clip:ARCH (e.g. model=open_clip:ViT-B-32 pretrained={column.pretrained})")
 
 
 def parse_geometry_column(text: str) -> GeometryColumn:
     """A :class:`GeometryColumn` from its text: a word (``cosine``, ``iti``, ``A``, ``B``, ``mix``;
-    any case) and ``key=value`` options (``p=``, ``model=``, ``s=``, ``weighting=``), separated by
-    spaces. Raises ``ValueError`` naming the bad part and the fix."""
+    any case) and ``key=value`` options (``p=``, ``model=``, ``s=``, ``weighting=``, ``pretrained=``),
+    separated by spaces. ``model=`` takes an anchor model (``gaussian``) or an encoder spec
+    (``builtin``, ``open_clip:ViT-B-32``), each at most once. Raises ``ValueError`` naming the bad
+    part and the fix."""
     words = str(text).split()
     if not words:
         raise ValueError(f"empty geometry column; write one, {COLUMN_EXAMPLE}")
@@ -117,13 +159,27 @@ def parse_geometry_column(text: str) -> GeometryColumn:
         if not equals or not name or not value:
             raise ValueError(f"{word!r} in {text!r} is not an option; write options as key=value without spaces, "
                              "e.g. p=0.3")
-        if name not in _COLUMN_OPTIONS["mix"]:  # a mix column takes every option
-            raise ValueError(f"unknown option {name}= in {text!r}; the options are p=, model=, s= and weighting=")
-        if name in options:
-            raise ValueError(f"{name}= is given twice in {text!r}; keep one")
-        options[name] = value
+        if name not in ("p", "model", "s", "weighting", "pretrained"):
+            raise ValueError(f"unknown option {name}= in {text!r}; the options are p=, model=, s=, weighting= "
+                             "and pretrained=")
+        key = _option_key(name, value)
+        if key in options:
+            what = {"model": "an anchor model", "encoder": "an encoder"}.get(key, "")
+            raise ValueError(f"{name}= is given twice in {text!r}{' (as ' + what + ')' if what else ''}; keep one")
+        options[key] = value
     return GeometryColumn(kind, p=_number_option(options, "p", text), model=options.get("model"),
-                          scale=_number_option(options, "s", text), weighting=options.get("weighting"))
+                          scale=_number_option(options, "s", text), weighting=options.get("weighting"),
+                          encoder=options.get("encoder"), pretrained=options.get("pretrained"))
+
+
+def _option_key(name: str, value: str) -> str:
+    """The attribute an option sets: ``model=`` sets the anchor model or, for an encoder spec, the encoder."""
+    if name == "model" and value not in list_anchor_models():
+        if not is_encoder_spec(value):
+            raise ValueError(f"unknown anchor model {value!r}; use one of {', '.join(list_anchor_models())}, or an "
+                             f"encoder: {ENCODER_EXAMPLE}")
+        return "encoder"
+    return name
 
 
 def _number_option(options: Mapping[str, str], name: str, text: str) -> float | None:
@@ -136,7 +192,8 @@ def _number_option(options: Mapping[str, str], name: str, text: str) -> float | 
 
 
 def fitted_geometries(columns: Sequence[GeometryColumn], default_spec: GeometrySpec) -> int:
-    """How many anchor geometries ``columns`` need: the distinct (model, scale) of their A, B and mix
-    columns, each unset one being ``default_spec``'s."""
-    return len({column.geometry_key(default_spec) for column in columns if not column.is_baseline})
+    """How many anchor geometries ``columns`` need: the distinct (encoder, model, scale) of their A, B
+    and mix columns, each unset one being ``default_spec``'s (or the figure's encoder)."""
+    return len({(column.encoder_key, *column.geometry_key(default_spec)) for column in columns
+                if not column.is_baseline})
 

@@ -4,8 +4,9 @@ and ranks the gallery for every cell, giving a :class:`CompareResult`."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 import torch
 
@@ -15,7 +16,8 @@ from ..models import anchor_model_kind
 from ..prompts import AS_TYPED, TemplateChoice, default_choice, encode_anchors
 from .columns import COLUMN_EXAMPLE, GeometryColumn, fitted_geometries, parse_geometry_column, value_text
 from .limits import DEFAULT_LIMITS, FigureLimits, check_figure_request
-from .rows import ROW_EXAMPLE, ImageEmbedder, Query, QueryRow, TextEmbedder, parse_query_row, resolve_queries
+from .rows import (ROW_EXAMPLE, ImageEmbedder, Query, QueryRow, TextEmbedder, image_name, parse_query_row,
+                   resolve_queries)
 from .text import clip
 
 if TYPE_CHECKING:
@@ -27,6 +29,23 @@ GeometryFactory = Callable[[str, float], ExplorerGeometry]
 
 
 BaselineFactory = Callable[[str], "Index"]
+
+
+@dataclass(frozen=True)
+class ColumnModel:
+    """What a column that names its encoder (``cosine model=SPEC``) ranks: that ``encoder`` and the
+    figure's images embedded by it (``gallery``: the same images in the same order, so ids and
+    labels are the figure's). ``geometry_for``, ``baseline_for`` and ``embed_image`` are as
+    :func:`compare` takes them, for this encoder (``None``: fitted or encoded in :func:`compare`)."""
+
+    encoder: Any
+    gallery: Gallery
+    geometry_for: GeometryFactory | None = None
+    baseline_for: BaselineFactory | None = None
+    embed_image: ImageEmbedder | None = None
+
+
+ModelFactory = Callable[[str, "str | None"], ColumnModel]
 
 
 @dataclass(frozen=True)
@@ -46,6 +65,7 @@ class CompareSettings:
     encoder: str
     templates: tuple[TemplateChoice, TemplateChoice] = (AS_TYPED, AS_TYPED)
     prior_templates: TemplateChoice = AS_TYPED
+    column_encoders: tuple[str, ...] = ()
 
     def lines(self) -> list[str]:
         """The settings as a few lines of plain text."""
@@ -59,7 +79,8 @@ class CompareSettings:
         lines.append(self.templates_line())
         lines.append(f"Anchor model {kind.short}{parameters}, s = {value_text(float(spec.scale))}, "
                      f"{self.weighting} weights, {direction}; top-{self.k}; ITI over A and B")
-        lines.append(f"Gallery: {self.gallery} · encoder {self.encoder} · made with anchordiv")
+        others = f" (columns that name a model: {', '.join(self.column_encoders)})" if self.column_encoders else ""
+        lines.append(f"Gallery: {self.gallery} · encoder {self.encoder}{others} · made with anchordiv")
         return lines
 
     def templates_line(self) -> str:
@@ -105,7 +126,7 @@ def compare(gallery: Gallery, encoder, rows: Sequence[QueryRow | str], columns: 
             geometry_for: GeometryFactory | None = None, baseline_for: BaselineFactory | None = None,
             images: Mapping[str, bytes] | None = None, embed_text: TextEmbedder | None = None,
             embed_image: ImageEmbedder | None = None, limits: FigureLimits = DEFAULT_LIMITS,
-            templates: Sequence[TemplateChoice] | None = None) -> CompareResult:
+            templates: Sequence[TemplateChoice] | None = None, model_for: ModelFactory | None = None) -> CompareResult:
     """The top-``k`` of each row under each column (rows and columns as objects or their text).
 
     A only and B only are the A/B mixture at ``p = 1`` and ``p = 0``, which is A's (B's) geometry
@@ -148,6 +169,12 @@ def compare(gallery: Gallery, encoder, rows: Sequence[QueryRow | str], columns: 
         The prompt templates of sets A and B (default: the encoder's,
         :func:`~anchordiv.prompts.default_choice`, which the prior set always gets); written under
         the figure.
+    model_for : callable, optional
+        ``model_for(spec, pretrained)``: the :class:`ColumnModel` of an encoder a column names
+        (``cosine model=open_clip:ViT-B-32``), called once per encoder; needed only by such
+        columns. Their queries are the rows' images embedded by that encoder (a gallery row's
+        image, an image or upload row), their anchors the same texts through the same templates;
+        text rows cannot be ranked there.
 
     Returns
     -------
@@ -179,10 +206,62 @@ def compare(gallery: Gallery, encoder, rows: Sequence[QueryRow | str], columns: 
     geometry_for = _once(geometry_for or _fitting_geometries(gallery, encoder, settings))
     baseline_for = _once(baseline_for or _fitting_baselines(gallery, encoder, settings))
     queries = resolve_queries(rows, gallery, encoder, images, embed_text, embed_image)
+    figure = _Ranking(encoder, gallery, geometry_for, baseline_for, queries)
+    rankings = {None: figure}
+    for column in columns:
+        if column.encoder_key not in rankings:
+            rankings[column.encoder_key] = _column_ranking(column, model_for, figure, settings, images or {})
+    settings = replace(settings, column_encoders=tuple(dict.fromkeys(
+        ranking.encoder.name for ranking in rankings.values() if ranking is not figure)))
     tables = []
-    for query in queries:
-        tables.append([_cell(query, column, gallery, settings, geometry_for, baseline_for) for column in columns])
+    for row in range(len(queries)):
+        tables.append([_cell(row, column, rankings[column.encoder_key], settings) for column in columns])
     return CompareResult(gallery, queries, columns, tables, settings)
+
+
+@dataclass(frozen=True)
+class _Ranking:
+    """One encoder's part of a figure: the gallery it embedded, its geometries and baselines (each
+    made once) and the rows' queries embedded by it."""
+
+    encoder: Any
+    gallery: Gallery
+    geometry_for: GeometryFactory
+    baseline_for: BaselineFactory
+    queries: list[Query]
+
+
+def _column_ranking(column: GeometryColumn, model_for: ModelFactory | None, figure: _Ranking,
+                    settings: CompareSettings, images: Mapping[str, bytes]) -> _Ranking:
+    """The :class:`_Ranking` of the encoder ``column`` names (the figure's own when it is the same model)."""
+    if model_for is None:
+        raise ValueError(f"column '{column}' names the encoder {column.encoder_label}, and this figure has no way "
+                         "to load another encoder; drop model= from the column")
+    model = model_for(*column.encoder_key)
+    if model.encoder.name == figure.encoder.name:
+        return figure
+    if len(model.gallery) != len(figure.gallery) or not model.gallery.labels.equals(figure.gallery.labels):
+        raise ValueError(f"column '{column}': {column.encoder_label} embedded {model.gallery.description}, not the "
+                         f"figure's {figure.gallery.description}; a column's encoder must embed the same images")
+    queries = [_query_under(query, column, model, images) for query in figure.queries]
+    return _Ranking(model.encoder, model.gallery,
+                    _once(model.geometry_for or _fitting_geometries(model.gallery, model.encoder, settings)),
+                    _once(model.baseline_for or _fitting_baselines(model.gallery, model.encoder, settings)), queries)
+
+
+def _query_under(query: Query, column: GeometryColumn, model: ColumnModel, images: Mapping[str, bytes]) -> Query:
+    """``query`` with its image embedded by ``model``'s encoder: a gallery row's own row of
+    ``model.gallery``, an image or upload row's bytes encoded again."""
+    if query.gallery_id is not None:
+        return replace(query, vector=model.gallery.embeddings[query.gallery_id].numpy())
+    if query.image is None:
+        raise ValueError(f"row '{query.row}' is a text, and column '{column}' ranks the images embedded by another "
+                         f"encoder ({column.encoder_label}) for the same query image: use a gallery image, an image "
+                         "or an upload as the row, or drop model= from the column")
+    data, name = images[query.row.value], image_name(query.row)
+    if model.embed_image is not None:
+        return replace(query, vector=np.asarray(model.embed_image(data, name)))
+    return replace(query, vector=model.encoder.encode_images([query.image])[0].numpy())
 
 
 def _once(factory: Callable) -> Callable:
@@ -220,17 +299,17 @@ def _set_embeddings(encoder, settings: CompareSettings) -> list[torch.Tensor]:
             for texts, choice in zip((settings.texts_a, settings.texts_b), settings.templates)]
 
 
-def _cell(query: Query, column: GeometryColumn, gallery: Gallery, settings: CompareSettings,
-          geometry_for: GeometryFactory, baseline_for: BaselineFactory) -> pd.DataFrame:
-    """The neighbour table of ``query`` under ``column``."""
+def _cell(row: int, column: GeometryColumn, ranking: _Ranking, settings: CompareSettings) -> pd.DataFrame:
+    """The neighbour table of query ``row`` under ``column``, in the encoder's ``ranking``."""
+    query = ranking.queries[row]
     if column.is_baseline:
-        index, value_name = baseline_for(column.kind), "similarity"
+        index, value_name = ranking.baseline_for(column.kind), "similarity"
     else:
-        geometry = geometry_for(*column.geometry_key(settings.spec))
+        geometry = ranking.geometry_for(*column.geometry_key(settings.spec))
         _check_sets(column, geometry)
         index, value_name = geometry.index_at(column.weight(), column.weighting or settings.weighting), "divergence"
     values, ids = search_one(index, torch.as_tensor(query.vector), settings.k, exclude=query.gallery_id)
-    return neighbour_table(values, ids, gallery, query.labels, value_name)
+    return neighbour_table(values, ids, ranking.gallery, query.labels, value_name)
 
 
 def _check_sets(column: GeometryColumn, geometry: ExplorerGeometry) -> None:

@@ -172,6 +172,11 @@ def _gallery_query(row: QueryRow, item: int, gallery: Gallery) -> Query:
                  f"#{item} {gallery.caption(item)}")
 
 
+def image_name(row: QueryRow) -> str:
+    """The file name of an image or upload row (its path's last part, either slash)."""
+    return str(row.value).replace("\\", "/").rsplit("/", 1)[-1]
+
+
 def _outside_query(row: QueryRow, images: Mapping[str, bytes], embed_text: TextEmbedder,
                    embed_image: ImageEmbedder) -> Query:
     if row.kind == "text":
@@ -179,7 +184,7 @@ def _outside_query(row: QueryRow, images: Mapping[str, bytes], embed_text: TextE
     if row.value not in images:
         fix = "upload it again" if row.kind == "upload" else "give the path of an image file"
         raise ValueError(f"query '{row}': no image data for {row.value!r}; {fix}")
-    data, name = images[row.value], str(row.value).replace("\\", "/").rsplit("/", 1)[-1]
+    data, name = images[row.value], image_name(row)
     image = query_image_from_upload(data, name)
     return Query(row, np.asarray(embed_image(data, name)), None, None, image, f"{row.kind} {name}")
 
