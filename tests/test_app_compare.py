@@ -156,3 +156,41 @@ def test_the_figure_travels_in_the_link(library):
     rows, columns = again.session_state["compare_rows"], again.session_state["compare_columns"]
     assert_page_shows(again, expected(library, rows, columns, k=5))
     assert shown_table(again)["gallery_id"].tolist()[:3] == shown["gallery_id"].tolist()[:3]
+
+
+def test_a_column_may_name_another_encoder(library, tmp_path, monkeypatch):
+    """The built-in model beside the tiny open_clip model (tests/tiny_open_clip.py) on a small folder:
+    the page's figure is the library's, loaded through the app's own cached encoder."""
+    import numpy as np
+    from PIL import Image
+
+    from anchordiv.encoders import load_encoder
+    from anchordiv.gallery import folder_gallery
+    from tiny_open_clip import TINY_ARCH, make_tiny_checkpoint
+
+    folder = tmp_path / "images"
+    for number in range(36):
+        (folder / f"label-{number % 3}").mkdir(parents=True, exist_ok=True)
+        pixels = np.random.default_rng(number).integers(0, 256, (20, 20, 3), dtype=np.uint8)
+        Image.fromarray(pixels).save(folder / f"label-{number % 3}" / f"{number}.png")
+    checkpoint, _ = make_tiny_checkpoint(tmp_path)
+    named = f"cosine model=open_clip:{TINY_ARCH} pretrained={checkpoint}"
+    monkeypatch.setenv("ANCHORDIV_ALLOW_ANY_PATH", "1")
+    app = open_compare()
+    app.radio(key="gallery_source").set_value("Image folder").run()
+    app.text_input(key="folder_path").set_value(str(folder)).run()
+    app.session_state["compare_rows"] = ["#0", "#20"]
+    app.text_input(key="compare_custom").input(named).run()
+    app.multiselect(key="compare_columns").set_value(["cosine", named]).run()
+    builtin = library["encoder"]
+    gallery = folder_gallery(folder, builtin)
+    presets = ex.anchor_presets(gallery)
+    result = fg.compare(gallery, builtin, ["#0", "#20"], ["cosine", named], presets["Gallery object names"],
+                        presets["Generic styles (not from the gallery)"], 5, ex.GeometrySpec(scale=10.0),
+                        model_for=lambda spec, pretrained: fg.ColumnModel(
+                            tiny := load_encoder(spec, pretrained, "cpu"), folder_gallery(folder, tiny)))
+    assert_page_shows(app, result)
+    assert result.tables[0][0].gallery_id.tolist() != result.tables[0][1].gallery_id.tolist()
+    app.session_state["compare_rows"] = ["text:a red square"]
+    app.run()
+    assert any("is a text, and column" in plain(error.value) for error in app.error)

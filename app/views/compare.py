@@ -16,7 +16,7 @@ import streamlit as st
 from anchordiv import explorer as ex
 from anchordiv import figure as fg
 from anchordiv.app import cached, sidebar
-from anchordiv.app.anchor_inputs import anchor_templates, anchor_texts, geometry_for, geometry_spec
+from anchordiv.app.anchor_inputs import anchor_templates, anchor_texts, fitted_geometry, geometry_for, geometry_spec
 from anchordiv.app.errors import ERROR_CHARS, attempt
 from anchordiv.app.query_inputs import caption_of
 from anchordiv.app.url_state import follow_link, link_notes, publish_link, share_box, sidebar_fields
@@ -130,7 +130,9 @@ def column_controls() -> None:
     st.text_input("Add a custom column", key="compare_custom", on_change=add_custom_column, max_chars=limits.TEXT_CHARS,
                   placeholder="e.g. mix p=0.3 model=gaussian s=20 weighting=literal",
                   help="cosine, iti, A, B or mix p=…; A, B and mix take model=KIND and s=SCALE, mix also "
-                       f"weighting=NAME. Models: {', '.join(list_anchor_models())}.")
+                       f"weighting=NAME. Models: {', '.join(list_anchor_models())}. Any column may take "
+                       "model=SPEC (builtin, open_clip:ARCH pretrained=TAG, open_clip:hf-hub:ORG/REPO): the same "
+                       "images and anchors under that encoder, for image rows.")
     if st.session_state.get("compare_custom_error"):
         st.error(markdown_literal(st.session_state.compare_custom_error, ERROR_CHARS))
 
@@ -142,6 +144,21 @@ def usable_columns() -> list[fg.GeometryColumn]:
 
 
 # -- the figure -----------------------------------------------------------------------------------
+def column_model(choices: dict, spec: str, pretrained: str | None, texts_a: tuple[str, ...],
+                 texts_b: tuple[str, ...], templates) -> fg.ColumnModel:
+    """The sidebar's gallery embedded by the encoder a column names (``cosine model=SPEC``), with
+    the app's cached geometries (the figure's anchors and ``templates``), baselines and upload embeddings."""
+    encoder = cached.get_encoder(spec, pretrained)
+    source = cached.memory_source(sidebar.load_gallery_for(choices, encoder))
+    prior = ex.parse_anchor_text(choices["prior_text"]).anchors
+    return fg.ColumnModel(
+        encoder, source.gallery,
+        geometry_for=lambda kind, scale: fitted_geometry(source, encoder, texts_a, texts_b,
+                                                         geometry_spec(choices, kind, scale), prior, templates),
+        baseline_for=lambda kind: cached.get_baseline(kind, source, encoder, texts_a + texts_b if kind == "iti" else ()),
+        embed_image=embedders(encoder)[1])
+
+
 def figure_key(result: fg.CompareResult) -> str:
     """Names ``result``'s content (settings, columns, query vectors and neighbours), for the preview's cache."""
     digest = hashlib.sha256(repr((result.settings, [str(c) for c in result.columns], result.gallery.key)).encode())
@@ -206,8 +223,9 @@ def main() -> None:
         prior_texts=ex.parse_anchor_text(choices["prior_text"]).anchors,
         geometry_for=lambda kind, scale: geometry_for(choices, source, encoder, texts_a, texts_b, kind, scale),
         baseline_for=lambda kind: cached.get_baseline(kind, source, encoder, texts_a + texts_b if kind == "iti" else ()),
-        images=state[UPLOADS], embed_text=embed_text, embed_image=embed_image, templates=anchor_templates(encoder)),
-        "Cannot build the figure")
+        images=state[UPLOADS], embed_text=embed_text, embed_image=embed_image, templates=anchor_templates(encoder),
+        model_for=lambda spec, pretrained: column_model(choices, spec, pretrained, texts_a, texts_b,
+                                                        anchor_templates(encoder))), "Cannot build the figure")
     if result is None:
         return
     st.image(preview_png(figure_key(result), result), width="stretch")
