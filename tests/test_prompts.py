@@ -182,7 +182,9 @@ def test_the_command_takes_templates_and_writes_them_under_the_figure(library, t
     out = tmp_path / "figure.svg"
     code = main(["figure", "--queries", "#3", "--geometries", "A", "B", "-k", "2", "--templates", "photo",
                  "--templates-b", str(own), *WORLD, "--out", str(out)])
-    assert code == 0, capsys.readouterr().err
+    error = capsys.readouterr().err
+    assert code == 0, error
+    assert "anchors B: 100%" in error and "anchors A" not in error  # a bar for a set through several templates
     drawn = " ".join(ElementTree.fromstring(out.read_bytes()).itertext())
     assert "Anchors A encoded as 'a photo of a {}.'; B as the mean of 2 own templates" in drawn
 

@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     from ..explorer import GeometrySpec
     from ..figure import compare, render_figure
     from ..gallery import world_gallery
-    from ..prompts import template_choice
+    from ..prompts import encode_anchors, template_choice
 
     form, rows, columns, images, files, limits = _checked_inputs(args)
     encoder = load_encoder(args.model, pretrained=args.pretrained, device=args.device,
@@ -88,6 +88,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"anchordiv figure: {len(rows)} row(s) x {len(columns)} column(s), top-{args.k}, {gallery.description}, "
           f"{encoder.name}", flush=True)
     templates = [template_choice(*files[f"templates_{name}"], encoder=encoder) for name in ("a", "b")]
+    for name, texts, choice in zip("AB", (texts_a, texts_b), templates):
+        if len(choice.templates) > 1:  # minutes on a CPU for a large set: shown here, then read from the text cache
+            with progress_bar(f"anchors {name}") as progress:
+                encode_anchors(encoder, texts, choice, progress)
     result = compare(gallery, encoder, rows, columns, texts_a, texts_b, args.k, spec, args.weighting,
                      prior_texts=files["prior"] or (), images=images, limits=limits, templates=templates,
                      model_for=lambda model, pretrained: _column_model(args, model, pretrained))
