@@ -16,7 +16,8 @@ import torch
 
 from anchordiv import explorer as ex
 from anchordiv import projection
-from anchordiv.encoders import load_encoder
+from anchordiv.encoders import load_encoder, model_catalog
+from anchordiv.explorer.launch import LaunchOptions
 from anchordiv.gallery import Gallery, folder_gallery, world_gallery
 from anchordiv.models import anchor_model_kind
 from anchordiv.prompts import AS_TYPED, TemplateChoice, encode_anchors
@@ -44,10 +45,16 @@ def share_the_cores() -> None:
         torch.set_num_threads(threads)
 
 
+def launch_options() -> LaunchOptions:
+    """What this server was started with: its data roots, whether it may download models, the
+    model and folder it opens on (fixed for the life of the process; read on each run because it
+    is cheap and keeps tests independent)."""
+    return LaunchOptions.from_launch(sys.argv[1:], os.environ)
+
+
 def data_roots() -> ex.DataRoots:
-    """The folders this server may open, from its launch options and environment (fixed for the
-    life of the process; read on each run because it is cheap and keeps tests independent)."""
-    return ex.DataRoots.from_launch(sys.argv[1:], os.environ)
+    """The folders this server may open (:func:`launch_options`)."""
+    return launch_options().roots
 
 
 def world_slice() -> tuple[str, int | None]:
@@ -59,8 +66,27 @@ def world_slice() -> tuple[str, int | None]:
 
 # -- models and galleries ----------------------------------------------------------------------------
 @st.cache_resource(show_spinner="Loading the model…", max_entries=4)
-def get_encoder(spec: str, pretrained: str | None):
-    return load_encoder(spec, pretrained=pretrained or None, device="cpu")
+def get_encoder(spec: str, pretrained: str | None, allow_download: bool = False):
+    """The encoder ``spec`` names, on the server's device (CUDA when available, else CPU), from
+    files on this machine (:func:`model_downloads` fetches the weights first); ``allow_download``
+    lets a model whose tokenizer lives on the hub fetch it."""
+    return load_encoder(spec, pretrained=pretrained or None, allow_download=allow_download)
+
+
+@st.cache_resource(show_spinner="Listing open_clip's models…", ttl=60)
+def model_menu() -> list:
+    """The models the sidebar offers (:func:`~anchordiv.encoders.model_catalog`), with no size
+    estimates: building every architecture to count its parameters takes half a minute, too long for
+    a first page; a missing model's own estimate is shown when it is chosen. Listed again after a
+    minute, so that a model downloaded since shows as on disk."""
+    return model_catalog(estimate_sizes=False)
+
+
+@st.cache_resource(show_spinner=False)
+def model_downloads() -> ex.SharedBuilds:
+    """The server's model downloads: one per model however many visitors ask, its progress shown
+    to each who waits."""
+    return ex.SharedBuilds()
 
 
 @st.cache_resource(show_spinner=False)

@@ -3,6 +3,7 @@ geometry, as plain values; and the encoder and gallery source they name, opened 
 (an error box naming the fix, and a stop, when they cannot be)."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -12,8 +13,10 @@ from anchordiv import explorer as ex
 from anchordiv.app import cached
 from anchordiv.app.errors import attempt
 from anchordiv.app.url_state import follow_link, sidebar_fields
-from anchordiv.explorer.page_state import BUILTIN, DIRECTIONS, FOLDER, OPEN_CLIP, SETTINGS, STORE
+from anchordiv.app.model_choice import follow_model, load_encoder_for, model_choices
+from anchordiv.explorer.page_state import DIRECTIONS, FOLDER, SETTINGS, STORE
 from anchordiv.gallery import Gallery
+from anchordiv.explorer.launch import LaunchOptions
 from anchordiv.images import display_name
 from anchordiv.models import anchor_model_kind
 
@@ -42,16 +45,7 @@ def data_choices(bar, roots: ex.DataRoots) -> dict[str, Any]:
             choices["labels_csv"] = bar.selectbox("Labels CSV (optional)", [str(path) for path in csvs], index=None,
                                                   key="folder_labels_choice", placeholder="none",
                                                   format_func=display_name)
-    choices["model"] = bar.radio("Model", SETTINGS["model_source"].options, key="model_source")
-    if choices["model"] == OPEN_CLIP:
-        choices["arch"] = bar.text_input("Architecture", value=SETTINGS["openclip_arch"].default, key="openclip_arch")
-        if roots.allow_any_path:
-            choices["checkpoint"] = bar.text_input("Checkpoint file or pretrained tag", key="openclip_checkpoint")
-        else:
-            choices["checkpoint"] = bar.selectbox("Checkpoint file", [str(path) for path in roots.checkpoints()],
-                                                  index=None, key="checkpoint_choice",
-                                                  placeholder="choose a checkpoint from the data folders",
-                                                  format_func=display_name)
+    choices |= model_choices(bar, roots)
     return choices
 
 
@@ -82,14 +76,34 @@ def geometry_choices(bar) -> dict[str, Any]:
 
 def sidebar() -> dict[str, Any]:
     """Every sidebar choice as plain values. The geometry settings follow the page's link."""
-    follow_link(sidebar_fields(), "sidebar")
+    linked = follow_link(sidebar_fields(), "sidebar")
     bar = st.sidebar
     bar.title("⚓ anchordiv explorer")
     bar.subheader("Data and model")
-    roots = attempt(cached.data_roots, "This server's data folders are misconfigured", stop=True)
-    choices = data_choices(bar, roots)
+    launch = attempt(cached.launch_options, "This server's launch options are misconfigured", stop=True)
+    follow_launch(launch)
+    follow_model(linked, launch)
+    choices = data_choices(bar, launch.roots)
     bar.subheader("Geometry")
     return choices | geometry_choices(bar)
+
+
+def follow_launch(launch: LaunchOptions) -> None:
+    """On a session's first run, the image folder the server was launched with (``--folder``)."""
+    state = st.session_state
+    if "_launch_followed" in state or not launch.folder:
+        state["_launch_followed"] = True
+        return
+    state["_launch_followed"] = True
+    folder = attempt(lambda: launch.roots.confine(launch.folder, "launch folder"), "The server's --folder cannot be used")
+    if folder is None:
+        return
+    labels = launch.labels_csv and str(Path(launch.labels_csv).expanduser().resolve())
+    state["gallery_source"] = FOLDER
+    if launch.roots.allow_any_path:
+        state["folder_path"], state["folder_labels"] = str(folder), labels or ""
+    else:
+        state["folder_choice"], state["folder_labels_choice"] = str(folder), labels
 
 
 def no_data_folders() -> None:
@@ -97,25 +111,6 @@ def no_data_folders() -> None:
             "`streamlit run` line) or `ANCHORDIV_DATA_ROOTS=DIR` to offer them, or `--allow-any-path` "
             "for a local session that may open any path.")
     st.stop()
-
-
-def load_encoder_for(choices: dict[str, Any]):
-    if choices["model"] == BUILTIN:
-        return attempt(lambda: cached.get_encoder("builtin", None), "Could not load the built-in model", stop=True)
-    roots = cached.data_roots()
-    if roots.opens_nothing:
-        no_data_folders()
-    if not choices.get("checkpoint"):
-        st.info("Choose an open_clip checkpoint file in the sidebar"
-                + (" (or a pretrained tag whose file is on this machine)." if roots.allow_any_path else "."))
-        st.stop()
-
-    def load():
-        # A free path may also be a pretrained tag, so only confined mode resolves it as a file.
-        checkpoint = choices["checkpoint"] if roots.allow_any_path else str(roots.confine(choices["checkpoint"], "checkpoint"))
-        return cached.get_encoder(f"open_clip:{choices['arch']}", checkpoint)
-
-    return attempt(load, "Could not load the open_clip model", stop=True)
 
 
 def load_source_for(choices: dict[str, Any], encoder) -> ex.GallerySource:

@@ -274,11 +274,11 @@ def test_five_thousand_anchors(library):
 def test_missing_checkpoint_and_broken_folder(library, tmp_path, monkeypatch):
     monkeypatch.setenv("ANCHORDIV_ALLOW_ANY_PATH", "1")  # the local mode, in which paths are typed
     app = start()
-    app.radio(key="model_source").set_value("open_clip (local checkpoint)").run()
+    app.radio(key="model_source").set_value("open_clip checkpoint file").run()
     assert not app.exception
     app.text_input(key="openclip_checkpoint").set_value(str(tmp_path / "missing.pt")).run()
     assert not app.exception and any("open_clip" in plain(error.value) for error in app.error)
-    app.radio(key="model_source").set_value("Built-in").run()
+    app.radio(key="model_source").set_value("Built-in (emoji drawings)").run()
     folder = tmp_path / "images"
     for label, colour in (("red", (220, 20, 20)), ("blue", (20, 20, 220))):
         (folder / label).mkdir(parents=True)
@@ -319,7 +319,7 @@ def test_folders_and_checkpoints_come_from_the_data_roots_only(library, tmp_path
     assert str(images.resolve()) in options and not any("private" in option for option in options)
     app.selectbox(key="folder_choice").set_value(str(images.resolve())).run()
     assert not app.exception and not app.error and len(neighbours(app)) == 10
-    app.radio(key="model_source").set_value("open_clip (local checkpoint)").run()
+    app.radio(key="model_source").set_value("open_clip checkpoint file").run()
     assert not app.exception and not [box for box in app.text_input if box.key == "openclip_checkpoint"]
     assert app.selectbox(key="checkpoint_choice").options == [str((root / "broken.pt").resolve())]
     app.selectbox(key="checkpoint_choice").set_value(str((root / "broken.pt").resolve())).run()
@@ -493,7 +493,7 @@ def test_free_paths_never_hang(library, tmp_path, monkeypatch, field, make, expe
         app.radio(key="gallery_source").set_value("Image folder").run()
         app.text_input(key="folder_path").set_value(make(tmp_path)).run()
     else:
-        app.radio(key="model_source").set_value("open_clip (local checkpoint)").run()
+        app.radio(key="model_source").set_value("open_clip checkpoint file").run()
         app.text_input(key="openclip_checkpoint").set_value(make(tmp_path)).run()
     assert not app.exception
     errors = " ".join(plain(error.value) for error in app.error)

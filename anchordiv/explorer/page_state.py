@@ -31,7 +31,11 @@ SIDEBAR, VIEW, COMPARE, LEARN = "sidebar", "view", "compare", "learn"
 ON_ARRIVAL, EVERY_RUN = "on arrival", "every run"
 
 WORLD, FOLDER, STORE = "Built-in emoji world", "Image folder", "Gallery store"
-BUILTIN, OPEN_CLIP = "Built-in", "open_clip (local checkpoint)"
+# The model menu: the built-in model, an open_clip pretrained tag, an open_clip model on the Hugging
+# Face hub, or a checkpoint file (under the data roots, or typed in local mode).
+BUILTIN, PRETRAINED, HUB, OPEN_CLIP = ("Built-in (emoji drawings)", "open_clip pretrained",
+                                      "open_clip on the Hugging Face hub", "open_clip checkpoint file")
+DEFAULT_PRETRAINED = "ViT-B-32/laion2b_s34b_b79k"
 # The direction radio's labels, by the word a link carries; the first is the default.
 DIRECTIONS = {"forward": "Query first: KL(p_query ‖ p_neighbour)", "reverse": "Reverse: KL(p_neighbour ‖ p_query)"}
 GALLERY_QUERY, UPLOAD_QUERY, TEXT_QUERY = "Gallery image", "Upload", "Text"
@@ -113,8 +117,13 @@ _TABLE = (
     _data("gallery_source", WORLD, (WORLD, FOLDER, STORE)),
     _data("folder_path", ""), _data("folder_labels", ""), _data("folder_choice"), _data("folder_labels_choice"),
     _data("store_path", ""), _data("store_choice"),
-    _data("model_source", BUILTIN, (BUILTIN, OPEN_CLIP)),
+    _data("model_source", BUILTIN, (BUILTIN, PRETRAINED, HUB, OPEN_CLIP)),
+    _data("openclip_pretrained", DEFAULT_PRETRAINED), _data("hub_repo", ""), _data("hub_suggestion"),
     _data("openclip_arch", "ViT-B-32"), _data("openclip_checkpoint", ""), _data("checkpoint_choice"),
+    # The model as its spec string (anchordiv.encoders.specs), which links carry; a checkpoint
+    # file's path travels in none. Written by the sidebar on every run, not a widget.
+    Setting("encoder", "builtin", "encoder", SIDEBAR, kept=None),
+    Setting("encoder_pretrained", "", "pretrained", SIDEBAR, kept=None),
     # -- the geometry (the sidebar, in every page's link) --
     _choice("model_kind", "model", SIDEBAR, tuple(list_anchor_models())),
     _number("scale", "scale", SIDEBAR, 10.0, 1.0, 100.0, step=1.0),

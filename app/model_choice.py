@@ -1,0 +1,181 @@
+"""The sidebar's model: the built-in model, an open_clip pretrained tag, an open_clip model on the
+Hugging Face hub, or a checkpoint file under the data roots; the download of its weights where the
+server allows one, watched by every visitor who waits for it; and the encoder, on the server's device.
+
+The choice is one spec string (:mod:`anchordiv.encoders.specs`), the same as the command line's
+``--model`` / ``--pretrained``, and links carry it (a checkpoint file's path travels in none)."""
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from anchordiv.app import cached
+from anchordiv.app.errors import ERROR_CHARS, attempt
+from anchordiv.device import describe_device
+from anchordiv.encoders import CatalogEntry, ModelSpec, fetch_model, missing_files, parse_model_spec
+from anchordiv.explorer.launch import LaunchOptions
+from anchordiv.explorer.literal import markdown_literal, shown
+from anchordiv.explorer.page_state import BUILTIN, HUB, OPEN_CLIP, PRETRAINED, SETTINGS
+from anchordiv.images import display_name
+
+
+def catalog() -> dict[str, CatalogEntry]:
+    """The catalog's entries by menu token: ``ARCH/TAG`` for pretrained tags, the spec for the rest
+    (:func:`~anchordiv.app.cached.model_menu`)."""
+    return {entry_token(entry): entry for entry in cached.model_menu()}
+
+
+def entry_token(entry: CatalogEntry) -> str:
+    return f"{entry.model.removeprefix('open_clip:')}/{entry.pretrained}" if entry.pretrained else entry.model
+
+
+def spec_of(choices: dict[str, Any]) -> ModelSpec | None:
+    """The chosen model as a spec (``None`` for a checkpoint file, which is a path, or nothing chosen yet)."""
+    if choices["model"] == BUILTIN:
+        return parse_model_spec("builtin")
+    if choices["model"] == PRETRAINED and choices.get("pretrained_choice"):
+        arch, tag = choices["pretrained_choice"].rsplit("/", 1)
+        return parse_model_spec(f"open_clip:{arch}", tag)
+    if choices["model"] == HUB and choices.get("hub_repo"):
+        return parse_model_spec(f"open_clip:hf-hub:{choices['hub_repo'].strip()}")
+    return None
+
+
+def apply_spec(spec: ModelSpec) -> None:
+    """Set the model widgets to show ``spec`` (from a link or a launch option)."""
+    state = st.session_state
+    if spec.family == "builtin":
+        state["model_source"] = BUILTIN
+    elif spec.hub_repo:
+        state["model_source"], state["hub_repo"] = HUB, spec.hub_repo
+    elif spec.pretrained and f"{spec.arch}/{spec.pretrained}" in catalog():
+        state["model_source"], state["openclip_pretrained"] = PRETRAINED, f"{spec.arch}/{spec.pretrained}"
+    else:
+        state["model_source"], state["openclip_arch"] = OPEN_CLIP, spec.arch
+        state["openclip_checkpoint"] = spec.pretrained or ""
+
+
+def follow_model(linked: dict[str, Any], launch: LaunchOptions) -> None:
+    """On a session's first run: the model a link names, else the one the server was launched with."""
+    state = st.session_state
+    if "_model_followed" in state:
+        return
+    state["_model_followed"] = True
+    wanted = ((linked["encoder"], linked.get("encoder_pretrained") or None) if "encoder" in linked
+              else (launch.model, launch.pretrained))
+    if wanted[0]:
+        spec = attempt(lambda: parse_model_spec(*wanted), "The link's model cannot be used")
+        if spec is not None:
+            apply_spec(spec)
+
+
+def model_choices(bar, roots) -> dict[str, Any]:
+    """The model widgets' values as plain values; the spec they name is written to the state
+    for the page's link."""
+    state = st.session_state
+    choices: dict[str, Any] = {"model": bar.radio("Model", SETTINGS["model_source"].options, key="model_source")}
+    if choices["model"] == PRETRAINED:
+        entries = catalog()
+        choices["pretrained_choice"] = bar.selectbox(
+            "Architecture and pretrained tag", list(entries), key="openclip_pretrained",
+            format_func=lambda token: entries[token].label)
+    elif choices["model"] == HUB:
+        def suggest() -> None:
+            state["hub_repo"] = state["hub_suggestion"] or state.get("hub_repo", "")
+
+        bar.selectbox("Suggested repos", [entry.model.removeprefix("open_clip:hf-hub:") for entry in cached.model_menu()
+                                          if "hf-hub:" in entry.model], index=None, key="hub_suggestion",
+                      on_change=suggest, placeholder="SigLIP, MobileCLIP, …")
+        choices["hub_repo"] = bar.text_input("Hugging Face repo (ORG/REPO)", key="hub_repo",
+                                             max_chars=SETTINGS["hub_repo"].max_chars, placeholder="ORG/REPO")
+    elif choices["model"] == OPEN_CLIP:
+        choices["arch"] = bar.text_input("Architecture", key="openclip_arch")
+        choices["checkpoint"] = (bar.text_input("Checkpoint file", key="openclip_checkpoint") if roots.allow_any_path
+                                 else bar.selectbox("Checkpoint file", [str(path) for path in roots.checkpoints()],
+                                                    index=None, key="checkpoint_choice",
+                                                    placeholder="choose a checkpoint from the data folders",
+                                                    format_func=display_name))
+    spec = attempt(lambda: spec_of(choices), "That model name cannot be used")
+    choices["spec"] = spec
+    state["encoder"], state["encoder_pretrained"] = (spec.model, spec.pretrained or "") if spec else ("builtin", "")
+    return choices
+
+
+def load_encoder_for(choices: dict[str, Any]):
+    """The chosen encoder, on the server's device; its weights downloaded first where they are
+    missing and the server allows it (an info box naming the files and where to put them where it
+    does not); a stop while nothing loadable is chosen."""
+    launch = cached.launch_options()
+    if choices["model"] == OPEN_CLIP:
+        return load_checkpoint(choices, launch.roots)
+    spec = choices.get("spec")
+    if spec is None:
+        st.info("Choose or type a Hugging Face repo (ORG/REPO) of an open_clip model in the sidebar."
+                if choices["model"] == HUB else "Choose a model in the sidebar.")
+        st.stop()
+    if spec.family != "builtin":
+        ensure_files(spec, launch.allow_download)
+    encoder = attempt(lambda: cached.get_encoder(spec.model, spec.pretrained, launch.allow_download),
+                      f"Could not load {shown(spec.label)}", stop=True)
+    st.sidebar.caption(f"Encoding on {describe_device(encoder.device)}.")
+    return encoder
+
+
+def load_checkpoint(choices: dict[str, Any], roots):
+    """An open_clip architecture with a checkpoint file from the data roots (or typed, in local mode)."""
+    if roots.opens_nothing:
+        st.info("This server offers no checkpoint files: start it with `--data-root DIR` to offer those under "
+                "DIR, or choose an open_clip pretrained model or a Hugging Face repo.")
+        st.stop()
+    if not choices.get("checkpoint"):
+        st.info("Choose an open_clip checkpoint file in the sidebar.")
+        st.stop()
+
+    def load():
+        checkpoint = str(roots.confine(choices["checkpoint"], "checkpoint"))
+        return cached.get_encoder(f"open_clip:{choices['arch'].strip()}", checkpoint)
+
+    return attempt(load, "Could not load the open_clip model", stop=True)
+
+
+def ensure_files(spec: ModelSpec, allow_download: bool) -> None:
+    """Nothing when the model's files are on this machine. Else a download (one per model for the
+    whole server: a visitor arriving meanwhile watches the same progress bar), where the server
+    allows it and a visitor asks; or an info box saying which files to put where; then a stop."""
+    missing = attempt(lambda: missing_files(spec), f"Could not look up {shown(spec.label)}", stop=True)
+    downloads = cached.model_downloads()
+    if not missing and not downloads.running(spec.model + "|" + (spec.pretrained or "")):
+        return
+    if not allow_download:
+        st.info(markdown_literal(offline_text(spec, missing), ERROR_CHARS))
+        st.stop()
+    key = spec.model + "|" + (spec.pretrained or "")
+    if not downloads.running(key):
+        st.info(markdown_literal(f"{spec.label}: its files are not on this server yet: "
+                                 + "; ".join(file.text() for file in missing) + ".", ERROR_CHARS))
+        if not st.button("Download and load", key="model_download", type="primary"):
+            st.stop()
+    download(spec, key)
+    st.rerun()
+
+
+def download(spec: ModelSpec, key: str) -> None:
+    """The model's files fetched (or a running fetch joined), with a progress bar of bytes, speed
+    and time left; an error box naming the fix when it fails."""
+    downloads = cached.model_downloads()
+    bar = st.progress(0.0, text=f"Downloading {shown(spec.label)}…")
+    attempt(lambda: downloads.get(
+        key, lambda report: fetch_model(spec, progress=lambda status: report(status.fraction or 0.0, status.text())),
+        lambda fraction, text: bar.progress(min(max(fraction, 0.0), 1.0), text=shown(text))),
+        f"Could not download {shown(spec.label)}", stop=True)
+    downloads.forget(key)  # the files are the result: a later load finds them, or fetches them again if removed
+
+
+def offline_text(spec: ModelSpec, missing) -> str:
+    """What to fetch and where to put it, for a server that downloads nothing."""
+    files = "; ".join(f"{file.text()} into {file.folder}" for file in missing)
+    return (f"{spec.label}: its weights are not on this server, and this server downloads nothing "
+            f"(start it with --allow-download, as make demo does, to let it). Copy {files}; or on a machine "
+            f"with internet run `python -m anchordiv fetch-model {spec.model}"
+            + (f" --pretrained {spec.pretrained}" if spec.pretrained else "") + " --to DIR` and copy DIR here.")

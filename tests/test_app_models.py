@@ -1,0 +1,118 @@
+"""The explorer's model menu for real: a tiny open_clip model served by a loopback hub
+(tests/loopback_hub.py), picked by name, downloaded once through the real huggingface_hub and
+open_clip code, and ranking an image folder; refused, with what to copy where, on a server that
+downloads nothing; named in the page's link."""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from huggingface_hub import constants as hub_constants
+from PIL import Image
+
+from anchordiv import explorer as ex
+from anchordiv.encoders import load_encoder
+from anchordiv.explorer.page_state import HUB
+from anchordiv.gallery import folder_gallery
+from loopback_hub import CONFIG_NAME, TINY_REPO, WEIGHTS_NAME, serve_tiny_hub
+from markup import plain
+from test_app import APP, AppTest, TIMEOUT, messages, shown_table
+
+SPEC = f"open_clip:hf-hub:{TINY_REPO}"
+
+
+@pytest.fixture
+def hub(tmp_path, monkeypatch, app_env):
+    """The loopback hub, this process's huggingface_hub pointed at it with a private cache, and an
+    image folder the explorer may open (local mode)."""
+    monkeypatch.setattr(hub_constants, "HF_HUB_CACHE", str(tmp_path / "hf"))
+    monkeypatch.setenv("ANCHORDIV_CACHE", str(tmp_path / "anchordiv-cache"))
+    monkeypatch.setenv("ANCHORDIV_ALLOW_ANY_PATH", "1")
+    with serve_tiny_hub(tmp_path) as served:
+        served.patch_endpoint(monkeypatch)
+        yield served
+
+
+def colour_folder(folder: Path) -> Path:
+    for label, colour in (("red", (220, 20, 20)), ("blue", (20, 20, 220)), ("green", (20, 200, 20))):
+        (folder / label).mkdir(parents=True)
+        for i in range(5):
+            Image.new("RGB", (48, 48), tuple(max(0, c - 30 * i) for c in colour)).save(folder / label / f"{i}.png")
+    return folder
+
+
+def open_folder_with_hub_model(folder: Path) -> AppTest:
+    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    app.radio(key="gallery_source").set_value("Image folder").run()
+    app.text_input(key="folder_path").set_value(str(folder)).run()
+    app.radio(key="model_source").set_value(HUB).run()
+    return app.text_input(key="hub_repo").set_value(TINY_REPO).run()
+
+
+def test_a_hub_model_is_downloaded_once_on_request_and_ranks_a_folder(hub, tmp_path, monkeypatch):
+    monkeypatch.setenv("ANCHORDIV_ALLOW_DOWNLOAD", "1")
+    folder = colour_folder(tmp_path / "images")
+    app = open_folder_with_hub_model(folder)
+    assert not app.exception and "its files are not on this server yet" in messages(app)
+    assert WEIGHTS_NAME in messages(app) and hub.gets(WEIGHTS_NAME) == []  # nothing fetched before the click
+    app.button(key="model_download").click().run()
+    assert not app.exception, app.exception
+    assert len(hub.gets(WEIGHTS_NAME)) == 1 and len(hub.gets(CONFIG_NAME)) == 1
+    assert "Encoding on CPU" in messages(app)
+    assert app.query_params["encoder"] == SPEC
+
+    # The page ranks the folder as the library does with the same model and files.
+    encoder = load_encoder(SPEC, device="cpu")
+    gallery = folder_gallery(str(folder), encoder)
+    query = ex.default_query_id(gallery)
+    assert shown_table(app)["gallery_id"].iloc[0] != query and len(shown_table(app)) == 10
+    expected = ex.MemorySource(gallery).cosine_top_k(gallery.embeddings[query].numpy(), 10, exclude=query)[1]
+    assert shown_table(app, "cosine")["gallery_id"].tolist()[:3] == expected.tolist()[:3]
+
+    # Later visitors, with the hub gone, load it from this machine: no button, no request.
+    hub.stop()
+    again = open_folder_with_hub_model(folder)
+    assert not again.exception and not [button for button in again.button if button.key == "model_download"]
+    assert len(shown_table(again)) == 10
+
+
+def test_visitors_asking_at_once_share_one_download(hub, tmp_path, monkeypatch):
+    monkeypatch.setenv("ANCHORDIV_ALLOW_DOWNLOAD", "1")
+    folder = colour_folder(tmp_path / "images")
+    first, second = open_folder_with_hub_model(folder), open_folder_with_hub_model(folder)
+    hub.hold_gets = threading.Event()  # the transfer waits until both visitors have asked
+    first_run = threading.Thread(target=lambda: first.button(key="model_download").click().run())
+    first_run.start()
+    second_run = threading.Thread(target=lambda: second.button(key="model_download").click().run())
+    second_run.start()
+    hub.hold_gets.set()
+    first_run.join(TIMEOUT)
+    second_run.join(TIMEOUT)
+    assert not first.exception and not second.exception
+    assert len(hub.gets(WEIGHTS_NAME)) == 1
+    assert len(shown_table(first)) == 10 and len(shown_table(second)) == 10
+
+
+def test_a_server_that_downloads_nothing_says_what_to_copy_where(hub, tmp_path, monkeypatch):
+    monkeypatch.delenv("ANCHORDIV_ALLOW_DOWNLOAD", raising=False)
+    app = open_folder_with_hub_model(colour_folder(tmp_path / "images"))
+    text = messages(app)
+    assert not app.exception and "downloads nothing" in text
+    assert not [button for button in app.button if button.key == "model_download"]
+    assert f"{hub.endpoint}/{TINY_REPO}/resolve/main/{WEIGHTS_NAME}" in text or WEIGHTS_NAME in text
+    assert str(tmp_path / "anchordiv-cache") in text and "fetch-model" in text
+    assert hub.requests == []  # the page looked at the disk only
+
+
+def test_a_link_names_the_model_and_a_bad_one_is_refused_plainly(hub, monkeypatch):
+    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    app.query_params["encoder"] = SPEC
+    app.run()
+    assert not app.exception and app.radio(key="model_source").value == HUB
+    assert app.text_input(key="hub_repo").value == TINY_REPO
+    bad = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    bad.query_params["encoder"] = "open_clip:hf-hub:**evil**/../x"
+    bad.run()
+    assert not bad.exception and any("not ORG/REPO" in plain(error.value) for error in bad.error)
+    assert bad.radio(key="model_source").value != HUB
