@@ -10,6 +10,7 @@ import streamlit as st
 from anchordiv import explorer as ex
 from anchordiv.app.cached import embed_text_query, embed_upload
 from anchordiv.app.errors import attempt
+from anchordiv.app.photo_notice import upload_notice
 from anchordiv.explorer.literal import shown
 from anchordiv.explorer.page_state import SETTINGS, TEXT_QUERY, UPLOAD_QUERY
 
@@ -98,6 +99,7 @@ def upload_query(encoder) -> tuple[np.ndarray | None, None, None, Any, str]:
     if vector is None:
         return NO_QUERY
     image = ex.query_image_from_upload(upload.getvalue(), upload.name)
+    upload_notice(encoder, upload.getvalue(), upload.name)
     return vector, None, None, image, f"upload {upload.name}"
 
 

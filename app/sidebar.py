@@ -12,6 +12,7 @@ import streamlit as st
 from anchordiv import explorer as ex
 from anchordiv.app import cached
 from anchordiv.app.errors import attempt
+from anchordiv.app.photo_notice import folder_notice
 from anchordiv.app.url_state import follow_link, sidebar_fields
 from anchordiv.app.model_choice import follow_model, load_encoder_for, model_choices
 from anchordiv.explorer.page_state import DIRECTIONS, FOLDER, SETTINGS, STORE
@@ -168,6 +169,7 @@ def load_folder_for(choices: dict[str, Any], encoder) -> Gallery:
         return cached.get_folder_gallery(encoder, folder, labels)
 
     gallery = attempt(load, "Could not use that image folder", stop=True)
+    folder_notice(encoder, gallery)
     if gallery.skipped:
         with st.sidebar.expander(f"⚠️ {len(gallery.skipped)} file(s) skipped"):
             st.dataframe(pd.DataFrame(gallery.skipped, columns=["file", "reason"]), hide_index=True)

@@ -1,0 +1,49 @@
+"""In real headless Chromium: a photo uploaded under the built-in model gets the notice that the
+model knows emoji drawings only; an emoji image uploaded as a PNG gets none. One server start;
+skipped, with the reason, without Chromium or playwright (see tests/test_browser.py)."""
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from test_browser import ROOT, STARTUP_SECONDS, app_url, chromium, open_explorer, page_report, wait_until_idle  # noqa: F401
+
+pytestmark = [pytest.mark.slow]
+NOTICE = "knows emoji drawings only"
+
+
+def png_file(image, path):
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    path.write_bytes(buffer.getvalue())
+    return path
+
+
+def test_browser_warns_by_an_uploaded_photo_and_not_by_an_emoji(app_url, tmp_path):
+    from PIL import Image
+
+    from anchordiv.builtin.familiarity_study import sample_photos
+    from anchordiv.datasets import open_emoji_world
+
+    url, log_path = app_url
+    photo = tmp_path / "china.jpg"
+    sample_photos()["china"].save(photo, format="JPEG", quality=90)
+    emoji = png_file(Image.fromarray(open_emoji_world("train").image(700)), tmp_path / "emoji.png")
+    with chromium() as browser:
+        page = open_explorer(browser, url, log_path)
+        page.get_by_text("Upload", exact=True).first.click()
+        page.get_by_text("Upload an image to use it as the query").first.wait_for(timeout=60_000)
+        page.locator('input[type="file"]').set_input_files(str(photo))
+        page.get_by_text(NOTICE).first.wait_for(timeout=STARTUP_SECONDS * 1000)
+        wait_until_idle(page)
+        page.screenshot(path=str(tmp_path / "photo.png"), full_page=True)
+        assert "make demo MODEL=open_clip:ViT-B-32" in page.locator("body").inner_text(), page_report(page, log_path)
+
+        page.locator('input[type="file"]').set_input_files(str(emoji))
+        # The photo's notice goes once the emoji is the query (and must not come back when the run ends).
+        page.get_by_text(NOTICE).first.wait_for(state="detached", timeout=STARTUP_SECONDS * 1000)
+        wait_until_idle(page)
+        page.screenshot(path=str(tmp_path / "emoji.png"), full_page=True)
+        text = page.locator("body").inner_text()
+        assert NOTICE not in text and "Traceback" not in text, page_report(page, log_path)
