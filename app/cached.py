@@ -164,12 +164,15 @@ def get_cosine_table(source: ex.GallerySource, query: np.ndarray, k: int, exclud
 
 
 @st.cache_resource(show_spinner=False, max_entries=16, hash_funcs=BY_IDENTITY)
-def get_baseline(kind: str, source: ex.MemorySource, encoder, texts: tuple[str, ...]):
-    """A baseline index over every row of a source held in memory: ITI over ``texts``, or the
-    source's own cosine index (built once per source)."""
+def get_baseline(kind: str, source: ex.MemorySource, encoder,
+                 sets: tuple[tuple[tuple[str, ...], TemplateChoice], ...] = ()):
+    """A baseline index over every row of a source held in memory: ITI over the anchor sets
+    ``sets`` (each ``(texts, templates)``, encoded as the geometry encodes them), or the source's
+    own cosine index (built once per source)."""
     if kind == "cosine":
         return source.cosine_index
-    return ex.baseline_index(kind, source.gallery.embeddings, encode_texts(encoder, texts) if kind == "iti" else None)
+    parts = [encode_texts(encoder, texts, templates) for texts, templates in sets if texts]
+    return ex.baseline_index(kind, source.gallery.embeddings, torch.cat(parts) if parts else None)
 
 
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs=BY_IDENTITY)

@@ -46,13 +46,13 @@ def neighbours(view: ExploreView, p: float) -> tuple[pd.DataFrame, bool | None]:
 
 
 def baseline_tables(source: ex.GallerySource, encoder, query: np.ndarray, query_id: int | None, query_labels: Any,
-                    k: int, iti_texts: tuple[str, ...] | None) -> dict[str, pd.DataFrame]:
-    """The query's top-k under cosine and (with ``iti_texts``, where the source offers ITI) ITI:
-    they do not depend on p."""
+                    k: int, iti_sets: tuple | None) -> dict[str, pd.DataFrame]:
+    """The query's top-k under cosine and (with ``iti_sets``, each anchor set's ``(texts, templates)``,
+    where the source offers ITI) ITI: they do not depend on p."""
     tables = {"cosine": attempt(lambda: cached.get_cosine_table(source, query, k, query_id, query_labels),
                                 "Cannot rank the gallery by cosine", stop=True)}
-    if iti_texts is not None and source.capabilities.iti:
-        index = attempt(lambda: cached.get_baseline("iti", source, encoder, iti_texts), "ITI")
+    if iti_sets is not None and source.capabilities.iti:
+        index = attempt(lambda: cached.get_baseline("iti", source, encoder, iti_sets), "ITI")
         if index is not None:
             tables["iti"] = source.neighbour_table(*ex.search_one(index, query, k, exclude=query_id), query_labels,
                                                    "similarity")

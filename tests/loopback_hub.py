@@ -21,6 +21,7 @@ import hashlib
 import json
 import socket
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -60,6 +61,8 @@ class LoopbackHub:
     plain_files: dict[str, bytes] = field(default_factory=dict)
     #: while set to an unset Event, every GET waits for it before sending its body
     hold_gets: threading.Event | None = None
+    #: bytes per second a GET's body is sent at (``None``: at once), so that a page's progress bar moves
+    throttle: float | None = None
     _cuts: dict[str, int] = field(default_factory=dict)
     _server: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -178,7 +181,15 @@ def _handler(hub: LoopbackHub) -> type[BaseHTTPRequestHandler]:
                 self.connection.shutdown(socket.SHUT_RDWR)  # the transfer dies mid-file
                 self.close_connection = True
                 return
-            self.wfile.write(payload)
+            self._write(payload)
+
+        def _write(self, payload: bytes) -> None:
+            step = max(1, int(hub.throttle / 10)) if hub.throttle else len(payload)
+            for start in range(0, len(payload), step):
+                self.wfile.write(payload[start:start + step])
+                if hub.throttle:
+                    self.wfile.flush()
+                    time.sleep(0.1)
 
         def _lookup(self) -> tuple[str, bytes, dict[str, str]] | None:
             path = self.path.split("?")[0]

@@ -146,7 +146,16 @@ def test_url_download_resumes_across_runs_and_is_verified(hub, tmp_path, monkeyp
     checkpoint, _ = make_tiny_checkpoint(tmp_path, seed=3)
     data = checkpoint.read_bytes()
     url = hub.serve_plain("tiny.pt", data)
-    monkeypatch.setitem(open_clip.pretrained._PRETRAINED, TINY_ARCH, {"loopback": open_clip.pretrained._pcfg(url=url)})
+    # A published tag of the tiny architecture whose weights come by URL, as OpenAI's do (through open_clip's
+    # public lookup, which anchordiv asks at call time).
+    published = open_clip.pretrained.get_pretrained_cfg
+    tag_cfg = {"url": url, "hf_hub": "", "mean": (0.5, 0.5, 0.5), "std": (0.25, 0.25, 0.25),
+               "interpolation": "bicubic", "resize_mode": "shortest"}
+    monkeypatch.setattr(open_clip.pretrained, "get_pretrained_cfg",
+                        lambda arch, tag: tag_cfg if (arch, tag) == (TINY_ARCH, "loopback") else published(arch, tag))
+    tags = open_clip.pretrained.list_pretrained_tags_by_model
+    monkeypatch.setattr(open_clip.pretrained, "list_pretrained_tags_by_model",
+                        lambda arch: [*tags(arch), "loopback"] if arch == TINY_ARCH else tags(arch))
     folder = tmp_path / "clip"
     folder.mkdir()
     (folder / "tiny.pt.part").write_bytes(data[:50_000])  # an earlier run stopped here

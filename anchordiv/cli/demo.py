@@ -93,10 +93,10 @@ def _prepare(args: argparse.Namespace) -> None:
     ``--folder``, the folder embedded into the cache the explorer reads it from."""
     from ..cache import cache_dir
     from ..device import image_batch_size
-    from ..encoders import load_encoder
+    from .fetch_model import load_with_progress
     from .embed import embed_to_cache
 
-    encoder = load_encoder(args.model or "builtin", pretrained=args.pretrained, allow_download=args.allow_download)
+    encoder = load_with_progress(args.model or "builtin", args.pretrained, allow_download=args.allow_download)
     if args.folder is None:
         return
     cache_dir(writable=True)

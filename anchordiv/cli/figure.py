@@ -71,15 +71,14 @@ def add_parser(commands) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..encoders import load_encoder
+    from .fetch_model import load_with_progress
     from ..explorer import GeometrySpec
     from ..figure import compare, render_figure
     from ..gallery import world_gallery
     from ..prompts import encode_anchors, template_choice
 
     form, rows, columns, images, files, limits = _checked_inputs(args)
-    encoder = load_encoder(args.model, pretrained=args.pretrained, device=args.device,
-                           allow_download=args.allow_download)
+    encoder = load_with_progress(args.model, args.pretrained, args.device, args.allow_download)
     with progress_bar("emoji world") as progress:
         gallery = world_gallery(encoder, split=args.split, limit=args.limit, progress=progress)
     texts_a, texts_b = (files[name] or _preset(gallery, getattr(args, f"preset_{name}"), f"--preset-{name}")
@@ -164,11 +163,11 @@ def _templates(value: str, option: str) -> tuple[str, str]:
 def _column_model(args: argparse.Namespace, model: str, pretrained: str | None):
     """The world of the figure embedded by the encoder a column names (``model=SPEC``), as
     :class:`~anchordiv.figure.ColumnModel`, with a progress bar while it embeds."""
-    from ..encoders import load_encoder
+    from .fetch_model import load_with_progress
     from ..figure import ColumnModel
     from ..gallery import world_gallery
 
-    encoder = load_encoder(model, pretrained=pretrained, device=args.device, allow_download=args.allow_download)
+    encoder = load_with_progress(model, pretrained, args.device, args.allow_download)
     with progress_bar(f"emoji world, {encoder.name}") as progress:
         return ColumnModel(encoder, world_gallery(encoder, split=args.split, limit=args.limit, progress=progress))
 

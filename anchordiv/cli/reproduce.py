@@ -43,14 +43,14 @@ def add_parser(commands) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..encoders import load_encoder
+    from .fetch_model import load_with_progress
     from ..reproduce import Settings, run_reproduction
 
     settings = Settings.quick() if args.quick else Settings.full()
     overrides = {name: getattr(args, name) for name in ("queries", "scale", "seed") if getattr(args, name) is not None}
     args.settings = dataclasses.replace(settings, **overrides).validate(labels_for(args))
     anchors, layout = _checked_inputs(args)
-    encoder = load_encoder(args.model, pretrained=args.pretrained, device=args.device, allow_download=args.allow_download)
+    encoder = load_with_progress(args.model, args.pretrained, args.device, args.allow_download)
     study = _study(args, encoder, anchors, layout)
     print(f"anchordiv reproduce ({'quick' if args.quick else 'full'}): {study.name}, {len(study.gallery):,} images, "
           f"{encoder.name}", flush=True)

@@ -31,7 +31,7 @@ from ..sharded import SCAN_BLOCK_ELEMENTS
 from ..store import MANIFEST, GalleryStore
 from ..topk import RunningTopK, check_top_k, exclusion_matrix, mask_excluded
 from . import thumbnails
-from .anchors import MAX_ANCHORS, anchor_presets
+from .anchors import GALLERY_NAMES, MAX_ANCHORS, anchor_presets
 from .geometry import ExplorerGeometry, GeometrySpec
 from .maps import point_roles
 from .paths import DataRoots
@@ -231,14 +231,13 @@ class StoreSource:
 
     def presets(self) -> dict[str, tuple[str, ...]]:
         """The store's labels as "Gallery object names" (the first
-        :data:`~anchordiv.explorer.MAX_ANCHORS` distinct ones; the generic objects when it has
-        none), then the generic and paper lists of :func:`~anchordiv.explorer.anchor_presets`."""
-        generic = anchor_presets(None)
+        :data:`~anchordiv.explorer.MAX_ANCHORS` distinct ones; absent when it has none, so that
+        :func:`~anchordiv.explorer.anchors.preset_in` offers a stand-in under its own name), then
+        the generic and paper lists of :func:`~anchordiv.explorer.anchor_presets`."""
         if self.label_column is None:
-            names = generic["Animals"] + generic["Food"] + generic["Vehicles"]
-        else:
-            names = tuple(self.store.labels[self.label_column].dropna().astype(str).unique()[:MAX_ANCHORS])
-        return {"Gallery object names": names, **generic}
+            return anchor_presets(None)
+        names = tuple(self.store.labels[self.label_column].dropna().astype(str).unique()[:MAX_ANCHORS])
+        return {GALLERY_NAMES: names, **anchor_presets(None)}
 
     def neighbour_table(self, values: np.ndarray, ids: np.ndarray, query_labels: str | None,
                         value_name: str) -> pd.DataFrame:

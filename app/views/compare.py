@@ -155,7 +155,7 @@ def column_model(choices: dict, spec: str, pretrained: str | None, texts_a: tupl
         encoder, source.gallery,
         geometry_for=lambda kind, scale: fitted_geometry(source, encoder, texts_a, texts_b,
                                                          geometry_spec(choices, kind, scale), prior, templates),
-        baseline_for=lambda kind: cached.get_baseline(kind, source, encoder, texts_a + texts_b if kind == "iti" else ()),
+        baseline_for=lambda kind: cached.get_baseline(kind, source, encoder, tuple(zip((texts_a, texts_b), templates))),
         embed_image=embedders(encoder)[1])
 
 
@@ -222,7 +222,8 @@ def main() -> None:
         source.gallery, encoder, rows, columns, texts_a, texts_b, k, geometry_spec(choices), weighting,
         prior_texts=ex.parse_anchor_text(choices["prior_text"]).anchors,
         geometry_for=lambda kind, scale: geometry_for(choices, source, encoder, texts_a, texts_b, kind, scale),
-        baseline_for=lambda kind: cached.get_baseline(kind, source, encoder, texts_a + texts_b if kind == "iti" else ()),
+        baseline_for=lambda kind: cached.get_baseline(kind, source, encoder,
+                                                      tuple(zip((texts_a, texts_b), anchor_templates(encoder)))),
         images=state[UPLOADS], embed_text=embed_text, embed_image=embed_image, templates=anchor_templates(encoder),
         model_for=lambda spec, pretrained: column_model(choices, spec, pretrained, texts_a, texts_b,
                                                         anchor_templates(encoder))), "Cannot build the figure")

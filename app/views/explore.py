@@ -13,7 +13,7 @@ from __future__ import annotations
 import streamlit as st
 
 from anchordiv.app import sidebar
-from anchordiv.app.anchor_inputs import anchor_widgets, geometry_and_key
+from anchordiv.app.anchor_inputs import anchor_templates, anchor_widgets, geometry_and_key
 from anchordiv.app.cached import source_presets
 from anchordiv.app.explore_details import sweep_section
 from anchordiv.app.explore_results import results_section
@@ -31,7 +31,7 @@ def main() -> None:
     fields = sidebar_fields() + follow_view_link(source)
     link_notes()
     st.sidebar.caption(f"{markdown_literal(source.description)} · {markdown_literal(encoder.name)} (d = {encoder.dim}, "
-                       f"logit scale {encoder.logit_scale:.1f}) on CPU")
+                       f"logit scale {encoder.logit_scale:.1f})")
     for note in source.notes:
         st.sidebar.warning(note)
 
@@ -49,7 +49,8 @@ def main() -> None:
         return
     geometry, geometry_key = geometry_and_key(choices, source, encoder, parsed_a, parsed_b)
     baselines = baseline_tables(source, encoder, query, query_id, query_labels, choices["k"],
-                                parsed_a.anchors + parsed_b.anchors if choices["show_iti"] else None)
+                                tuple(zip((parsed_a.anchors, parsed_b.anchors), anchor_templates(encoder, shown=True)))
+                                if choices["show_iti"] else None)
     view = ExploreView(source, encoder, geometry, geometry_key, weighting, query, query_id, query_labels, query_text,
                        choices["k"], baselines, fields)
     results_section(view)

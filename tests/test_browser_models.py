@@ -1,0 +1,56 @@
+"""A CLIP-style model picked by name in a real browser: headless Chromium drives the explorer, which
+downloads a tiny open_clip model from a loopback hub (tests/loopback_hub.py, sending slowly so that
+the progress bar can be seen), embeds an image folder with it and ranks it. Skipped without
+Chromium, as tests/test_browser.py is."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from anchordiv.benchmarks.browser import explorer_env, streamlit_server, wait_healthy
+from anchordiv.explorer.page_state import HUB
+from loopback_hub import TINY_REPO, WEIGHTS_NAME, serve_tiny_hub
+from test_app_models import colour_folder
+from test_browser import CHROMIUM, ROOT, chromium, page_report, wait_for_grids, wait_until_idle
+
+pytestmark = [pytest.mark.slow]
+
+
+def test_a_hub_model_is_chosen_downloaded_with_progress_and_ranks_a_folder(tmp_path):
+    if not Path(CHROMIUM).is_file():
+        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install -y chromium)")
+    pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (pip install playwright)")
+    folder = colour_folder(tmp_path / "images")
+    with serve_tiny_hub(tmp_path / "hub") as hub:
+        hub.throttle = 1.5e6  # about four seconds for the weights
+        env = {**explorer_env(tmp_path, split="heldout", limit=48), **hub.env(), "HF_HUB_CACHE": str(tmp_path / "hf"),
+               "ANCHORDIV_ALLOW_DOWNLOAD": "1", "ANCHORDIV_ALLOW_ANY_PATH": "1"}
+        with streamlit_server(ROOT / "app" / "streamlit_app.py", env, tmp_path / "streamlit.log") as (url, process, log):
+            wait_healthy(url, process, log, seconds=60)
+            with chromium() as browser:
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page.goto(url)
+                wait_for_grids(page, 10)
+                page.get_by_text("Image folder", exact=True).click()
+                box = page.get_by_label("Image folder (subfolders are labels)")
+                box.fill(str(folder))
+                box.press("Enter")
+                wait_until_idle(page)
+                page.get_by_text(HUB, exact=True).click()
+                repo = page.get_by_label("Hugging Face repo (ORG/REPO)")
+                repo.fill(TINY_REPO)
+                repo.press("Enter")
+                page.get_by_role("button", name="Download and load").click()
+                progress = page.locator('[data-testid="stProgress"]').filter(has_text=WEIGHTS_NAME)
+                progress.wait_for(timeout=60_000)
+                shown = progress.inner_text()
+                page.screenshot(path=str(tmp_path / "downloading.png"))
+                assert " of " in shown and "MB" in shown, page_report(page, log)
+                captions = wait_for_grids(page, 10)
+                wait_until_idle(page)
+                page.screenshot(path=str(tmp_path / "ranked.png"), full_page=True)
+                body = page.locator("body").inner_text()
+                assert "Encoding on CPU" in body and TINY_REPO in body, page_report(page, log)
+                assert any(name in " ".join(captions) for name in ("red", "blue", "green")), page_report(page, log)
+        assert len(hub.gets(WEIGHTS_NAME)) == 1
