@@ -144,18 +144,21 @@ def ensure_files(spec: ModelSpec, allow_download: bool) -> None:
     whole server: a visitor arriving meanwhile watches the same progress bar), where the server
     allows it and a visitor asks; or an info box saying which files to put where; then a stop."""
     missing = attempt(lambda: missing_files(spec), f"Could not look up {shown(spec.label)}", stop=True)
-    downloads = cached.model_downloads()
-    if not missing and not downloads.running(spec.model + "|" + (spec.pretrained or "")):
+    key, downloads = spec.model + "|" + (spec.pretrained or ""), cached.model_downloads()
+    if not missing and not downloads.running(key):
         return
     if not allow_download:
         st.info(markdown_literal(offline_text(spec, missing), ERROR_CHARS))
         st.stop()
-    key = spec.model + "|" + (spec.pretrained or "")
     if not downloads.running(key):
-        st.info(markdown_literal(f"{spec.label}: its files are not on this server yet: "
-                                 + "; ".join(file.text() for file in missing) + ".", ERROR_CHARS))
-        if not st.button("Download and load", key="model_download", type="primary"):
+        offer = st.empty()  # cleared once the download starts: its progress bar takes the place
+        with offer.container():
+            st.info(markdown_literal(f"{spec.label}: its files are not on this server yet: "
+                                     + "; ".join(file.text() for file in missing) + ".", ERROR_CHARS))
+            asked = st.button("Download and load", key="model_download", type="primary")
+        if not asked:
             st.stop()
+        offer.empty()
     download(spec, key)
     st.rerun()
 
