@@ -102,13 +102,14 @@ class LoopbackHub:
             self._server = None
 
 
-def tiny_hub_files(folder: Path, seed: int = 0) -> dict[str, bytes]:
-    """``open_clip_config.json`` and ``open_clip_model.safetensors`` of a random tiny model (float16, ~6 MB)."""
+def tiny_hub_files(folder: Path, seed: int = 0, dtype: torch.dtype = torch.float16) -> dict[str, bytes]:
+    """``open_clip_config.json`` and ``open_clip_model.safetensors`` of a random tiny model (float16:
+    ~7 MB; float32: ~14 MB, more than huggingface_hub's 10 MB chunk, after which it reports progress)."""
     from safetensors.torch import save_file
 
     _, model = make_tiny_checkpoint(folder, seed=seed)
     weights = folder / WEIGHTS_NAME
-    save_file({key: value.to(torch.float16).contiguous() for key, value in model.state_dict().items()}, str(weights))
+    save_file({key: value.to(dtype).contiguous() for key, value in model.state_dict().items()}, str(weights))
     config = {"model_cfg": TINY_CONFIG, "preprocess_cfg": PREPROCESS}
     return {CONFIG_NAME: json.dumps(config).encode(), WEIGHTS_NAME: weights.read_bytes()}
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch
 
 from anchordiv.benchmarks.browser import explorer_env, streamlit_server, wait_healthy
 from anchordiv.explorer.page_state import HUB
-from loopback_hub import TINY_REPO, WEIGHTS_NAME, serve_tiny_hub
+from loopback_hub import TINY_REPO, WEIGHTS_NAME, serve_tiny_hub, tiny_hub_files
 from test_app_models import colour_folder
 from test_browser import CHROMIUM, ROOT, chromium, page_report, wait_for_grids, wait_until_idle
 
@@ -22,8 +23,11 @@ def test_a_hub_model_is_chosen_downloaded_with_progress_and_ranks_a_folder(tmp_p
         pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install -y chromium)")
     pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (pip install playwright)")
     folder = colour_folder(tmp_path / "images")
-    with serve_tiny_hub(tmp_path / "hub") as hub:
-        hub.throttle = 1.5e6  # about four seconds for the weights
+    # float32 weights (14 MB): huggingface_hub reports progress after each 10 MB chunk it reads.
+    (tmp_path / "weights").mkdir()
+    files = tiny_hub_files(tmp_path / "weights", dtype=torch.float32)
+    with serve_tiny_hub(tmp_path / "hub", files=files) as hub:
+        hub.throttle = 3e6  # about five seconds for the weights
         env = {**explorer_env(tmp_path, split="heldout", limit=48), **hub.env(), "HF_HUB_CACHE": str(tmp_path / "hf"),
                "ANCHORDIV_ALLOW_DOWNLOAD": "1", "ANCHORDIV_ALLOW_ANY_PATH": "1"}
         with streamlit_server(ROOT / "app" / "streamlit_app.py", env, tmp_path / "streamlit.log") as (url, process, log):
@@ -42,11 +46,13 @@ def test_a_hub_model_is_chosen_downloaded_with_progress_and_ranks_a_folder(tmp_p
                 repo.fill(TINY_REPO)
                 repo.press("Enter")
                 page.get_by_role("button", name="Download and load").click()
-                progress = page.locator('[data-testid="stProgress"]').filter(has_text=WEIGHTS_NAME)
+                # Under way: bytes of the whole, speed and time left (the first report has no speed yet).
+                progress = page.locator('[data-testid="stProgress"]').filter(has_text=WEIGHTS_NAME).filter(
+                    has_text="/s")
                 progress.wait_for(timeout=60_000)
                 shown = progress.inner_text()
                 page.screenshot(path=str(tmp_path / "downloading.png"))
-                assert " of " in shown and "MB" in shown, page_report(page, log)
+                assert " of 13." in shown and "MB/s" in shown and "left" in shown, shown
                 captions = wait_for_grids(page, 10)
                 wait_until_idle(page)
                 page.screenshot(path=str(tmp_path / "ranked.png"), full_page=True)
