@@ -37,6 +37,11 @@ def configure_logging(verbosity: int = 0) -> None:
     logger.setLevel(LEVELS[verbosity])
     if not any(isinstance(handler, _StderrHandler) for handler in logger.handlers):
         logger.addHandler(_StderrHandler())
+    root = logging.getLogger()
+    if not root.handlers:
+        # A library's module-level logging.warning() (open_clip's) would otherwise install
+        # basicConfig's handler on the root, and every anchordiv message would be printed twice.
+        root.addHandler(logging.NullHandler())
 
 
 def progress_shown() -> bool:
