@@ -13,6 +13,7 @@ import torch
 from tqdm import tqdm
 
 from ..cache import atomic_write
+from ..device import image_batch_size
 from ..encoders.base import Encoder
 from ..images import display_name
 from .labels import folder_labels
@@ -52,7 +53,7 @@ def embed_folder(
     folder: str | os.PathLike,
     encoder: Encoder,
     labels_csv: str | os.PathLike | None = None,
-    batch_size: int = 64,
+    batch_size: int | None = None,
     cache_dir: str | os.PathLike | None = None,
     progress: bool = True,
 ) -> FolderEmbeddings:
@@ -71,8 +72,9 @@ def embed_folder(
         Labels are the folder of each file relative to ``folder`` (``None`` for files at the top)
         unless this CSV has a ``label`` column; it is joined on a ``path`` column (relative to
         ``folder``) or, failing that, on a ``filename`` column (base names, which must then be unique).
-    batch_size : int
-        Images encoded at once.
+    batch_size : int, optional
+        Images encoded at once; default sized to the encoder's device
+        (:func:`~anchordiv.device.image_batch_size`: 64 on a CPU).
     cache_dir : str or path, optional
         Where the cache lives; default ``<anchordiv cache>/embeddings`` (``$ANCHORDIV_CACHE`` or
         ``~/.cache/anchordiv``).
@@ -95,6 +97,7 @@ def embed_folder(
     fingerprints = {rel: content_fingerprint(root / rel) for rel in tqdm(
         listed.files, desc="hashing", unit="file", file=sys.stderr, disable=not progress, leave=False)}
     data_path = cache_path(cache_dir, encoder.name, root)
+    batch_size = image_batch_size(encoder.device) if batch_size is None else batch_size
     meta, vectors, reused = cached_embeddings(root, listed.files, fingerprints, encoder, data_path, batch_size,
                                               progress)
     paths = [row[0] for row in meta["rows"]]

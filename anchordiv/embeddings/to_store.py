@@ -10,6 +10,7 @@ from typing import Callable
 import pandas as pd
 
 from ..cache import sha256_file
+from ..device import image_batch_size
 from ..encoders.base import Encoder
 from ..images import display_name
 from ..store import GalleryStore, StorePlan, build_store
@@ -91,7 +92,7 @@ def embed_folder_to_store(
     out: str | os.PathLike,
     labels_csv: str | os.PathLike | None = None,
     shard_rows: int = 4096,
-    batch_size: int = 64,
+    batch_size: int | None = None,
     dtype: str = "float16",
     progress: Callable[[float, str], None] | None = None,
     overwrite: bool = False,
@@ -117,8 +118,9 @@ def embed_folder_to_store(
         The store's folder.
     shard_rows : int
         Files per shard.
-    batch_size : int
-        Images encoded at once.
+    batch_size : int, optional
+        Images encoded at once; default sized to the encoder's device
+        (:func:`~anchordiv.device.image_batch_size`: 64 on a CPU).
     dtype : {"float16", "float32"}
         How the shards hold the rows.
     progress : callable, optional
@@ -133,7 +135,8 @@ def embed_folder_to_store(
         ``(G, d)`` rows, one per acceptable image, with its ``build_report``.
     """
     planned = plan_folder_store(folder, encoder.name, encoder.dim, labels_csv, shard_rows, dtype)
+    batch = image_batch_size(encoder.device) if batch_size is None else batch_size
     return build_store(
-        out, planned.plan, lambda keys: embed_files(planned.root, keys, encoder, batch_size),
+        out, planned.plan, lambda keys: embed_files(planned.root, keys, encoder, batch),
         labels=planned.labels, progress=progress, overwrite=overwrite)
 
