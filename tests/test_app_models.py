@@ -116,3 +116,18 @@ def test_a_link_names_the_model_and_a_bad_one_is_refused_plainly(hub, monkeypatc
     bad.run()
     assert not bad.exception and any("not ORG/REPO" in plain(error.value) for error in bad.error)
     assert bad.radio(key="model_source").value != HUB
+
+
+def test_the_launch_options_open_on_their_model_and_folder(hub, tmp_path, monkeypatch):
+    """``anchordiv demo --model ... --folder ...`` passes them as the explorer's launch options: the
+    first page opens on them (a link's model would win over the launch's)."""
+    folder = colour_folder(tmp_path / "images")
+    monkeypatch.delenv("ANCHORDIV_ALLOW_ANY_PATH")
+    monkeypatch.setattr("sys.argv", ["streamlit_app.py", "--model", SPEC, "--folder", str(folder),
+                                     "--data-root", str(folder), "--allow-download"])
+    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    assert not app.exception
+    assert app.radio(key="gallery_source").value == "Image folder"
+    assert app.selectbox(key="folder_choice").value == str(folder.resolve())
+    assert app.radio(key="model_source").value == HUB and app.text_input(key="hub_repo").value == TINY_REPO
+    assert [button for button in app.button if button.key == "model_download"]  # downloads allowed by the launch
