@@ -17,7 +17,8 @@ from anchordiv.explorer.page_state import SETTINGS, TEMPLATE_OPTIONS
 from anchordiv.prompts import AUTO, CUSTOM, TEMPLATE_SETS, TemplateChoice, default_choice, template_choice
 
 
-def anchor_column(column, name: str, label: str, presets: dict[str, tuple[str, ...]], encoder) -> ex.AnchorText:
+def anchor_column(column, name: str, label: str, presets: dict[str, tuple[str, ...]], encoder,
+                  sources: dict[str, str]) -> ex.AnchorText:
     """One anchor set: a preset menu that fills a text area (one anchor per line), the prompt
     templates it is encoded through (:func:`template_widgets`), and its count. Their values come
     from the session state (:func:`~anchordiv.app.url_state.follow_view_link`)."""
@@ -26,7 +27,9 @@ def anchor_column(column, name: str, label: str, presets: dict[str, tuple[str, .
     def apply_preset() -> None:
         st.session_state[text_key] = "\n".join(presets[st.session_state[preset_key]])
 
-    column.selectbox(f"Preset for {label}", list(presets), key=preset_key, on_change=apply_preset)
+    source = sources.get(st.session_state.get(preset_key))
+    column.selectbox(f"Preset for {label}", list(presets), key=preset_key, on_change=apply_preset,
+                     help=f"Read from {markdown_literal(source)}." if source else None)
     column.text_area(f"Anchor set {label} (one per line)", key=text_key, height=160,
                      max_chars=SETTINGS[text_key].max_chars)
     parsed = ex.parse_anchor_text(st.session_state[text_key])
@@ -75,13 +78,15 @@ def anchor_templates(encoder, shown: bool = False) -> tuple[TemplateChoice, Temp
         st.stop()
 
 
-def anchor_widgets(presets: dict[str, tuple[str, ...]], encoder) -> tuple[ex.AnchorText, ex.AnchorText, str]:
+def anchor_widgets(presets: dict[str, tuple[str, ...]], encoder,
+                   sources: dict[str, str]) -> tuple[ex.AnchorText, ex.AnchorText, str]:
     """The anchors block of the Explore page: sets A and B side by side (with their templates for
-    ``encoder``) and the weighting of p; ``(parsed A, parsed B, weighting)``."""
+    ``encoder``; each preset menu's help says which label column ``sources`` a gallery preset
+    reads) and the weighting of p; ``(parsed A, parsed B, weighting)``."""
     st.subheader("Anchors")
     col_a, col_b = st.columns(2)
-    parsed_a = anchor_column(col_a, "a", "A (object)", presets, encoder)
-    parsed_b = anchor_column(col_b, "b", "B (style)", presets, encoder)
+    parsed_a = anchor_column(col_a, "a", "A (object)", presets, encoder, sources)
+    parsed_b = anchor_column(col_b, "b", "B (style)", presets, encoder, sources)
     weighting = st.radio("Weights of A and B", SETTINGS["weighting"].options, horizontal=True, key="weighting",
                          format_func=str.capitalize)
     st.caption(ex.WEIGHTINGS[weighting])

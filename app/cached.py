@@ -83,10 +83,10 @@ def model_menu() -> list:
 
 
 @st.cache_resource(show_spinner=False)
-def model_downloads() -> ex.SharedBuilds:
-    """The server's model downloads: one per model however many visitors ask, its progress shown
-    to each who waits."""
-    return ex.SharedBuilds()
+def model_downloads() -> ex.BackgroundJobs:
+    """The server's model downloads: one per model however many visitors ask, each in a thread of
+    its own (a visitor who moves on does not stop it), its progress shown to each who waits."""
+    return ex.BackgroundJobs()
 
 
 @st.cache_resource(show_spinner=False)

@@ -19,15 +19,16 @@ from anchordiv.explorer.literal import markdown_literal, shown
 from anchordiv.explorer.page_state import BUILTIN, HUB, OPEN_CLIP, PRETRAINED, SETTINGS
 from anchordiv.images import display_name
 
+WATCH_SECONDS = 0.25  # how often a visitor's progress bar of a download is redrawn
+
 
 def catalog() -> dict[str, CatalogEntry]:
-    """The catalog's entries by menu token: ``ARCH/TAG`` for pretrained tags, the spec for the rest
-    (:func:`~anchordiv.app.cached.model_menu`)."""
-    return {entry_token(entry): entry for entry in cached.model_menu()}
+    """The catalog's pretrained tags by menu token ``ARCH/TAG`` (:func:`~anchordiv.app.cached.model_menu`)."""
+    return {entry_token(entry): entry for entry in cached.model_menu() if entry.pretrained}
 
 
 def entry_token(entry: CatalogEntry) -> str:
-    return f"{entry.model.removeprefix('open_clip:')}/{entry.pretrained}" if entry.pretrained else entry.model
+    return f"{entry.model.removeprefix('open_clip:')}/{entry.pretrained}"
 
 
 def spec_of(choices: dict[str, Any]) -> ModelSpec | None:
@@ -103,12 +104,20 @@ def model_choices(bar, roots) -> dict[str, Any]:
 
 
 def load_encoder_for(choices: dict[str, Any]):
-    """The chosen encoder, on the server's device; its weights downloaded first where they are
-    missing and the server allows it (an info box naming the files and where to put them where it
-    does not); a stop while nothing loadable is chosen."""
+    """The chosen encoder, on the server's device (named in the sidebar); its weights downloaded
+    first where they are missing and the server allows it (an info box naming the files and where
+    to put them where it does not); a stop while nothing loadable is chosen."""
     launch = cached.launch_options()
     if choices["model"] == OPEN_CLIP:
-        return load_checkpoint(choices, launch.roots)
+        encoder = load_checkpoint(choices, launch.roots)
+    else:
+        encoder = load_named(choices, launch)
+    st.sidebar.caption(f"Encoding on {describe_device(encoder.device)}.")
+    return encoder
+
+
+def load_named(choices: dict[str, Any], launch):
+    """The built-in model, an open_clip pretrained tag or a hub model, by its spec."""
     spec = choices.get("spec")
     if spec is None:
         st.info("Choose or type a Hugging Face repo (ORG/REPO) of an open_clip model in the sidebar."
@@ -116,10 +125,8 @@ def load_encoder_for(choices: dict[str, Any]):
         st.stop()
     if spec.family != "builtin":
         ensure_files(spec, launch.allow_download)
-    encoder = attempt(lambda: cached.get_encoder(spec.model, spec.pretrained, launch.allow_download),
-                      f"Could not load {shown(spec.label)}", stop=True)
-    st.sidebar.caption(f"Encoding on {describe_device(encoder.device)}.")
-    return encoder
+    return attempt(lambda: cached.get_encoder(spec.model, spec.pretrained, launch.allow_download),
+                   f"Could not load {shown(spec.label)}", stop=True)
 
 
 def load_checkpoint(choices: dict[str, Any], roots):
@@ -134,23 +141,25 @@ def load_checkpoint(choices: dict[str, Any], roots):
 
     def load():
         checkpoint = str(roots.confine(choices["checkpoint"], "checkpoint"))
-        return cached.get_encoder(f"open_clip:{choices['arch'].strip()}", checkpoint)
+        return cached.get_encoder(f"open_clip:{choices['arch'].strip()}", checkpoint, False)
 
     return attempt(load, "Could not load the open_clip model", stop=True)
 
 
 def ensure_files(spec: ModelSpec, allow_download: bool) -> None:
-    """Nothing when the model's files are on this machine. Else a download (one per model for the
-    whole server: a visitor arriving meanwhile watches the same progress bar), where the server
-    allows it and a visitor asks; or an info box saying which files to put where; then a stop."""
-    missing = attempt(lambda: missing_files(spec), f"Could not look up {shown(spec.label)}", stop=True)
+    """Nothing when the model's files are on this machine and no download of it is under way.
+    Else, where the server allows it, its download (started by a visitor's click; one per model for
+    the whole server, which every visitor who picks it meanwhile watches); or an info box saying
+    which files to put where. Then a stop, or a rerun once the download is done."""
     key, downloads = spec.model + "|" + (spec.pretrained or ""), cached.model_downloads()
-    if not missing and not downloads.running(key):
+    job = downloads.get(key)
+    missing = [] if job else attempt(lambda: missing_files(spec), f"Could not look up {shown(spec.label)}", stop=True)
+    if job is None and not missing:
         return
-    if not allow_download:
+    if job is None and not allow_download:
         st.info(markdown_literal(offline_text(spec, missing), ERROR_CHARS))
         st.stop()
-    if not downloads.running(key):
+    if job is None:
         offer = st.empty()  # cleared once the download starts: its progress bar takes the place
         with offer.container():
             st.info(markdown_literal(f"{spec.label}: its files are not on this server yet: "
@@ -159,20 +168,21 @@ def ensure_files(spec: ModelSpec, allow_download: bool) -> None:
         if not asked:
             st.stop()
         offer.empty()
-    download(spec, key)
+        job = downloads.start(key, lambda report: fetch_model(
+            spec, progress=lambda status: report(status.fraction or 0.0, status.text())))
+    watch(job, spec)
+    downloads.forget(key, job)  # the files are its result: a later visit finds them, or fetches them if removed
+    attempt(job.result, f"Could not download {shown(spec.label)}", stop=True)
     st.rerun()
 
 
-def download(spec: ModelSpec, key: str) -> None:
-    """The model's files fetched (or a running fetch joined), with a progress bar of bytes, speed
-    and time left; an error box naming the fix when it fails."""
-    downloads = cached.model_downloads()
+def watch(job, spec: ModelSpec) -> None:
+    """A progress bar of ``job`` (bytes, speed, time left) until it ends. A visitor who reruns the
+    page meanwhile stops only this watching: the download goes on, and the next run watches again."""
     bar = st.progress(0.0, text=f"Downloading {shown(spec.label)}…")
-    attempt(lambda: downloads.get(
-        key, lambda report: fetch_model(spec, progress=lambda status: report(status.fraction or 0.0, status.text())),
-        lambda fraction, text: bar.progress(min(max(fraction, 0.0), 1.0), text=shown(text))),
-        f"Could not download {shown(spec.label)}", stop=True)
-    downloads.forget(key)  # the files are the result: a later load finds them, or fetches them again if removed
+    while not job.done.wait(WATCH_SECONDS):
+        fraction, text = job.progress
+        bar.progress(min(max(fraction, 0.0), 1.0), text=shown(text))
 
 
 def offline_text(spec: ModelSpec, missing) -> str:

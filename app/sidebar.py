@@ -3,7 +3,6 @@ geometry, as plain values; and the encoder and gallery source they name, opened 
 (an error box naming the fix, and a stop, when they cannot be)."""
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -41,9 +40,12 @@ def data_choices(bar, roots: ex.DataRoots) -> dict[str, Any]:
                                               [str(path) for path in roots.image_folders()], index=None,
                                               key="folder_choice", placeholder="choose a data folder",
                                               format_func=display_name)
-            csvs = (attempt(lambda: roots.labels_csvs(roots.confine(choices["folder"], "image folder")),
-                            "Could not use that image folder") or []) if choices["folder"] else []
-            choices["labels_csv"] = bar.selectbox("Labels CSV (optional)", [str(path) for path in csvs], index=None,
+            csvs = [str(path) for path in (attempt(lambda: roots.labels_csvs(roots.confine(choices["folder"], "image folder")),
+                                                   "Could not use that image folder") or [])] if choices["folder"] else []
+            launched = st.session_state.get("folder_labels_choice")
+            if launched and launched not in csvs:  # the launch's --labels (confined then), beside the folder
+                csvs.append(launched)
+            choices["labels_csv"] = bar.selectbox("Labels CSV (optional)", csvs, index=None,
                                                   key="folder_labels_choice", placeholder="none",
                                                   format_func=display_name)
     choices |= model_choices(bar, roots)
@@ -97,14 +99,15 @@ def follow_launch(launch: LaunchOptions) -> None:
         return
     state["_launch_followed"] = True
     folder = attempt(lambda: launch.roots.confine(launch.folder, "launch folder"), "The server's --folder cannot be used")
+    labels = launch.labels_csv and attempt(lambda: str(launch.roots.confine(launch.labels_csv, "launch labels CSV")),
+                                           "The server's --labels cannot be used")
     if folder is None:
         return
-    labels = launch.labels_csv and str(Path(launch.labels_csv).expanduser().resolve())
     state["gallery_source"] = FOLDER
     if launch.roots.allow_any_path:
         state["folder_path"], state["folder_labels"] = str(folder), labels or ""
     else:
-        state["folder_choice"], state["folder_labels_choice"] = str(folder), labels
+        state["folder_choice"], state["folder_labels_choice"] = str(folder), labels or None
 
 
 def no_data_folders() -> None:

@@ -5,6 +5,7 @@ downloads nothing; named in the page's link."""
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from huggingface_hub import constants as hub_constants
 from PIL import Image
 
 from anchordiv import explorer as ex
-from anchordiv.encoders import load_encoder
+from anchordiv.encoders import fetch_model, load_encoder
 from anchordiv.explorer.page_state import HUB
 from anchordiv.gallery import folder_gallery
 from loopback_hub import CONFIG_NAME, TINY_REPO, WEIGHTS_NAME, serve_tiny_hub
@@ -78,19 +79,29 @@ def test_a_hub_model_is_downloaded_once_on_request_and_ranks_a_folder(hub, tmp_p
 
 
 def test_visitors_asking_at_once_share_one_download(hub, tmp_path, monkeypatch):
+    """A second visitor who picks the model while the first's download runs watches that download:
+    the files are fetched once (``fetch_model`` called once), and both pages then rank the folder."""
+    import anchordiv.app.model_choice as model_choice
+
     monkeypatch.setenv("ANCHORDIV_ALLOW_DOWNLOAD", "1")
+    fetches = []
+    monkeypatch.setattr(model_choice, "fetch_model", lambda *args, **kw: fetches.append(args) or fetch_model(*args, **kw))
     folder = colour_folder(tmp_path / "images")
     first, second = open_folder_with_hub_model(folder), open_folder_with_hub_model(folder)
-    hub.hold_gets = threading.Event()  # the transfer waits until both visitors have asked
+    hub.hold_gets = threading.Event()  # every transfer waits until the second visitor is watching
     first_run = threading.Thread(target=lambda: first.button(key="model_download").click().run())
     first_run.start()
+    deadline = time.monotonic() + 60
+    while not [seen for seen in hub.requests if seen.method == "GET"] and time.monotonic() < deadline:
+        time.sleep(0.1)
     second_run = threading.Thread(target=lambda: second.button(key="model_download").click().run())
     second_run.start()
+    time.sleep(2)  # the second visitor's run reaches the running download and watches it
     hub.hold_gets.set()
     first_run.join(TIMEOUT)
     second_run.join(TIMEOUT)
     assert not first.exception and not second.exception
-    assert len(hub.gets(WEIGHTS_NAME)) == 1
+    assert len(fetches) == 1 and len(hub.gets(WEIGHTS_NAME)) == 1
     assert len(shown_table(first)) == 10 and len(shown_table(second)) == 10
 
 
@@ -100,7 +111,7 @@ def test_a_server_that_downloads_nothing_says_what_to_copy_where(hub, tmp_path, 
     text = messages(app)
     assert not app.exception and "downloads nothing" in text
     assert not [button for button in app.button if button.key == "model_download"]
-    assert f"{hub.endpoint}/{TINY_REPO}/resolve/main/{WEIGHTS_NAME}" in text or WEIGHTS_NAME in text
+    assert f"{hub.endpoint}/{TINY_REPO}/resolve/main/{WEIGHTS_NAME}" in text
     assert str(tmp_path / "anchordiv-cache") in text and "fetch-model" in text
     assert hub.requests == []  # the page looked at the disk only
 
@@ -122,12 +133,16 @@ def test_the_launch_options_open_on_their_model_and_folder(hub, tmp_path, monkey
     """``anchordiv demo --model ... --folder ...`` passes them as the explorer's launch options: the
     first page opens on them (a link's model would win over the launch's)."""
     folder = colour_folder(tmp_path / "images")
+    labels = tmp_path / "labels.csv"  # beside the folder, as `make demo FOLDER=... LABELS=...` may give it
+    labels.write_text("path,style\n" + "".join(f"{colour}/{i}.png,{'dark' if i > 2 else 'light'}\n"
+                                               for colour in ("red", "blue", "green") for i in range(5)))
     monkeypatch.delenv("ANCHORDIV_ALLOW_ANY_PATH")
     monkeypatch.setattr("sys.argv", ["streamlit_app.py", "--model", SPEC, "--folder", str(folder),
-                                     "--data-root", str(folder), "--allow-download"])
+                                     "--labels", str(labels), "--data-root", str(tmp_path), "--allow-download"])
     app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
     assert not app.exception
     assert app.radio(key="gallery_source").value == "Image folder"
     assert app.selectbox(key="folder_choice").value == str(folder.resolve())
+    assert app.selectbox(key="folder_labels_choice").value == str(labels.resolve())
     assert app.radio(key="model_source").value == HUB and app.text_input(key="hub_repo").value == TINY_REPO
     assert [button for button in app.button if button.key == "model_download"]  # downloads allowed by the launch

@@ -28,6 +28,7 @@ imported as modules):
   bounds, when it is kept), from which :mod:`.links` derives the links;
 * :mod:`.paths`: :class:`DataRoots`, the folders a shared server may open, decided at launch;
 * :mod:`.shared`: :class:`SharedBuilds`, one slow build per key for every visitor, with progress;
+  :class:`BackgroundJobs`, jobs (a model's download) that outlive the visit that started them;
 * :mod:`.links` (a page's state as URL parameters and back), :mod:`.limits` (what one request may
   ask for), :mod:`.literal` (outside text drawn literally, never as markup) and :mod:`.report`
   (the shipped reproduction report, for the Report page).
@@ -58,14 +59,14 @@ from .neighbours import (
 )
 from .paths import DataRoots
 from .query import default_query_id, query_image_from_upload
-from .shared import SharedBuilds
+from .shared import BackgroundJobs, SharedBuilds
 from .source import Capabilities, GallerySource, MemorySource, neighbour_grid_png, p_sweep
 from .store_source import NameIndex, StoreSource, cosine_top_k, store_stamp
 
 __all__ = [
     "ANIMALS", "BACKGROUNDS", "CHEXPERT_PATHOLOGIES", "CLOTHING", "DOG_BREEDS", "FOOD", "GENERIC_STYLES",
     "MAX_ANCHORS", "VEHICLES", "WEIGHTINGS", "AnchorText", "Capabilities", "DataRoots", "ExplorerGeometry",
-    "GallerySource", "GeometrySpec", "MemorySource", "NameIndex", "SharedBuilds", "StoreSource",
+    "GallerySource", "GeometrySpec", "MemorySource", "NameIndex", "BackgroundJobs", "SharedBuilds", "StoreSource",
     "agreement", "agreement_text", "anchor_presets", "baseline_index", "calibration_frame",
     "combined_table", "cosine_top_k", "default_query_id", "geometry_projection", "grid_captions",
     "neighbour_grid_png", "neighbour_table", "neighbours_at", "outside_sample", "p_sweep", "parse_anchor_text",

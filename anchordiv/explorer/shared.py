@@ -1,4 +1,5 @@
-"""One slow build per key for every visitor of a server, with its progress shown to all who wait.
+"""One slow build per key for every visitor of a server, with its progress shown to all who wait;
+and jobs that outlive the visit that started them (:class:`BackgroundJobs`).
 
 The first start of the explorer embeds the built-in world (about a minute on 2 cores). Visitors
 who arrive meanwhile must not each embed it again, nor stare at a bare spinner: they wait for the
@@ -56,20 +57,68 @@ class SharedBuilds(Generic[T]):
                 self._running.pop(key).set()
                 self._progress.pop(key, None)
 
-    def running(self, key: Hashable) -> bool:
-        """Whether a build for ``key`` is under way (a caller of :meth:`get` would wait for it)."""
-        with self._lock:
-            return key in self._running
-
-    def forget(self, key: Hashable) -> None:
-        """Drop the result kept for ``key``: the next :meth:`get` builds again (for builds whose
-        result lives elsewhere, such as files a download wrote, which may be removed)."""
-        with self._lock:
-            self._results.pop(key, None)
-
     def _reporter(self, key: Hashable, progress: ProgressCallback | None) -> ProgressCallback:
         def report(fraction: float, text: str) -> None:
             self._progress[key] = (fraction, text)
             if progress is not None:
                 progress(fraction, text)
         return report
+
+
+class BackgroundJob:
+    """One job running in a thread of its own: its latest ``progress`` ``(fraction, text)``,
+    ``done`` once it ended, and :meth:`result` (its value, or the error it raised)."""
+
+    def __init__(self, work: Callable[[ProgressCallback], T]):
+        self.progress: tuple[float, str] = (0.0, "Starting")
+        self.done = threading.Event()
+        self._value: T | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(work,), daemon=True, name="background-job")
+        self._thread.start()
+
+    def _run(self, work: Callable[[ProgressCallback], T]) -> None:
+        try:
+            self._value = work(self._report)
+        except Exception as error:  # kept for whoever asks for the result, as the caller would have seen it
+            self._error = error
+        finally:
+            self.done.set()
+
+    def _report(self, fraction: float, text: str) -> None:
+        self.progress = (fraction, text)
+
+    def result(self) -> T:
+        """The job's value once :attr:`done`; raises the job's error if it failed."""
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+class BackgroundJobs:
+    """One :class:`BackgroundJob` per key for every visitor of a server (a model's download):
+    it runs in its own thread, so a visitor who moves on does not stop it, and every visitor who
+    asks for the same key meanwhile watches the same job's progress."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._jobs: dict[Hashable, BackgroundJob] = {}
+
+    def start(self, key: Hashable, work: Callable[[ProgressCallback], T]) -> BackgroundJob:
+        """The job for ``key``: the one running or finished, else ``work`` started now."""
+        with self._lock:
+            if key not in self._jobs:
+                self._jobs[key] = BackgroundJob(work)
+            return self._jobs[key]
+
+    def get(self, key: Hashable) -> BackgroundJob | None:
+        """The job for ``key``, running or finished, or ``None``."""
+        with self._lock:
+            return self._jobs.get(key)
+
+    def forget(self, key: Hashable, job: BackgroundJob) -> None:
+        """Drop ``job`` (once finished): the next :meth:`start` for ``key`` runs afresh (a download
+        whose files were removed since, or one that failed)."""
+        with self._lock:
+            if self._jobs.get(key) is job:
+                del self._jobs[key]

@@ -20,7 +20,7 @@ import torch
 
 from ..grids import grid_png
 from ..search import Index
-from .anchors import anchor_presets
+from .anchors import anchor_presets, preset_sources
 from .colours import label_colour
 from .geometry import ExplorerGeometry, GeometrySpec, baseline_index
 from .maps import point_roles
@@ -117,6 +117,9 @@ class GallerySource(Protocol):
 
     def presets(self) -> dict[str, tuple[str, ...]]:
         """The named anchor lists of the preset menus."""
+
+    def preset_sources(self) -> dict[str, str]:
+        """For the presets read from the gallery's labels, which column each reads (for the menu's help)."""
 
     def neighbour_table(self, values: np.ndarray, ids: np.ndarray, query_labels: Any, value_name: str) -> pd.DataFrame:
         """One row per neighbour: ``rank``, ``gallery_id``, its labels, ``value_name`` and
@@ -216,6 +219,9 @@ class MemorySource:
 
     def presets(self) -> dict[str, tuple[str, ...]]:
         return anchor_presets(self.gallery)
+
+    def preset_sources(self) -> dict[str, str]:
+        return preset_sources(self.gallery)
 
     def neighbour_table(self, values: np.ndarray, ids: np.ndarray, query_labels: pd.Series | None,
                         value_name: str) -> pd.DataFrame:

@@ -239,6 +239,9 @@ class StoreSource:
         names = tuple(self.store.labels[self.label_column].dropna().astype(str).unique()[:MAX_ANCHORS])
         return {GALLERY_NAMES: names, **anchor_presets(None)}
 
+    def preset_sources(self) -> dict[str, str]:
+        return {GALLERY_NAMES: f"the {self.label_column!r} column of the store's labels"} if self.label_column else {}
+
     def neighbour_table(self, values: np.ndarray, ids: np.ndarray, query_labels: str | None,
                         value_name: str) -> pd.DataFrame:
         """As :func:`~anchordiv.explorer.neighbour_table` gives for a gallery: ``rank``,

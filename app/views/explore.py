@@ -43,7 +43,7 @@ def main() -> None:
         elif query is not None:
             st.caption(f"Query: {markdown_literal(query_text)}")
     with anchor_col:
-        parsed_a, parsed_b, weighting = anchor_widgets(source_presets(source), encoder)
+        parsed_a, parsed_b, weighting = anchor_widgets(source_presets(source), encoder, source.preset_sources())
     publish_link(fields, source)
     if query is None:
         return
