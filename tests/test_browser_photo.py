@@ -1,5 +1,6 @@
 """In real headless Chromium: a photo uploaded under the built-in model gets the notice that the
-model knows emoji drawings only; an emoji image uploaded as a PNG gets none. One server start;
+model knows emoji drawings only; an emoji image uploaded as a PNG gets none; the issue's cat photo
+then gets it again. One server start;
 skipped, with the reason, without Chromium or playwright (see tests/test_browser.py)."""
 from __future__ import annotations
 
@@ -27,8 +28,10 @@ def test_browser_warns_by_an_uploaded_photo_and_not_by_an_emoji(app_url, tmp_pat
     from anchordiv.datasets import open_emoji_world
 
     url, log_path = app_url
-    photo = tmp_path / "china.jpg"
-    sample_photos()["china"].save(photo, format="JPEG", quality=90)
+    photos = sample_photos()
+    photo, cat = tmp_path / "china.jpg", tmp_path / "chelsea.jpg"
+    photos["china"].save(photo, format="JPEG", quality=90)
+    photos["chelsea"].save(cat, format="JPEG", quality=90)
     emoji = png_file(Image.fromarray(open_emoji_world("train").image(700)), tmp_path / "emoji.png")
     with chromium() as browser:
         page = open_explorer(browser, url, log_path)
@@ -47,3 +50,8 @@ def test_browser_warns_by_an_uploaded_photo_and_not_by_an_emoji(app_url, tmp_pat
         page.screenshot(path=str(tmp_path / "emoji.png"), full_page=True)
         text = page.locator("body").inner_text()
         assert NOTICE not in text and "Traceback" not in text, page_report(page, log_path)
+
+        page.locator('input[type="file"]').set_input_files(str(cat))
+        page.get_by_text(NOTICE).first.wait_for(timeout=STARTUP_SECONDS * 1000)
+        wait_until_idle(page)
+        assert "Traceback" not in page.locator("body").inner_text(), page_report(page, log_path)

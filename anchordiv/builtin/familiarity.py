@@ -1,22 +1,23 @@
 """Does an image lie inside the built-in model's emoji world? A familiarity score for images seen
 by the built-in model, so that the explorer can say when a photo's neighbours mean little.
 
-The score of an image is the sum of two robust z-scores, each a nearest-neighbour cosine to a
-small shipped reference made from the world's *training* split
-(``assets/builtin-familiarity.npy``, hash-checked against ``assets/builtin-familiarity.json``):
+Every image gets one feature row from one pass through the image tower (:func:`image_features`):
+its embedding, the per-channel mean and standard deviation after each tower stage (its *texture*
+at four scales), and a few statistics of the 64 x 64 pixels the tower sees (a colour histogram,
+how much of the image is flat, how its border differs from its centre: drawings are few flat
+colours on a plain backdrop, photos are neither). The score is linear in the standardised
+columns of some of these blocks, ``familiarity = -(z @ weights + bias)``: a logistic regression
+of photo against emoji, so about 0 and above for emoji, far below for photos. An image is
+*outside the world* when its score is below the threshold.
 
-* **semantic**: the cosine of the image's embedding to its nearest reference embedding;
-* **texture**: the mean cosine of the image's *texture* (per-channel mean and standard deviation
-  of one early stage of the image tower) to its ``k`` nearest reference textures.
+Which blocks, the weights and the threshold were chosen and fitted on training-split emoji,
+held-out emoji and sample photos by :mod:`anchordiv.builtin.familiarity_study`, which rebuilds
+the shipped reference (``assets/builtin-familiarity.npy``, hash-checked against
+``assets/builtin-familiarity.json``) and prints the figures:
+``python -m anchordiv.builtin.familiarity_study``.
 
-Each z-score is ``(cosine - centre) / spread``, with the centre the median and the spread the
-median minus the 5% quantile over calibration emoji; an image is *outside the world* when its
-score is below the reference's threshold. Which stage, which ``k`` and the threshold were chosen
-on held-out emoji and photos (:mod:`anchordiv.builtin.familiarity_study`, which rebuilds the
-reference and prints the figures: ``python -m anchordiv.builtin.familiarity_study``).
-
-:func:`familiarity` and :func:`outside_world` are math on arrays (no file I/O);
-:func:`image_signatures` runs the image tower; :func:`load_reference` reads the shipped file.
+:func:`familiarity`, :func:`outside_world` and :func:`pixel_statistics` are math on arrays (no
+file I/O); :func:`image_features` runs the image tower; :func:`load_reference` reads the shipped file.
 """
 from __future__ import annotations
 
@@ -34,92 +35,110 @@ from .weights import ASSETS_DIR, RESTORE
 
 REFERENCE_NAME = "builtin-familiarity.npy"
 MANIFEST_NAME = "builtin-familiarity.json"
+# Pixel statistics: 4 levels per channel make the 64-bin colour histogram; a neighbour step below
+# the first two levels is flat (drawn fills; the quantisation steps of a PNG), above the last an edge.
+COLOUR_LEVELS = 4
+FLAT_STEPS, EDGE_STEP = (0.004, 0.02, 0.06), 0.25
+BORDER = 4
 
 
-@dataclass(frozen=True)
-class FamiliarityReference:
-    """What :func:`familiarity` compares an image with.
-
-    ``embeddings`` ``(m, d)`` and ``textures`` ``(m2, t)`` are unit rows (reference points of the
-    training split); ``centres`` and ``spreads`` ``(2,)`` standardise the semantic and texture
-    cosines; ``threshold`` is the score below which an image is outside the world; ``stage`` is the
-    image-tower stage the textures are read after and ``k`` how many texture neighbours are averaged;
-    ``weights_sha256`` names the weights the reference was made with.
-    """
-
-    embeddings: np.ndarray
-    textures: np.ndarray
-    centres: np.ndarray
-    spreads: np.ndarray
-    threshold: float
-    stage: int
-    k: int
-    weights_sha256: str
+def feature_blocks(widths: Sequence[int], embed_dim: int) -> dict[str, int]:
+    """The named blocks of an :func:`image_features` row, in order, with their widths, for a
+    tower of stage ``widths`` and embedding size ``embed_dim``."""
+    return {"embedding": embed_dim, **{f"stage {index}": 2 * width for index, width in enumerate(widths)},
+            "colours": COLOUR_LEVELS ** 3, "gradients": 2 + len(FLAT_STEPS), "border": 9}
 
 
-def _unit_rows(values, name: str, dim: int) -> np.ndarray:
-    """``values`` as float32 ``(n, dim)`` unit rows; a ValueError naming ``name`` otherwise."""
-    array = np.asarray(values, dtype=np.float32)
-    if array.ndim != 2 or array.shape[1] != dim:
-        raise ValueError(f"{name} must be an (n, {dim}) array, not shape {array.shape}")
-    if not np.isfinite(array).all():
-        raise ValueError(f"{name} holds NaN or infinite values")
-    norms = np.linalg.norm(array, axis=1, keepdims=True)
-    if (norms == 0).any():
-        raise ValueError(f"{name} holds an all-zero row, which has no direction")
-    return array / norms
+def block_columns(blocks: dict[str, int], chosen: Sequence[str]) -> np.ndarray:
+    """The column indices ``(c,)`` of the ``chosen`` blocks within a row laid out as ``blocks``."""
+    starts = np.cumsum([0] + list(blocks.values()))
+    unknown = [name for name in chosen if name not in blocks]
+    if unknown:
+        raise ValueError(f"unknown feature block(s) {unknown}; the blocks are {list(blocks)}")
+    index = {name: position for position, name in enumerate(blocks)}
+    return np.concatenate([np.arange(starts[index[name]], starts[index[name] + 1]) for name in chosen])
 
 
-def neighbour_cosines(points, reference: np.ndarray, k: int = 1) -> np.ndarray:
-    """Mean cosine of each row of ``points`` ``(n, d)`` to its ``k`` nearest rows of the unit
-    ``reference`` ``(m, d)``: ``(n,)``."""
-    cosines = _unit_rows(points, "points", reference.shape[1]) @ reference.T
-    return np.sort(cosines, axis=1)[:, -k:].mean(axis=1)
-
-
-def familiarity_parts(embeddings, textures, reference: FamiliarityReference) -> np.ndarray:
-    """The semantic and texture z-scores ``(n, 2)`` of images with ``embeddings`` ``(n, d)`` and
-    ``textures`` ``(n, t)`` (:func:`image_signatures`)."""
-    embeddings = _unit_rows(embeddings, "embeddings", reference.embeddings.shape[1])
-    textures = _unit_rows(textures, "textures", reference.textures.shape[1])
-    if len(embeddings) != len(textures):
-        raise ValueError(f"{len(embeddings)} embeddings but {len(textures)} textures: one of each per image")
-    cosines = np.stack([neighbour_cosines(embeddings, reference.embeddings, 1),
-                        neighbour_cosines(textures, reference.textures, reference.k)], axis=1)
-    return (cosines - reference.centres) / reference.spreads
-
-
-def familiarity(embeddings, textures, reference: FamiliarityReference) -> np.ndarray:
-    """How much images look like the built-in model's training world: ``(n,)``, about 0 for a
-    typical emoji, lower for less familiar images (see the module docstring)."""
-    return familiarity_parts(embeddings, textures, reference).sum(axis=1)
-
-
-def outside_world(embeddings, textures, reference: FamiliarityReference) -> np.ndarray:
-    """Boolean ``(n,)``: the images whose :func:`familiarity` is below ``reference.threshold``."""
-    return familiarity(embeddings, textures, reference) < reference.threshold
+def pixel_statistics(pixels: torch.Tensor) -> torch.Tensor:
+    """Statistics ``(n, 78)`` of RGB ``pixels`` ``(n, 3, H, W)`` in [0, 1]: the colour histogram
+    (64 bins), the mean largest-channel step between neighbours with the share of flat and of edge
+    steps (5), and per channel the border's spread, the border's distance from the centre's mean
+    and the centre's spread (9)."""
+    count = len(pixels)
+    levels = (pixels.clamp(0, 1 - 1e-6) * COLOUR_LEVELS).long()
+    bins = (levels[:, 0] * COLOUR_LEVELS + levels[:, 1]) * COLOUR_LEVELS + levels[:, 2]
+    histogram = torch.zeros(count, COLOUR_LEVELS ** 3).scatter_add_(1, bins.reshape(count, -1),
+                                                                   torch.ones(bins.reshape(count, -1).shape))
+    histogram /= bins[0].numel()
+    steps = torch.cat([(pixels[..., 1:] - pixels[..., :-1]).abs().amax(dim=1).reshape(count, -1),
+                       (pixels[..., 1:, :] - pixels[..., :-1, :]).abs().amax(dim=1).reshape(count, -1)], dim=1)
+    gradients = torch.stack([steps.mean(dim=1), *((steps < flat).float().mean(dim=1) for flat in FLAT_STEPS),
+                             (steps > EDGE_STEP).float().mean(dim=1)], dim=1)
+    ring = torch.ones(pixels.shape[2:], dtype=torch.bool)
+    ring[BORDER:-BORDER, BORDER:-BORDER] = False
+    border, centre = pixels[..., ring], pixels[..., ~ring]
+    edges = torch.cat([border.std(dim=2), (border.mean(dim=2) - centre.mean(dim=2)).abs(), centre.std(dim=2)], dim=1)
+    return torch.cat([histogram, gradients, edges], dim=1)
 
 
 @torch.no_grad()
-def image_signatures(encoder, images: Sequence, stage: int, batch_size: int = 64) -> tuple[np.ndarray, np.ndarray]:
-    """The built-in ``encoder``'s embeddings ``(n, d)`` of PIL ``images`` and their textures
-    ``(n, 2 * channels)``: per-channel mean and standard deviation after image-tower stage
-    ``stage``, both from one pass through the tower."""
+def image_features(encoder, images: Sequence, batch_size: int = 64) -> np.ndarray:
+    """Feature rows ``(n, f)`` of PIL ``images`` under the built-in ``encoder``, laid out as
+    :func:`feature_blocks`: embedding, each stage's texture, :func:`pixel_statistics`."""
     from ..encoders.builtin import image_tensor
 
     tower = encoder.model.image_tower
     size = encoder.model.config.image_size
-    embeddings, textures = [], []
+    rows = []
     for start in range(0, len(images), batch_size):
-        batch = torch.stack([image_tensor(image, size) for image in images[start:start + batch_size]])
-        features = tower.stem((batch.to(encoder.device) - tower.pixel_mean) / tower.pixel_std)
-        for index, block in enumerate(tower.stages):
+        pixels = torch.stack([image_tensor(image, size) for image in images[start:start + batch_size]])
+        features = tower.stem((pixels.to(encoder.device) - tower.pixel_mean) / tower.pixel_std)
+        textures = []
+        for block in tower.stages:
             features = block(features)
-            if index == stage:
-                textures.append(torch.cat([features.mean(dim=(2, 3)), features.std(dim=(2, 3))], dim=1).cpu())
+            textures.append(torch.cat([features.mean(dim=(2, 3)), features.std(dim=(2, 3))], dim=1).cpu())
         pooled = torch.cat([features.mean(dim=(2, 3)), features.amax(dim=(2, 3))], dim=1)
-        embeddings.append(torch.nn.functional.normalize(tower.head(pooled), dim=1).cpu())
-    return torch.cat(embeddings).numpy(), torch.cat(textures).numpy()
+        embedding = torch.nn.functional.normalize(tower.head(pooled), dim=1).cpu()
+        rows.append(torch.cat([embedding, *textures, pixel_statistics(pixels)], dim=1))
+    return torch.cat(rows).numpy()
+
+
+@dataclass(frozen=True)
+class FamiliarityReference:
+    """What :func:`familiarity` scores an image with.
+
+    ``blocks`` is the layout of a feature row (name -> width, :func:`feature_blocks`) and ``chosen``
+    the blocks the score reads; ``mean``, ``scale`` and ``weights`` ``(c,)`` standardise and weigh
+    their columns, ``bias`` completes the logistic regression; ``threshold`` is the score below
+    which an image is outside the world; ``weights_sha256`` names the model weights it belongs to.
+    """
+
+    blocks: dict[str, int]
+    chosen: tuple[str, ...]
+    mean: np.ndarray
+    scale: np.ndarray
+    weights: np.ndarray
+    bias: float
+    threshold: float
+    weights_sha256: str
+
+
+def familiarity(features, reference: FamiliarityReference) -> np.ndarray:
+    """How much images with feature rows ``features`` ``(n, f)`` (:func:`image_features`) look like
+    the built-in model's training world: ``(n,)``, lower for less familiar images."""
+    features = np.asarray(features, dtype=np.float32)
+    width = sum(reference.blocks.values())
+    if features.ndim != 2 or features.shape[1] != width:
+        raise ValueError(f"features must be an (n, {width}) array, not shape {features.shape}")
+    if not np.isfinite(features).all():
+        raise ValueError("features hold NaN or infinite values")
+    columns = features[:, block_columns(reference.blocks, reference.chosen)]
+    return -(((columns - reference.mean) / reference.scale) @ reference.weights + reference.bias)
+
+
+def outside_world(features, reference: FamiliarityReference) -> np.ndarray:
+    """Boolean ``(n,)``: the images whose :func:`familiarity` is below ``reference.threshold``."""
+    return familiarity(features, reference) < reference.threshold
 
 
 def load_reference(weights_sha256: str | None, directory: Path = ASSETS_DIR) -> FamiliarityReference | None:
@@ -136,14 +155,10 @@ def load_reference(weights_sha256: str | None, directory: Path = ASSETS_DIR) -> 
         warnings.warn(f"{path} is not the file {manifest_path} records, so photos are not recognised as outside "
                       f"the built-in world (restore it by {RESTORE})", stacklevel=2)
         return None
-    # One float16 array: the reference embeddings' columns, then the textures' (rows paired by index only).
-    stacked, dim = np.load(path), int(manifest["embedding_dim"])
-    return FamiliarityReference(
-        embeddings=_unit_rows(stacked[:, :dim], "reference embeddings", dim),
-        textures=_unit_rows(stacked[:, dim:], "reference textures", stacked.shape[1] - dim),
-        centres=np.asarray(manifest["centres"], np.float32), spreads=np.asarray(manifest["spreads"], np.float32),
-        threshold=float(manifest["threshold"]), stage=int(manifest["stage"]), k=int(manifest["k"]),
-        weights_sha256=weights_sha256)
+    mean, scale, weights = np.load(path).astype(np.float32)  # one (3, c) array
+    return FamiliarityReference(blocks=dict(manifest["blocks"]), chosen=tuple(manifest["chosen"]), mean=mean,
+                                scale=scale, weights=weights, bias=float(manifest["bias"]),
+                                threshold=float(manifest["threshold"]), weights_sha256=weights_sha256)
 
 
 def images_outside_world(encoder, images: Sequence, reference: FamiliarityReference | None = None) -> np.ndarray | None:
@@ -155,5 +170,4 @@ def images_outside_world(encoder, images: Sequence, reference: FamiliarityRefere
     reference = reference or load_reference(encoder.weights_sha256)
     if reference is None:
         return None
-    embeddings, textures = image_signatures(encoder, list(images), reference.stage)
-    return outside_world(embeddings, textures, reference)
+    return outside_world(image_features(encoder, list(images)), reference)

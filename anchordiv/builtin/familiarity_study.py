@@ -3,44 +3,72 @@ rebuilt: ``python -m anchordiv.builtin.familiarity_study`` prints the figures, `
 writes ``assets/builtin-familiarity.npy`` and its manifest (seeded: the same bytes on a rerun with
 the same libraries and thread count).
 
-* Reference: 1,024 k-means centres (seeded) of the training split's embeddings and as many of its
-  textures.
-* Emoji: the held-out split (all 7 styles), halved by emoji: one half to tune on, one to report.
-* Photos: crops (40-100% of the short side), greyscale, mirrored and half-size variants of the
-  sample photos that scikit-learn and matplotlib ship. The statistic and threshold are tuned on
-  the two scikit-learn photos and reported on matplotlib's (Grace Hopper).
-* Candidates: the semantic z-score alone, or plus the texture z-score of stage 0, 1 or 2 with
-  ``k`` 1 or 5; the one with the best tuning AUC wins; the threshold is the tuning emoji's 5%
-  quantile (one held-out emoji in 20 gets the notice).
+* Emoji: the training split to fit on; the held-out split (all 7 styles) halved by emoji (a hash
+  of its id): one half to tune on, one to report.
+* Photos: the real photos that installed packages ship (:func:`sample_photos`), split by photo
+  (sorted by name, every other one to tuning, the rest to reporting: :func:`photo_halves`), each
+  seen whole, in greyscale and as 120 crops (:func:`photo_variants`).
+* Candidates: nearest-neighbour z-scores against 1,024 k-means centres of the training split (of
+  the embedding, of one stage's texture, their sum and their minimum), and seeded logistic
+  regressions of training emoji against tuning-photo variants on several feature sets.
+* Threshold of a candidate: the largest that flags at most 1% of the tuning emoji of EVERY style.
+* Choice, fixed in advance: the candidate that then flags the most tuning photos (the mean over
+  photos of the share of its variants flagged); a regression is scored on each tuning photo by a
+  fit without that photo (leave one photo out), so it is not graded on what it was fitted to.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
+import warnings
 
 import numpy as np
 from PIL import Image, ImageOps
 
 from ..cache import atomic_write, sha256_file
-from .familiarity import MANIFEST_NAME, REFERENCE_NAME, FamiliarityReference, image_signatures, neighbour_cosines
+from .familiarity import (MANIFEST_NAME, REFERENCE_NAME, FamiliarityReference, block_columns, familiarity,
+                          feature_blocks, image_features)
 from .weights import ASSETS_DIR
 
 CENTRES = 1024
-STAGES, KS = (0, 1, 2), (1, 5)
-FALSE_ALARM = 0.05
-TUNE_PHOTOS, REPORT_PHOTOS = ("china", "flower"), ("grace_hopper",)
+MAX_FLAGGED_EMOJI = 0.01
+STAGES = ("stage 0", "stage 1", "stage 2", "stage 3")
+PIXELS = ("colours", "gradients", "border")
+FEATURE_SETS = (("embedding",), STAGES, PIXELS, ("stage 0", "stage 1") + PIXELS, STAGES + PIXELS,
+                ("embedding",) + STAGES + PIXELS)
+STRENGTHS = (0.01, 1.0)  # the regressions' C (inverse L2 penalty)
+# scikit-image's photos (the grey ones as they come); not its drawings, documents or synthetic
+# images, nor motorcycle_right or microaneurysms (near-copies of motorcycle and retina).
+SKIMAGE_PHOTOS = ("astronaut", "brick", "camera", "cell", "chelsea", "clock", "coffee", "coins", "grass", "gravel",
+                  "hubble_deep_field", "immunohistochemistry", "moon", "retina", "rocket")
+
+
+def _rgb(array) -> Image.Image:
+    array = np.asarray(array)
+    return Image.fromarray(np.stack([array] * 3, axis=-1) if array.ndim == 2 else array[..., :3])
 
 
 def sample_photos() -> dict[str, Image.Image]:
-    """The real photos that installed packages ship: scikit-learn's two and matplotlib's one."""
+    """The real photos that installed packages ship, all offline: scikit-learn's two, matplotlib's
+    one and scikit-image's sixteen (:data:`SKIMAGE_PHOTOS` and the left stereo motorcycle)."""
+    import skimage.data
     from matplotlib import cbook
     from sklearn.datasets import load_sample_image
 
     photos = {name: Image.fromarray(load_sample_image(f"{name}.jpg")) for name in ("china", "flower")}
     with cbook.get_sample_data("grace_hopper.jpg") as handle:
         photos["grace_hopper"] = Image.open(handle).convert("RGB")
-    return photos
+    photos.update({name: _rgb(getattr(skimage.data, name)()) for name in SKIMAGE_PHOTOS})
+    photos["motorcycle"] = _rgb(skimage.data.stereo_motorcycle()[0])
+    return dict(sorted(photos.items()))
+
+
+def photo_halves(names) -> tuple[list[str], list[str]]:
+    """The tuning and the reporting photos: sorted by name, every other one (first, third, ...) tunes."""
+    names = sorted(names)
+    return names[0::2], names[1::2]
 
 
 def photo_variants(photo: Image.Image, count: int = 120, seed: int = 0) -> list[Image.Image]:
@@ -57,6 +85,12 @@ def photo_variants(photo: Image.Image, count: int = 120, seed: int = 0) -> list[
     return variants
 
 
+def unit(array: np.ndarray) -> np.ndarray:
+    """The rows of ``array`` ``(n, d)`` scaled to unit length, float32."""
+    array = np.asarray(array, np.float32)
+    return array / np.linalg.norm(array, axis=1, keepdims=True)
+
+
 def spherical_kmeans(points: np.ndarray, count: int, seed: int = 0, iterations: int = 20) -> np.ndarray:
     """``count`` unit centres ``(count, d)`` of the unit rows ``points`` ``(n, d)`` (seeded Lloyd
     iterations on cosine; an emptied centre keeps its place)."""
@@ -71,19 +105,99 @@ def spherical_kmeans(points: np.ndarray, count: int, seed: int = 0, iterations: 
     return centres
 
 
-def auc(inside: np.ndarray, outside: np.ndarray) -> float:
-    """Probability that an ``inside`` score beats an ``outside`` one (ties count half)."""
-    ranks = np.argsort(np.argsort(np.r_[inside, outside], kind="stable"), kind="stable") + 1.0
-    values = np.r_[inside, outside]
-    for value in np.unique(values):  # average ranks over ties
-        tied = values == value
-        ranks[tied] = ranks[tied].mean()
-    return float((ranks[:len(inside)].sum() - len(inside) * (len(inside) + 1) / 2) / (len(inside) * len(outside)))
+def emoji_groups(labels) -> dict[str, np.ndarray]:
+    """Boolean masks over the world's images: ``train``, and the held-out halves ``tune`` and ``report``."""
+    split = labels["split"].to_numpy()
+    half = np.array([int(hashlib.sha256(i.encode()).hexdigest(), 16) % 2 for i in labels["emoji_id"]])
+    return {"train": split == "train", "tune": (split == "heldout") & (half == 0),
+            "report": (split == "heldout") & (half == 1)}
 
 
-def unit(array: np.ndarray) -> np.ndarray:
-    array = np.asarray(array, np.float32)
-    return array / np.linalg.norm(array, axis=1, keepdims=True)
+def style_threshold(scores: np.ndarray, tune: np.ndarray, styles: np.ndarray) -> float:
+    """The largest threshold under which at most :data:`MAX_FLAGGED_EMOJI` of the ``tune`` images
+    of every style score (``scores``, ``styles`` ``(n,)``)."""
+    return float(min(np.quantile(scores[tune & (styles == style)], MAX_FLAGGED_EMOJI) for style in np.unique(styles)))
+
+
+def flagged_share(scores: np.ndarray, threshold: float) -> float:
+    return float(np.mean(scores < threshold))
+
+
+def fit_logistic(blocks: dict, chosen: tuple, emoji: np.ndarray, photos: np.ndarray, strength: float,
+                 weights_sha256: str = "") -> FamiliarityReference:
+    """A reference (threshold not yet set) whose score is a seeded, class-balanced logistic
+    regression of the feature rows ``photos`` against ``emoji``, on the ``chosen`` blocks
+    standardised by the emoji's mean and spread."""
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import LogisticRegression
+
+    columns = block_columns(blocks, chosen)
+    mean, scale = emoji[:, columns].mean(axis=0), emoji[:, columns].std(axis=0) + 1e-6
+    rows = (np.concatenate([emoji, photos])[:, columns] - mean) / scale
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)  # an unconverged fit would not be reproducible
+        model = LogisticRegression(C=strength, class_weight="balanced", max_iter=5000, random_state=0).fit(
+            rows, np.r_[np.zeros(len(emoji)), np.ones(len(photos))])
+    return FamiliarityReference(blocks, chosen, mean.astype(np.float32), scale.astype(np.float32),
+                                model.coef_[0].astype(np.float32), float(model.intercept_[0]), np.nan, weights_sha256)
+
+
+def neighbour_candidates(blocks: dict, world: np.ndarray, photos: dict, groups: dict) -> dict:
+    """Nearest-neighbour z-scores (cosine to the nearest of :data:`CENTRES` k-means centres of the
+    training split, centred on the tuning emoji's median, scaled by median minus 5% quantile): each
+    block alone, and the embedding's with each stage's, summed and as the minimum. Name -> (world
+    scores ``(n,)``, photo name -> scores)."""
+    def z_scores(name):
+        columns = block_columns(blocks, (name,))
+        centres = unit(spherical_kmeans(unit(world[groups["train"]][:, columns]), CENTRES))
+        def cosines(rows):
+            return (unit(rows[:, columns]) @ centres.T).max(axis=1)
+        tune = cosines(world[groups["tune"]])
+        centre, spread = np.median(tune), np.median(tune) - np.quantile(tune, 0.05)
+        return (cosines(world) - centre) / spread, {photo: (cosines(rows) - centre) / spread for photo, rows in photos.items()}
+
+    parts = {name: z_scores(name) for name in ("embedding",) + STAGES}
+    candidates = {f"nearest {name}": scores for name, scores in parts.items()}
+    for stage in STAGES:
+        for how, combine in (("+", np.add), ("min", np.minimum)):
+            (world_a, photos_a), (world_b, photos_b) = parts["embedding"], parts[stage]
+            candidates[f"nearest embedding {how} {stage}"] = (
+                combine(world_a, world_b), {photo: combine(photos_a[photo], photos_b[photo]) for photo in photos})
+    return candidates
+
+
+def tuning_share(world_scores: np.ndarray, photo_scores: dict, tune_photos, groups, styles) -> float:
+    """Mean over the tuning photos of the share of their variants flagged at the style threshold."""
+    threshold = style_threshold(world_scores, groups["tune"], styles)
+    return float(np.mean([flagged_share(photo_scores[photo], threshold) for photo in tune_photos]))
+
+
+def logistic_tuning_share(blocks, chosen, strength, world, photos, tune_photos, groups, styles) -> float:
+    """:func:`tuning_share` of a regression, each tuning photo scored by a fit without it (and
+    the threshold of that fit)."""
+    shares = []
+    for left_out in tune_photos:
+        others = np.concatenate([photos[photo] for photo in tune_photos if photo != left_out])
+        reference = fit_logistic(blocks, chosen, world[groups["train"]], others, strength)
+        threshold = style_threshold(familiarity(world, reference), groups["tune"], styles)
+        shares.append(flagged_share(familiarity(photos[left_out], reference), threshold))
+    return float(np.mean(shares))
+
+
+def report(world_scores, photo_scores, threshold, groups, styles, report_photos) -> dict:
+    """The chosen statistic's figures on the reporting halves (and, for comparison, the others)."""
+    figures = {f"{group} emoji flagged": round(flagged_share(world_scores[groups[group]], threshold), 4)
+               for group in ("report", "tune", "train")}
+    figures["report emoji flagged, by style"] = {
+        style: round(flagged_share(world_scores[groups["report"] & (styles == style)], threshold), 4)
+        for style in np.unique(styles)}
+    figures["report photos: whole / greyscale flagged"] = {
+        photo: [bool(score < threshold) for score in photo_scores[photo][:2]] for photo in report_photos}
+    figures["report photos: variants flagged"] = {
+        photo: round(flagged_share(photo_scores[photo], threshold), 3) for photo in report_photos}
+    figures["report photos: variants flagged, mean"] = round(float(np.mean(list(
+        figures["report photos: variants flagged"].values()))), 4)
+    return figures
 
 
 def study(write: bool = False) -> dict:
@@ -92,83 +206,52 @@ def study(write: bool = False) -> dict:
     from ..encoders.builtin import load_builtin_encoder
 
     encoder = load_builtin_encoder(device="cpu")
-    world = load_emoji_world("all")
-    labels = world.labels
-    split = labels["split"].to_numpy()
-    half = np.array([int(hashlib.sha256(i.encode()).hexdigest(), 16) % 2 for i in labels["emoji_id"]])
-    groups = {"train": split == "train", "tune": (split == "heldout") & (half == 0),
-              "report": (split == "heldout") & (half == 1)}
-    world_images = world.images
-    photos = {name: photo_variants(photo) for name, photo in sample_photos().items()}
-    cosines: dict = {}
-    for stage in STAGES:
-        embeddings, textures = image_signatures(encoder, world_images[:], stage)
-        photo_signatures = {name: image_signatures(encoder, images, stage) for name, images in photos.items()}
-        # Rounded to the float16 that is shipped, so the figures are the shipped reference's.
-        reference_embeddings = unit(spherical_kmeans(unit(embeddings[groups["train"]]), CENTRES).astype(np.float16))
-        reference_textures = unit(spherical_kmeans(unit(textures[groups["train"]]), CENTRES).astype(np.float16))
-        for k in KS:
-            def of(embeddings_, textures_):
-                return np.stack([neighbour_cosines(embeddings_, reference_embeddings, 1),
-                                 neighbour_cosines(textures_, reference_textures, k)], axis=1)
-            cosines[stage, k] = {"world": of(embeddings, textures),
-                                 **{name: of(*pair) for name, pair in photo_signatures.items()},
-                                 "reference": (reference_embeddings, reference_textures)}
-    candidates = {}
-    for (stage, k), values in cosines.items():
-        tune = values["world"][groups["tune"]]
-        centres = np.median(tune, axis=0)
-        spreads = centres - np.quantile(tune, 0.05, axis=0)
-        for parts in ((0,), (0, 1)):
-            def score(points, parts=parts, centres=centres, spreads=spreads):
-                return ((points - centres) / spreads)[:, list(parts)].sum(axis=1)
-            tune_photos = np.concatenate([score(values[name]) for name in TUNE_PHOTOS])
-            key = "semantic" if parts == (0,) else f"semantic + texture(stage {stage}, k={k})"
-            candidates[key] = dict(stage=stage, k=k, parts=parts, centres=centres, spreads=spreads, score=score,
-                                   tune_auc=auc(score(tune), tune_photos))
-    print("candidate statistic: tuning AUC (held-out emoji, half A, against crops of china.jpg and flower.jpg)")
-    for key, candidate in candidates.items():
-        print(f"  {candidate['tune_auc']:.4f}  {key}")
-    chosen_key = max((key for key in candidates if key != "semantic"), key=lambda key: candidates[key]["tune_auc"])
-    chosen = candidates[chosen_key]
-    values = cosines[chosen["stage"], chosen["k"]]
-    score = chosen["score"]
-    threshold = float(np.quantile(score(values["world"][groups["tune"]]), FALSE_ALARM))
-    world_scores = score(values["world"])
-    figures = {"statistic": chosen_key, "threshold": threshold,
-               "tuning AUC": chosen["tune_auc"], "semantic alone, tuning AUC": candidates["semantic"]["tune_auc"]}
-    for name in REPORT_PHOTOS:
-        photo_scores = score(values[name])
-        figures[f"report AUC (held-out emoji half B vs {name} variants)"] = auc(world_scores[groups["report"]], photo_scores)
-        figures[f"{name}: variants without the notice"] = float(np.mean(photo_scores >= threshold))
-        figures[f"{name}: whole photo / its greyscale flagged"] = [bool(s < threshold) for s in photo_scores[:2]]
-    for name in TUNE_PHOTOS:
-        figures[f"{name} (tuning): variants without the notice"] = float(np.mean(score(values[name]) >= threshold))
-    for group in ("report", "tune", "train"):
-        figures[f"{group} emoji with the notice"] = float(np.mean(world_scores[groups[group]] < threshold))
-    styles = labels["style"].to_numpy()
-    figures["report emoji with the notice, by style"] = {
-        style: round(float(np.mean(world_scores[groups["report"] & (styles == style)] < threshold)), 3)
-        for style in sorted(set(styles))}
-    print(f"chosen: {chosen_key}")
+    blocks = feature_blocks(encoder.model.config.widths, encoder.model.config.embed_dim)
+    world_data = load_emoji_world("all")
+    groups, styles = emoji_groups(world_data.labels), world_data.labels["style"].to_numpy()
+    photos = {name: image_features(encoder, photo_variants(photo)) for name, photo in sample_photos().items()}
+    tune_photos, report_photos = photo_halves(photos)
+    print(f"tuning photos: {', '.join(tune_photos)}\nreporting photos: {', '.join(report_photos)}")
+    world = image_features(encoder, world_data.images[:])
+
+    shares = {name: tuning_share(world_scores, photo_scores, tune_photos, groups, styles)
+              for name, (world_scores, photo_scores) in neighbour_candidates(blocks, world, photos, groups).items()}
+    for chosen in FEATURE_SETS:
+        for strength in STRENGTHS:
+            shares["logistic " + " + ".join(chosen) + f", C={strength}"] = logistic_tuning_share(
+                blocks, chosen, strength, world, photos, tune_photos, groups, styles)
+    print("candidate: tuning photos' variants flagged (mean over photos) with <= 1% of tuning emoji of every style")
+    for name, share in shares.items():
+        print(f"  {share:.3f}  {name}")
+    best = max(shares, key=shares.get)
+    if not best.startswith("logistic "):
+        raise SystemExit(f"{best} won, but the shipped check (anchordiv.builtin.familiarity) is linear only")
+    chosen, strength = next((blocks_, c) for blocks_ in FEATURE_SETS for c in STRENGTHS
+                            if best == "logistic " + " + ".join(blocks_) + f", C={c}")
+    reference = fit_logistic(blocks, chosen, world[groups["train"]],
+                             np.concatenate([photos[photo] for photo in tune_photos]), strength, encoder.weights_sha256)
+    world_scores = familiarity(world, reference)
+    threshold = style_threshold(world_scores, groups["tune"], styles)
+    reference = dataclasses.replace(reference, threshold=threshold)
+    figures = {"statistic": best, "tuning photos": tune_photos, "reporting photos": report_photos,
+               "tuning share (leave one photo out)": round(shares[best], 4), "threshold": threshold,
+               **report(world_scores, {name: familiarity(rows, reference) for name, rows in photos.items()},
+                        threshold, groups, styles, report_photos)}
+    print(f"chosen: {best}")
     for key, value in figures.items():
-        print(f"  {key}: {round(value, 4) if isinstance(value, float) else value}")
+        print(f"  {key}: {value}")
     if write:
-        save_reference(FamiliarityReference(*values["reference"], chosen["centres"], chosen["spreads"], threshold,
-                                            chosen["stage"], chosen["k"], encoder.weights_sha256), figures)
+        save_reference(reference, strength, figures)
     return figures
 
 
-def save_reference(reference: FamiliarityReference, figures: dict, directory=ASSETS_DIR) -> None:
-    """Write the reference (float16) and then the manifest that vouches for it."""
+def save_reference(reference: FamiliarityReference, strength: float, figures: dict, directory=ASSETS_DIR) -> None:
+    """Write the reference (float32 mean, scale, weights) and then the manifest that vouches for it."""
     path = directory / REFERENCE_NAME
-    stacked = np.concatenate([reference.embeddings, reference.textures], axis=1).astype(np.float16)
-    atomic_write(path, lambda handle: np.save(handle, stacked))
+    atomic_write(path, lambda handle: np.save(handle, np.stack([reference.mean, reference.scale, reference.weights])))
     manifest = {"weights_sha256": reference.weights_sha256, "sha256": sha256_file(path),
-                "embedding_dim": reference.embeddings.shape[1],
-                "centres": reference.centres.tolist(), "spreads": reference.spreads.tolist(),
-                "threshold": reference.threshold, "stage": reference.stage, "k": reference.k,
-                "figures": figures}
+                "blocks": reference.blocks, "chosen": list(reference.chosen), "bias": reference.bias,
+                "threshold": reference.threshold, "C": strength, "figures": figures}
     atomic_write(directory / MANIFEST_NAME, lambda handle: handle.write(json.dumps(manifest, indent=1).encode()))
 
 
