@@ -16,11 +16,12 @@ from anchordiv import figure as fg
 from anchordiv.cli import main
 from anchordiv.encoders import load_encoder
 from anchordiv.gallery import folder_gallery
-from anchordiv.prompts import encode_anchors
+from anchordiv.prompts import AS_TYPED, AUTO, TemplateChoice, encode_anchors
 from tiny_open_clip import TINY_ARCH, make_tiny_checkpoint
 
 TEXTS_A = ("red square", "blue square", "green circle", "yellow star")
 TEXTS_B = ("a photo", "a drawing", "a painting", "pixel art")
+PHOTO = TemplateChoice("photo")
 
 
 @pytest.fixture(scope="module")
@@ -73,10 +74,10 @@ def test_a_column_naming_another_encoder_ranks_its_embeddings_of_the_same_images
                                                                  tiny_gallery.embeddings[query_id], 4, query_id)
         assert np.allclose(tiny_cosine.similarity, (tiny_gallery.rows(tiny_cosine.gallery_id.tolist())
                                                     @ tiny_gallery.embeddings[query_id]).numpy(), atol=1e-5)
-        # The anchors are the same texts, encoded by the tiny model (through the same templates).
+        # The anchors are the same texts, encoded by the tiny model through its own "auto" templates.
         expected = ex.ExplorerGeometry(
-            tiny_gallery.embeddings, [encode_anchors(two_models["tiny"], texts, result.settings.templates[side])
-                                      for side, texts in enumerate((TEXTS_A, TEXTS_B))],
+            tiny_gallery.embeddings, [encode_anchors(two_models["tiny"], texts, PHOTO)
+                                      for texts in (TEXTS_A, TEXTS_B)],
             [TEXTS_A, TEXTS_B], result.settings.spec)
         values, ids = ex.search_one(expected.index_at(0.5, "balanced"), tiny_gallery.embeddings[query_id], 4,
                                     exclude=query_id)
@@ -93,6 +94,53 @@ def test_the_header_and_the_footer_name_the_model(two_models):
     footer = "\n".join(result.settings.lines())
     assert f"encoder {two_models['builtin'].name} (columns that name a model: {two_models['tiny'].name})" in footer
     assert fg.render_figure(result, "png", dpi=60).startswith(b"\x89PNG")
+
+
+def test_auto_templates_are_each_encoders_own_and_the_footer_says_so_per_encoder(two_models):
+    builtin, tiny = two_models["builtin"].name, two_models["tiny"].name
+    columns = ["A", f"A {two_models['named']}"]
+    by_default = figure(two_models, ["#0"], columns)
+    assert by_default.settings.templates == (AS_TYPED, AS_TYPED)  # the built-in model's own: its captions
+    assert by_default.settings.column_templates == ((PHOTO, PHOTO, PHOTO),)  # open_clip's: 'a photo of a {}.'
+    assert by_default.settings.templates_lines() == [f"Anchor texts encoded as typed (no template) by {builtin}",
+                                                     f"Anchor texts encoded as 'a photo of a {{}}.' by {tiny}"]
+    as_typed = figure(two_models, ["#0"], columns, templates=(AS_TYPED, AS_TYPED))
+    assert as_typed.settings.column_templates == ((AS_TYPED, AS_TYPED, PHOTO),)
+    assert as_typed.settings.templates_lines() == ["Anchor texts encoded as typed (no template)"]  # one for both
+    assert by_default.tables[0][1].gallery_id.tolist() != as_typed.tables[0][1].gallery_id.tolist() or \
+        not np.allclose(by_default.tables[0][1].divergence, as_typed.tables[0][1].divergence)
+    mixed = figure(two_models, ["#0"], columns, templates=(PHOTO, AUTO))
+    assert mixed.settings.templates_lines() == [
+        f"Anchors A encoded as 'a photo of a {{}}.'; B as typed (no template) by {builtin}",
+        f"Anchor texts encoded as 'a photo of a {{}}.' by {tiny}"]
+    with pytest.raises(ValueError, match=r"templates: 'photo' is neither a TemplateChoice nor 'auto'"):
+        figure(two_models, ["#0"], columns, templates=("photo", AUTO))
+
+
+def test_a_figure_names_at_most_limits_encoders_before_loading_any(two_models):
+    two_models["loads"].clear()
+    named = [f"cosine {two_models['named']}", "cosine model=builtin", "cosine model=open_clip:hf-hub:org/repo"]
+    with pytest.raises(ValueError, match=r"a figure's columns name at most 2 encoders with model=SPEC \(this one "
+                                         r"names 3, .*\); name fewer encoders, or raise the limit \(--max-encoders"):
+        figure(two_models, ["#0"], ["cosine", *named])
+    assert two_models["loads"] == []  # refused before any model was loaded
+    assert len(figure(two_models, ["#0"], ["cosine", *named[:2], named[0].replace("cosine", "A")]).columns) == 4
+    with pytest.raises(ValueError, match="name at most 1 encoder with model=SPEC"):
+        figure(two_models, ["#0"], named[:2], limits=fg.FigureLimits(encoders=1))
+    assert fg.named_encoders([fg.parse_geometry_column(text) for text in ["iti", *named, named[0]]]) == 3
+
+
+def test_the_command_refuses_too_many_encoders_before_loading_a_model(two_models, tmp_path, monkeypatch, capsys):
+    def tripwire(*args, **kwargs):
+        raise AssertionError("a model was loaded before the figure's encoders were counted")
+
+    monkeypatch.setattr("anchordiv.cli.fetch_model.load_with_progress", tripwire)
+    columns = [f"cosine {two_models['named']}", "cosine model=builtin", "iti model=open_clip:hf-hub:org/repo"]
+    assert main(["figure", "--queries", "#0", "--geometries", *columns, "--out", str(tmp_path / "f.png")]) == 2
+    assert "name at most 2 encoders with model=SPEC (this one names 3" in capsys.readouterr().err
+    assert main(["figure", "--queries", "#0", "--geometries", *columns, "--max-encoders", "1",
+                 "--out", str(tmp_path / "f.png")]) == 2
+    assert "name at most 1 encoder with model=SPEC" in capsys.readouterr().err
 
 
 def test_an_image_row_is_embedded_again_by_the_columns_encoder(two_models):

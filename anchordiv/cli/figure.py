@@ -15,7 +15,8 @@ ANCHOR_SETS = (("a", "A (default: the gallery's object names)", "Gallery object 
                ("b", "B (default: the gallery's styles)", "Gallery styles"))
 LIMITS = (("rows", "query rows"), ("columns", "geometry columns"), ("k", "neighbours per cell"),
           ("neighbours", "neighbours in all (rows x columns x k)"),
-          ("geometries", "anchor geometries to fit (distinct model= and s=)"),
+          ("geometries", "anchor geometries to fit (distinct encoders, anchor models and s=)"),
+          ("encoders", "encoders named by columns' model=SPEC (each loaded and embedding the world)"),
           ("dpi", "dpi of a PNG"), ("pixels", "pixels of a PNG (width x height)"))
 
 
@@ -75,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     from ..explorer import GeometrySpec
     from ..figure import compare, render_figure
     from ..gallery import world_gallery
-    from ..prompts import encode_anchors, template_choice
+    from ..prompts import AUTO, default_choice, encode_anchors, template_choice
 
     form, rows, columns, images, files, limits = _checked_inputs(args)
     encoder = load_with_progress(args.model, args.pretrained, args.device, args.allow_download)
@@ -86,8 +87,11 @@ def run(args: argparse.Namespace) -> int:
     spec = GeometrySpec(kind=args.kind, scale=args.scale, reverse=args.reverse)
     print(f"anchordiv figure: {len(rows)} row(s) x {len(columns)} column(s), top-{args.k}, {gallery.description}, "
           f"{encoder.name}", flush=True)
-    templates = [template_choice(*files[f"templates_{name}"], encoder=encoder) for name in ("a", "b")]
+    # "auto" stays unresolved: each encoder (the figure's, a column's) resolves it to its own default.
+    templates = [AUTO if choice == AUTO else template_choice(choice, text)
+                 for choice, text in (files["templates_a"], files["templates_b"])]
     for name, texts, choice in zip("AB", (texts_a, texts_b), templates):
+        choice = default_choice(encoder) if choice == AUTO else choice
         if len(choice.templates) > 1:  # minutes on a CPU for a large set: shown here, then read from the text cache
             with progress_bar(f"anchors {name}") as progress:
                 encode_anchors(encoder, texts, choice, progress)
@@ -106,8 +110,8 @@ def _checked_inputs(args: argparse.Namespace):
     ``--max-*`` limits, the image files of ``image:`` rows (read), the anchor files (read;
     ``None`` where a preset is used) and each set's templates (``(name, own templates)``, files read)."""
     from ..explorer import GeometrySpec
-    from ..figure import (FORMATS, FigureLimits, check_figure_request, fitted_geometries, parse_geometry_column,
-                          parse_query_row)
+    from ..figure import (FORMATS, FigureLimits, check_figure_request, fitted_geometries, named_encoders,
+                          parse_geometry_column, parse_query_row)
 
     form = Path(args.out).suffix.lower().lstrip(".")
     if form not in FORMATS:
@@ -118,7 +122,7 @@ def _checked_inputs(args: argparse.Namespace):
     limits = FigureLimits(**{name: getattr(args, f"max_{name}") for name, _ in LIMITS})
     spec = GeometrySpec(kind=args.kind, scale=args.scale)
     check_figure_request(len(rows), len(columns), args.k, limits, dpi=args.dpi if form == "png" else None,
-                         n_geometries=fitted_geometries(columns, spec))
+                         n_geometries=fitted_geometries(columns, spec), n_encoders=named_encoders(columns))
     images = {}
     for row in rows:
         if row.kind == "upload":

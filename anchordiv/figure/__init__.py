@@ -12,7 +12,7 @@ Three steps, each usable on its own:
   ``cosine model=open_clip:ViT-B-32 pretrained=laion2b_s34b_b79k``; module :mod:`.columns`).
   ``str()`` of either parses back to an equal object.
 * **The neighbours** (:mod:`.comparison`): :func:`compare` resolves the rows, fits each distinct
-  (anchor model, scale) once through :class:`~anchordiv.explorer.geometry.ExplorerGeometry` and
+  (encoder, anchor model, scale) once through :class:`~anchordiv.explorer.geometry.ExplorerGeometry` and
   ranks the gallery for every (row, column): a :class:`CompareResult` of
   :func:`~anchordiv.explorer.neighbours.neighbour_table` tables.
 * **The figure** (:mod:`.render`, sizes in :mod:`.layout`): :func:`render_figure` draws it with
@@ -20,9 +20,9 @@ Three steps, each usable on its own:
   with the settings written under it.
 
 Every figure is bounded by one :class:`FigureLimits` (:data:`DEFAULT_LIMITS` unless the caller
-raises it; module :mod:`.limits`): query rows, geometry columns and neighbours per cell are
-checked by :func:`check_figure_request` before anything is computed, a PNG's dpi and pixels
-before anything is drawn. The drawing time grows with the thumbnails (rows x columns x k), so the
+raises it; module :mod:`.limits`): query rows, geometry columns, neighbours per cell, fitted
+geometries and the encoders columns name are checked by :func:`check_figure_request` before
+anything is computed or loaded, a PNG's dpi and pixels before anything is drawn. The drawing time grows with the thumbnails (rows x columns x k), so the
 default limits are set by the time the heaviest figure takes to draw.
 
 Every text is drawn as it is written: mathtext and TeX are off (a ``$`` in a query or a label is a
@@ -32,7 +32,7 @@ dollar sign), control characters become spaces, and each caption is cut to the r
 Nothing here reads or writes files: image rows get their bytes from the caller (the command line
 reads ``image:PATH``, the app passes uploads), and the figure comes back as bytes.
 """
-from .columns import BASELINES, GeometryColumn, fitted_geometries, parse_geometry_column
+from .columns import BASELINES, GeometryColumn, fitted_geometries, named_encoders, parse_geometry_column
 from .comparison import (BaselineFactory, ColumnModel, CompareResult, CompareSettings, GeometryFactory, ModelFactory,
                          compare)
 from .layout import FigureLayout
@@ -45,6 +45,6 @@ __all__ = [
     "STYLE_COLOUR", "THUMB_PIXELS", "BaselineFactory", "ColumnModel", "CompareResult", "CompareSettings",
     "FigureLayout", "FigureLimits", "GeometryColumn", "GeometryFactory", "ImageEmbedder", "ModelFactory", "Query",
     "QueryRow", "TextEmbedder",
-    "check_figure_request", "compare", "figure_size", "fitted_geometries", "parse_geometry_column",
+    "check_figure_request", "compare", "figure_size", "fitted_geometries", "named_encoders", "parse_geometry_column",
     "parse_query_row", "render_figure", "resolve_queries",
 ]

@@ -197,3 +197,8 @@ def fitted_geometries(columns: Sequence[GeometryColumn], default_spec: GeometryS
     return len({(column.encoder_key, *column.geometry_key(default_spec)) for column in columns
                 if not column.is_baseline})
 
+
+
+def named_encoders(columns: Sequence[GeometryColumn]) -> int:
+    """How many encoders ``columns`` name with ``model=SPEC``: their distinct (spec, pretrained)."""
+    return len({column.encoder_key for column in columns if column.encoder_key is not None})

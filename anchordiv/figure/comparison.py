@@ -1,5 +1,5 @@
 """The neighbours of every (query row, geometry column): :func:`compare` resolves the rows, fits each
-distinct (anchor model, scale) once through :class:`~anchordiv.explorer.geometry.ExplorerGeometry`
+distinct (encoder, anchor model, scale) once through :class:`~anchordiv.explorer.geometry.ExplorerGeometry`
 and ranks the gallery for every cell, giving a :class:`CompareResult`."""
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ import torch
 from ..explorer.geometry import WEIGHTINGS, ExplorerGeometry, GeometrySpec, baseline_index
 from ..explorer.neighbours import neighbour_table, search_one
 from ..models import anchor_model_kind
-from ..prompts import AS_TYPED, TemplateChoice, default_choice, encode_anchors
-from .columns import COLUMN_EXAMPLE, GeometryColumn, fitted_geometries, parse_geometry_column, value_text
+from ..prompts import AS_TYPED, AUTO, TemplateChoice, default_choice, encode_anchors
+from .columns import (COLUMN_EXAMPLE, GeometryColumn, fitted_geometries, named_encoders, parse_geometry_column,
+                      value_text)
 from .limits import DEFAULT_LIMITS, FigureLimits, check_figure_request
 from .rows import (ROW_EXAMPLE, ImageEmbedder, Query, QueryRow, TextEmbedder, image_name, parse_query_row,
                    resolve_queries)
@@ -53,7 +54,10 @@ class CompareSettings:
     """What the figure was made with, written under it: ``k``, the default ``weighting`` and
     geometry ``spec`` (each column may override kind, scale and weighting), the anchor sets, the
     prior set (posterior models), the gallery's description, the encoder's name, and the prompt
-    templates sets A and B (``templates``) and the prior set were encoded through."""
+    templates sets A and B (``templates``) and the prior set were encoded through by it. The
+    encoders that columns name (``column_encoders``, by name) encoded them through
+    ``column_templates`` (A, B and prior, one triple per encoder): "auto" is each encoder's own
+    :func:`~anchordiv.prompts.default_choice`."""
 
     k: int
     weighting: str
@@ -66,6 +70,7 @@ class CompareSettings:
     templates: tuple[TemplateChoice, TemplateChoice] = (AS_TYPED, AS_TYPED)
     prior_templates: TemplateChoice = AS_TYPED
     column_encoders: tuple[str, ...] = ()
+    column_templates: tuple[tuple[TemplateChoice, TemplateChoice, TemplateChoice], ...] = ()
 
     def lines(self) -> list[str]:
         """The settings as a few lines of plain text."""
@@ -76,20 +81,29 @@ class CompareSettings:
         lines = [f"Anchors A: {_anchor_summary(self.texts_a)}", f"Anchors B: {_anchor_summary(self.texts_b)}"]
         if self.prior_texts:  # used by the posterior models, the default's or a column's
             lines.append(f"Prior anchors: {_anchor_summary(self.prior_texts)}")
-        lines.append(self.templates_line())
+        lines.extend(self.templates_lines())
         lines.append(f"Anchor model {kind.short}{parameters}, s = {value_text(float(spec.scale))}, "
                      f"{self.weighting} weights, {direction}; top-{self.k}; ITI over A and B")
         others = f" (columns that name a model: {', '.join(self.column_encoders)})" if self.column_encoders else ""
         lines.append(f"Gallery: {self.gallery} · encoder {self.encoder}{others} · made with anchordiv")
         return lines
 
-    def templates_line(self) -> str:
-        """What the anchor texts were encoded as: ``"Anchor texts encoded as 'a photo of a {}.'"``."""
-        choices = {self.templates[0], self.templates[1]} | ({self.prior_templates} if self.prior_texts else set())
+    def templates_lines(self) -> list[str]:
+        """What the anchor texts were encoded as: ``["Anchor texts encoded as 'a photo of a {}.'"]``,
+        or one line per encoder (``"... by open_clip:ViT-B-32@…"``) where the encoders' differ."""
+        by_encoder = {self.encoder: (*self.templates, self.prior_templates),
+                      **dict(zip(self.column_encoders, self.column_templates))}
+        sentences = {name: self._encoded_as(*choices) for name, choices in by_encoder.items()}
+        if len(set(sentences.values())) == 1:
+            return [sentences[self.encoder]]
+        return [f"{sentence} by {name}" for name, sentence in sentences.items()]
+
+    def _encoded_as(self, choice_a: TemplateChoice, choice_b: TemplateChoice, prior: TemplateChoice) -> str:
+        choices = {choice_a, choice_b} | ({prior} if self.prior_texts else set())
         if len(choices) == 1:
-            return f"Anchor texts encoded as {self.templates[0].label}"
-        line = f"Anchors A encoded as {self.templates[0].label}; B as {self.templates[1].label}"
-        return line + (f"; prior anchors as {self.prior_templates.label}" if self.prior_texts else "")
+            return f"Anchor texts encoded as {choice_a.label}"
+        line = f"Anchors A encoded as {choice_a.label}; B as {choice_b.label}"
+        return line + (f"; prior anchors as {prior.label}" if self.prior_texts else "")
 
 
 def _anchor_summary(texts: Sequence[str], shown: int = 6) -> str:
@@ -126,7 +140,7 @@ def compare(gallery: Gallery, encoder, rows: Sequence[QueryRow | str], columns: 
             geometry_for: GeometryFactory | None = None, baseline_for: BaselineFactory | None = None,
             images: Mapping[str, bytes] | None = None, embed_text: TextEmbedder | None = None,
             embed_image: ImageEmbedder | None = None, limits: FigureLimits = DEFAULT_LIMITS,
-            templates: Sequence[TemplateChoice] | None = None, model_for: ModelFactory | None = None) -> CompareResult:
+            templates: Sequence[TemplateChoice | str] | None = None, model_for: ModelFactory | None = None) -> CompareResult:
     """The top-``k`` of each row under each column (rows and columns as objects or their text).
 
     A only and B only are the A/B mixture at ``p = 1`` and ``p = 0``, which is A's (B's) geometry
@@ -164,11 +178,13 @@ def compare(gallery: Gallery, encoder, rows: Sequence[QueryRow | str], columns: 
     images, embed_text, embed_image
         See :func:`~anchordiv.figure.rows.resolve_queries`.
     limits : FigureLimits
-        Bounds the rows, columns and ``k`` (:func:`check_figure_request`, before anything is computed).
-    templates : pair of TemplateChoice, optional
-        The prompt templates of sets A and B (default: the encoder's,
-        :func:`~anchordiv.prompts.default_choice`, which the prior set always gets); written under
-        the figure.
+        Bounds the rows, columns, ``k``, geometries and the encoders columns name
+        (:func:`check_figure_request`, before anything is computed or loaded).
+    templates : pair of TemplateChoice or "auto", optional
+        The prompt templates of sets A and B (default ``("auto", "auto")``). ``"auto"``
+        (:data:`~anchordiv.prompts.AUTO`) is each encoder's own
+        :func:`~anchordiv.prompts.default_choice`, resolved for the figure's encoder and for each
+        encoder a column names (the prior set always gets it); written under the figure.
     model_for : callable, optional
         ``model_for(spec, pretrained)``: the :class:`ColumnModel` of an encoder a column names
         (``cosine model=open_clip:ViT-B-32``), called once per encoder; needed only by such
@@ -193,46 +209,65 @@ def compare(gallery: Gallery, encoder, rows: Sequence[QueryRow | str], columns: 
         raise ValueError(f"no query rows; add at least one ({ROW_EXAMPLE})")
     if not columns:
         raise ValueError(f"no geometry columns; add at least one ({COLUMN_EXAMPLE})")
-    k = check_figure_request(len(rows), len(columns), k, limits, n_geometries=fitted_geometries(columns, default_spec))
+    k = check_figure_request(len(rows), len(columns), k, limits, n_geometries=fitted_geometries(columns, default_spec),
+                             n_encoders=named_encoders(columns))
     if weighting not in WEIGHTINGS:
         raise ValueError(f"unknown weighting {weighting!r}; use one of {', '.join(WEIGHTINGS)}")
     texts_a, texts_b, prior_texts = tuple(texts_a), tuple(texts_b), tuple(prior_texts)
-    prior_templates = default_choice(encoder)
-    templates = tuple(templates) if templates is not None else (prior_templates, prior_templates)
-    if len(templates) != 2:
-        raise ValueError(f"templates: one choice for set A and one for B, not {len(templates)}")
-    settings = CompareSettings(k, weighting, default_spec, texts_a, texts_b, prior_texts,
-                               gallery.description, encoder.name, templates, prior_templates)
+    choices = _template_choices(templates)
+    settings = _encoded_by(CompareSettings(k, weighting, default_spec, texts_a, texts_b, prior_texts,
+                                           gallery.description, encoder.name), encoder, choices)
     geometry_for = _once(geometry_for or _fitting_geometries(gallery, encoder, settings))
     baseline_for = _once(baseline_for or _fitting_baselines(gallery, encoder, settings))
     queries = resolve_queries(rows, gallery, encoder, images, embed_text, embed_image)
-    figure = _Ranking(encoder, gallery, geometry_for, baseline_for, queries)
+    figure = _Ranking(encoder, gallery, geometry_for, baseline_for, queries, settings)
     rankings = {None: figure}
     for column in columns:
         if column.encoder_key not in rankings:
-            rankings[column.encoder_key] = _column_ranking(column, model_for, figure, settings, images or {})
-    settings = replace(settings, column_encoders=tuple(dict.fromkeys(
-        ranking.encoder.name for ranking in rankings.values() if ranking is not figure)))
+            rankings[column.encoder_key] = _column_ranking(column, model_for, figure, choices, images or {})
+    others = {ranking.encoder.name: ranking.settings for ranking in rankings.values() if ranking is not figure}
+    settings = replace(settings, column_encoders=tuple(others), column_templates=tuple(
+        (*other.templates, other.prior_templates) for other in others.values()))
     tables = []
     for row in range(len(queries)):
         tables.append([_cell(row, column, rankings[column.encoder_key], settings) for column in columns])
     return CompareResult(gallery, queries, columns, tables, settings)
 
 
+def _template_choices(templates: Sequence[TemplateChoice | str] | None) -> tuple[TemplateChoice | str, ...]:
+    """``templates`` checked: one :class:`TemplateChoice` or :data:`AUTO` for set A and one for B."""
+    choices = (AUTO, AUTO) if templates is None else tuple(templates)
+    if len(choices) != 2:
+        raise ValueError(f"templates: one choice for set A and one for B, not {len(choices)}")
+    for choice in choices:
+        if not (isinstance(choice, TemplateChoice) or choice == AUTO):
+            raise ValueError(f"templates: {choice!r} is neither a TemplateChoice nor {AUTO!r}")
+    return choices
+
+
+def _encoded_by(settings: CompareSettings, encoder, choices: Sequence[TemplateChoice | str]) -> CompareSettings:
+    """``settings`` with the templates ``encoder`` encodes the anchors through: ``choices`` with
+    :data:`AUTO` as its :func:`~anchordiv.prompts.default_choice`, which the prior set gets too."""
+    own = default_choice(encoder)
+    return replace(settings, templates=tuple(own if choice == AUTO else choice for choice in choices),
+                   prior_templates=own)
+
+
 @dataclass(frozen=True)
 class _Ranking:
     """One encoder's part of a figure: the gallery it embedded, its geometries and baselines (each
-    made once) and the rows' queries embedded by it."""
+    made once), the rows' queries embedded by it, and the settings with its templates."""
 
     encoder: Any
     gallery: Gallery
     geometry_for: GeometryFactory
     baseline_for: BaselineFactory
     queries: list[Query]
+    settings: CompareSettings
 
 
 def _column_ranking(column: GeometryColumn, model_for: ModelFactory | None, figure: _Ranking,
-                    settings: CompareSettings, images: Mapping[str, bytes]) -> _Ranking:
+                    choices: Sequence[TemplateChoice | str], images: Mapping[str, bytes]) -> _Ranking:
     """The :class:`_Ranking` of the encoder ``column`` names (the figure's own when it is the same model)."""
     if model_for is None:
         raise ValueError(f"column '{column}' names the encoder {column.encoder_label}, and this figure has no way "
@@ -244,9 +279,11 @@ def _column_ranking(column: GeometryColumn, model_for: ModelFactory | None, figu
         raise ValueError(f"column '{column}': {column.encoder_label} embedded {model.gallery.description}, not the "
                          f"figure's {figure.gallery.description}; a column's encoder must embed the same images")
     queries = [_query_under(query, column, model, images) for query in figure.queries]
+    settings = _encoded_by(figure.settings, model.encoder, choices)
     return _Ranking(model.encoder, model.gallery,
                     _once(model.geometry_for or _fitting_geometries(model.gallery, model.encoder, settings)),
-                    _once(model.baseline_for or _fitting_baselines(model.gallery, model.encoder, settings)), queries)
+                    _once(model.baseline_for or _fitting_baselines(model.gallery, model.encoder, settings)), queries,
+                    settings)
 
 
 def _query_under(query: Query, column: GeometryColumn, model: ColumnModel, images: Mapping[str, bytes]) -> Query:

@@ -24,9 +24,16 @@ class FigureLimits:
     neighbours : int
         The most neighbours in all, rows x columns x k: what drawing costs.
     geometries : int
-        The most anchor geometries fitted for one figure: the distinct (model, scale) of its A, B
-        and mix columns, the figure's own included. Each is a fit over the gallery (3-10 s of CPU
-        on the built-in world); once fitted, the app keeps it for every later figure.
+        The most anchor geometries fitted for one figure: the distinct (encoder, anchor model,
+        scale) of its A, B and mix columns (:func:`~anchordiv.figure.fitted_geometries`), the
+        figure's own included. Each is a fit over the gallery (3-10 s of CPU on the built-in
+        world); once fitted, the app keeps it for every later figure.
+    encoders : int
+        The most encoders a figure's columns name with ``model=SPEC`` (distinct spec and
+        pretrained, :func:`~anchordiv.figure.named_encoders`); the figure's own encoder is not
+        counted unless a column names it. Each is a model loaded and the whole gallery embedded
+        by it (minutes on a CPU for a CLIP model over a large folder), so two beside the figure's
+        own is plenty for a side-by-side.
     dpi : int
         The highest resolution of a PNG (vector PDF and SVG do not depend on it).
     pixels : int
@@ -45,6 +52,7 @@ class FigureLimits:
     k: int = 20
     neighbours: int = 500
     geometries: int = 4
+    encoders: int = 2
     dpi: int = 600
     pixels: int = 40_000_000
 
@@ -64,7 +72,7 @@ def _raise_the_limit(name: str) -> str:
 
 
 def check_figure_request(n_rows: int, n_columns: int, k: int, limits: FigureLimits = DEFAULT_LIMITS, *,
-                         dpi: int | None = None, n_geometries: int = 1) -> int:
+                         dpi: int | None = None, n_geometries: int = 1, n_encoders: int = 0) -> int:
     """Refuse a figure larger than ``limits`` before anything is computed; returns ``k`` checked.
 
     Parameters
@@ -75,6 +83,8 @@ def check_figure_request(n_rows: int, n_columns: int, k: int, limits: FigureLimi
         Its neighbours per cell.
     n_geometries : int
         The anchor geometries it fits (:func:`fitted_geometries`).
+    n_encoders : int
+        The encoders its columns name (:func:`named_encoders`), each loaded and embedding the gallery.
     limits : FigureLimits
         The bounds; :data:`DEFAULT_LIMITS` unless raised.
     dpi : int, optional
@@ -109,8 +119,13 @@ def check_figure_request(n_rows: int, n_columns: int, k: int, limits: FigureLimi
                          f"remove rows or columns, or {_raise_the_limit('neighbours')}")
     if n_geometries > limits.geometries:
         raise ValueError(f"a figure fits at most {limits.geometries} anchor geometries (this one asks for "
-                         f"{n_geometries} different models or scales); give fewer columns their own model= or s=, "
-                         f"or {_raise_the_limit('geometries')}")
+                         f"{n_geometries} different encoders, anchor models or scales); give fewer columns their own "
+                         f"model= or s=, or {_raise_the_limit('geometries')}")
+    if n_encoders > limits.encoders:
+        encoders = f"{limits.encoders} encoder{'s' if limits.encoders != 1 else ''}"
+        raise ValueError(f"a figure's columns name at most {encoders} with model=SPEC (this one names "
+                         f"{n_encoders}, each loaded and embedding the whole gallery); name fewer encoders, or "
+                         f"{_raise_the_limit('encoders')}")
     if dpi is not None:
         check_png(least_size(n_rows, n_columns, k, FigureLayout()), dpi, limits)
     return k
