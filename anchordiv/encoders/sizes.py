@@ -1,7 +1,7 @@
-"""Download sizes of open_clip architectures, estimated offline: parameters x 4 bytes (float32 weights).
+"""Download sizes of open_clip architectures, estimated offline: state-dict entries x 4 bytes (float32 weights).
 
-The parameters are counted on a model built on PyTorch's ``meta`` device (no memory, no weights, no
-network). That takes from milliseconds to a second per architecture, so the counts are kept per
+The entries (parameters and persistent buffers, what a checkpoint holds) are counted on a model built
+on PyTorch's ``meta`` device (no memory, no weights, no network). That takes from milliseconds to a second per architecture, so the counts are kept per
 process and in ``<anchordiv cache>/catalog/`` per open_clip version. Architectures whose text tower
 comes from Hugging Face transformers are not built (that would fetch its config): size unknown.
 """
@@ -30,7 +30,7 @@ def estimated_sizes(archs: tuple[str, ...]) -> dict[str, int | None]:
         known = _remembered()
         missing = [arch for arch in archs if arch not in known]
         if missing:
-            known.update({arch: _parameter_count(arch) for arch in missing})
+            known.update({arch: _state_dict_count(arch) for arch in missing})
             _remember(known)
     return {arch: None if known[arch] is None else known[arch] * BYTES_PER_PARAMETER for arch in archs}
 
@@ -62,10 +62,10 @@ def _remember(counts: dict[str, int | None]) -> None:
 def _memo_path() -> Path:
     import open_clip
 
-    return cache_dir() / "catalog" / f"open_clip-{open_clip.__version__}-parameters.json"
+    return cache_dir() / "catalog" / f"open_clip-{open_clip.__version__}-state-dict-sizes.json"
 
 
-def _parameter_count(arch: str) -> int | None:
+def _state_dict_count(arch: str) -> int | None:
     import open_clip
     import torch
     from open_clip.coca_model import CoCa
@@ -82,4 +82,5 @@ def _parameter_count(arch: str) -> int | None:
             model = model_class(**config)
     except Exception:  # an architecture this open_clip cannot build (say, a timm model it lacks): unknown
         return None
-    return sum(tensor.numel() for tensor in model.parameters()) + sum(b.numel() for b in model.buffers())
+    # The state dict, as a checkpoint holds it: without non-persistent buffers such as the attention mask.
+    return sum(tensor.numel() for tensor in model.state_dict().values())
