@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from .downloads import format_bytes
 from .sizes import estimated_sizes
-from .sources import find_cached_tag, hub_sources, hub_weights_on_disk
+from .sources import find_cached_tag, hub_model_on_disk, hub_sources
 from .specs import ModelSpec, parse_model_spec
 
 #: Hub repositories with an ``open_clip_config.json`` that open_clip's hf-hub schema loads; each is
@@ -25,15 +25,14 @@ KNOWN_HUB_MODELS = (
 @dataclass(frozen=True)
 class CatalogEntry:
     """One model to offer: ``model`` and ``pretrained`` as ``load_encoder`` takes them, a ``label``
-    for people, ``size_bytes`` (on disk when ``cached``, else estimated: ``size_is_estimate``; ``None``
-    where unknown)."""
+    for people (with the size: on disk, or "≈" to download), ``size_bytes`` (on disk when ``cached``,
+    else estimated; ``None`` where unknown)."""
 
     model: str
     pretrained: str | None
     label: str
     size_bytes: int | None
     cached: bool
-    size_is_estimate: bool = False
 
     @property
     def spec(self) -> ModelSpec:
@@ -58,7 +57,8 @@ def model_catalog(cache_dir: str | os.PathLike | None = None, *, estimate_sizes:
         path = found.path if found is not None else None
         entries.append(_entry(f"open_clip:{arch}", tag, f"{arch} · {tag}", path, estimates.get(arch)))
     for repo in KNOWN_HUB_MODELS:
-        entries.append(_entry(f"open_clip:hf-hub:{repo}", None, repo, hub_weights_on_disk(repo, cache_dir),
+        on_disk = hub_model_on_disk(repo, cache_dir)
+        entries.append(_entry(f"open_clip:hf-hub:{repo}", None, repo, on_disk[1] if on_disk else None,
                               estimates.get(sources.get(repo, ""))))
     return entries
 
@@ -68,7 +68,7 @@ def _entry(model: str, pretrained: str | None, name: str, path, estimate: int | 
         size = os.path.getsize(path)
         return CatalogEntry(model, pretrained, f"{name} · {format_bytes(size)}, on disk", size, True)
     about = f" · ≈ {format_bytes(estimate)} to download" if estimate else ""
-    return CatalogEntry(model, pretrained, f"{name}{about}", estimate, False, size_is_estimate=estimate is not None)
+    return CatalogEntry(model, pretrained, f"{name}{about}", estimate, False)
 
 
 @functools.lru_cache(maxsize=1)

@@ -9,7 +9,8 @@ Two transports, each with a bounded wait for a server that cannot be reached (:d
   minute of retries.
 * Plain URLs (:func:`url_file`, the way OpenAI's weights come): a small client that writes
   ``<name>.part``, resumes it with ``Range`` (also in a later process) and moves it into place only
-  once complete and verified.
+  once complete and verified. A server that does not answer is given up at once (a ``.part`` or not);
+  only a transfer broken off mid-file is tried again.
 
 Every file is verified: against the sha256 (or prefix) its source publishes, else the hub's ETag (for
 files the hub stores in LFS, the ETag is the content's sha256; for small files, the git blob id). A
@@ -46,7 +47,7 @@ CONNECT_TIMEOUT = 8.0
 READ_TIMEOUT = 30.0
 #: Largest file anchordiv downloads (the biggest open_clip checkpoints are about 10 GB).
 MAX_DOWNLOAD_BYTES = 32 * 1024**3
-_RETRIES = 3  # consecutive attempts without a new byte before a plain-URL download gives up
+_RETRIES = 3  # consecutive broken transfers without a new byte before a plain-URL download gives up
 _REPORT_EVERY = 0.1  # seconds between progress reports
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _GIT_SHA1 = re.compile(r"[0-9a-f]{40}")
@@ -112,7 +113,8 @@ class RemoteFile:
     ``url`` is where it comes from; ``folder`` is where to copy it so that anchordiv finds it offline;
     ``size_bytes`` where known (``size_is_estimate``: computed from the architecture, not announced);
     ``sha256`` the published digest or prefix where there is one; ``alternative`` another file name the
-    source may hold instead (a ``.bin`` for a ``.safetensors``).
+    source may hold instead (a ``.bin`` for a ``.safetensors``); ``optional``: needed only where the
+    source holds it (a tokenizer's files vary from one repository to another).
     """
 
     filename: str
@@ -122,12 +124,20 @@ class RemoteFile:
     folder: Path
     alternative: str | None = None
     size_is_estimate: bool = False
+    optional: bool = False
 
     def text(self) -> str:
-        """``"open_clip_model.safetensors (or open_clip_pytorch_model.bin) from URL, ≈ 605.1 MB"``."""
+        """``"open_clip_model.safetensors (or open_clip_pytorch_model.bin) from URL, ≈ 605.1 MB"``, with
+        ``", sha256 3f1c0a5e9d2b…"`` (its start, for checking a copy by hand) where published."""
         name = f"{self.filename} (or {self.alternative})" if self.alternative else self.filename
-        size = f", {'≈ ' if self.size_is_estimate else ''}{format_bytes(self.size_bytes)}" if self.size_bytes else ""
-        return f"{name} from {self.url}{size}"
+        parts = [f"{name} from {self.url}"]
+        if self.size_bytes:
+            parts.append(f"{'≈ ' if self.size_is_estimate else ''}{format_bytes(self.size_bytes)}")
+        if self.sha256:
+            parts.append(f"sha256 {self.sha256[:12]}…")
+        if self.optional:
+            parts.append("where the repository has it")
+        return ", ".join(parts)
 
 
 def format_bytes(count: float | None) -> str:
@@ -457,12 +467,14 @@ def _download_url(url: str, destination: Path, sha256: str | None, meter: _Meter
             try:
                 _fetch_into(url, part, meter)
                 break
-            except (urllib.error.URLError, http.client.HTTPException, OSError) as error:
-                if isinstance(error, urllib.error.HTTPError):
-                    raise ValueError(f"{url} answered HTTP {error.code} ({error.reason}); check the address") from None
+            except Unreachable:  # no answer at all: retrying would only multiply the wait
+                raise
+            except urllib.error.HTTPError as error:
+                raise ValueError(f"{url} answered HTTP {error.code} ({error.reason}); check the address") from None
+            except (urllib.error.URLError, http.client.HTTPException, OSError) as error:  # the body broke off
                 now = part.stat().st_size if part.exists() else 0
                 failures = 0 if now > before else failures + 1
-                if failures >= _RETRIES or (now == 0 and failures):
+                if failures >= _RETRIES:
                     raise Unreachable(url, getattr(error, "reason", error)) from None
         verify_file(part, sha256, "downloaded file")
         os.replace(part, destination)
@@ -483,8 +495,8 @@ def _fetch_into(url: str, part: Path, meter: _Meter) -> None:
         if error.code == 416 and have:  # nothing left to send: the part is whole (verification decides)
             return
         raise
-    except TimeoutError as error:
-        raise urllib.error.URLError(error) from None
+    except (urllib.error.URLError, http.client.HTTPException, OSError) as error:  # TimeoutError included
+        raise Unreachable(url, getattr(error, "reason", error)) from None
     with response:
         resumed = response.status == 206 and _range_start(response.headers.get("Content-Range")) == have
         length = response.headers.get("Content-Length")
