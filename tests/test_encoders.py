@@ -157,6 +157,22 @@ def test_tag_found_in_hub_cache_offline_with_checksum(tmp_path, no_network):
     assert no_network == []
 
 
+def test_fetch_model_copies_a_cached_tag_only_when_it_verifies(tmp_path, no_network):
+    from anchordiv.encoders import fetch_model
+
+    fake_hub_cache(tmp_path / "hub", B32_REPO, "open_clip_pytorch_model.bin", b"weights")
+    [copy] = fetch_model(parse("open_clip:ViT-B-32", B32_TAG), to=tmp_path / "out", cache_dir=tmp_path / "hub")
+    assert copy == tmp_path / "out" / "open_clip" / "ViT-B-32" / B32_TAG / "open_clip_pytorch_model.bin"
+    assert (copy.parent / "SHA256SUMS").read_text() == f"{hashlib.sha256(b'weights').hexdigest()}  {copy.name}\n"
+
+    damaged = tmp_path / "damaged"
+    fake_hub_cache(damaged, B32_REPO, "open_clip_pytorch_model.bin", b"cut off", blob_name=hashlib.sha256(b"x").hexdigest())
+    with pytest.raises(ValueError, match="damaged or incomplete and was deleted"):
+        fetch_model(parse("open_clip:ViT-B-32", B32_TAG), to=tmp_path / "out2", cache_dir=damaged)
+    assert not (tmp_path / "out2").exists()  # nothing copied, nothing vouched for
+    assert no_network == []
+
+
 def test_bad_specs_and_architectures(no_network):
     for spec in ("clip", "open_clip:", "open_clip", "builtin:ViT", " open_clip:ViT-B-32"):
         with pytest.raises(ValueError, match="use 'builtin', 'open_clip:<arch>'"):
@@ -202,6 +218,16 @@ def test_missing_files_and_catalog_offline(no_network):
     assert entry.cached and entry.size_bytes == len(b"weights")
     assert any(e.model.startswith("open_clip:hf-hub:") and not e.cached for e in catalog)
     assert no_network == []
+
+
+def test_remote_file_text_says_what_to_check_a_copy_by_hand_against(tmp_path):
+    from anchordiv.encoders import RemoteFile
+
+    digest = hashlib.sha256(b"weights").hexdigest()
+    text = RemoteFile("ViT-B-32.pt", "https://example.org/ViT-B-32.pt", 605_132_968, digest, tmp_path,
+                      size_is_estimate=True).text()
+    assert text == f"ViT-B-32.pt from https://example.org/ViT-B-32.pt, ≈ 605.1 MB, sha256 {digest[:12]}…"
+    assert "sha256" not in RemoteFile("a.bin", "https://example.org/a.bin", None, None, tmp_path).text()
 
 
 def test_size_estimate_counts_the_architecture(tiny, tmp_path):

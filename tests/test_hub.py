@@ -2,11 +2,15 @@
 (tests/loopback_hub.py) serving a tiny open_clip model: download, cache, resume, verify, offline."""
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -16,8 +20,10 @@ from PIL import Image
 
 from anchordiv.encoders import (CheckpointNotFound, ModelUnavailable, fetch_model, hub_model_folder, load_encoder,
                                 missing_files)
-from anchordiv.encoders.downloads import cached_hub_file, url_file
-from loopback_hub import CONFIG_NAME, TINY_REPO, WEIGHTS_NAME, serve_tiny_hub
+from anchordiv.encoders import downloads
+from anchordiv.encoders.downloads import Unreachable, cached_hub_file, url_file
+from anchordiv.encoders.sources import TOKENIZER_FILES, checkpoints_root
+from loopback_hub import CONFIG_NAME, TINY_REPO, WEIGHTS_NAME, bundled_tokenizer_files, serve_tiny_hub, tiny_hub_files
 from tiny_open_clip import TINY_ARCH, TINY_LOGIT_SCALE, make_tiny_checkpoint, register_tiny_arch
 
 SPEC = f"open_clip:hf-hub:{TINY_REPO}"
@@ -45,8 +51,6 @@ def test_downloads_caches_and_loads_then_works_with_the_hub_gone(hub, tmp_path):
     reports = []
     cache = tmp_path / "hf"
     encoder = load_encoder(SPEC, allow_download=True, cache_dir=cache, device="cpu", progress=reports.append)
-    import hashlib
-
     weights_sha = hashlib.sha256(hub.files[WEIGHTS_NAME]).hexdigest()
     assert encoder.name == f"{SPEC}@{weights_sha[:16]}"
     assert encoder.logit_scale == pytest.approx(TINY_LOGIT_SCALE, rel=1e-2)  # from the file, not open_clip's init
@@ -97,8 +101,13 @@ def test_without_downloads_or_hub_the_error_names_files_urls_and_folder(hub, tmp
 
 
 def test_concurrent_callers_share_one_download(hub, tmp_path):
-    hub.hold_gets = threading.Event()
-    cache = tmp_path / "hf"
+    def heads() -> int:
+        return sum(seen.method == "HEAD" and seen.path.endswith("/" + WEIGHTS_NAME) for seen in hub.requests)
+
+    load_encoder(SPEC, allow_download=True, cache_dir=tmp_path / "alone", device="cpu")
+    alone = heads()  # what one caller's download asks the hub
+    hub.hold_gets, hub.held = threading.Event(), {WEIGHTS_NAME}
+    cache, size = tmp_path / "hf", len(hub.files[WEIGHTS_NAME])
     results, reports = [None] * 4, [[] for _ in range(4)]
 
     def load(index):
@@ -108,15 +117,112 @@ def test_concurrent_callers_share_one_download(hub, tmp_path):
     threads = [threading.Thread(target=load, args=(i,)) for i in range(4)]
     for thread in threads:
         thread.start()
-    while not hub.gets(CONFIG_NAME):  # all four ask while the first transfer is held
-        threading.Event().wait(0.01)
-    threading.Event().wait(0.3)
+    deadline = time.monotonic() + 60  # all four wait on the weights (the transfer is held) before it moves
+    while not all(any(r.filename == WEIGHTS_NAME for r in seen) for seen in reports) and time.monotonic() < deadline:
+        time.sleep(0.01)
     hub.hold_gets.set()
     for thread in threads:
         thread.join(60)
     assert len(set(results)) == 1 and results[0] is not None
-    assert len(hub.gets(CONFIG_NAME)) == 1 and len(hub.gets(WEIGHTS_NAME)) == 1
-    assert all(any(r.filename == WEIGHTS_NAME for r in seen) for seen in reports)  # every caller saw progress
+    assert len(hub.gets(WEIGHTS_NAME)) == 2  # one here, one alone
+    assert heads() - alone == alone  # one caller asked the hub, the others shared its transfer
+    # and every caller watched it to the end, not only the one whose request moved the bytes
+    assert all(max(r.done_bytes for r in seen if r.filename == WEIGHTS_NAME) == size for seen in reports)
+
+
+def test_a_download_hashes_the_weights_once_and_a_presence_check_not_at_all(hub, tmp_path, monkeypatch):
+    hashed, real_sha256, real_git_sha1 = [], downloads.sha256_file, downloads._git_blob_sha1
+    monkeypatch.setattr(downloads, "sha256_file", lambda path: hashed.append(Path(path).resolve()) or real_sha256(path))
+    cache = tmp_path / "hf"
+    load_encoder(SPEC, allow_download=True, cache_dir=cache, device="cpu")
+    blob = cached_hub_file(TINY_REPO, WEIGHTS_NAME, cache).resolve()
+    assert hashed.count(blob) == 1
+
+    def refuse(path):
+        raise AssertionError(f"hashed {path}")
+
+    monkeypatch.setattr(downloads, "sha256_file", refuse)
+    monkeypatch.setattr(downloads, "_git_blob_sha1", refuse)
+    assert missing_files(SPEC, cache_dir=cache) == []  # what the app asks on every rerun: no hashing
+    blob.write_bytes(b"x" + blob.read_bytes()[1:])
+    assert missing_files(SPEC, cache_dir=cache) == []  # a presence check: the load is what verifies
+    monkeypatch.setattr(downloads, "sha256_file", real_sha256)
+    monkeypatch.setattr(downloads, "_git_blob_sha1", real_git_sha1)
+    with pytest.raises(ValueError, match="damaged or incomplete and was deleted"):
+        load_encoder(SPEC, cache_dir=cache, device="cpu")
+    assert [item.filename for item in missing_files(SPEC, cache_dir=cache)] == [WEIGHTS_NAME]
+
+
+TOKENIZER_REPO = "anchordiv-test/tiny-tokenizer"
+
+
+def test_hub_model_with_a_hugging_face_tokenizer_fetched_for_offline_use(tmp_path, monkeypatch):
+    from transformers import AutoTokenizer
+
+    served_tokenizer = bundled_tokenizer_files()
+    files = tiny_hub_files(tmp_path / "model", tokenizer_repo=TOKENIZER_REPO)
+    cache, out, text = tmp_path / "hf", tmp_path / "usb-stick", "a photo of a cat"
+    with serve_tiny_hub(tmp_path, files=files, other_repos={TOKENIZER_REPO: served_tokenizer}) as hub:
+        hub.patch_endpoint(monkeypatch)
+        online = load_encoder(SPEC, allow_download=True, cache_dir=cache, device="cpu")
+        fetch_model(SPEC, to=out, cache_dir=tmp_path / "hf-fetch")
+        asked = {seen.path.rsplit("/", 1)[-1] for seen in hub.requests if f"/{TOKENIZER_REPO}/" in seen.path}
+    assert asked == set(TOKENIZER_FILES)  # through anchordiv's downloads only: transformers asked for nothing
+    expected = online.tokenizer([text])[0]
+    folder = tmp_path / "reference-tokenizer"
+    folder.mkdir()
+    for name, data in served_tokenizer.items():
+        (folder / name).write_bytes(data)
+    ids = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)(text)["input_ids"]
+    assert expected[:len(ids)].tolist() == ids and expected[len(ids):].eq(0).all()  # the served tokenizer's ids
+    vectors = online.encode_texts([text, "a dog"])
+    assert missing_files(SPEC, cache_dir=cache) == []
+
+    # the hub is gone: the hub cache serves the tokenizer too
+    torch.testing.assert_close(load_encoder(SPEC, cache_dir=cache, device="cpu").encode_texts([text, "a dog"]), vectors)
+    # another machine: empty caches, the fetched folder copied into anchordiv's checkpoint folder
+    empty = tmp_path / "empty-hub-cache"
+    shutil.copytree(out, checkpoints_root(), dirs_exist_ok=True)
+    tokenizer_folder = hub_model_folder(TOKENIZER_REPO)
+    assert sorted(p.name for p in tokenizer_folder.iterdir()) == sorted([*served_tokenizer, "SHA256SUMS"])
+    assert missing_files(SPEC, cache_dir=empty) == []
+    copied = load_encoder(SPEC, cache_dir=empty, device="cpu")
+    torch.testing.assert_close(copied.encode_texts([text, "a dog"]), vectors)
+
+    shutil.rmtree(tokenizer_folder)  # a copy without the tokenizer: listed, and refused in one line
+    listed = missing_files(SPEC, cache_dir=empty)
+    assert [item.filename for item in listed] == list(TOKENIZER_FILES)
+    assert {item.folder for item in listed} == {tokenizer_folder}
+    assert "where the repository has it" in listed[0].text() and TOKENIZER_REPO in listed[0].url
+    with pytest.raises(CheckpointNotFound) as refused:
+        load_encoder(SPEC, cache_dir=empty, device="cpu")
+    assert "\n" not in str(refused.value) and str(tokenizer_folder) in str(refused.value)
+
+
+def test_url_download_without_an_answer_gives_up_at_once(tmp_path, monkeypatch):
+    monkeypatch.setattr(downloads, "CONNECT_TIMEOUT", 0.3)
+    silent = socket.create_server(("127.0.0.1", 0))  # takes connections and never answers
+    accepted = []
+
+    def accept():
+        with contextlib.suppress(OSError):
+            while True:
+                accepted.append(silent.accept()[0])
+
+    threading.Thread(target=accept, daemon=True).start()
+    part = tmp_path / "weights.pt.part"
+    part.write_bytes(b"x" * 1000)  # an earlier run got this far
+    try:
+        with pytest.raises(Unreachable, match="could not be reached"):
+            url_file(f"http://127.0.0.1:{silent.getsockname()[1]}/weights.pt", tmp_path / "weights.pt")
+        while not accepted:
+            time.sleep(0.01)
+        time.sleep(0.3)  # a retry would have connected again by now
+        assert len(accepted) == 1 and part.read_bytes() == b"x" * 1000
+    finally:
+        silent.close()
+        for connection in accepted:
+            connection.close()
 
 
 def test_fetch_model_to_a_folder_then_load_offline_from_the_copy(hub, tmp_path, capsys, monkeypatch):
@@ -128,8 +234,6 @@ def test_fetch_model_to_a_folder_then_load_offline_from_the_copy(hub, tmp_path, 
     assert "copy the contents of" in printed and str(out) in printed
     hub.stop()
     # "the other machine": an empty hub cache, the copy placed into anchordiv's checkpoint folder
-    from anchordiv.encoders.sources import checkpoints_root
-
     shutil.copytree(out, checkpoints_root(), dirs_exist_ok=True)
     encoder = load_encoder(SPEC, cache_dir=tmp_path / "empty-hub-cache", device="cpu")
     assert encoder.name.startswith(SPEC + "@")
@@ -160,8 +264,11 @@ def test_url_download_resumes_across_runs_and_is_verified(hub, tmp_path, monkeyp
     folder.mkdir()
     (folder / "tiny.pt.part").write_bytes(data[:50_000])  # an earlier run stopped here
     hub.cut_once("tiny.pt", 200_000)  # and this one loses its connection once
+    hashed, real_sha256 = [], downloads.sha256_file
+    monkeypatch.setattr(downloads, "sha256_file", lambda path: hashed.append(Path(path).name) or real_sha256(path))
     encoder = load_encoder(f"open_clip:{TINY_ARCH}", pretrained="loopback", allow_download=True, cache_dir=folder,
                            device="cpu")
+    assert hashed == ["tiny.pt.part"]  # checked once, before it is moved into place; the load trusts that
     ranges = [seen.range for seen in hub.gets("tiny.pt")]
     assert ranges[0] == "bytes=50000-" and len(ranges) == 2 and ranges[1].startswith("bytes=")
     assert (folder / "tiny.pt").read_bytes() == data and not (folder / "tiny.pt.part").exists()
@@ -196,8 +303,11 @@ def test_cli_embed_downloads_caches_and_fails_in_one_line_offline(tmp_path):
     assert second.returncode == 0, second.stderr
     np.testing.assert_allclose(np.load(tmp_path / "first.npz")["embeddings"], np.load(tmp_path / "second.npz")["embeddings"])
 
+    started = time.monotonic()
     fresh = embed("third.npz", **endpoint, HF_HUB_CACHE=str(tmp_path / "empty-hf"))
+    elapsed = time.monotonic() - started
     lines = fresh.stderr.strip().splitlines()
     assert fresh.returncode == 2 and len(lines) == 1, fresh.stderr
+    assert elapsed < 15, f"the offline refusal took {elapsed:.1f} s"  # the issue's bound (Python's start included)
     assert CONFIG_NAME in lines[0] and f"{endpoint['HF_ENDPOINT']}/{TINY_REPO}/resolve/main/" in lines[0]
     assert "hf-hub" in lines[0] and "fetch-model" in lines[0]

@@ -2,8 +2,13 @@
 
 Three steps, as in open_clip itself: resolve the files (:mod:`.sources`, which never touches the
 network unless ``allow_download=True``, and verifies what it finds), build the model and load the
-weights, build the inference transform and tokenizer. open_clip itself never downloads: it is given
-local files only (a checkpoint path, or a ``local-dir:`` folder holding a hub model's config).
+weights, build the inference transform and tokenizer. The weights, the configs and a hub model's
+Hugging Face tokenizer files come through :mod:`anchordiv.encoders.downloads` (bounded, watched,
+verified); open_clip is given local files only (a checkpoint path, or a ``local-dir:`` folder holding
+a hub model's config). Two fetches bypass that module, and only with ``allow_download=True``: a text
+tower built from a Hugging Face model (``hf_model_name``), whose config transformers fetches when
+the model is built, and a Hugging Face tokenizer that does not load from the files fetched for it
+(or whose name is not ``ORG/REPO``), which transformers then fetches itself.
 
 ``pretrained`` is either a checkpoint file (state dict as ``.pt``/``.pth``/``.bin``/``.safetensors``)
 or an open_clip pretrained tag such as ``"laion2b_s34b_b79k"``; see :mod:`.sources` for where a
@@ -13,7 +18,8 @@ weights are best supplied through anchordiv's checkpoint folder, not as a path.
 
 A hub model (``hf-hub:ORG/REPO``) carries its architecture and preprocessing in its
 ``open_clip_config.json``; its tokenizer is open_clip's bundled one unless the config names a Hugging
-Face tokenizer (``hf_tokenizer_name``), which needs ``allow_download`` or a cached copy.
+Face tokenizer (``hf_tokenizer_name``), loaded from anchordiv's folder ``hf-hub/<its ORG/REPO>/``
+(where ``fetch-model --to`` puts it), else from the hub cache.
 """
 from __future__ import annotations
 
@@ -28,8 +34,8 @@ from PIL import Image
 
 from .base import CheckpointNotFound, Encoder
 from .downloads import ProgressCallback
-from .sources import (Checkpoint, checkpoint_folder, hub_model_files, read_hub_config, resolve_checkpoint,
-                      verified_sha256)
+from .sources import (Checkpoint, HubModelFiles, checkpoint_folder, hub_model_files, read_hub_config,
+                      resolve_checkpoint, verified_sha256)
 
 __all__ = ["Checkpoint", "OpenClipEncoder", "checkpoint_folder", "load_hub_encoder", "load_open_clip_encoder",
            "resolve_checkpoint"]
@@ -144,30 +150,43 @@ def load_hub_encoder(
     except Exception as error:  # as in load_open_clip_encoder: many types for files that do not fit
         raise _unfit(files.weights, f"hf-hub:{repo_id}", error) from error
     preprocess = image_transform_v2(PreprocessCfg(**open_clip.get_model_preprocess_cfg(model)), is_train=False)
-    tokenizer = _hub_tokenizer(repo_id, folder, text_cfg, allow_download, cache_dir)
+    tokenizer = _hub_tokenizer(repo_id, folder, files, text_cfg, allow_download, cache_dir)
     return OpenClipEncoder(model, preprocess, tokenizer, name=f"open_clip:hf-hub:{repo_id}@{files.weights_sha256[:16]}",
                            dim=model_cfg["embed_dim"], device=device)
 
 
-def _hub_tokenizer(repo_id: str, folder: str, text_cfg: dict[str, Any], allow_download: bool,
+def _hub_tokenizer(repo_id: str, folder: str, files: HubModelFiles, text_cfg: dict[str, Any], allow_download: bool,
                    cache_dir: str | os.PathLike | None):
-    """open_clip's bundled tokenizer, or the Hugging Face one the config names (cached, or with downloads)."""
+    """open_clip's bundled tokenizer, or the Hugging Face one the config names: from the folder that
+    holds the files ``files`` found for it (anchordiv's own, else the hub cache's snapshot); only when
+    that fails, or for a name that is not ``ORG/REPO``, by name through transformers (fetching it with
+    ``allow_download``)."""
     import open_clip
     from open_clip.tokenizer import HFTokenizer
 
     name = text_cfg.get("hf_tokenizer_name")
     if not name:
         return open_clip.get_tokenizer(folder)
-    try:
-        return HFTokenizer(name, context_length=text_cfg.get("context_length", 77),
-                           cache_dir=None if cache_dir is None else str(cache_dir),
-                           tokenizer_mode=text_cfg.get("tokenizer_mode"), local_files_only=not allow_download,
-                           **text_cfg.get("tokenizer_kwargs", {}))
-    except OSError as error:
-        how = ("could not be fetched" if allow_download else
-               "is not cached, and anchordiv downloads nothing unless asked (allow_download=True, CLI: --allow-download)")
-        raise CheckpointNotFound(f"open_clip:hf-hub:{repo_id} uses the Hugging Face tokenizer {name!r}, which {how} "
-                                 f"({' '.join(str(error).split())[:160]})") from None
+    # A folder, not the name: offline, transformers looks a name up in the hub cache only with the
+    # repository's config.json there (or a note that it has none), which a tokenizer repository may lack.
+    folders = {path.parent for path in files.tokenizer}
+    sources = [(str(folders.pop()), True)] if len(folders) == 1 else []
+    if allow_download or not files.tokenizer_repo:
+        sources.append((name, not allow_download))
+    errors = []
+    for source, local_only in sources:
+        try:
+            return HFTokenizer(source, context_length=text_cfg.get("context_length", 77),
+                               cache_dir=None if cache_dir is None else str(cache_dir),
+                               tokenizer_mode=text_cfg.get("tokenizer_mode"), local_files_only=local_only,
+                               **text_cfg.get("tokenizer_kwargs", {}))
+        except (OSError, ValueError) as error:  # transformers' errors for files it lacks or cannot read
+            errors.append(error)
+    how = ("could not be loaded or fetched" if allow_download else
+           "is not on this machine, and anchordiv downloads nothing unless asked (allow_download=True, "
+           "CLI: --allow-download)")
+    raise CheckpointNotFound(f"open_clip:hf-hub:{repo_id} uses the Hugging Face tokenizer {name!r}, which {how} "
+                             f"({' '.join(str(errors[0]).split())[:160]})") from None
 
 
 @contextlib.contextmanager

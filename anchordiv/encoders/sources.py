@@ -3,13 +3,15 @@
 Looked up in order (a disk lookup only, never the network):
 
 1. anchordiv's checkpoint folder ``<anchordiv cache>/checkpoints/open_clip/`` (``$ANCHORDIV_CACHE`` or
-   ``~/.cache/anchordiv``): ``<arch>/<tag>/`` for a tag, ``hf-hub/ORG/REPO/`` for a hub model. The place
+   ``~/.cache/anchordiv``): ``<arch>/<tag>/`` for a tag, ``hf-hub/ORG/REPO/`` for a hub model and for
+   the Hugging Face tokenizer a hub model's config names (``hf_tokenizer_name``). The place
    to copy files fetched elsewhere (``python -m anchordiv fetch-model SPEC --to DIR``, whose ``DIR`` is
    laid out like ``<anchordiv cache>/checkpoints/``, with a ``SHA256SUMS`` list that is checked);
 2. the Hugging Face hub cache (``HF_HUB_CACHE`` or ``cache_dir``);
 3. for tags that come by URL, open_clip's download folder (``~/.cache/clip`` or ``cache_dir``).
 
-Only with ``allow_download`` are missing files downloaded (:mod:`.downloads`).
+Only with ``allow_download`` are missing files downloaded (:mod:`.downloads`). Finding a file is a
+presence check; the load verifies what it reads (:func:`cached_hub_model`, :func:`verified_sha256`).
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ import json
 import os
 import re
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,20 +31,26 @@ from .base import CheckpointNotFound
 from .downloads import (ModelUnavailable, ProgressCallback, RemoteFile, Unreachable, cached_hub_file, hub_file,
                         hub_url, url_file, verify_file, verify_hub_file)
 from .sizes import estimated_size_bytes
-from .specs import ModelSpec, parse_model_spec
+from .specs import ModelSpec, check_hub_repo, parse_model_spec
 
 HUB_CONFIG = "open_clip_config.json"
 HUB_WEIGHTS = ("open_clip_model.safetensors", "open_clip_pytorch_model.bin")  # open_clip's order of preference
 MANIFEST = "SHA256SUMS"
+#: A Hugging Face tokenizer's files that anchordiv fetches, those its repository holds: enough for
+#: transformers to load it from a folder without the network (``tokenizer_config.json`` in every one).
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "spiece.model")
 
 
 @dataclass(frozen=True)
 class HubModelFiles:
-    """A hub model's files on disk: its ``open_clip_config.json`` and weights, with the weights' sha256."""
+    """A hub model's files on disk: its ``open_clip_config.json`` and weights, with the weights' sha256;
+    and, when the config names a Hugging Face tokenizer ``tokenizer_repo``, that tokenizer's files."""
 
     config: Path
     weights: Path
     weights_sha256: str
+    tokenizer_repo: str | None = None
+    tokenizer: tuple[Path, ...] = ()
 
 
 def checkpoints_root() -> Path:
@@ -83,18 +91,27 @@ def _manifest(folder: Path) -> dict[str, str]:
     return {name.strip().lstrip("*"): digest.lower() for digest, name in (p for p in pairs if len(p) == 2)}
 
 
-def cached_hub_model(repo_id: str, cache_dir: str | os.PathLike | None = None) -> HubModelFiles | None:
-    """``ORG/REPO``'s files from anchordiv's folder or the hub cache (both checked), or ``None``."""
+def hub_model_on_disk(repo_id: str, cache_dir: str | os.PathLike | None = None) -> tuple[Path, Path] | None:
+    """``(config, weights)`` of ``ORG/REPO`` on disk (unverified: a presence check), both in anchordiv's
+    folder, else both in the hub cache; ``None`` when not."""
     own = hub_model_folder(repo_id)
     config, weights = own_file(own, [HUB_CONFIG]), own_file(own, HUB_WEIGHTS)
-    if config is not None and weights is not None:
-        listed = _manifest(own)
+    if config is None or weights is None:
+        config = cached_hub_file(repo_id, HUB_CONFIG, cache_dir)
+        weights = next((p for p in (cached_hub_file(repo_id, name, cache_dir) for name in HUB_WEIGHTS) if p), None)
+    return (config, weights) if config is not None and weights is not None else None
+
+
+def cached_hub_model(repo_id: str, cache_dir: str | os.PathLike | None = None) -> HubModelFiles | None:
+    """``ORG/REPO``'s files from anchordiv's folder or the hub cache (both verified), or ``None``."""
+    found = hub_model_on_disk(repo_id, cache_dir)
+    if found is None:
+        return None
+    config, weights = found
+    if config.parent == hub_model_folder(repo_id):
+        listed = _manifest(config.parent)
         verify_file(config, listed.get(config.name), "model config")
         return HubModelFiles(config, weights, verify_file(weights, listed.get(weights.name), "weights"))
-    config = cached_hub_file(repo_id, HUB_CONFIG, cache_dir)
-    weights = next((p for p in (cached_hub_file(repo_id, name, cache_dir) for name in HUB_WEIGHTS) if p), None)
-    if config is None or weights is None:
-        return None
     verify_hub_file(config, HUB_CONFIG)
     digest = verify_hub_file(weights, weights.name)
     return HubModelFiles(config, weights, digest or verify_file(weights, None, "weights"))
@@ -102,7 +119,7 @@ def cached_hub_model(repo_id: str, cache_dir: str | os.PathLike | None = None) -
 
 def hub_model_files(repo_id: str, *, allow_download: bool = False, cache_dir: str | os.PathLike | None = None,
                     progress: ProgressCallback | None = None) -> HubModelFiles:
-    """``ORG/REPO``'s config and weights: cached, else (with ``allow_download``) downloaded.
+    """``ORG/REPO``'s config, weights and tokenizer files: cached, else (with ``allow_download``) downloaded.
 
     Raises :class:`~anchordiv.encoders.base.CheckpointNotFound` when they are missing and downloads
     are off, :class:`ModelUnavailable` when the hub cannot be reached, ``ValueError`` when the
@@ -110,24 +127,72 @@ def hub_model_files(repo_id: str, *, allow_download: bool = False, cache_dir: st
     """
     spec = parse_model_spec(f"open_clip:hf-hub:{repo_id}")
     found = cached_hub_model(repo_id, cache_dir)
-    if found is not None:
-        return found
-    if not allow_download:
+    if found is None and not allow_download:
         raise _not_here(spec, missing_files(spec, cache_dir), downloads_off=True)
     try:
-        config = hub_file(repo_id, HUB_CONFIG, cache_dir=cache_dir, progress=progress, model=spec.label)
-        if config is None:
-            raise ValueError(f"the hub repository {repo_id!r} has no {HUB_CONFIG}, so it is not an open_clip model; "
-                             "pick an open_clip repository (e.g. timm/ViT-B-16-SigLIP)")
-        for name in HUB_WEIGHTS:
-            weights = hub_file(repo_id, name, cache_dir=cache_dir, progress=progress, model=spec.label)
-            if weights is not None:
-                digest = verify_hub_file(weights, name) or verify_file(weights, None, "weights")
-                return HubModelFiles(config, weights, digest)
+        files = _with_tokenizer(found or _download_hub_model(spec, cache_dir, progress), allow_download=allow_download,
+                                cache_dir=cache_dir, progress=progress, model=spec.label)
     except Unreachable as error:
         raise _not_here(spec, missing_files(spec, cache_dir), reason=str(error)) from None
+    if files.tokenizer_repo and not files.tokenizer and not allow_download:
+        raise _not_here(spec, missing_files(spec, cache_dir), downloads_off=True)
+    return files
+
+
+def _download_hub_model(spec: ModelSpec, cache_dir: str | os.PathLike | None,
+                        progress: ProgressCallback | None) -> HubModelFiles:
+    repo_id = str(spec.hub_repo)
+    config = hub_file(repo_id, HUB_CONFIG, cache_dir=cache_dir, progress=progress, model=spec.label)
+    if config is None:
+        raise ValueError(f"the hub repository {repo_id!r} has no {HUB_CONFIG}, so it is not an open_clip model; "
+                         "pick an open_clip repository (e.g. timm/ViT-B-16-SigLIP)")
+    for name in HUB_WEIGHTS:
+        weights = hub_file(repo_id, name, cache_dir=cache_dir, progress=progress, model=spec.label)
+        if weights is not None:  # verified by hub_file: an LFS blob's name is its sha256
+            return HubModelFiles(config, weights, _blob_sha256(weights) or verify_file(weights, None, "weights"))
     raise ValueError(f"the hub repository {repo_id!r} has neither {' nor '.join(HUB_WEIGHTS)}; it holds no "
                      "open_clip weights anchordiv can load")
+
+
+# -- a hub model's Hugging Face tokenizer --------------------------------------------------------------------
+def hub_tokenizer_repo(config: Path) -> str | None:
+    """The repository ``ORG/REPO`` of the Hugging Face tokenizer a hub model's config names
+    (``text_cfg.hf_tokenizer_name``); ``None`` for open_clip's bundled tokenizer, for an unreadable
+    config (its load says so) and for a name of another form (left to transformers)."""
+    try:
+        text_cfg = read_hub_config(config)["model_cfg"].get("text_cfg")
+        name = text_cfg.get("hf_tokenizer_name") if isinstance(text_cfg, dict) else None
+        return check_hub_repo(name) if isinstance(name, str) else None
+    except ValueError:
+        return None
+
+
+def tokenizer_on_disk(repo_id: str, cache_dir: str | os.PathLike | None = None) -> list[Path]:
+    """The :data:`TOKENIZER_FILES` of tokenizer ``ORG/REPO`` on disk (unverified): those in anchordiv's
+    folder ``hf-hub/ORG/REPO/`` when it holds any, else those in the hub cache."""
+    own = hub_model_folder(repo_id)
+    mine = [own / name for name in TOKENIZER_FILES if (own / name).is_file()]
+    return mine or [path for path in (cached_hub_file(repo_id, name, cache_dir) for name in TOKENIZER_FILES) if path]
+
+
+def _with_tokenizer(files: HubModelFiles, *, allow_download: bool, cache_dir: str | os.PathLike | None,
+                    progress: ProgressCallback | None, model: str) -> HubModelFiles:
+    """``files`` with the tokenizer its config names: verified on disk, else (``allow_download``) fetched."""
+    repo = hub_tokenizer_repo(files.config)
+    if repo is None:
+        return files
+    found = tokenizer_on_disk(repo, cache_dir)
+    own = hub_model_folder(repo)
+    listed = _manifest(own) if found and found[0].parent == own else None
+    for path in found:
+        if listed is None:
+            verify_hub_file(path, path.name)
+        elif path.name in listed:
+            verify_file(path, listed[path.name], "tokenizer file")
+    if not found and allow_download:  # a 404 for a file this repository does not hold is fine
+        found = [path for path in (hub_file(repo, name, cache_dir=cache_dir, progress=progress, model=model)
+                                   for name in TOKENIZER_FILES) if path is not None]
+    return replace(files, tokenizer_repo=repo, tokenizer=tuple(found))
 
 
 def tag_remote_files(arch: str, tag: str, tag_cfg: dict[str, Any], cache_dir: str | os.PathLike | None) -> list[RemoteFile]:
@@ -197,21 +262,12 @@ def download_tag_weights(arch: str, tag: str, tag_cfg: dict[str, Any], *, cache_
 
 # -- what is missing, and fetching it for elsewhere --------------------------------------------------------
 def missing_files(spec: ModelSpec | str, cache_dir: str | os.PathLike | None = None) -> list[RemoteFile]:
-    """The files a load of ``spec`` would download (no network); empty when all are on disk, and for
-    the built-in model and a checkpoint file given by path."""
+    """The files a load of ``spec`` would download (no network, and no hashing: a presence check, the
+    load verifies); empty when all are on disk, and for the built-in model and a checkpoint file
+    given by path."""
     spec = parse_model_spec(spec)
     if spec.hub_repo:
-        if cached_hub_model(spec.hub_repo, cache_dir) is not None:
-            return []
-        folder, missing = hub_model_folder(spec.hub_repo), []
-        if own_file(folder, [HUB_CONFIG]) is None and cached_hub_file(spec.hub_repo, HUB_CONFIG, cache_dir) is None:
-            missing.append(RemoteFile(HUB_CONFIG, hub_url(spec.hub_repo, HUB_CONFIG), None, None, folder))
-        if own_file(folder, HUB_WEIGHTS) is None and not any(cached_hub_file(spec.hub_repo, n, cache_dir)
-                                                              for n in HUB_WEIGHTS):
-            size = _hub_repo_size(spec.hub_repo)
-            missing.append(RemoteFile(HUB_WEIGHTS[0], hub_url(spec.hub_repo, HUB_WEIGHTS[0]), size, None, folder,
-                                      alternative=HUB_WEIGHTS[1], size_is_estimate=size is not None))
-        return missing
+        return _missing_hub_files(spec.hub_repo, cache_dir)
     if spec.family != "open_clip" or spec.pretrained is None:
         return []
     from open_clip.pretrained import get_pretrained_cfg
@@ -220,6 +276,24 @@ def missing_files(spec: ModelSpec | str, cache_dir: str | os.PathLike | None = N
     if not tag_cfg or find_cached_tag(spec.arch, spec.pretrained, tag_cfg, cache_dir) is not None:
         return []
     return tag_remote_files(spec.arch, spec.pretrained, tag_cfg, cache_dir)
+
+
+def _missing_hub_files(repo_id: str, cache_dir: str | os.PathLike | None) -> list[RemoteFile]:
+    folder, missing = hub_model_folder(repo_id), []
+    on_disk = hub_model_on_disk(repo_id, cache_dir)
+    config = on_disk[0] if on_disk else own_file(folder, [HUB_CONFIG]) or cached_hub_file(repo_id, HUB_CONFIG, cache_dir)
+    if config is None:
+        missing.append(RemoteFile(HUB_CONFIG, hub_url(repo_id, HUB_CONFIG), None, None, folder))
+    if on_disk is None and own_file(folder, HUB_WEIGHTS) is None and not any(cached_hub_file(repo_id, name, cache_dir)
+                                                                              for name in HUB_WEIGHTS):
+        size = _hub_repo_size(repo_id)
+        missing.append(RemoteFile(HUB_WEIGHTS[0], hub_url(repo_id, HUB_WEIGHTS[0]), size, None, folder,
+                                  alternative=HUB_WEIGHTS[1], size_is_estimate=size is not None))
+    tokenizer = hub_tokenizer_repo(config) if config is not None else None
+    if tokenizer and not tokenizer_on_disk(tokenizer, cache_dir):
+        missing += [RemoteFile(name, hub_url(tokenizer, name), None, None, hub_model_folder(tokenizer),
+                               optional=name != "tokenizer_config.json") for name in TOKENIZER_FILES]
+    return missing
 
 
 def _hub_repo_size(repo_id: str) -> int | None:
@@ -242,55 +316,54 @@ def hub_sources() -> dict[str, str]:
     return sources
 
 
-def hub_weights_on_disk(repo_id: str, cache_dir: str | os.PathLike | None = None) -> Path | None:
-    """Where ``ORG/REPO``'s weights are on disk when its config is too (unverified; a quick look)."""
-    own = hub_model_folder(repo_id)
-    if (own / HUB_CONFIG).is_file() and (weights := own_file(own, HUB_WEIGHTS)):
-        return weights
-    if cached_hub_file(repo_id, HUB_CONFIG, cache_dir) is None:
-        return None
-    return next((p for p in (cached_hub_file(repo_id, name, cache_dir) for name in HUB_WEIGHTS) if p), None)
-
-
 def fetch_model(spec: ModelSpec | str, *, to: str | os.PathLike | None = None,
                 cache_dir: str | os.PathLike | None = None, progress: ProgressCallback | None = None) -> list[Path]:
     """Download every file ``spec`` needs (verified) and return their paths.
 
     Without ``to`` the files stay in the caches a load reads. With ``to`` they are also copied into
     ``to``, laid out like anchordiv's checkpoint folder (``open_clip/<arch>/<tag>/`` or
-    ``open_clip/hf-hub/ORG/REPO/``, each with a ``SHA256SUMS``), so that copying the contents of ``to``
-    into ``<anchordiv cache>/checkpoints/`` on a machine without network makes the model load there.
+    ``open_clip/hf-hub/ORG/REPO/``, and a hub model's Hugging Face tokenizer under
+    ``open_clip/hf-hub/<its ORG/REPO>/``, each with a ``SHA256SUMS``), so that copying the contents of
+    ``to`` into ``<anchordiv cache>/checkpoints/`` on a machine without network makes the model load there.
+    A cached file that fails verification is refused (and deleted), never copied.
     """
     spec = parse_model_spec(spec)
     if spec.family != "open_clip":
         raise ValueError("the builtin model ships with anchordiv; there is nothing to fetch")
     if spec.hub_repo:
         files = hub_model_files(spec.hub_repo, allow_download=True, cache_dir=cache_dir, progress=progress)
-        paths, digests = [files.config, files.weights], [None, files.weights_sha256]
-        subfolder = Path("open_clip", "hf-hub", *spec.hub_repo.split("/"))
+        groups = {_hub_subfolder(spec.hub_repo): [(files.config, None), (files.weights, files.weights_sha256)]}
+        if files.tokenizer_repo:
+            groups.setdefault(_hub_subfolder(files.tokenizer_repo), []).extend((path, None) for path in files.tokenizer)
     else:
         checkpoint = resolve_checkpoint(spec.arch, spec.pretrained, allow_download=True, cache_dir=cache_dir,
                                         progress=progress)
         if checkpoint.tag is None:
             raise ValueError(f"pretrained={spec.pretrained!r} is a file already; copy it by hand, or name an "
                              f"open_clip tag for {spec.arch}")
-        paths, digests = [checkpoint.path], [None]
-        subfolder = Path("open_clip", spec.arch, checkpoint.tag)
+        groups = {Path("open_clip", spec.arch, checkpoint.tag): [(checkpoint.path, verified_sha256(checkpoint))]}
     if to is None:
-        return paths
-    return _copy_out(paths, digests, Path(to).expanduser() / subfolder)
+        return [path for entries in groups.values() for path, _ in entries]
+    return [copy for subfolder, entries in groups.items()
+            for copy in _copy_out(entries, Path(to).expanduser() / subfolder)]
 
 
-def _copy_out(paths: list[Path], digests: list[str | None], folder: Path) -> list[Path]:
-    """``paths`` copied into ``folder`` (files, not links) with a ``SHA256SUMS`` listing them."""
+def _hub_subfolder(repo_id: str) -> Path:
+    return Path("open_clip", "hf-hub", *repo_id.split("/"))
+
+
+def _copy_out(entries: list[tuple[Path, str | None]], folder: Path) -> list[Path]:
+    """Each ``(path, verified sha256 or None)`` copied into ``folder`` (files, not links), listed in its
+    ``SHA256SUMS`` (kept entries of files copied there before, as a model and its tokenizer share one)."""
     folder.mkdir(parents=True, exist_ok=True)
-    copies, lines = [], []
-    for path, digest in zip(paths, digests):
+    listed, copies = _manifest(folder), []
+    for path, digest in entries:
         copy = folder / path.name
         shutil.copyfile(path.resolve(), copy)
-        lines.append(f"{digest or verify_file(copy, None, 'copy')}  {path.name}")
+        listed[path.name] = digest or verify_file(copy, None, "copy")
         copies.append(copy)
-    (folder / MANIFEST).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (folder / MANIFEST).write_text("".join(f"{digest}  {name}\n" for name, digest in sorted(listed.items())),
+                                   encoding="utf-8")
     return copies
 
 
@@ -330,13 +403,15 @@ class Checkpoint:
     """A weights file on disk and what is known about it.
 
     ``tag_cfg`` is open_clip's pretrained config for ``tag`` (empty for a bare path);
-    ``expected_sha256`` is a full digest or a prefix of one where the source publishes it.
+    ``expected_sha256`` is a full digest or a prefix of one where the source publishes it;
+    ``sha256`` the file's digest when already checked against a full one (a file just downloaded).
     """
 
     path: Path
     tag: str | None = None
     tag_cfg: dict[str, Any] = field(default_factory=dict)
     expected_sha256: str | None = None
+    sha256: str | None = None
 
 
 def resolve_checkpoint(
@@ -380,14 +455,19 @@ def resolve_checkpoint(
         path = download_tag_weights(arch, tag, tag_cfg, cache_dir=cache_dir, progress=progress)
         url = tag_cfg.get("url") or ""
         expected = url_sha256(url) if url and path.name == os.path.basename(url) else _blob_sha256(path)
-        return Checkpoint(path=path, tag=tag, tag_cfg=tag_cfg, expected_sha256=expected)
+        verified = expected if _is_sha256(expected) else None  # the download was checked against it just now
+        return Checkpoint(path=path, tag=tag, tag_cfg=tag_cfg, expected_sha256=expected, sha256=verified)
     raise CheckpointNotFound(_not_found_message(arch, tag, tag_cfg, cache_dir))
 
 
 def _blob_sha256(path: Path) -> str | None:
     """Hub-cache files are links to ``blobs/<sha256 of the content>``: a free checksum."""
     name = path.resolve().name
-    return name if re.fullmatch(r"[0-9a-f]{64}", name) else None
+    return name if _is_sha256(name) else None
+
+
+def _is_sha256(text: str | None) -> bool:
+    return bool(text) and re.fullmatch(r"[0-9a-f]{64}", text) is not None
 
 
 def find_cached_tag(arch: str, tag: str, tag_cfg: dict[str, Any], cache_dir: str | os.PathLike | None) -> Checkpoint | None:
@@ -440,8 +520,11 @@ def _not_found_message(arch: str, tag: str, tag_cfg: dict[str, Any], cache_dir: 
 
 
 def verified_sha256(checkpoint: Checkpoint) -> str:
-    """sha256 of the checkpoint file, checked against the published digest where there is one."""
+    """sha256 of the checkpoint file, checked against the published digest where there is one (once:
+    a file downloaded and checked just now is not hashed again)."""
     refuse_unreadable(checkpoint.path)
+    if checkpoint.sha256:
+        return checkpoint.sha256
     return verify_file(checkpoint.path, checkpoint.expected_sha256, f"open_clip tag {checkpoint.tag!r}:"
                        if checkpoint.tag else "checkpoint")
 
