@@ -92,7 +92,6 @@ def _prepare(args: argparse.Namespace) -> None:
     """The model loaded (a bad one refused here, a download made here with its progress) and, with
     ``--folder``, the folder embedded into the cache the explorer reads it from."""
     from ..cache import cache_dir
-    from ..device import image_batch_size
     from .fetch_model import load_with_progress
     from .embed import embed_to_cache
 
@@ -101,7 +100,7 @@ def _prepare(args: argparse.Namespace) -> None:
         return
     cache_dir(writable=True)
     print(f"anchordiv demo: embedding {args.folder} with {encoder.name} (cached for the explorer)", flush=True)
-    embed_to_cache(argparse.Namespace(**vars(args), batch_size=image_batch_size(encoder.device), out=None), encoder)
+    embed_to_cache(argparse.Namespace(**vars(args), batch_size=None, out=None), encoder)  # None: sized to the device
 
 
 def app_script() -> Path:

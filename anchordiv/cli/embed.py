@@ -76,12 +76,11 @@ def _check_engine(args: argparse.Namespace, to_store: bool) -> None:
 
 def _embed_locally(args: argparse.Namespace, to_store: bool) -> list[tuple[str, str]]:
     """The local engine: the encoder loaded in this process, into a store or the cache."""
-    from ..device import describe_device, image_batch_size
+    from ..device import describe_device
     from .fetch_model import load_with_progress
 
     encoder = load_with_progress(args.model, args.pretrained, args.device, args.allow_download)
     print(f"anchordiv embed: {args.folder} with {encoder.name} on {describe_device(encoder.device)}", flush=True)
-    args.batch_size = args.batch_size or image_batch_size(encoder.device)
     return _embed_to_store(args, encoder) if to_store else embed_to_cache(args, encoder)
 
 
