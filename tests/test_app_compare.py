@@ -36,11 +36,28 @@ def open_compare() -> AppTest:
 
 
 def expected(library, rows, columns, k=5, weighting="calibrated", spec=ex.GeometrySpec(scale=10.0),
-             images=None) -> fg.CompareResult:
+             images=None, **options) -> fg.CompareResult:
     """The library's figure for the page's default anchor sets (the Explore page's presets)."""
     presets = library["presets"]
     return fg.compare(library["gallery"], library["encoder"], rows, columns, presets["Gallery object names"],
-                      presets["Gallery styles"], k, spec, weighting, images=images)
+                      presets["Gallery styles"], k, spec, weighting, images=images, **options)
+
+
+@pytest.fixture
+def loads(monkeypatch) -> list:
+    """The models the app loads from here on (spec, pretrained), its cached encoders forgotten first."""
+    from anchordiv.app import cached
+
+    cached.get_encoder.clear()
+    made, load = [], cached.load_encoder
+
+    def counted(spec, pretrained=None, **options):
+        made.append((spec, pretrained))
+        return load(spec, pretrained=pretrained, **options)
+
+    monkeypatch.setattr(cached, "load_encoder", counted)
+    yield made
+    cached.get_encoder.clear()  # none of them counted by another test
 
 
 def shown_table(app: AppTest) -> pd.DataFrame:
@@ -158,21 +175,26 @@ def test_the_figure_travels_in_the_link(library):
     assert shown_table(again)["gallery_id"].tolist()[:3] == shown["gallery_id"].tolist()[:3]
 
 
-def test_a_column_may_name_another_encoder(library, tmp_path, monkeypatch):
-    """The built-in model beside the tiny open_clip model (tests/tiny_open_clip.py) on a small folder:
-    the page's figure is the library's, loaded through the app's own cached encoder."""
+def small_folder(folder: Path) -> Path:
+    """36 small random images in three labels (subfolders) under ``folder``."""
     import numpy as np
     from PIL import Image
 
-    from anchordiv.encoders import load_encoder
-    from anchordiv.gallery import folder_gallery
-    from tiny_open_clip import TINY_ARCH, make_tiny_checkpoint
-
-    folder = tmp_path / "images"
     for number in range(36):
         (folder / f"label-{number % 3}").mkdir(parents=True, exist_ok=True)
         pixels = np.random.default_rng(number).integers(0, 256, (20, 20, 3), dtype=np.uint8)
         Image.fromarray(pixels).save(folder / f"label-{number % 3}" / f"{number}.png")
+    return folder
+
+
+def test_a_column_may_name_another_encoder(library, tmp_path, monkeypatch):
+    """The built-in model beside the tiny open_clip model (tests/tiny_open_clip.py) on a small folder:
+    the page's figure is the library's, loaded through the app's own cached encoder."""
+    from anchordiv.encoders import load_encoder
+    from anchordiv.gallery import folder_gallery
+    from tiny_open_clip import TINY_ARCH, make_tiny_checkpoint
+
+    folder = small_folder(tmp_path / "images")
     checkpoint, _ = make_tiny_checkpoint(tmp_path)
     named = f"cosine model=open_clip:{TINY_ARCH} pretrained={checkpoint}"
     monkeypatch.setenv("ANCHORDIV_ALLOW_ANY_PATH", "1")
@@ -194,3 +216,62 @@ def test_a_column_may_name_another_encoder(library, tmp_path, monkeypatch):
     app.session_state["compare_rows"] = ["text:a red square"]
     app.run()
     assert any("is a text, and column" in plain(error.value) for error in app.error)
+
+
+def test_a_column_naming_the_sidebar_s_model_loads_it_once(library, loads):
+    app = open_compare()
+    app.multiselect(key="compare_columns").set_value(["cosine", "A model=builtin"]).run()
+    assert not app.exception and not app.error
+    assert loads == [("builtin", None)]  # the sidebar's and the column's calls are one cache entry
+    assert_page_shows(app, expected(library, app.session_state["compare_rows"], ["cosine", "A model=builtin"],
+                                    model_for=lambda spec, pretrained: fg.ColumnModel(library["encoder"],
+                                                                                      library["gallery"])))
+
+
+def test_a_column_s_checkpoint_must_lie_in_the_data_roots(library, tmp_path, monkeypatch, loads):
+    """A server limited to its data roots: a column's pretrained= (a link's columns= can name any
+    file) is a tag of open_clip's or a checkpoint under a root; one outside is an error box and is
+    never loaded, one inside ranks the folder under that encoder, its anchors through its own
+    "auto" templates ('a photo of a {}.') beside the built-in model's (as typed)."""
+    from anchordiv.encoders import load_encoder
+    from anchordiv.gallery import folder_gallery
+    from tiny_open_clip import TINY_ARCH, make_tiny_checkpoint
+
+    root, private = tmp_path / "data", tmp_path / "private"
+    folder = small_folder(root / "images")
+    private.mkdir()
+    inside, _ = make_tiny_checkpoint(root)
+    outside, _ = make_tiny_checkpoint(private, seed=1)
+    monkeypatch.setenv("ANCHORDIV_DATA_ROOTS", str(root))
+    monkeypatch.delenv("ANCHORDIV_ALLOW_ANY_PATH", raising=False)
+    app = open_compare()
+    app.radio(key="gallery_source").set_value("Image folder").run()
+    app.selectbox(key="folder_choice").set_value(str(folder.resolve())).run()
+    app.session_state["compare_rows"] = ["#0", "#20"]
+    escaping = f"cosine model=open_clip:{TINY_ARCH} pretrained={outside}"
+    app.session_state["compare_columns"] = ["cosine", escaping]  # as a crafted link's columns= sets them
+    app.run()
+    errors = " ".join(plain(error.value) for error in app.error)
+    assert not app.exception and "is outside the data folders this server was started with" in errors
+    assert str(outside) in errors and all(pretrained != str(outside) for _, pretrained in loads)
+
+    tagged = "cosine model=open_clip:ViT-B-32 pretrained=laion2b_s34b_b79k"  # a tag is no path: looked up, not refused
+    app.session_state["compare_columns"] = ["cosine", tagged]
+    app.run()
+    errors = " ".join(plain(error.value) for error in app.error)
+    assert not app.exception and "laion2b_s34b_b79k" in errors and "outside the data folders" not in errors
+
+    named = f"A model=open_clip:{TINY_ARCH} pretrained={inside}"
+    app.session_state["compare_columns"] = ["A", named]
+    app.run()
+    assert not app.exception and not app.error
+    assert (f"open_clip:{TINY_ARCH}", str(inside.resolve())) in loads
+    builtin = library["encoder"]
+    gallery = folder_gallery(folder, builtin)
+    presets = ex.anchor_presets(gallery)
+    result = fg.compare(gallery, builtin, ["#0", "#20"], ["A", named], presets["Gallery object names"],
+                        presets["Generic styles (not from the gallery)"], 5, ex.GeometrySpec(scale=10.0),
+                        model_for=lambda spec, pretrained: fg.ColumnModel(
+                            tiny := load_encoder(spec, pretrained, "cpu"), folder_gallery(folder, tiny)))
+    assert result.settings.templates_lines()[1].startswith("Anchor texts encoded as 'a photo of a {}.' by open_clip:")
+    assert_page_shows(app, result)

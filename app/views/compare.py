@@ -20,10 +20,12 @@ from anchordiv.app.anchor_inputs import anchor_templates, anchor_texts, fitted_g
 from anchordiv.app.errors import ERROR_CHARS, attempt
 from anchordiv.app.query_inputs import caption_of
 from anchordiv.app.url_state import follow_link, link_notes, publish_link, share_box, sidebar_fields
+from anchordiv.encoders.specs import parse_model_spec
 from anchordiv.explorer import limits, links
 from anchordiv.explorer.literal import markdown_literal
 from anchordiv.explorer.page_state import SETTINGS
 from anchordiv.models import list_anchor_models
+from anchordiv.prompts import AUTO
 
 ROWS, COLUMNS, UPLOADS = "compare_rows", "compare_columns", "compare_uploads"
 LIMITS = fg.DEFAULT_LIMITS  # rows, columns and top-k per cell; a link past them opens with the defaults
@@ -144,11 +146,35 @@ def usable_columns() -> list[fg.GeometryColumn]:
 
 
 # -- the figure -----------------------------------------------------------------------------------
+def unresolved_templates(encoder) -> tuple:
+    """The templates of sets A and B as chosen, "auto" kept, for :func:`anchordiv.figure.compare`:
+    each encoder of the figure resolves it to its own default (an error box and a stop for
+    unusable own templates)."""
+    chosen = anchor_templates(encoder)
+    return tuple(AUTO if st.session_state[f"templates_{name}"] == AUTO else choice
+                 for name, choice in zip("ab", chosen))
+
+
+def column_encoder(spec: str, pretrained: str | None):
+    """The encoder a column names, through the same cached loader (and arguments) as the sidebar's.
+    Its ``pretrained`` is one of open_clip's tags for the architecture, or a checkpoint file that
+    the server's data roots hold (``ValueError`` outside them): a link's columns name files too."""
+    launch = cached.launch_options()
+    if pretrained is not None:
+        from open_clip.pretrained import list_pretrained_tags_by_model
+
+        if pretrained not in list_pretrained_tags_by_model(parse_model_spec(spec, pretrained).arch):
+            pretrained = str(launch.roots.confine(pretrained, "checkpoint"))
+    return cached.get_encoder(spec, pretrained, launch.allow_download)
+
+
 def column_model(choices: dict, spec: str, pretrained: str | None, texts_a: tuple[str, ...],
-                 texts_b: tuple[str, ...], templates) -> fg.ColumnModel:
+                 texts_b: tuple[str, ...]) -> fg.ColumnModel:
     """The sidebar's gallery embedded by the encoder a column names (``cosine model=SPEC``), with
-    the app's cached geometries (the figure's anchors and ``templates``), baselines and upload embeddings."""
-    encoder = cached.get_encoder(spec, pretrained)
+    the app's cached geometries (the figure's anchors, through the templates chosen for that
+    encoder: "auto" is its own default), baselines and upload embeddings."""
+    encoder = column_encoder(spec, pretrained)
+    templates = anchor_templates(encoder)
     source = cached.memory_source(sidebar.load_gallery_for(choices, encoder))
     prior = ex.parse_anchor_text(choices["prior_text"]).anchors
     return fg.ColumnModel(
@@ -218,15 +244,16 @@ def main() -> None:
         st.info("Add at least one query row and one geometry column to draw the figure.")
         return
     embed_text, embed_image = embedders(encoder)
+    templates = unresolved_templates(encoder)
     result = attempt(lambda: fg.compare(
         source.gallery, encoder, rows, columns, texts_a, texts_b, k, geometry_spec(choices), weighting,
         prior_texts=ex.parse_anchor_text(choices["prior_text"]).anchors,
         geometry_for=lambda kind, scale: geometry_for(choices, source, encoder, texts_a, texts_b, kind, scale),
         baseline_for=lambda kind: cached.get_baseline(kind, source, encoder,
                                                       tuple(zip((texts_a, texts_b), anchor_templates(encoder)))),
-        images=state[UPLOADS], embed_text=embed_text, embed_image=embed_image, templates=anchor_templates(encoder),
-        model_for=lambda spec, pretrained: column_model(choices, spec, pretrained, texts_a, texts_b,
-                                                        anchor_templates(encoder))), "Cannot build the figure")
+        images=state[UPLOADS], embed_text=embed_text, embed_image=embed_image, templates=templates,
+        model_for=lambda spec, pretrained: column_model(choices, spec, pretrained, texts_a, texts_b)),
+        "Cannot build the figure")
     if result is None:
         return
     st.image(preview_png(figure_key(result), result), width="stretch")
