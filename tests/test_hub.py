@@ -153,21 +153,23 @@ def test_a_download_hashes_the_weights_once_and_a_presence_check_not_at_all(hub,
     assert [item.filename for item in missing_files(SPEC, cache_dir=cache)] == [WEIGHTS_NAME]
 
 
-TOKENIZER_REPO = "anchordiv-test/tiny-tokenizer"
-
-
-def test_hub_model_with_a_hugging_face_tokenizer_fetched_for_offline_use(tmp_path, monkeypatch):
+# SigLIP's configs name their own repository; a tokenizer may also come from another one.
+@pytest.mark.parametrize("tokenizer_repo", [TINY_REPO, "anchordiv-test/tiny-tokenizer"])
+def test_hub_model_with_a_hugging_face_tokenizer_fetched_for_offline_use(tmp_path, monkeypatch, tokenizer_repo):
     from transformers import AutoTokenizer
 
     served_tokenizer = bundled_tokenizer_files()
-    files = tiny_hub_files(tmp_path / "model", tokenizer_repo=TOKENIZER_REPO)
+    files = tiny_hub_files(tmp_path / "model", tokenizer_repo=tokenizer_repo)
+    other_repos = {tokenizer_repo: served_tokenizer} if tokenizer_repo != TINY_REPO else {}
     cache, out, text = tmp_path / "hf", tmp_path / "usb-stick", "a photo of a cat"
-    with serve_tiny_hub(tmp_path, files=files, other_repos={TOKENIZER_REPO: served_tokenizer}) as hub:
+    with serve_tiny_hub(tmp_path, files={**files, **({} if other_repos else served_tokenizer)},
+                        other_repos=other_repos) as hub:
         hub.patch_endpoint(monkeypatch)
         online = load_encoder(SPEC, allow_download=True, cache_dir=cache, device="cpu")
         fetch_model(SPEC, to=out, cache_dir=tmp_path / "hf-fetch")
-        asked = {seen.path.rsplit("/", 1)[-1] for seen in hub.requests if f"/{TOKENIZER_REPO}/" in seen.path}
-    assert asked == set(TOKENIZER_FILES)  # through anchordiv's downloads only: transformers asked for nothing
+        asked = {seen.path.rsplit("/", 1)[-1] for seen in hub.requests if f"/{tokenizer_repo}/" in seen.path}
+    # through anchordiv's downloads only: transformers asked the hub for nothing
+    assert asked - set(files) == set(TOKENIZER_FILES)
     expected = online.tokenizer([text])[0]
     folder = tmp_path / "reference-tokenizer"
     folder.mkdir()
@@ -183,17 +185,20 @@ def test_hub_model_with_a_hugging_face_tokenizer_fetched_for_offline_use(tmp_pat
     # another machine: empty caches, the fetched folder copied into anchordiv's checkpoint folder
     empty = tmp_path / "empty-hub-cache"
     shutil.copytree(out, checkpoints_root(), dirs_exist_ok=True)
-    tokenizer_folder = hub_model_folder(TOKENIZER_REPO)
-    assert sorted(p.name for p in tokenizer_folder.iterdir()) == sorted([*served_tokenizer, "SHA256SUMS"])
+    tokenizer_folder = hub_model_folder(tokenizer_repo)
+    copied_files = {*served_tokenizer, "SHA256SUMS", *(files if tokenizer_folder == hub_model_folder(TINY_REPO) else [])}
+    assert {p.name for p in tokenizer_folder.iterdir()} == copied_files
+    assert set((tokenizer_folder / "SHA256SUMS").read_text().split()[1::2]) == copied_files - {"SHA256SUMS"}
     assert missing_files(SPEC, cache_dir=empty) == []
     copied = load_encoder(SPEC, cache_dir=empty, device="cpu")
     torch.testing.assert_close(copied.encode_texts([text, "a dog"]), vectors)
 
-    shutil.rmtree(tokenizer_folder)  # a copy without the tokenizer: listed, and refused in one line
+    for name in served_tokenizer:  # a copy without the tokenizer: listed, and refused in one line
+        (tokenizer_folder / name).unlink()
     listed = missing_files(SPEC, cache_dir=empty)
     assert [item.filename for item in listed] == list(TOKENIZER_FILES)
     assert {item.folder for item in listed} == {tokenizer_folder}
-    assert "where the repository has it" in listed[0].text() and TOKENIZER_REPO in listed[0].url
+    assert "where the repository has it" in listed[0].text() and tokenizer_repo in listed[0].url
     with pytest.raises(CheckpointNotFound) as refused:
         load_encoder(SPEC, cache_dir=empty, device="cpu")
     assert "\n" not in str(refused.value) and str(tokenizer_folder) in str(refused.value)
