@@ -119,8 +119,8 @@ def check_figure_request(n_rows: int, n_columns: int, k: int, limits: FigureLimi
                          f"remove rows or columns, or {_raise_the_limit('neighbours')}")
     if n_geometries > limits.geometries:
         raise ValueError(f"a figure fits at most {limits.geometries} anchor geometries (this one asks for "
-                         f"{n_geometries} different encoders, anchor models or scales); give fewer columns their own "
-                         f"model= or s=, or {_raise_the_limit('geometries')}")
+                         f"{n_geometries} different models or scales); give fewer columns their own model= or s=, "
+                         f"or {_raise_the_limit('geometries')}")
     if n_encoders > limits.encoders:
         encoders = f"{limits.encoders} encoder{'s' if limits.encoders != 1 else ''}"
         raise ValueError(f"a figure's columns name at most {encoders} with model=SPEC (this one names "
