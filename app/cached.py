@@ -75,11 +75,10 @@ def get_encoder(spec: str, pretrained: str | None, allow_download: bool = False)
 
 @st.cache_resource(show_spinner="Listing open_clip's models…", ttl=60)
 def model_menu() -> list:
-    """The models the sidebar offers (:func:`~anchordiv.encoders.model_catalog`), with no size
-    estimates: building every architecture to count its parameters takes half a minute, too long for
-    a first page; a missing model's own estimate is shown when it is chosen. Listed again after a
+    """The models the sidebar offers (:func:`~anchordiv.encoders.model_catalog`), with their
+    download sizes (estimated from the counts that ship with anchordiv). Listed again after a
     minute, so that a model downloaded since shows as on disk."""
-    return model_catalog(estimate_sizes=False)
+    return model_catalog()
 
 
 @st.cache_resource(show_spinner=False)

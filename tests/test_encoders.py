@@ -298,3 +298,15 @@ def test_cuda_matches_cpu(tiny):
     # Loose: cuDNN may run the patch convolution in TF32.
     torch.testing.assert_close(got, on_cpu.encode_images(pictures), rtol=1e-2, atol=2e-3)
     torch.testing.assert_close(on_gpu.encode_texts(TEXTS), on_cpu.encode_texts(TEXTS), rtol=1e-2, atol=2e-3)
+
+
+def test_the_shipped_size_counts_are_the_installed_open_clips():
+    """The counts that ship (the sidebar's sizes without building every architecture) match a fresh
+    count on the meta device, for a few common architectures; a new open_clip adds, never changes."""
+    import json
+
+    from anchordiv.encoders.sizes import SHIPPED_COUNTS, state_dict_count
+
+    shipped = json.loads(SHIPPED_COUNTS.read_text(encoding="utf-8"))
+    for arch in ("ViT-B-32", "ViT-B-16", "RN50", "ViT-B-16-SigLIP"):
+        assert shipped[arch] == state_dict_count(arch), arch

@@ -131,7 +131,7 @@ def test_concurrent_callers_share_one_download(hub, tmp_path):
 
 
 def test_a_download_hashes_the_weights_once_and_a_presence_check_not_at_all(hub, tmp_path, monkeypatch):
-    hashed, real_sha256, real_git_sha1 = [], downloads.sha256_file, downloads._git_blob_sha1
+    hashed, real_sha256, real_git_sha1 = [], downloads.sha256_file, downloads.git_blob_sha1
     monkeypatch.setattr(downloads, "sha256_file", lambda path: hashed.append(Path(path).resolve()) or real_sha256(path))
     cache = tmp_path / "hf"
     load_encoder(SPEC, allow_download=True, cache_dir=cache, device="cpu")
@@ -142,12 +142,12 @@ def test_a_download_hashes_the_weights_once_and_a_presence_check_not_at_all(hub,
         raise AssertionError(f"hashed {path}")
 
     monkeypatch.setattr(downloads, "sha256_file", refuse)
-    monkeypatch.setattr(downloads, "_git_blob_sha1", refuse)
+    monkeypatch.setattr(downloads, "git_blob_sha1", refuse)
     assert missing_files(SPEC, cache_dir=cache) == []  # what the app asks on every rerun: no hashing
     blob.write_bytes(b"x" + blob.read_bytes()[1:])
     assert missing_files(SPEC, cache_dir=cache) == []  # a presence check: the load is what verifies
     monkeypatch.setattr(downloads, "sha256_file", real_sha256)
-    monkeypatch.setattr(downloads, "_git_blob_sha1", real_git_sha1)
+    monkeypatch.setattr(downloads, "git_blob_sha1", real_git_sha1)
     with pytest.raises(ValueError, match="damaged or incomplete and was deleted"):
         load_encoder(SPEC, cache_dir=cache, device="cpu")
     assert [item.filename for item in missing_files(SPEC, cache_dir=cache)] == [WEIGHTS_NAME]

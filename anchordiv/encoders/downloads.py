@@ -274,7 +274,7 @@ def verify_hub_file(path: Path, filename: str) -> str | None:
     if _SHA256.fullmatch(etag):
         digest = sha256_file(blob)
     elif _GIT_SHA1.fullmatch(etag):
-        digest = _git_blob_sha1(blob)
+        digest = git_blob_sha1(blob)
     else:
         return None
     if digest != etag:
@@ -285,7 +285,7 @@ def verify_hub_file(path: Path, filename: str) -> str | None:
     return digest if len(digest) == 64 else None
 
 
-def _git_blob_sha1(path: Path) -> str:
+def git_blob_sha1(path: Path) -> str:
     """The git blob id of a file: sha1 over ``blob <size>\\0`` and the bytes (the hub's ETag of a non-LFS file)."""
     digest = hashlib.sha1(f"blob {path.stat().st_size}\0".encode())
     with open(path, "rb") as handle:

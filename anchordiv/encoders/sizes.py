@@ -1,9 +1,12 @@
 """Download sizes of open_clip architectures, estimated offline: state-dict entries x 4 bytes (float32 weights).
 
 The entries (parameters and persistent buffers, what a checkpoint holds) are counted on a model built
-on PyTorch's ``meta`` device (no memory, no weights, no network). That takes from milliseconds to a second per architecture, so the counts are kept per
-process and in ``<anchordiv cache>/catalog/`` per open_clip version. Architectures whose text tower
-comes from Hugging Face transformers are not built (that would fetch its config): size unknown.
+on PyTorch's ``meta`` device (no memory, no weights, no network). That takes from milliseconds to a
+second per architecture (half a minute for all), so the counts of open_clip's architectures ship with
+anchordiv (``state_dict_counts.json``, written by :func:`write_shipped_counts`), and those
+of others are kept per process and in ``<anchordiv cache>/catalog/`` per open_clip version.
+Architectures whose text tower comes from Hugging Face transformers are not built (that would fetch
+its config): size unknown.
 """
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from pathlib import Path
 from anchordiv.cache import cache_dir
 
 BYTES_PER_PARAMETER = 4  # open_clip's published checkpoints are float32 state dicts
+SHIPPED_COUNTS = Path(__file__).with_name("state_dict_counts.json")
 _lock = threading.Lock()
 
 
@@ -30,16 +34,21 @@ def estimated_sizes(archs: tuple[str, ...]) -> dict[str, int | None]:
         known = _remembered()
         missing = [arch for arch in archs if arch not in known]
         if missing:
-            known.update({arch: _state_dict_count(arch) for arch in missing})
+            known.update({arch: state_dict_count(arch) for arch in missing})
             _remember(known)
     return {arch: None if known[arch] is None else known[arch] * BYTES_PER_PARAMETER for arch in archs}
 
 
 @functools.lru_cache(maxsize=1)
 def _remembered() -> dict[str, int | None]:
-    """The counts kept on disk for this open_clip version (a dict this module updates in place)."""
+    """The shipped counts and those kept on disk for this open_clip version (a dict this module
+    updates in place)."""
+    return {**_read_counts(SHIPPED_COUNTS), **_read_counts(_memo_path())}
+
+
+def _read_counts(path: Path) -> dict[str, int | None]:
     try:
-        counts = json.loads(_memo_path().read_text(encoding="utf-8"))
+        counts = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     if not isinstance(counts, dict):
@@ -65,7 +74,7 @@ def _memo_path() -> Path:
     return cache_dir() / "catalog" / f"open_clip-{open_clip.__version__}-state-dict-sizes.json"
 
 
-def _state_dict_count(arch: str) -> int | None:
+def state_dict_count(arch: str) -> int | None:
     import open_clip
     import torch
     from open_clip.coca_model import CoCa
@@ -84,3 +93,12 @@ def _state_dict_count(arch: str) -> int | None:
         return None
     # The state dict, as a checkpoint holds it: without non-persistent buffers such as the attention mask.
     return sum(tensor.numel() for tensor in model.state_dict().values())
+
+
+def write_shipped_counts() -> Path:
+    """Count every architecture of the installed open_clip afresh into :data:`SHIPPED_COUNTS`."""
+    import open_clip
+
+    counts = {arch: state_dict_count(arch) for arch in open_clip.list_models()}
+    SHIPPED_COUNTS.write_text(json.dumps(counts, sort_keys=True, indent=0) + "\n", encoding="utf-8")
+    return SHIPPED_COUNTS
