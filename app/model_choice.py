@@ -109,7 +109,7 @@ def load_encoder_for(choices: dict[str, Any]):
     to put them where it does not); a stop while nothing loadable is chosen."""
     launch = cached.launch_options()
     if choices["model"] == OPEN_CLIP:
-        encoder = load_checkpoint(choices, launch.roots)
+        encoder = load_checkpoint(choices, launch)
     else:
         encoder = load_named(choices, launch)
     st.sidebar.caption(f"Encoding on {describe_device(encoder.device)}.")
@@ -129,8 +129,9 @@ def load_named(choices: dict[str, Any], launch):
                    f"Could not load {shown(spec.label)}", stop=True)
 
 
-def load_checkpoint(choices: dict[str, Any], roots):
+def load_checkpoint(choices: dict[str, Any], launch):
     """An open_clip architecture with a checkpoint file from the data roots (or typed, in local mode)."""
+    roots = launch.roots
     if roots.opens_nothing:
         st.info("This server offers no checkpoint files: start it with `--data-root DIR` to offer those under "
                 "DIR, or choose an open_clip pretrained model or a Hugging Face repo.")
@@ -141,7 +142,8 @@ def load_checkpoint(choices: dict[str, Any], roots):
 
     def load():
         checkpoint = str(roots.confine(choices["checkpoint"], "checkpoint"))
-        return cached.get_encoder(f"open_clip:{choices['arch'].strip()}", checkpoint, False)
+        # The same three arguments as every other call (a Compare column's too): one cached encoder.
+        return cached.get_encoder(f"open_clip:{choices['arch'].strip()}", checkpoint, launch.allow_download)
 
     return attempt(load, "Could not load the open_clip model", stop=True)
 
