@@ -13,6 +13,8 @@ from markup import plain
 from anchordiv import explorer as ex
 from anchordiv import figure as fg
 from anchordiv.builtin.weights import ASSETS_DIR, MANIFEST_NAME, WEIGHTS_NAME
+from anchordiv.encoders import load_encoder
+from anchordiv.gallery import folder_gallery
 
 streamlit_testing = pytest.importorskip("streamlit.testing.v1")
 AppTest = streamlit_testing.AppTest
@@ -190,8 +192,6 @@ def small_folder(folder: Path) -> Path:
 def test_a_column_may_name_another_encoder(library, tmp_path, monkeypatch):
     """The built-in model beside the tiny open_clip model (tests/tiny_open_clip.py) on a small folder:
     the page's figure is the library's, loaded through the app's own cached encoder."""
-    from anchordiv.encoders import load_encoder
-    from anchordiv.gallery import folder_gallery
     from tiny_open_clip import TINY_ARCH, make_tiny_checkpoint
 
     folder = small_folder(tmp_path / "images")
@@ -204,13 +204,7 @@ def test_a_column_may_name_another_encoder(library, tmp_path, monkeypatch):
     app.session_state["compare_rows"] = ["#0", "#20"]
     app.text_input(key="compare_custom").input(named).run()
     app.multiselect(key="compare_columns").set_value(["cosine", named]).run()
-    builtin = library["encoder"]
-    gallery = folder_gallery(folder, builtin)
-    presets = ex.anchor_presets(gallery)
-    result = fg.compare(gallery, builtin, ["#0", "#20"], ["cosine", named], presets["Gallery object names"],
-                        presets["Generic styles (not from the gallery)"], 5, ex.GeometrySpec(scale=10.0),
-                        model_for=lambda spec, pretrained: fg.ColumnModel(
-                            tiny := load_encoder(spec, pretrained, "cpu"), folder_gallery(folder, tiny)))
+    result = folder_figure(library["encoder"], folder, ["cosine", named])
     assert_page_shows(app, result)
     assert result.tables[0][0].gallery_id.tolist() != result.tables[0][1].gallery_id.tolist()
     app.session_state["compare_rows"] = ["text:a red square"]
@@ -233,8 +227,6 @@ def test_a_column_s_checkpoint_must_lie_in_the_data_roots(library, tmp_path, mon
     file) is a tag of open_clip's or a checkpoint under a root; one outside is an error box and is
     never loaded, one inside ranks the folder under that encoder, its anchors through its own
     "auto" templates ('a photo of a {}.') beside the built-in model's (as typed)."""
-    from anchordiv.encoders import load_encoder
-    from anchordiv.gallery import folder_gallery
     from tiny_open_clip import TINY_ARCH, make_tiny_checkpoint
 
     root, private = tmp_path / "data", tmp_path / "private"
@@ -266,12 +258,17 @@ def test_a_column_s_checkpoint_must_lie_in_the_data_roots(library, tmp_path, mon
     app.run()
     assert not app.exception and not app.error
     assert (f"open_clip:{TINY_ARCH}", str(inside.resolve())) in loads
-    builtin = library["encoder"]
-    gallery = folder_gallery(folder, builtin)
-    presets = ex.anchor_presets(gallery)
-    result = fg.compare(gallery, builtin, ["#0", "#20"], ["A", named], presets["Gallery object names"],
-                        presets["Generic styles (not from the gallery)"], 5, ex.GeometrySpec(scale=10.0),
-                        model_for=lambda spec, pretrained: fg.ColumnModel(
-                            tiny := load_encoder(spec, pretrained, "cpu"), folder_gallery(folder, tiny)))
+    result = folder_figure(library["encoder"], folder, ["A", named])
     assert result.settings.templates_lines()[1].startswith("Anchor texts encoded as 'a photo of a {}.' by open_clip:")
     assert_page_shows(app, result)
+
+
+def folder_figure(builtin, folder, columns):
+    """The library's figure of rows #0 and #20 of ``folder`` under the built-in model and the page's
+    default presets, each column naming an encoder loaded on the CPU."""
+    gallery = folder_gallery(folder, builtin)
+    presets = ex.anchor_presets(gallery)
+    return fg.compare(gallery, builtin, ["#0", "#20"], columns, presets["Gallery object names"],
+                      presets["Generic styles (not from the gallery)"], 5, ex.GeometrySpec(scale=10.0),
+                      model_for=lambda spec, pretrained: fg.ColumnModel(
+                          tiny := load_encoder(spec, pretrained, "cpu"), folder_gallery(folder, tiny)))
