@@ -1,7 +1,9 @@
 import os
 import random
 import shutil
+import signal
 import socket
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -224,3 +226,14 @@ def ray_instance():
     yield ray
     if started_here:
         ray.shutdown()
+
+
+def stop_process_group(process: subprocess.Popen) -> None:
+    """End a server started in a process group of its own (``start_new_session=True``): SIGTERM to
+    the group, SIGKILL when it has not gone after 15 s."""
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=15)

@@ -2,9 +2,7 @@
 starts, the explorer launched on it with a data root for it, and bad choices refused first."""
 from __future__ import annotations
 
-import os
 import re
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +15,7 @@ from anchordiv.benchmarks.browser import free_port, wait_healthy
 from anchordiv.cli import main
 from anchordiv.embeddings import embed_folder
 from anchordiv.encoders import load_encoder
+from conftest import stop_process_group
 
 
 @pytest.fixture
@@ -108,9 +107,4 @@ def test_the_demo_server_answers_on_the_embedded_folder(photos, tmp_path):
         assert argv[argv.index("--") + 1:-1] == ["--model", "builtin", "--folder", str(photos.resolve()),
                                                  "--data-root", str(photos.resolve())]
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(timeout=15)
+        stop_process_group(server)

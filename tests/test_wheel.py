@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import sysconfig
@@ -27,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from anchordiv.benchmarks.browser import free_port, wait_healthy
+from conftest import stop_process_group
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
@@ -194,9 +194,4 @@ def test_anchordiv_demo_serves_the_explorer_from_the_wheel(installed):
         assert answer == "ok", f"no health answer on port {port} (exit {server.poll()}):\n{log.read_text()[-4000:]}"
     finally:
         if server.poll() is None:
-            os.killpg(server.pid, signal.SIGTERM)
-            try:
-                server.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(server.pid, signal.SIGKILL)
-                server.wait(timeout=15)
+            stop_process_group(server)
