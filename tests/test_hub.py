@@ -20,9 +20,12 @@ from PIL import Image
 
 from anchordiv.encoders import (CheckpointNotFound, ModelUnavailable, fetch_model, hub_model_folder, load_encoder,
                                 missing_files)
-from anchordiv.encoders import downloads
-from anchordiv.encoders.downloads import Unreachable, cached_hub_file, url_file
-from anchordiv.encoders.sources import TOKENIZER_FILES, checkpoints_root
+from anchordiv.encoders import downloads, url_client
+from anchordiv.encoders.downloads import Unreachable
+from anchordiv.encoders.folders import checkpoints_root
+from anchordiv.encoders.hub_client import cached_hub_file
+from anchordiv.encoders.hub_models import TOKENIZER_FILES
+from anchordiv.encoders.url_client import url_file
 from loopback_hub import CONFIG_NAME, TINY_REPO, WEIGHTS_NAME, bundled_tokenizer_files, serve_tiny_hub, tiny_hub_files
 from tiny_open_clip import TINY_ARCH, TINY_LOGIT_SCALE, make_tiny_checkpoint, register_tiny_arch
 
@@ -205,7 +208,7 @@ def test_hub_model_with_a_hugging_face_tokenizer_fetched_for_offline_use(tmp_pat
 
 
 def test_url_download_without_an_answer_gives_up_at_once(tmp_path, monkeypatch):
-    monkeypatch.setattr(downloads, "CONNECT_TIMEOUT", 0.3)
+    monkeypatch.setattr(url_client, "CONNECT_TIMEOUT", 0.3)
     silent = socket.create_server(("127.0.0.1", 0))  # takes connections and never answers
     accepted = []
 

@@ -24,7 +24,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     from ..cache import check_folder
     from ..encoders import fetch_model, parse_model_spec
-    from ..encoders.sources import checkpoints_root
+    from ..encoders.folders import checkpoints_root
 
     spec = parse_model_spec(args.spec, args.pretrained)
     if args.to is not None:

@@ -13,7 +13,8 @@ import torch
 from .base import CheckpointNotFound, Encoder
 from .catalog import CatalogEntry, model_catalog
 from .downloads import DownloadStatus, ModelUnavailable, ProgressCallback, RemoteFile
-from .sources import checkpoint_folder, fetch_model, hub_model_folder, missing_files
+from .folders import checkpoint_folder, hub_model_folder
+from .sources import fetch_model, missing_files
 from .specs import ModelSpec, parse_model_spec
 
 __all__ = ["CatalogEntry", "CheckpointNotFound", "DownloadStatus", "Encoder", "ModelSpec", "ModelUnavailable",

@@ -7,9 +7,10 @@ import os
 from dataclasses import dataclass
 
 from .downloads import format_bytes
+from .hub_models import hub_model_on_disk, hub_sources
 from .sizes import estimated_sizes
-from .sources import find_cached_tag, hub_model_on_disk, hub_sources
 from .specs import ModelSpec, parse_model_spec
+from .tags import find_cached_tag
 
 #: Hub repositories with an ``open_clip_config.json`` that open_clip's hf-hub schema loads; each is
 #: also the source open_clip's own registry names for one of its tags.

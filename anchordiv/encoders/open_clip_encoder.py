@@ -3,12 +3,12 @@
 Three steps, as in open_clip itself: resolve the files (:mod:`.sources`, which never touches the
 network unless ``allow_download=True``, and verifies what it finds), build the model and load the
 weights, build the inference transform and tokenizer. The weights, the configs and a hub model's
-Hugging Face tokenizer files come through :mod:`anchordiv.encoders.downloads` (bounded, watched,
-verified); open_clip is given local files only (a checkpoint path, or a ``local-dir:`` folder holding
-a hub model's config). Two fetches bypass that module, and only with ``allow_download=True``: a text
-tower built from a Hugging Face model (``hf_model_name``), whose config transformers fetches when
-the model is built, and a Hugging Face tokenizer that does not load from the files fetched for it
-(or whose name is not ``ORG/REPO``), which transformers then fetches itself.
+Hugging Face tokenizer files come through anchordiv's own clients (:mod:`.hub_client`,
+:mod:`.url_client`: bounded, watched, verified); open_clip is given local files only (a checkpoint
+path, or a ``local-dir:`` folder holding a hub model's config). Two fetches bypass them, and only
+with ``allow_download=True``: a text tower built from a Hugging Face model (``hf_model_name``), whose
+config transformers fetches when the model is built, and a Hugging Face tokenizer that does not load
+from the files fetched for it (or whose name is not ``ORG/REPO``), which transformers then fetches itself.
 
 ``pretrained`` is either a checkpoint file (state dict as ``.pt``/``.pth``/``.bin``/``.safetensors``)
 or an open_clip pretrained tag such as ``"laion2b_s34b_b79k"``; see :mod:`.sources` for where a
@@ -34,8 +34,9 @@ from PIL import Image
 
 from .base import CheckpointNotFound, Encoder
 from .downloads import ProgressCallback
-from .sources import (Checkpoint, HubModelFiles, checkpoint_folder, hub_model_files, read_hub_config,
-                      resolve_checkpoint, verified_sha256)
+from .folders import checkpoint_folder
+from .hub_models import HubModelFiles, hub_model_files, read_hub_config
+from .tags import Checkpoint, resolve_checkpoint, verified_sha256
 
 __all__ = ["Checkpoint", "OpenClipEncoder", "checkpoint_folder", "load_hub_encoder", "load_open_clip_encoder",
            "resolve_checkpoint"]

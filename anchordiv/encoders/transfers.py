@@ -1,0 +1,143 @@
+"""Running one transfer: each caller's progress fed from one :class:`Meter`, one transfer per file
+however many callers ask at once (:class:`SharedTransfers`), and the bounds every transfer keeps
+(:data:`CONNECT_TIMEOUT`, :data:`MAX_DOWNLOAD_BYTES`, :func:`bounded`).
+
+Within a process, callers asking for the same file at once share one transfer, and each of their
+``progress`` callbacks receives the same :class:`~anchordiv.encoders.downloads.DownloadStatus` reports.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable, Hashable, TypeVar
+
+from .downloads import DownloadStatus, ProgressCallback, format_bytes
+
+T = TypeVar("T")
+
+#: Seconds to wait for a server's first answer; without network the refusal comes within this bound.
+CONNECT_TIMEOUT = 8.0
+#: Largest file anchordiv downloads (the biggest open_clip checkpoints are about 10 GB).
+MAX_DOWNLOAD_BYTES = 32 * 1024**3
+_REPORT_EVERY = 0.1  # seconds between progress reports
+
+
+class Meter:
+    """Counts one transfer's bytes and turns them into :class:`DownloadStatus` reports, a few a second."""
+
+    def __init__(self, filename: str, url: str, model: str, report: ProgressCallback):
+        self.filename, self.url, self.model, self._report = filename, url, model, report
+        self.done, self.total = 0, None
+        self._start_time, self._start_bytes, self._last = time.monotonic(), 0, 0.0
+
+    def begin(self, done: int, total: int | None) -> None:
+        """A (re)started transfer: ``done`` bytes already on disk, ``total`` announced."""
+        self.done, self.total = done, total
+        self._start_time, self._start_bytes = time.monotonic(), done
+        self.emit(force=True)
+
+    def add(self, count: int) -> None:
+        self.done += count
+        self.emit()
+
+    def emit(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._last < _REPORT_EVERY:
+            return
+        self._last = now
+        elapsed, moved = now - self._start_time, self.done - self._start_bytes
+        rate = moved / elapsed if elapsed > 0.5 and moved > 0 else None
+        left = (self.total - self.done) / rate if rate and self.total else None
+        self._report(DownloadStatus(self.filename, self.url, self.done, self.total, rate, left, self.model))
+
+
+class _Transfer:
+    """One running transfer: its waiters' callbacks, its last report, its outcome."""
+
+    def __init__(self):
+        self.finished = threading.Event()
+        self.listeners: list[ProgressCallback] = []
+        self.last: DownloadStatus | None = None
+        self.result = None
+        self.error: BaseException | None = None
+
+    def report(self, status: DownloadStatus) -> None:
+        self.last = status
+        for listener in list(self.listeners):
+            try:
+                listener(status)
+            except Exception:  # one visitor's broken page must not stop everyone's download
+                self.listeners.remove(listener)
+
+
+class SharedTransfers:
+    """``run(key, work, progress)``: ``work(report)`` once per key however many threads ask at once.
+
+    Callers who arrive while it runs receive its last report at once, every later one, and its result;
+    if it fails with an ``Exception`` they receive the same error. (Interrupted by a
+    ``BaseException`` such as ``KeyboardInterrupt``, the next caller starts again.)
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._running: dict[Hashable, _Transfer] = {}
+
+    def run(self, key: Hashable, work: Callable[[ProgressCallback], T], progress: ProgressCallback | None = None) -> T:
+        with self._lock:
+            transfer = self._running.get(key)
+            owner = transfer is None
+            if owner:
+                transfer = self._running[key] = _Transfer()
+            if progress is not None:
+                transfer.listeners.append(progress)
+            last = transfer.last
+        if not owner:
+            if last is not None and progress is not None:
+                progress(last)
+            transfer.finished.wait()
+            if transfer.error is None:
+                return transfer.result
+            if isinstance(transfer.error, Exception):
+                raise transfer.error
+            return self.run(key, work, progress)
+        try:
+            transfer.result = work(transfer.report)
+            return transfer.result
+        except BaseException as error:
+            transfer.error = error
+            raise
+        finally:
+            with self._lock:
+                self._running.pop(key)
+            transfer.finished.set()
+
+
+SHARED = SharedTransfers()
+
+
+def bounded(seconds: float, call: Callable[[], T]) -> T:
+    """``call()`` in a helper thread, given up after ``seconds`` (:class:`TimeoutError`): a name lookup
+    without network can block longer than any socket timeout."""
+    outcome: dict[str, object] = {}
+
+    def target():
+        try:
+            outcome["value"] = call()
+        except BaseException as error:  # handed to the caller's thread
+            outcome["error"] = error
+
+    worker = threading.Thread(target=target, daemon=True, name="anchordiv-connect")
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise TimeoutError(f"no answer within {seconds:g} s")
+    if "error" in outcome:
+        raise outcome["error"]  # type: ignore[misc]
+    return outcome["value"]  # type: ignore[return-value]
+
+
+def check_size(size: int | None, url: str) -> None:
+    """``ValueError`` when ``url`` announces more than :data:`MAX_DOWNLOAD_BYTES` (``size`` ``None``: not said)."""
+    if size is not None and size > MAX_DOWNLOAD_BYTES:
+        raise ValueError(f"{url} announces {format_bytes(size)}, more than anchordiv downloads "
+                         f"({format_bytes(MAX_DOWNLOAD_BYTES)}); fetch it by hand if it is what you want")
