@@ -66,6 +66,8 @@ class LoopbackHub:
     held: set[str] | None = None
     #: repository -> its files (name -> bytes), served besides ``repo_id``
     other_repos: dict[str, dict[str, bytes]] = field(default_factory=dict)
+    #: tag every file with the plain sha1 of its bytes and send no LFS headers (a simpler mirror than the hub)
+    plain_etags: bool = False
     #: bytes per second a GET's body is sent at (``None``: at once), so that a page's progress bar moves
     throttle: float | None = None
     _cuts: dict[str, int] = field(default_factory=dict)
@@ -235,6 +237,9 @@ def _handler(hub: LoopbackHub) -> type[BaseHTTPRequestHandler]:
                 self._send(404, {**headers, "X-Error-Code": "EntryNotFound", "Content-Length": "0"})
                 return None
             data = repos[repo_id][filename]
+            if hub.plain_etags:  # a simpler mirror: every file tagged with the sha1 of its bytes, no LFS headers
+                headers["ETag"] = f'"{hashlib.sha1(data).hexdigest()}"'
+                return filename, data, headers
             headers["ETag"] = f'"{_git_blob_id(data)}"'
             if filename.endswith((".safetensors", ".bin")):  # stored in LFS on the real hub
                 headers["X-Linked-Etag"] = f'"{hashlib.sha256(data).hexdigest()}"'

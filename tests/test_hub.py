@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import os
 import shutil
 import socket
@@ -67,6 +68,28 @@ def test_downloads_caches_and_loads_then_works_with_the_hub_gone(hub, tmp_path):
     again = load_encoder(SPEC, cache_dir=cache, device="cpu")  # no download allowed, no server: the cache
     torch.testing.assert_close(again.encode_images(pictures()), first)
     assert again.name == encoder.name and missing_files(SPEC, cache_dir=cache) == []
+
+
+def test_a_simpler_mirror_with_pytorch_weights_and_plain_sha1_tags(tmp_path, monkeypatch):
+    """A hub stand-in less faithful than huggingface.co: only ``open_clip_pytorch_model.bin`` (no
+    safetensors), every file tagged with the plain sha1 of its bytes, no LFS headers. The model still
+    downloads, verifies (a damaged transfer is refused) and loads."""
+    from tiny_open_clip import make_tiny_checkpoint
+
+    _, model = make_tiny_checkpoint(tmp_path, seed=5)
+    buffer = io.BytesIO()
+    torch.save(model.state_dict(), buffer)
+    files = {CONFIG_NAME: tiny_hub_files(tmp_path)[CONFIG_NAME], "open_clip_pytorch_model.bin": buffer.getvalue()}
+    with serve_tiny_hub(tmp_path, files=files) as mirror:
+        mirror.patch_endpoint(monkeypatch)
+        mirror.plain_etags = True
+        mirror.corrupt.add("open_clip_pytorch_model.bin")
+        with pytest.raises(ValueError, match="damaged or incomplete and was deleted"):
+            load_encoder(SPEC, allow_download=True, cache_dir=tmp_path / "hf", device="cpu")
+        mirror.corrupt.clear()
+        encoder = load_encoder(SPEC, allow_download=True, cache_dir=tmp_path / "hf", device="cpu")
+    assert encoder.logit_scale == pytest.approx(TINY_LOGIT_SCALE, rel=1e-2)
+    assert encoder.name.startswith(f"{SPEC}@{hashlib.sha256(files['open_clip_pytorch_model.bin']).hexdigest()[:16]}")
 
 
 def test_interrupted_download_resumes_with_a_range_request(hub, tmp_path, monkeypatch):

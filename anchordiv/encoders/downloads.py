@@ -157,6 +157,8 @@ def verify_hub_file(path: Path, filename: str) -> str | None:
         digest = sha256_file(blob)
     elif _GIT_SHA1.fullmatch(etag):
         digest = git_blob_sha1(blob)
+        if digest != etag and plain_sha1(blob) == etag:  # a mirror that tags files with their plain sha1
+            digest = etag
     else:
         return None
     if digest != etag:
@@ -169,7 +171,16 @@ def verify_hub_file(path: Path, filename: str) -> str | None:
 
 def git_blob_sha1(path: Path) -> str:
     """The git blob id of a file: sha1 over ``blob <size>\\0`` and the bytes (the hub's ETag of a non-LFS file)."""
-    digest = hashlib.sha1(f"blob {path.stat().st_size}\0".encode())
+    return _sha1(path, f"blob {path.stat().st_size}\0".encode())
+
+
+def plain_sha1(path: Path) -> str:
+    """The sha1 of a file's bytes."""
+    return _sha1(path, b"")
+
+
+def _sha1(path: Path, header: bytes) -> str:
+    digest = hashlib.sha1(header)
     with open(path, "rb") as handle:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             digest.update(chunk)
