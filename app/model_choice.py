@@ -6,6 +6,7 @@ The choice is one spec string (:mod:`anchordiv.encoders.specs`), the same as the
 ``--model`` / ``--pretrained``, and links carry it (a checkpoint file's path travels in none)."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import streamlit as st
@@ -43,8 +44,9 @@ def spec_of(choices: dict[str, Any]) -> ModelSpec | None:
     return None
 
 
-def apply_spec(spec: ModelSpec) -> None:
-    """Set the model widgets to show ``spec`` (from a link or a launch option)."""
+def apply_spec(spec: ModelSpec, trusted: bool) -> None:
+    """Set the model widgets to show ``spec``: from a launch option (``trusted``), or from a link,
+    whose checkpoint path is never taken (a link names no file on the server)."""
     state = st.session_state
     if spec.family == "builtin":
         state["model_source"] = BUILTIN
@@ -54,7 +56,13 @@ def apply_spec(spec: ModelSpec) -> None:
         state["model_source"], state["openclip_pretrained"] = PRETRAINED, f"{spec.arch}/{spec.pretrained}"
     else:
         state["model_source"], state["openclip_arch"] = OPEN_CLIP, spec.arch
-        state["openclip_checkpoint"] = spec.pretrained or ""
+        roots = cached.launch_options().roots
+        if trusted and spec.pretrained and roots.allow_any_path:
+            state["openclip_checkpoint"] = spec.pretrained
+        elif trusted and spec.pretrained:  # the menu offers the data roots' checkpoints only
+            offered = [str(path) for path in roots.checkpoints()]
+            path = str(Path(spec.pretrained).expanduser().resolve())
+            state["checkpoint_choice"] = path if path in offered else None
 
 
 def follow_model(linked: dict[str, Any], launch: LaunchOptions) -> None:
@@ -63,12 +71,14 @@ def follow_model(linked: dict[str, Any], launch: LaunchOptions) -> None:
     if "_model_followed" in state:
         return
     state["_model_followed"] = True
-    wanted = ((linked["encoder"], linked.get("encoder_pretrained") or None) if "encoder" in linked
+    from_link = "encoder" in linked
+    wanted = ((linked["encoder"], linked.get("encoder_pretrained") or None) if from_link
               else (launch.model, launch.pretrained))
     if wanted[0]:
-        spec = attempt(lambda: parse_model_spec(*wanted), "The link's model cannot be used")
+        spec = attempt(lambda: parse_model_spec(*wanted), "The link's model cannot be used" if from_link
+                       else "The server's --model cannot be used")
         if spec is not None:
-            apply_spec(spec)
+            apply_spec(spec, trusted=not from_link)
 
 
 def model_choices(bar, roots) -> dict[str, Any]:
@@ -99,7 +109,11 @@ def model_choices(bar, roots) -> dict[str, Any]:
                                                     format_func=display_name))
     spec = attempt(lambda: spec_of(choices), "That model name cannot be used")
     choices["spec"] = spec
-    state["encoder"], state["encoder_pretrained"] = (spec.model, spec.pretrained or "") if spec else ("builtin", "")
+    # A checkpoint file's architecture travels, its path does not.
+    state["encoder"], state["encoder_pretrained"] = (
+        (spec.model, spec.pretrained or "") if spec else
+        (f"open_clip:{choices['arch'].strip()}", "") if choices["model"] == OPEN_CLIP and choices["arch"].strip()
+        else ("builtin", ""))
     return choices
 
 

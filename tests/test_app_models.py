@@ -14,7 +14,7 @@ from PIL import Image
 
 from anchordiv import explorer as ex
 from anchordiv.encoders import fetch_model, load_encoder
-from anchordiv.explorer.page_state import HUB
+from anchordiv.explorer.page_state import HUB, OPEN_CLIP
 from anchordiv.gallery import folder_gallery
 from loopback_hub import CONFIG_NAME, TINY_REPO, WEIGHTS_NAME, serve_tiny_hub
 from markup import plain
@@ -146,3 +146,22 @@ def test_the_launch_options_open_on_their_model_and_folder(hub, tmp_path, monkey
     assert app.selectbox(key="folder_labels_choice").value == str(labels.resolve())
     assert app.radio(key="model_source").value == HUB and app.text_input(key="hub_repo").value == TINY_REPO
     assert [button for button in app.button if button.key == "model_download"]  # downloads allowed by the launch
+
+
+def test_a_link_names_a_checkpoints_architecture_never_its_path(hub, tmp_path):
+    from tiny_open_clip import TINY_ARCH, make_tiny_checkpoint
+
+    checkpoint, _ = make_tiny_checkpoint(tmp_path)
+    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    app.radio(key="model_source").set_value(OPEN_CLIP).run()
+    app.text_input(key="openclip_arch").set_value(TINY_ARCH).run()
+    app.text_input(key="openclip_checkpoint").set_value(str(checkpoint)).run()
+    assert not app.exception and not app.error
+    assert app.query_params["encoder"] == f"open_clip:{TINY_ARCH}" and "pretrained" not in app.query_params
+
+    opened = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    opened.query_params.update(encoder=f"open_clip:{TINY_ARCH}", pretrained=str(checkpoint))
+    opened.run()
+    assert not opened.exception and opened.radio(key="model_source").value == OPEN_CLIP
+    assert opened.text_input(key="openclip_arch").value == TINY_ARCH
+    assert opened.text_input(key="openclip_checkpoint").value == ""  # a link names no file on the server
