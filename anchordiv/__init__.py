@@ -21,6 +21,7 @@ from .search import AnchorIndex, CosineIndex, Index, ITIIndex
 from .sharded import ShardedAnchorIndex
 from .slider import MixtureSlider
 from .store.reader import GalleryStore
+from .vocabularies import list_vocabularies, load_vocabulary
 
 __version__ = "0.1.0"
 
@@ -30,5 +31,5 @@ __all__ = [
     "MixtureAnchors", "MixtureSlider", "NotFittedError", "PosteriorEmpiricalAnchors", "PosteriorGaussianAnchors",
     "ShardedAnchorIndex", "anchor_model_kind",
     "average_precision", "default_device", "fit_anchor_model",
-    "list_anchor_models", "mean_average_precision",
+    "list_anchor_models", "list_vocabularies", "load_vocabulary", "mean_average_precision",
 ]

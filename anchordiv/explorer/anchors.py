@@ -6,6 +6,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping, Sequence
 
+from ..datasets.layouts import CHEXPERT_CONDITIONS
+
 if TYPE_CHECKING:
     from ..gallery import Gallery
 
@@ -73,10 +75,9 @@ BACKGROUNDS = ("snow", "grass", "beach", "forest", "city street", "living room",
                "mountains", "a white background", "a black background", "night sky")
 CLOTHING = ("a sweater", "a raincoat", "a scarf", "a hat", "sunglasses", "a bandana", "a costume",
             "a collar", "a jacket", "boots", "a t-shirt", "a dress")
-# The CheXpert observations of the paper's Table 2 (CheXpert's 14 labels, "No Finding" included).
-CHEXPERT_PATHOLOGIES = ("No Finding", "Enlarged Cardiomediastinum", "Cardiomegaly", "Lung Opacity",
-                        "Lung Lesion", "Edema", "Consolidation", "Pneumonia", "Atelectasis",
-                        "Pneumothorax", "Pleural Effusion", "Pleural Other", "Fracture", "Support Devices")
+# The CheXpert observations of the paper's Table 2 (CheXpert's 14 labels, "No Finding" included),
+# kept once with the CheXpert layout (the "chexpert-14" vocabulary reads them there too).
+CHEXPERT_PATHOLOGIES = CHEXPERT_CONDITIONS
 ANIMALS = ("dog", "cat", "horse", "cow", "pig", "bird", "fish", "rabbit", "mouse", "lion", "tiger",
            "bear", "monkey", "elephant", "frog", "snake", "turtle", "whale", "octopus", "butterfly")
 FOOD = ("apple", "banana", "pizza", "hamburger", "bread", "cheese", "cake", "ice cream", "sushi",
