@@ -12,6 +12,7 @@ from .device import default_device
 from .metrics import MeanAP, average_precision, mean_average_precision
 from .models.base import AnchorModel
 from .models.empirical import EmpiricalAnchors, LatentEmpiricalAnchors
+from .models.feedback import FeedbackAnchors
 from .models.gaussian import GaussianAnchors, LatentGaussianAnchors
 from .models.mixture import MixtureAnchors
 from .models.mixture_of_gaussians import GaussianMixtureAnchors
@@ -21,15 +22,16 @@ from .search import AnchorIndex, CosineIndex, Index, ITIIndex
 from .sharded import ShardedAnchorIndex
 from .slider import MixtureSlider
 from .store.reader import GalleryStore
+from .suggest import suggest_anchors
 from .vocabularies import list_vocabularies, load_vocabulary
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "AnchorIndex", "AnchorModel", "CosineIndex", "EmpiricalAnchors", "GalleryStore", "GaussianAnchors",
+    "AnchorIndex", "AnchorModel", "CosineIndex", "EmpiricalAnchors", "FeedbackAnchors", "GalleryStore", "GaussianAnchors",
     "GaussianMixtureAnchors", "ITIIndex", "Index", "LatentEmpiricalAnchors", "LatentGaussianAnchors", "MeanAP",
     "MixtureAnchors", "MixtureSlider", "NotFittedError", "PosteriorEmpiricalAnchors", "PosteriorGaussianAnchors",
     "ShardedAnchorIndex", "anchor_model_kind",
     "average_precision", "default_device", "fit_anchor_model",
-    "list_anchor_models", "list_vocabularies", "load_vocabulary", "mean_average_precision",
+    "list_anchor_models", "list_vocabularies", "load_vocabulary", "mean_average_precision", "suggest_anchors",
 ]

@@ -24,6 +24,9 @@ def add_parser(commands) -> argparse.ArgumentParser:
     bench.add_argument("--synthetic", action="store_true",
                        help="the store benchmark: N synthetic rows in a float16 GalleryStore, sharded search and "
                             "the certified p slider (build time, memory, new-query pass, slider moves)")
+    bench.add_argument("--feedback", action="store_true",
+                       help="the learned-geometry benchmark (issue 25): FeedbackAnchors' fit time on the whole built-in "
+                            "world with a 2,000-term vocabulary, and its average precision on the training split")
     bench.add_argument("--shard-rows", type=COUNT, dest="shard_rows", help="with --synthetic: rows per shard (65,536)")
     bench.add_argument("--moves", type=COUNT, help="with --synthetic: random p per slider (1,000)")
     bench.add_argument("--store-dir", dest="store_dir",
@@ -48,6 +51,8 @@ def run(args: argparse.Namespace) -> int:
     from ..benchmarks.search import BenchConfig, result_lines, run_benchmark, summary
 
     check_output_file(args.json, "--json")
+    if args.feedback:
+        return _run_feedback(args)
     if args.synthetic:
         return _run_synthetic(args)
     if args.engine != "both":
@@ -91,4 +96,25 @@ def _run_synthetic(args: argparse.Namespace) -> int:
     for line in figure_lines(result):
         print(line)
     write_json(args.json, result)
+    return 0
+
+
+def _run_feedback(args: argparse.Namespace) -> int:
+    """``bench --feedback``: FeedbackAnchors on the built-in world (training split only for quality)."""
+    from ..benchmarks.feedback import FeedbackBenchConfig, figure_lines, time_fit, training_quality
+
+    if args.synthetic:
+        raise ValueError("--feedback and --synthetic are two benchmarks; pass one of them.")
+    config = FeedbackBenchConfig()
+    if args.queries is not None:
+        config.queries = args.queries
+    if args.repeats is not None:
+        config.repeats = args.repeats
+    print(f"anchordiv bench --feedback: built-in world, {config.queries} seeded training queries, "
+          f"{config.marked} marked same-style items each", flush=True)
+    speed = time_fit(config)
+    quality = training_quality(config)
+    for line in figure_lines(speed, quality):
+        print(line)
+    write_json(args.json, {"speed": speed, "training": quality})
     return 0

@@ -3,6 +3,7 @@ from sklearn.exceptions import NotFittedError
 
 from .base import AnchorModel
 from .empirical import EmpiricalAnchors, LatentEmpiricalAnchors
+from .feedback import FeedbackAnchors
 from .gaussian import GaussianAnchors, LatentGaussianAnchors, ledoit_wolf_covariance
 from .mixture import MixtureAnchors
 from .mixture_of_gaussians import GaussianMixtureAnchors
@@ -10,7 +11,7 @@ from .posterior import PosteriorEmpiricalAnchors, PosteriorGaussianAnchors
 from .registry import AnchorModelKind, anchor_model_kind, fit_anchor_model, list_anchor_models
 
 __all__ = [
-    "AnchorModel", "AnchorModelKind", "EmpiricalAnchors", "LatentEmpiricalAnchors", "GaussianAnchors",
+    "AnchorModel", "AnchorModelKind", "EmpiricalAnchors", "FeedbackAnchors", "LatentEmpiricalAnchors", "GaussianAnchors",
     "LatentGaussianAnchors", "GaussianMixtureAnchors", "MixtureAnchors", "NotFittedError", "PosteriorEmpiricalAnchors",
     "PosteriorGaussianAnchors", "anchor_model_kind", "fit_anchor_model", "ledoit_wolf_covariance", "list_anchor_models",
 ]
