@@ -38,9 +38,9 @@ class FeedbackAnchors(EmpiricalAnchors):
     query and the other positives (items marked alike are alike to one another).
 
     Optimisation (float64, autograd): ``w = softmax(theta)`` with ``theta`` started at
-    ``init_sharpness * z``, where ``z_i`` is anchor ``i``'s standardised contrast, the mean logit
-    ``s y . a_i`` of the training queries minus that of the negatives over the negatives' standard
-    deviation; then ``max_iter`` Adam steps of size ``learning_rate`` on ``theta`` (few steps: the
+    ``init_sharpness * z``, where ``z_i`` is anchor ``i``'s absolute standardised contrast,
+    ``|mean logit s y . a_i of the training queries - that of the negatives|`` over the negatives'
+    standard deviation; then ``max_iter`` Adam steps of size ``learning_rate`` on ``theta`` (few steps: the
     start and the step count act as the regulariser, as longer runs fit accidents of the marked
     items). Finally weights below ``threshold`` times the largest become exactly 0 and the rest are
     renormalised. Deterministic for a given ``seed``; the cost is ``O((Q' + n_hard + n_negatives) N d)``
@@ -272,13 +272,14 @@ def _loss(w: torch.Tensor, batch: dict, tau: float, lam: float, scale: float, a:
 
 
 def _contrast(prepared: dict) -> torch.Tensor:
-    """Each anchor's standardised contrast ``z_i`` ``(N,)``: the mean logit of the marked items (the
-    groups' anchors) minus that of their negatives, over the negatives' standard deviation."""
+    """Each anchor's absolute standardised contrast ``z_i`` ``(N,)``: the mean logit of the marked
+    items (the groups' anchors) minus that of their negatives, over the negatives' standard
+    deviation, in absolute value (an anchor the marked items all lack tells them apart too)."""
     logits = prepared["logits"]
     members = logits[torch.unique(prepared["anchors"])]
     negative = torch.unique(torch.cat([group[2] for group in prepared["groups"]]))
     others = logits[negative]
-    return (members.mean(dim=0) - others.mean(dim=0)) / others.std(dim=0).clamp_min(1e-12)
+    return ((members.mean(dim=0) - others.mean(dim=0)) / others.std(dim=0).clamp_min(1e-12)).abs()
 
 
 def _descend(a: torch.Tensor, batch: dict, scale: float, tau: float, lam: float, steps: int,
