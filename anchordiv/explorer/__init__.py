@@ -46,6 +46,7 @@ from .anchors import (
     AnchorText,
     anchor_presets,
     parse_anchor_text,
+    weighted_anchor_text,
 )
 from .geometry import WEIGHTINGS, ExplorerGeometry, GeometrySpec, baseline_index, calibration_frame, neighbours_at
 from .maps import geometry_projection, outside_sample, point_roles, project_rows, projection_key
@@ -71,4 +72,5 @@ __all__ = [
     "combined_table", "cosine_top_k", "default_query_id", "geometry_projection", "grid_captions",
     "neighbour_grid_png", "neighbour_table", "neighbours_at", "outside_sample", "p_sweep", "parse_anchor_text",
     "point_roles", "project_rows", "projection_key", "query_image_from_upload", "search_one", "store_stamp",
+    "weighted_anchor_text",
 ]

@@ -1,7 +1,13 @@
-"""Anchor text: parsing a text area into anchors (:func:`parse_anchor_text`) and the named anchor
-lists of the preset menus (:func:`anchor_presets`)."""
+"""Anchor text: parsing a text area into anchors, each with an optional weight
+(:func:`parse_anchor_text`), the text of a weighted set (:func:`weighted_anchor_text`) and the
+named anchor lists of the preset menus (:func:`anchor_presets`).
+
+A line ``term<TAB>weight`` gives its anchor a weight (a positive finite number); a set is weighted
+when any line has a weight, and then every line must have one. The model normalises the weights.
+"""
 from __future__ import annotations
 
+import math
 import unicodedata
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping, Sequence
@@ -14,27 +20,36 @@ if TYPE_CHECKING:
 # More anchors than this are cut off (with a note): the text encoder's cost grows linearly and
 # 5,000 is already far beyond what a person types or a preset holds.
 MAX_ANCHORS = 5000
+# What separates a term from its weight on a line of a weighted set.
+WEIGHT_SEPARATOR = "\t"
+# Significant digits of a weight written by weighted_anchor_text.
+WEIGHT_DIGITS = 4
+# Lines (and bad weights) a message about a weighted set names before it says how many more.
+LINES_NAMED = 5
 
 
 @dataclass(frozen=True)
 class AnchorText:
     """Anchors parsed from a text area: one per line, stripped, first occurrence kept.
 
-    ``anchors`` are the texts in use; ``blank_lines``, ``duplicates`` and ``truncated`` count what
-    was dropped, so the app can say so.
+    ``anchors`` are the texts in use; ``weights`` their weights ``(N,)`` (row-aligned, positive,
+    not normalised: the model normalises them), or ``None`` for an unweighted set;
+    ``blank_lines``, ``duplicates`` and ``truncated`` count what was dropped, so the app can say so.
     """
 
     anchors: tuple[str, ...]
     blank_lines: int = 0
     duplicates: int = 0
     truncated: int = 0
+    weights: tuple[float, ...] | None = None
 
     def __len__(self) -> int:
         return len(self.anchors)
 
     def summary(self) -> str:
-        """E.g. ``"12 anchors in use (2 duplicates, 1 blank line ignored)"``."""
-        count = f"{len(self.anchors):,} anchor{'s' * (len(self.anchors) != 1)} in use"
+        """E.g. ``"12 weighted anchors in use (2 duplicates, 1 blank line ignored)"``."""
+        kind = "weighted anchor" if self.weights is not None else "anchor"
+        count = f"{len(self.anchors):,} {kind}{'s' * (len(self.anchors) != 1)} in use"
         dropped = []
         if self.duplicates:
             dropped.append(f"{self.duplicates} duplicate{'s' * (self.duplicates != 1)}")
@@ -44,22 +59,116 @@ class AnchorText:
             dropped.append(f"{self.truncated:,} beyond the {MAX_ANCHORS:,}-anchor limit")
         return count + (f" ({', '.join(dropped)} ignored)" if dropped else "")
 
+    def text(self) -> str:
+        """The set in use as text, one anchor a line (:func:`weighted_anchor_text` for a weighted
+        set): what an export writes and :func:`parse_anchor_text` reads back as this set."""
+        if self.weights is None:
+            return "\n".join(self.anchors)
+        return weighted_anchor_text(self.anchors, self.weights)
+
 
 def parse_anchor_text(text: str | None, max_anchors: int = MAX_ANCHORS) -> AnchorText:
-    """One anchor per line of ``text``; blank lines and repeats (after stripping) are dropped,
-    and anything past ``max_anchors`` is cut off. Order is kept."""
-    seen: dict[str, None] = {}
+    """One anchor per line of ``text``, with its weight where the line is ``term<TAB>weight``;
+    blank lines and repeats (after stripping) are dropped (a repeat's weight with it: the first
+    is kept), and anything past ``max_anchors`` is cut off. Order is kept.
+
+    ``ValueError`` naming the lines when a weight is not a positive finite number or has no
+    anchor, or when some lines of a weighted set have none: such a set is not used.
+    """
+    seen: dict[str, float | None] = {}
     blank = duplicates = 0
-    for line in (text or "").splitlines():
-        anchor = " ".join(line.split())  # also collapses inner runs of whitespace
+    bad: list[tuple[int, str]] = []  # (line number, weight text) of weights that are not usable
+    orphans: list[int] = []  # lines with a weight but no anchor
+    unweighted: list[int] = []
+    for number, line in enumerate((text or "").splitlines(), start=1):
+        term, weight_text = _split_weight(line)
+        anchor = " ".join(term.split())  # also collapses inner runs of whitespace
         if not _visible(anchor):
             blank += 1
-        elif anchor in seen:
+            if weight_text:
+                orphans.append(number)
+            continue
+        weight = _weight(weight_text) if weight_text else None
+        if weight_text and weight is None:
+            bad.append((number, weight_text))
+        if not weight_text:
+            unweighted.append(number)
+        if anchor in seen:
             duplicates += 1
         else:
-            seen[anchor] = None
+            seen[anchor] = weight
+    weighted = len(unweighted) < len(seen) + duplicates or bool(orphans)
+    _check_weights(bad, orphans, unweighted if weighted else [])
     anchors = tuple(seen)
-    return AnchorText(anchors[:max_anchors], blank, duplicates, max(0, len(anchors) - max_anchors))
+    weights = tuple(seen.values())[:max_anchors] if weighted else None
+    return AnchorText(anchors[:max_anchors], blank, duplicates, max(0, len(anchors) - max_anchors), weights)
+
+
+def _split_weight(line: str) -> tuple[str, str]:
+    """``(term, weight text)`` of a line: the text after its last tab, stripped, is the weight
+    (``""`` for a line without a tab, or with nothing after it)."""
+    term, separator, weight_text = line.rpartition(WEIGHT_SEPARATOR)
+    return (term, weight_text.strip()) if separator else (line, "")
+
+
+def _weight(text: str) -> float | None:
+    """The weight ``text`` writes, or ``None`` when it is not a positive finite number."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value > 0 else None
+
+
+def _check_weights(bad: list[tuple[int, str]], orphans: list[int], unweighted: list[int]) -> None:
+    """``ValueError`` saying every problem of a weighted set's lines (none: nothing to say)."""
+    problems = []
+    if bad:
+        shown = ", ".join(repr(text[:20]) for _, text in bad[:LINES_NAMED])
+        problems.append(f"{_lines([number for number, _ in bad])}: a weight must be a positive finite number "
+                        f"(such as 0.25), not {shown}")
+    if orphans:
+        problems.append(f"{_lines(orphans)}: a weight without an anchor")
+    if unweighted:
+        problems.append(f"{_lines(unweighted)}: no weight, but other lines have one; give every line a weight "
+                        "(the anchor, a tab, the weight) or none")
+    if problems:
+        raise ValueError("; ".join(problems))
+
+
+def _lines(numbers: Sequence[int]) -> str:
+    """``"line 3"``, ``"lines 3, 5"``, ``"lines 1, 2, 3, 4, 5 and 7 more"``."""
+    named = ", ".join(str(number) for number in numbers[:LINES_NAMED])
+    more = f" and {len(numbers) - LINES_NAMED:,} more" if len(numbers) > LINES_NAMED else ""
+    return f"line{'s' * (len(numbers) != 1)} {named}{more}"
+
+
+def weighted_anchor_text(terms: Sequence[str], weights: Sequence[float]) -> str:
+    """The text of a weighted anchor set, which :func:`parse_anchor_text` reads back: one line
+    ``term<TAB>weight`` per term, in order, each weight to :data:`WEIGHT_DIGITS` significant digits.
+
+    Terms of weight 0 are left out: they carry no mass in the empirical model (``log w_i = -inf``),
+    so the set without them is the same model. ``ValueError`` for a term holding a tab or a line
+    break, a blank term, a weight that is negative or not finite, lengths that differ, or no
+    positive weight.
+    """
+    terms, weights = list(terms), [float(weight) for weight in weights]
+    if len(terms) != len(weights):
+        raise ValueError(f"{len(terms)} terms but {len(weights)} weights; give one weight per term")
+    lines = []
+    for term, weight in zip(terms, weights):
+        if WEIGHT_SEPARATOR in term or len(f"{term}x".splitlines()) != 1:
+            raise ValueError(f"the term {term[:40]!r} holds a tab or a line break, which a weighted set's line "
+                             "cannot carry")
+        if not _visible(term):
+            raise ValueError("a term is blank; every term of a weighted set needs a visible character")
+        if not math.isfinite(weight) or weight < 0:
+            raise ValueError(f"the weight {weight!r} of {term[:40]!r} is not a non-negative finite number")
+        if weight > 0:
+            lines.append(f"{term}{WEIGHT_SEPARATOR}{weight:.{WEIGHT_DIGITS}g}")
+    if not lines:
+        raise ValueError("every weight is 0; a weighted set needs at least one positive weight")
+    return "\n".join(lines)
 
 
 def _visible(anchor: str) -> bool:
