@@ -22,7 +22,7 @@ from .search import AnchorIndex, CosineIndex, Index, ITIIndex
 from .sharded import ShardedAnchorIndex
 from .slider import MixtureSlider
 from .store.reader import GalleryStore
-from .suggest import suggest_anchors
+from .suggest import PairTerms, pair_terms, separating_terms, suggest_anchors
 from .vocabularies import list_vocabularies, load_vocabulary
 
 __version__ = "0.1.0"
@@ -30,8 +30,9 @@ __version__ = "0.1.0"
 __all__ = [
     "AnchorIndex", "AnchorModel", "CosineIndex", "EmpiricalAnchors", "FeedbackAnchors", "GalleryStore", "GaussianAnchors",
     "GaussianMixtureAnchors", "ITIIndex", "Index", "LatentEmpiricalAnchors", "LatentGaussianAnchors", "MeanAP",
-    "MixtureAnchors", "MixtureSlider", "NotFittedError", "PosteriorEmpiricalAnchors", "PosteriorGaussianAnchors",
+    "MixtureAnchors", "MixtureSlider", "NotFittedError", "PairTerms", "PosteriorEmpiricalAnchors", "PosteriorGaussianAnchors",
     "ShardedAnchorIndex", "anchor_model_kind",
     "average_precision", "default_device", "fit_anchor_model",
-    "list_anchor_models", "list_vocabularies", "load_vocabulary", "mean_average_precision", "suggest_anchors",
+    "list_anchor_models", "list_vocabularies", "load_vocabulary", "mean_average_precision", "pair_terms",
+    "separating_terms", "suggest_anchors",
 ]

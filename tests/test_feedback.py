@@ -6,6 +6,7 @@ from sklearn.base import clone
 
 import anchordiv
 from anchordiv import AnchorIndex, EmpiricalAnchors, FeedbackAnchors, MixtureAnchors, suggest_anchors
+from anchordiv.prompts import AS_TYPED
 
 SCALE = 10.0
 
@@ -158,7 +159,8 @@ def test_an_unfitted_model_says_so(world):
 
 
 class FakeEncoder:
-    """Texts are embedded as fixed directions; enough for suggest_anchors' contract."""
+    """Texts are embedded as fixed directions (bare words only, hence templates=AS_TYPED); enough for
+    suggest_anchors' contract."""
 
     name, dim, logit_scale = "fake-suggest", 3, 5.0
     table = {"red": [1.0, 0, 0], "green": [0, 1.0, 0], "blue": [0, 0, 1.0], "reddish": [0.9, 0.1, 0]}
@@ -176,14 +178,14 @@ def test_suggest_anchors_ranks_terms_by_the_tilted_distribution(cache):
     encoder = FakeEncoder()
     terms = ["green", "red", "blue"]
     query = np.array([0.8, 0.6, 0.0])
-    top, probabilities = suggest_anchors(encoder, query, terms, k=2)
+    top, probabilities = suggest_anchors(encoder, query, terms, k=2, templates=AS_TYPED)
     logits = 5.0 * (query / np.linalg.norm(query)) @ np.eye(3)[[1, 0, 2]].T
     expected = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
     assert top == ["red", "green"]
     np.testing.assert_allclose(probabilities, np.sort(expected)[::-1][:2], rtol=1e-6)
-    all_terms, all_p = suggest_anchors(encoder, query, terms, k=10)
+    all_terms, all_p = suggest_anchors(encoder, query, terms, k=10, templates=AS_TYPED)
     assert len(all_terms) == 3 and np.isclose(all_p.sum(), 1.0)
-    text_terms, _ = suggest_anchors(encoder, "reddish", terms, k=1)
+    text_terms, _ = suggest_anchors(encoder, "reddish", terms, k=1, templates=AS_TYPED)
     assert text_terms == ["red"]
 
 
@@ -193,7 +195,7 @@ def test_suggest_anchors_ranks_terms_by_the_tilted_distribution(cache):
 ])
 def test_suggest_anchors_refuses_bad_input(cache, query, terms, k, message):
     with pytest.raises(ValueError, match=message):
-        suggest_anchors(FakeEncoder(), query, terms, k=k)
+        suggest_anchors(FakeEncoder(), query, terms, k=k, templates=AS_TYPED)
 
 
 def test_the_benchmark_vocabulary_is_2000_distinct_world_terms_with_the_style_phrases():

@@ -1,0 +1,68 @@
+"""``anchordiv suggest``: the terms of a vocabulary an image or a text leans on
+(:func:`anchordiv.suggest_anchors`), printed with their probabilities."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .options import COUNT, add_device_option, add_encoder_options
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp")
+
+
+def add_parser(commands) -> argparse.ArgumentParser:
+    suggest = commands.add_parser("suggest", help="the terms of a vocabulary an image or a text leans on, with "
+                                                  "their probabilities (the model's zero-shot softmax over the terms)")
+    suggest.add_argument("query", metavar="IMAGE_OR_TEXT",
+                         help="an image file (an existing path), or else a text, e.g. 'a dog in watercolor'")
+    suggest.add_argument("--vocabulary", help="a vocabulary name (see anchordiv.list_vocabularies()) or a text file "
+                                              "with one term per line (default: builtin-world for the built-in "
+                                              "model, imagenet-1k for others)")
+    suggest.add_argument("--k", type=COUNT, default=10, help="how many terms to print (default 10)")
+    add_encoder_options(suggest)
+    add_device_option(suggest)
+    suggest.set_defaults(handler=run)
+    return suggest
+
+
+def run(args: argparse.Namespace) -> int:
+    from .. import load_vocabulary, suggest_anchors
+    from .checks import check_device
+    from .fetch_model import load_with_progress
+
+    # What can be checked is, before loading a model, which can take a while.
+    query_is_image = _is_image(args.query)
+    vocabulary = args.vocabulary or ("builtin-world" if args.model == "builtin" else "imagenet-1k")
+    terms = load_vocabulary(vocabulary)
+    check_device(args)
+    encoder = load_with_progress(args.model, args.pretrained, args.device, args.allow_download)
+    query = _image_embedding(encoder, args.query) if query_is_image else args.query
+    chosen, probabilities = suggest_anchors(encoder, query, terms, k=args.k)
+    what = f"the image {args.query}" if query_is_image else f"the text {args.query!r}"
+    print(f"anchordiv suggest: {what} under {encoder.name}, {len(terms):,} terms of {vocabulary} "
+          f"(scale {encoder.logit_scale:g})")
+    width = max(len(term) for term in chosen)
+    for rank, (term, probability) in enumerate(zip(chosen, probabilities), start=1):
+        print(f"{rank:>3}  {term:<{width}}  {probability:.4f}")
+    return 0
+
+
+def _is_image(query: str) -> bool:
+    """An existing file is an image; a path-like text ending in an image suffix that names no file is
+    refused (most likely a mistyped path), and any other text is a text query."""
+    if not query.strip():
+        raise ValueError("IMAGE_OR_TEXT is empty; give an image file or a text")
+    path = Path(query).expanduser()
+    if path.is_file():
+        return True
+    if path.suffix.lower() in IMAGE_SUFFIXES and "\n" not in query:
+        raise ValueError(f"{query!r} looks like an image path but is not a file; give an existing image file, "
+                         "or a text without an image file ending")
+    return False
+
+
+def _image_embedding(encoder, path: str):
+    """The unit embedding ``(d,)`` of the image at ``path``."""
+    from ..images import load_image
+
+    return encoder.encode_images([load_image(Path(path).expanduser())])[0]
