@@ -5,9 +5,17 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
+import torch
 
+from anchordiv import explorer as ex
 from anchordiv.explorer import AnchorText, parse_anchor_text, weighted_anchor_text
+from anchordiv.models import EmpiricalAnchors, MixtureAnchors
+from anchordiv.search import AnchorIndex
+from anchordiv.store import GalleryStore
+from conftest import object_style_world
+from rankings import assert_same_ranking
 
 
 # -- the text format ---------------------------------------------------------------------------
@@ -81,3 +89,73 @@ def test_the_formatter_refuses_weights_a_set_cannot_use(weights, message):
 
 def test_an_unweighted_set_is_its_lines():
     assert AnchorText(("a", "b")).text() == "a\nb"
+
+
+# -- the geometry ------------------------------------------------------------------------------
+# The geometry and the reference below rank the same float32 rows with the same empirical model through
+# AnchorIndex: they can differ only where the blocked search rounds differently (a few ulps of values
+# of order 1 at s = 12), so ties are judged at 1e-5.
+SAME_ROUTE = dict(rtol=1e-5, atol=1e-6)
+# The sharded search over a float32 store against AnchorIndex over its rows (as tests/test_store_view.py
+# states: float32 rounding at s = 12, d = 24 is within 7e-6 of float64).
+STORE_ROUTE = dict(rtol=1e-4, atol=1e-5)
+SCALE = 12.0
+
+
+@pytest.fixture(scope="module")
+def world():
+    """A small object x style world (images (96, 24)), its object and style anchors, and uneven
+    weights on the objects (one object far heavier)."""
+    images, rows, objects, styles = object_style_world(5, 6, 4, 4, 24, 0.6, 0.3)
+    weights = [8.0, 1.0, 0.5, 2.0, 1.0, 0.25]
+    return images, objects, styles, weights
+
+
+def rankings(index, images, queries=range(0, 96, 7), k=10):
+    return [ex.search_one(index, images[query], k, exclude=query) for query in queries]
+
+
+@pytest.mark.parametrize("kind", ["softmax", "gaussian", "latent-softmax", "posterior-gaussian"])
+def test_a_weighted_set_is_the_empirical_model_with_its_weights_whatever_the_kind(world, kind):
+    images, objects, styles, weights = world
+    texts = [f"object {i}" for i in range(len(objects))]
+    spec = ex.GeometrySpec(kind=kind, scale=SCALE, rank=3)
+    geometry = ex.ExplorerGeometry(images, [objects, torch.zeros((0, 24))], [texts, []], spec,
+                                   prior=styles, prior_texts=["s"] * len(styles), anchor_weights=[weights, None])
+    reference = AnchorIndex(EmpiricalAnchors(SCALE, weights=weights).fit(objects), images)
+    for got, expected in zip(rankings(geometry.index_at(0.5), images), rankings(reference, images, k=20)):
+        assert_same_ranking(got, expected, **SAME_ROUTE)
+    assert geometry.component_texts == [texts] and geometry.component_anchors[0] is objects  # no prior mixed in
+    assert ("Set A has weights: the empirical model with those weights is used; the sidebar's kind applies to "
+            "unweighted sets.") in geometry.notes
+    uniform = AnchorIndex(EmpiricalAnchors(SCALE).fit(objects), images)
+    assert [ids.tolist() for _, ids in rankings(uniform, images)] != [ids.tolist() for _, ids in
+                                                                      rankings(reference, images)]  # weights matter
+
+
+def test_beside_an_unweighted_set_the_weighted_one_is_a_component_of_the_mixture(world):
+    images, objects, styles, weights = world
+    spec = ex.GeometrySpec(kind="gaussian", scale=SCALE)
+    geometry = ex.ExplorerGeometry(images, [objects, styles], [["o"] * len(objects), ["s"] * len(styles)], spec,
+                                   anchor_weights=[weights, None])
+    mixture = MixtureAnchors([EmpiricalAnchors(SCALE, weights=weights).fit(objects), spec.fit(styles)[0]], [0.5, 0.5])
+    for p in (0.2, 0.7):
+        expected = mixture.with_balance(images).with_weights([p, 1 - p])
+        for got, want in zip(rankings(geometry.index_at(p, "balanced"), images),
+                             rankings(AnchorIndex(expected, images), images, k=20)):
+            assert_same_ranking(got, want, **SAME_ROUTE, context=f"p = {p}")
+    assert [note for note in geometry.notes if "has weights" in note] == [
+        "Set A has weights: the empirical model with those weights is used; the sidebar's kind applies to "
+        "unweighted sets."]
+
+
+def test_a_store_source_fits_the_weights_too(world, tmp_path):
+    images, objects, styles, weights = world
+    folder = tmp_path / "store"
+    GalleryStore.from_array(images, folder, shard_rows=40, encoder="test-encoder@1", dtype="float32")
+    source = ex.StoreSource.open(folder, "test-encoder@1", 24)
+    geometry = source.fit_geometry([objects, torch.zeros((0, 24))], [["o"] * len(objects), []],
+                                   ex.GeometrySpec(kind="gaussian", scale=SCALE), anchor_weights=[weights, None])
+    reference = AnchorIndex(EmpiricalAnchors(SCALE, weights=weights).fit(objects), source.rows(np.arange(len(source))))
+    for got, expected in zip(rankings(geometry.index_at(0.5), images), rankings(reference, images, k=20)):
+        assert_same_ranking(got, expected, **STORE_ROUTE)

@@ -26,6 +26,9 @@ WEIGHT_SEPARATOR = "\t"
 WEIGHT_DIGITS = 4
 # Lines (and bad weights) a message about a weighted set names before it says how many more.
 LINES_NAMED = 5
+# A file loaded into an anchor set: a text area holds at most 40 characters per anchor (UTF-8: at
+# most 4 bytes each), so a mebibyte is room for more than any set's text.
+MAX_ANCHOR_FILE_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -169,6 +172,24 @@ def weighted_anchor_text(terms: Sequence[str], weights: Sequence[float]) -> str:
     if not lines:
         raise ValueError("every weight is 0; a weighted set needs at least one positive weight")
     return "\n".join(lines)
+
+
+def anchor_file_text(data: bytes, max_chars: int, max_bytes: int = MAX_ANCHOR_FILE_BYTES) -> str:
+    """The text of a file loaded into an anchor set (one anchor a line, weighted or not), its line
+    ends as ``\\n``; ``ValueError`` saying why when it has more than ``max_bytes`` bytes, is not
+    UTF-8 (a byte-order mark is dropped), has more than ``max_chars`` characters, or its weights are
+    not usable (:func:`parse_anchor_text`)."""
+    if len(data) > max_bytes:
+        raise ValueError(f"the file has {len(data):,} bytes; an anchor file may have at most {max_bytes:,}")
+    try:
+        text = "\n".join(data.decode("utf-8-sig").splitlines())
+    except UnicodeDecodeError as error:
+        raise ValueError(f"the file is not UTF-8 text (byte {error.start:,} cannot be read); save it as "
+                         "UTF-8") from None
+    if len(text) > max_chars:
+        raise ValueError(f"the file has {len(text):,} characters; an anchor set holds at most {max_chars:,}")
+    parse_anchor_text(text)
+    return text
 
 
 def _visible(anchor: str) -> bool:

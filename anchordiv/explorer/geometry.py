@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..models import AnchorModel, MixtureAnchors, anchor_model_kind, fit_anchor_model
+from ..models import AnchorModel, EmpiricalAnchors, MixtureAnchors, anchor_model_kind, fit_anchor_model
 from ..projection import sample_ids
 from ..search import AnchorIndex, CosineIndex, Index, ITIIndex
 from ..sharded import ShardedAnchorIndex
@@ -62,13 +62,20 @@ class GeometrySpec:
         settings = {"n_components": self.n_components, "rank": self.rank, "alpha": self.alpha}
         return {name: value for name, value in settings.items() if name in anchor_model_kind(self.kind).defaults}
 
-    def fit(self, anchors: torch.Tensor, prior: torch.Tensor | None = None) -> tuple[AnchorModel, list[str]]:
+    def fit(self, anchors: torch.Tensor, prior: torch.Tensor | None = None,
+            weights: Sequence[float] | None = None) -> tuple[AnchorModel, list[str]]:
         """The anchor model this spec names, fitted to ``anchors`` ``(N, d)`` by the registry
         (:func:`anchordiv.models.fit_anchor_model`), and notes for the user about any adjustment
         made (a ridge for one anchor, a rank or component count lowered to what the anchors
-        support). ``prior`` ``(N0, d)`` is needed by the posterior kinds."""
+        support). ``prior`` ``(N0, d)`` is needed by the posterior kinds.
+
+        With ``weights`` ``(N,)`` (a weighted anchor set), whatever the kind, the empirical model
+        ``P = sum_i w_i delta_{gamma_i}`` at this spec's scale: ``kappa(eta) = logsumexp_i(gamma_i .
+        eta + log w_i)``, ``w`` the weights normalised to sum to 1, ``gamma_i`` the unit anchors."""
         if anchors.shape[0] == 0:
             raise ValueError("the anchor set is empty; type at least one anchor, one per line")
+        if weights is not None:
+            return EmpiricalAnchors(self.scale, weights=list(weights)).fit(anchors), []
         return fit_anchor_model(self.kind, anchors, self.scale, prior, **self.parameters())
 
 
@@ -81,7 +88,9 @@ class ExplorerGeometry:
     """Anchor sets A and B under one :class:`GeometrySpec`, with a gallery indexed once.
 
     With two non-empty sets the model is ``MixtureAnchors([P_A, P_B], [p, 1 - p])``; with one, that
-    set's model alone (``p`` has no effect). The mixture is balanced and calibrated on
+    set's model alone (``p`` has no effect). Each ``P`` is ``spec``'s kind fitted to the set, except
+    for a weighted set (``anchor_weights``: per set its weights ``(N,)``, or ``None``): the
+    empirical model with those weights (:meth:`GeometrySpec.fit`). The mixture is balanced and calibrated on
     ``gallery_embeddings`` ``(n, d)``: the gallery itself, or for a store a fixed sample of its rows
     (:meth:`over_store`). ``index`` ranks the whole gallery: an :class:`AnchorIndex` over
     ``gallery_embeddings`` by default, else what ``index_over(model)`` builds (a
@@ -103,23 +112,31 @@ class ExplorerGeometry:
     def __init__(self, gallery_embeddings: torch.Tensor, anchor_sets: Sequence[torch.Tensor],
                  anchor_texts: Sequence[Sequence[str]], spec: GeometrySpec, prior: torch.Tensor | None = None,
                  prior_texts: Sequence[str] = (), names: Sequence[str] = ("A", "B"),
-                 index_over: IndexFactory | None = None):
-        used = [(name, anchors, list(texts)) for name, anchors, texts in zip(names, anchor_sets, anchor_texts)
+                 index_over: IndexFactory | None = None,
+                 anchor_weights: Sequence[Sequence[float] | None] = ()):
+        weights = list(anchor_weights) + [None] * (len(anchor_sets) - len(anchor_weights))
+        used = [(name, anchors, list(texts), set_weights)
+                for name, anchors, texts, set_weights in zip(names, anchor_sets, anchor_texts, weights)
                 if len(texts) > 0]
         if not used:
             raise ValueError("both anchor sets are empty; type at least one anchor (one per line) in A or B")
         self.spec = spec
         self.notes: list[str] = []
         components = []
-        for name, anchors, _ in used:
-            model, notes = spec.fit(anchors, prior)
+        for name, anchors, _, set_weights in used:
+            model, notes = spec.fit(anchors, prior, set_weights)
             components.append(model)
             self.notes.extend(f"Set {name}: {note}" for note in notes)
-        self.component_names = [name for name, _, _ in used]
-        posterior = anchor_model_kind(spec.kind).needs_prior
-        self.component_texts = [(list(prior_texts) if posterior else []) + texts for _, _, texts in used]
-        self.component_anchors = [torch.cat([prior, anchors]) if posterior else anchors
-                                  for _, anchors, _ in used]
+            if set_weights is not None:
+                self.notes.append(f"Set {name} has weights: the empirical model with those weights is used; the "
+                                  "sidebar's kind applies to unweighted sets.")
+        self.component_names = [name for name, _, _, _ in used]
+        # A posterior component's anchors are the prior's and the set's; a weighted set's are its own.
+        posterior = [anchor_model_kind(spec.kind).needs_prior and set_weights is None for *_, set_weights in used]
+        self.component_texts = [(list(prior_texts) if with_prior else []) + texts
+                                for with_prior, (_, _, texts, _) in zip(posterior, used)]
+        self.component_anchors = [torch.cat([prior, anchors]) if with_prior else anchors
+                                  for with_prior, (_, anchors, _, _) in zip(posterior, used)]
         if len(components) == 1:
             self.model: AnchorModel = components[0]
             self.calibrated_model: AnchorModel = self.model
@@ -136,13 +153,15 @@ class ExplorerGeometry:
     def over_store(cls, store: GalleryStore, anchor_sets: Sequence[torch.Tensor],
                    anchor_texts: Sequence[Sequence[str]], spec: GeometrySpec, prior: torch.Tensor | None = None,
                    prior_texts: Sequence[str] = (), sample_rows: int = CALIBRATION_ROWS,
-                   seed: int = 0) -> "ExplorerGeometry":
+                   seed: int = 0, anchor_weights: Sequence[Sequence[float] | None] = ()) -> "ExplorerGeometry":
         """The geometry over a :class:`~anchordiv.store.GalleryStore`: balanced and calibrated on a
         fixed seeded sample of ``sample_rows`` store rows, ranking the whole store with one
-        :class:`~anchordiv.sharded.ShardedAnchorIndex` (one pass at build, ``G K`` floats kept)."""
+        :class:`~anchordiv.sharded.ShardedAnchorIndex` (one pass at build, ``G K`` floats kept);
+        ``anchor_weights`` as for the constructor."""
         sample = store.rows(sample_ids(len(store), sample_rows, seed))
         return cls(sample, anchor_sets, anchor_texts, spec, prior=prior, prior_texts=prior_texts,
-                   index_over=lambda model: ShardedAnchorIndex(model, store, reverse=spec.reverse, device="cpu"))
+                   index_over=lambda model: ShardedAnchorIndex(model, store, reverse=spec.reverse, device="cpu"),
+                   anchor_weights=anchor_weights)
 
     @property
     def is_mixture(self) -> bool:

@@ -127,9 +127,11 @@ class GallerySource(Protocol):
 
     def fit_geometry(self, anchor_sets: Sequence[torch.Tensor], anchor_texts: Sequence[Sequence[str]],
                      spec: GeometrySpec, prior: torch.Tensor | None = None,
-                     prior_texts: Sequence[str] = ()) -> ExplorerGeometry:
-        """Anchor sets A and B fitted under ``spec``, with this gallery indexed once: its
-        :meth:`~ExplorerGeometry.slider` moves ``p`` for a query."""
+                     prior_texts: Sequence[str] = (),
+                     anchor_weights: Sequence[Sequence[float] | None] = ()) -> ExplorerGeometry:
+        """Anchor sets A and B fitted under ``spec`` (a weighted set, one with its ``anchor_weights``
+        ``(N,)`` rather than ``None``, as the empirical model with those weights), with this gallery
+        indexed once: its :meth:`~ExplorerGeometry.slider` moves ``p`` for a query."""
 
     def cosine_top_k(self, query: np.ndarray, k: int, exclude: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` items most cosine-similar to ``query`` ``(d,)``: ``(similarities (k,), ids (k,))``."""
@@ -229,9 +231,10 @@ class MemorySource:
 
     def fit_geometry(self, anchor_sets: Sequence[torch.Tensor], anchor_texts: Sequence[Sequence[str]],
                      spec: GeometrySpec, prior: torch.Tensor | None = None,
-                     prior_texts: Sequence[str] = ()) -> ExplorerGeometry:
+                     prior_texts: Sequence[str] = (),
+                     anchor_weights: Sequence[Sequence[float] | None] = ()) -> ExplorerGeometry:
         return ExplorerGeometry(self.gallery.embeddings, anchor_sets, anchor_texts, spec, prior=prior,
-                                prior_texts=prior_texts)
+                                prior_texts=prior_texts, anchor_weights=anchor_weights)
 
     @cached_property
     def cosine_index(self) -> Index:

@@ -263,9 +263,10 @@ class StoreSource:
 
     def fit_geometry(self, anchor_sets: Sequence[torch.Tensor], anchor_texts: Sequence[Sequence[str]],
                      spec: GeometrySpec, prior: torch.Tensor | None = None,
-                     prior_texts: Sequence[str] = ()) -> ExplorerGeometry:
+                     prior_texts: Sequence[str] = (),
+                     anchor_weights: Sequence[Sequence[float] | None] = ()) -> ExplorerGeometry:
         return ExplorerGeometry.over_store(self.store, anchor_sets, anchor_texts, spec, prior=prior,
-                                           prior_texts=prior_texts)
+                                           prior_texts=prior_texts, anchor_weights=anchor_weights)
 
     def cosine_top_k(self, query: np.ndarray, k: int, exclude: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         return cosine_top_k(self.store, query, k, exclude)
