@@ -248,20 +248,26 @@ def pair_terms(encoder: Any, x: ArrayLike, y: ArrayLike, terms: Sequence[str], k
         ``divergence`` is ``D(x -> y)`` as :class:`anchordiv.EmpiricalAnchors` computes it (the
         Bregman form), which the per-term contributions sum to up to round-off.
     """
-    from .explain import TiltedDistribution, _kl_term_values
+    from .explain import TiltedDistribution, kl_terms
     from .models import EmpiricalAnchors
 
     k = check_positive_int(k, "k")
     vocabulary = _vocabulary(encoder, terms, templates, scale)
     names = ("x", "y")
     pair = [_embeddings(value, name, encoder.dim, one=True).to(torch.float64) for value, name in zip((x, y), names)]
-    texts, sets = tuple(vocabulary.terms), (VOCABULARY,) * len(vocabulary.terms)
-    p_x, p_y = (TiltedDistribution(texts, sets, vocabulary.tilt(row, name)[0].cpu().numpy(), True)
+    # The distributions are labelled by position: a repeated term is its own anchor (its two text
+    # embeddings may differ in the last digits), and positions map kl_terms' rows back to the terms.
+    positions, sets = tuple(map(str, range(len(vocabulary.terms)))), (VOCABULARY,) * len(vocabulary.terms)
+    p_x, p_y = (TiltedDistribution(positions, sets, vocabulary.tilt(row, name)[0].cpu().numpy(), True)
                 for row, name in zip(pair, names))
-    contributions = _kl_term_values(p_x, p_y)
+    frame = kl_terms(p_x, p_y)  # largest term first, ties in vocabulary order
+    order, values = frame["anchor"].astype(int).to_numpy(), frame["term"].to_numpy()
+    contributions = np.empty_like(values)
+    contributions[order] = values
+    push = order[values > 0][:k]
     shared = np.sqrt(p_x.probabilities * p_y.probabilities)
-    push = [i for i in _top(contributions, k) if contributions[i] > 0]
     pull = _top(shared, k)
     divergence = EmpiricalAnchors(scale=vocabulary.scale).fit(vocabulary.anchors).divergence(*pair)
+    texts = vocabulary.terms
     return PairTerms(tuple(texts[i] for i in pull), shared[pull], tuple(texts[i] for i in push),
                      contributions[push], float(divergence[0, 0]), contributions)

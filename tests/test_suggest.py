@@ -134,6 +134,14 @@ def test_the_contributions_sum_to_the_divergence_and_match_why_this_neighbour(en
     assert np.isclose(result.pull_scores.sum(), bhattacharyya.sum(), atol=1e-4)
 
 
+def test_a_repeated_term_counts_twice(encoder, world):
+    x, y = world.embeddings[10], world.embeddings[4000]
+    once, twice = (pair_terms(encoder, x, y, terms, k=3) for terms in (["dog", "cat"], ["dog", "cat", "dog"]))
+    assert np.isclose(twice.contributions[0], twice.contributions[2], rtol=1e-4)
+    assert abs(twice.contributions.sum() - twice.divergence) <= SUM_TOLERANCE * max(1.0, twice.divergence)
+    assert not np.isclose(once.divergence, twice.divergence)
+
+
 def test_an_image_and_itself_have_no_push_and_full_pull(encoder, world, terms):
     x = world.embeddings[42]
     result = pair_terms(encoder, x, x, terms, k=3)
