@@ -209,3 +209,44 @@ def get_projection(key: str, method: str, source: ex.GallerySource, _geometry, p
                    max_points: int) -> tuple[np.ndarray, np.ndarray]:
     """``_geometry`` is not hashed: ``key`` names it (anchors, model, encoder)."""
     return ex.geometry_projection(source, method, _geometry, p, weighting, None, max_points, cache_key=key)
+
+
+# -- finding anchors (the Explore page's "Find anchors" and the pull/push terms of "why this neighbour?") --
+@st.cache_resource(show_spinner="Reading the gallery rows the vocabulary is contrasted with…", max_entries=4,
+                   hash_funcs=BY_IDENTITY)
+def vocabulary_gallery(source: ex.GallerySource) -> tuple[np.ndarray, torch.Tensor]:
+    """The sorted gallery ids (all, or a seeded sample of a large store:
+    :func:`~anchordiv.explorer.vocabulary.gallery_sample`) and their embeddings ``(n, d)``, read once."""
+    from anchordiv.explorer.vocabulary import gallery_sample
+
+    ids = gallery_sample(len(source))
+    return ids, source.rows(ids)
+
+
+@st.cache_data(show_spinner="Ranking the vocabulary for the query…", max_entries=32, hash_funcs=BY_IDENTITY)
+def suggested_terms(encoder, terms: tuple[str, ...], query: np.ndarray, k: int) -> pd.DataFrame:
+    """:func:`~anchordiv.suggest_anchors`: ``term`` and ``probability``, most probable first."""
+    from anchordiv import suggest_anchors
+
+    top, probabilities = suggest_anchors(encoder, query, terms, k)
+    return pd.DataFrame({"term": top, "probability": probabilities})
+
+
+@st.cache_data(show_spinner="Finding the terms that set the neighbourhood apart…", max_entries=32,
+               hash_funcs=BY_IDENTITY)
+def separating_terms(encoder, terms: tuple[str, ...], source: ex.GallerySource, neighbour_ids: tuple[int, ...],
+                     k: int) -> pd.DataFrame:
+    """:func:`~anchordiv.separating_terms` of the rows ``neighbour_ids`` against :func:`vocabulary_gallery`:
+    ``term`` and ``score``, highest first."""
+    from anchordiv import separating_terms as separating
+
+    top, scores = separating(encoder, source.rows(np.asarray(neighbour_ids)), vocabulary_gallery(source)[1], terms, k)
+    return pd.DataFrame({"term": top, "score": scores})
+
+
+@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=BY_IDENTITY)
+def pair_terms(encoder, terms: tuple[str, ...], query: np.ndarray, neighbour: np.ndarray, scale: float, k: int):
+    """:func:`~anchordiv.pair_terms` of the query and a neighbour over ``terms`` at ``scale``."""
+    from anchordiv import pair_terms as pair
+
+    return pair(encoder, query, neighbour, terms, k, scale=scale)

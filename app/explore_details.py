@@ -1,5 +1,6 @@
 """The Explore page's sections for the sources that offer them: "why this neighbour?" (the two
-tilted anchor distributions), the p sweep and the calibration curve behind calibrated ``p``."""
+tilted anchor distributions, and the vocabulary's terms that pull the pair together or push it
+apart), the p sweep and the calibration curve behind calibrated ``p``."""
 from __future__ import annotations
 
 import pandas as pd
@@ -10,6 +11,7 @@ from anchordiv import explain
 from anchordiv import explorer as ex
 from anchordiv.app.cached import get_p_sweep
 from anchordiv.app.explore_view import ExploreView
+from anchordiv.app.find_anchors import pair_terms_section
 from anchordiv.app.query_inputs import caption_of
 from anchordiv.explorer.literal import markdown_literal
 
@@ -40,6 +42,7 @@ def explain_section(view: ExploreView, p: float, table: pd.DataFrame) -> None:
         middle.metric("KL of the shown tilts", f"{shown:.4f}")
         middle.caption("This model is not supported on the anchors: the tables show the empirical tilt over the "
                        "anchors in use (a stand-in); the divergence above is the model's own.")
+    pair_terms_section(view, neighbour, rank)
 
 
 def tilt_table(tilt: explain.TiltedDistribution) -> pd.DataFrame:

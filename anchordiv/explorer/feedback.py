@@ -119,8 +119,8 @@ def learn_weights(anchors: torch.Tensor, terms: Sequence[str], data: TrainingSet
     Its objective is :class:`~anchordiv.FeedbackAnchors`': the pairwise logistic ranking loss of
     each query's marked items against its negatives (marked "not like it", its cosine-nearest
     unmarked rows and a seeded random draw), plus an entropy term that makes ``w`` sparse. A
-    ``ValueError`` for fewer than 2 terms, a marked id missing from ``gallery_ids`` or weights
-    that are not finite.
+    ``ValueError`` for fewer than 2 terms, a marked id missing from ``gallery_ids``, a fit that
+    fails or weights that are not finite.
     """
     if len(terms) < 2 or anchors.shape[0] != len(terms):
         raise ValueError(f"a vocabulary of {len(terms)} term(s) has nothing to weigh; choose a list of at least 2 terms")
@@ -132,8 +132,11 @@ def learn_weights(anchors: torch.Tensor, terms: Sequence[str], data: TrainingSet
     def renumbered(lists: list[list[int]]) -> list[list[int]]:
         return [[position[int(item)] for item in items] for items in lists]
 
-    model = FeedbackAnchors(scale=float(scale), seed=seed).fit(anchors, data.queries, gallery_rows,
-                                                               renumbered(data.positives), renumbered(data.negatives))
+    try:
+        model = FeedbackAnchors(scale=float(scale), seed=seed).fit(anchors, data.queries, gallery_rows,
+                                                                   renumbered(data.positives), renumbered(data.negatives))
+    except (RuntimeError, FloatingPointError) as error:  # numerical trouble, said as what to try
+        raise ValueError(f"the fit failed ({error}); mark other items or choose another list") from None
     weights = np.asarray(model.weights_, dtype=np.float64)
     if not np.all(np.isfinite(weights)):
         raise ValueError("the fit did not converge (weights are not finite); mark other items or choose another list")

@@ -18,8 +18,10 @@ from ..figure.limits import DEFAULT_LIMITS
 from ..lesson import TOY_KINDS, TOY_WEIGHTINGS
 from ..models import list_anchor_models
 from ..prompts import AUTO, MAX_TEMPLATE_CHARS, MAX_TEMPLATES, PHOTO_TEMPLATE, TEMPLATE_SETS
+from ..vocabularies import MAX_TERM_CHARS, list_vocabularies
 from . import limits
 from .geometry import WEIGHTINGS
+from .vocabulary import FIND_TERMS
 
 # Which part of a page reads a setting from the link (each part reads it on its first run): the
 # sidebar's geometry, the Explore view (query, anchors, p; the Learn and Compare pages use it too),
@@ -46,6 +48,9 @@ CIRCLE, SPHERE = "2-D: directions on a circle", "3-D: directions on a sphere"
 TEMPLATE_OPTIONS = (AUTO, *TEMPLATE_SETS)
 # Fig. 1: the baseline, each set alone, and their mixture.
 DEFAULT_COLUMNS = ("cosine", "A", "B", "mix p=0.5")
+# The Find anchors panel's vocabulary menu: the model's default list, the named lists, one's own.
+FIND_AUTO, FIND_OWN, FIND_FILE = AUTO, "own list (typed)", "own list (a text file)"
+FIND_VOCABULARIES = (FIND_AUTO, *list_vocabularies(), FIND_OWN, FIND_FILE)
 
 
 @dataclass(frozen=True)
@@ -150,6 +155,10 @@ _TABLE = (
         _choice(f"templates_{side}", f"templates_{side}", VIEW, TEMPLATE_OPTIONS, EVERY_RUN),
         Setting(f"own_templates_{side}", PHOTO_TEMPLATE, f"own_templates_{side}", VIEW, long_texts=True,
                 max_chars=MAX_TEMPLATES * (MAX_TEMPLATE_CHARS + 1), kept=EVERY_RUN))),
+    # -- the Explore page's Find anchors (in no link: what it finds travels as set A's or B's text) --
+    Setting("find_vocabulary", FIND_AUTO, kind="choice", options=FIND_VOCABULARIES, kept=EVERY_RUN),
+    Setting("find_own_terms", "", max_chars=FIND_TERMS * (MAX_TERM_CHARS + 1), kept=EVERY_RUN),
+    Setting("find_file", None, kept=EVERY_RUN), Setting("find_file_path", "", kept=EVERY_RUN),
     # -- the Compare figure --
     Setting("compare_rows", [], "rows", COMPARE, "list", local_prefix="upload:", max_items=DEFAULT_LIMITS.rows,
             kept=EVERY_RUN),  # its default names the gallery's first query

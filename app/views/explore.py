@@ -19,6 +19,7 @@ from anchordiv.app.explore_details import sweep_section
 from anchordiv.app.explore_results import results_section
 from anchordiv.app.explore_umap import umap_section
 from anchordiv.app.explore_view import ExploreView, baseline_tables
+from anchordiv.app.find_anchors import find_anchors_section
 from anchordiv.app.query_inputs import QUERY_IMAGE_WIDTH, choose_query
 from anchordiv.app.url_state import follow_view_link, link_notes, publish_link, sidebar_fields
 from anchordiv.explorer.literal import markdown_literal
@@ -54,6 +55,7 @@ def main() -> None:
     view = ExploreView(source, encoder, geometry, geometry_key, weighting, query, query_id, query_labels, query_text,
                        choices["k"], baselines, fields)
     results_section(view)
+    find_anchors_section(view)
     if source.capabilities.p_sweep:
         sweep_section(view)
     umap_section(view)

@@ -1,0 +1,137 @@
+"""The Explore page's "Find anchors" section: a vocabulary (a shipped or computed list, one's own
+typed list, or a text file under the data roots), the terms it suggests for the query (its tilted
+distribution, and the terms that set the query's cosine neighbourhood apart from the gallery), each
+list one click from anchor set A or B; then the marks and the learned geometry
+(:mod:`anchordiv.app.learn_anchors`). Also the pull/push terms of "why this neighbour?"."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from anchordiv.app import cached
+from anchordiv.app.errors import attempt
+from anchordiv.app.explore_view import ExploreView
+from anchordiv.app.learn_anchors import marks_section, use_buttons
+from anchordiv.explorer.literal import markdown_literal, shown
+from anchordiv.explorer.page_state import FIND_AUTO, FIND_FILE, FIND_OWN, SETTINGS
+from anchordiv.explorer.vocabulary import FIND_TERMS, default_vocabulary, file_terms, typed_terms, vocabulary_files
+from anchordiv.images import display_name
+from anchordiv.prompts import default_choice
+from anchordiv.vocabularies import load_vocabulary, vocabulary_description
+
+SUGGESTED = 10  # terms in each suggestion table
+PAIR_TERMS = 8  # terms pulling and pushing in "why this neighbour?"
+
+
+def find_anchors_section(view: ExploreView) -> None:
+    """The section, for the current query over the current gallery."""
+    with st.expander("Find anchors: suggested terms, and a geometry learned from the items you mark", expanded=True):
+        terms = vocabulary_widgets(view.encoder)
+        if terms is None:
+            return
+        suggestions(view, terms)
+        marks_section(view, terms)
+
+
+def vocabulary_label(option: str, encoder) -> str:
+    if option == FIND_AUTO:
+        return f"auto: {default_vocabulary(encoder.name)}"
+    if option in (FIND_OWN, FIND_FILE):
+        return option
+    return f"{option}: {vocabulary_description(option)}"
+
+
+def vocabulary_widgets(encoder) -> tuple[str, ...] | None:
+    """The vocabulary menu and, for one's own list, its text area or file menu; the terms (an error
+    box and ``None`` when they cannot be used)."""
+    roots = cached.data_roots()
+    options = [option for option in SETTINGS["find_vocabulary"].options if option != FIND_FILE or not roots.opens_nothing]
+    if st.session_state.get("find_vocabulary") not in options:
+        st.session_state["find_vocabulary"] = FIND_AUTO
+    choice = st.selectbox("Vocabulary", options, key="find_vocabulary",
+                          format_func=lambda option: vocabulary_label(option, encoder),
+                          help=f"The terms to suggest anchors from and to learn a geometry over (at most {FIND_TERMS:,}).")
+    if choice == FIND_OWN:
+        st.text_area("Your terms (one per line)", key="find_own_terms", height=120,
+                     max_chars=SETTINGS["find_own_terms"].max_chars)
+    elif choice == FIND_FILE:
+        if roots.allow_any_path:
+            st.text_input("Text file of terms (one per line)", key="find_file_path")
+        else:
+            st.selectbox("Text file of terms under the data folders", [str(path) for path in vocabulary_files(roots)],
+                         index=None, key="find_file", placeholder="choose a .txt file", format_func=display_name)
+    terms = attempt(lambda: chosen_terms(encoder), "This vocabulary cannot be used")
+    if terms is not None:
+        st.caption(f"{len(terms):,} terms · encoded as {markdown_literal(default_choice(encoder).label)} "
+                   "(the model's default templates)")
+    return terms
+
+
+def chosen_terms(encoder) -> tuple[str, ...]:
+    """The terms the vocabulary widgets name (as the session state holds them: "why this
+    neighbour?" reads them before the section draws); ``ValueError`` when they cannot be used."""
+    state = st.session_state
+    choice = state.get("find_vocabulary", FIND_AUTO)
+    if choice == FIND_OWN:
+        return typed_terms(state.get("find_own_terms", ""))
+    if choice == FIND_FILE:
+        roots = cached.data_roots()
+        path = state.get("find_file_path" if roots.allow_any_path else "find_file")
+        if not path:
+            raise ValueError("choose a text file of terms")
+        return file_terms(roots, path)
+    return tuple(load_vocabulary(default_vocabulary(encoder.name) if choice == FIND_AUTO else choice))
+
+
+def suggestions(view: ExploreView, terms: tuple[str, ...]) -> None:
+    """The query's most probable terms beside those that set its cosine top-k apart from the gallery."""
+    st.markdown("**Suggested anchors**")
+    tilt_col, apart_col = st.columns(2)
+    tilt = attempt(lambda: cached.suggested_terms(view.encoder, terms, view.query, SUGGESTED), "Cannot rank the terms")
+    if tilt is not None:
+        tilt_col.caption(f"Most probable under the query's tilted distribution p(term | s x) (s = the model's "
+                         f"logit scale, {view.encoder.logit_scale:.1f}).")
+        tilt_col.dataframe(tilt, hide_index=True, key="find_tilt_table")
+        use_buttons(tilt_col, tilt["term"].tolist(), "tilt")
+    neighbours = tuple(int(item) for item in view.baselines["cosine"]["gallery_id"])
+    apart = attempt(lambda: cached.separating_terms(view.encoder, terms, view.source, neighbours, SUGGESTED),
+                    "Cannot contrast the neighbourhood")
+    if apart is not None:
+        rows = len(cached.vocabulary_gallery(view.source)[0])
+        apart_col.caption(f"Setting the query's cosine top-{len(neighbours)} apart from the gallery "
+                          f"({rows:,} rows{'' if rows == len(view.source) else ', a fixed sample'}).")
+        apart_col.dataframe(apart, hide_index=True, key="find_apart_table")
+        use_buttons(apart_col, apart["term"].tolist(), "apart")
+
+
+def pair_terms_section(view: ExploreView, neighbour: int, rank: int) -> None:
+    """The vocabulary's terms that pull the query and neighbour ``neighbour`` together and those
+    that push them apart, at the geometry's scale and in its direction, for "why this neighbour?"."""
+    try:
+        terms = chosen_terms(view.encoder)
+    except ValueError as error:
+        st.caption(markdown_literal(f"No vocabulary for the pull/push terms (choose one under Find anchors): {error}"))
+        return
+    scale, reverse = view.geometry.spec.scale, view.geometry.spec.reverse
+    pair = (np.asarray(view.query, dtype=np.float32), view.source.rows(np.asarray([neighbour]))[0].numpy())
+    first, second = pair[::-1] if reverse else pair
+    terms_of = attempt(lambda: cached.pair_terms(view.encoder, terms, first, second, scale, PAIR_TERMS),
+                       "Cannot weigh the vocabulary for this pair")
+    if terms_of is None:
+        return
+    x, y = ("n", "q") if reverse else ("q", "n")
+    st.markdown(f"**Over the vocabulary ({len(terms):,} terms, s = {scale:g}): what pulls the query and neighbour "
+                f"{rank} together, and what pushes them apart**")
+    pull_col, push_col = st.columns(2)
+    pull_col.table(term_table(terms_of.pull_terms, terms_of.pull_scores, "pull: √(p_q · p_n)"))
+    push_col.table(term_table(terms_of.push_terms, terms_of.push_scores, f"push: p_{x} log(p_{x} / p_{y})"))
+    st.caption(f"p_q and p_n: the query's and the neighbour's tilted distributions over the vocabulary (uniform "
+               f"weights). KL(p_{x} ‖ p_{y}) = {terms_of.divergence:.4f}, the sum of every term's push score; a "
+               "pull score is large for a term both lean on (their sum over all terms is 1 for equal distributions).")
+
+
+def term_table(terms, scores, name: str) -> pd.DataFrame:
+    """Terms (as text: a static table draws Markdown) and their scores (column ``name``) to 4 decimals."""
+    return pd.DataFrame({"term": [markdown_literal(shown(term)) for term in terms],
+                         name: np.round(np.asarray(scores, dtype=np.float64), 4)}).set_index("term")

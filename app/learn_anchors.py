@@ -1,0 +1,146 @@
+"""Marks and a learned geometry (the "Find anchors" section of the Explore page): the person marks
+items of the neighbour grids "like the query" or "not like it", for this query and, kept in the
+session, for others; "Learn a geometry" fits :class:`~anchordiv.FeedbackAnchors` over the
+vocabulary (:func:`~anchordiv.explorer.feedback.learn_weights`) and shows its weights, which one
+click makes anchor set A or B (as ``term<TAB>weight`` lines)."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import streamlit as st
+import torch
+
+from anchordiv.app import cached
+from anchordiv.app.errors import attempt
+from anchordiv.app.explore_view import ExploreView, neighbours
+from anchordiv.app.query_inputs import caption_of
+from anchordiv.explorer.anchors import weighted_anchor_text
+from anchordiv.explorer.feedback import (MAX_MARKS, LearnedAnchors, QueryMarks, learn_weights, marks_key,
+                                         training_set, weight_summary)
+from anchordiv.explorer.literal import markdown_literal
+from anchordiv.prompts import default_choice
+
+CHART_TERMS = 20  # bars in the weights' chart
+
+
+def use_buttons(column, terms: list[str], name: str, text: str | None = None) -> None:
+    """"Use as A" / "Use as B": the list (or ``text``) becomes that anchor set (a callback, as the
+    preset menus do, so the set's text area shows it on the run the click starts)."""
+    value = "\n".join(terms) if text is None else text
+
+    def use(side: str) -> None:
+        st.session_state[f"anchors_{side}"] = value
+
+    left, right = column.columns(2)
+    for side, part in (("a", left), ("b", right)):
+        part.button(f"Use as {side.upper()}", key=f"find_{name}_{side}", on_click=use, args=(side,),
+                    disabled=not terms)
+
+
+def marks_section(view: ExploreView, terms: tuple[str, ...]) -> None:
+    """The marks of this query, how many queries have marks, and the learned geometry."""
+    st.markdown("**Mark neighbours, learn a geometry**")
+    marks = query_marks(view)
+    kept = gallery_marks(view.source.key)
+    st.caption(f"Marks kept for {len(kept)} quer{'y' if len(kept) == 1 else 'ies'} on this gallery "
+               f"(this one {'included' if marks.marked else 'not marked yet'}); each query keeps its own.")
+    learn_col, clear_col = st.columns(2)
+    if learn_col.button("Learn a geometry", key="find_learn", type="primary"):
+        learned = attempt(lambda: learn(view, terms, list(kept.values())), "Cannot learn a geometry")
+        if learned is not None:
+            st.session_state["_find_learned"] = (view.source.key, learned)
+    clear_col.button("Clear all marks", key="find_clear", on_click=clear_marks, args=(view.source.key,))
+    kept_learned = st.session_state.get("_find_learned")
+    if kept_learned is not None and kept_learned[0] == view.source.key:
+        show_learned(kept_learned[1])
+
+
+def gallery_marks(source_key: str) -> dict[str, QueryMarks]:
+    """The session's marks on this gallery, by query (:func:`~anchordiv.explorer.feedback.marks_key`)."""
+    return st.session_state.setdefault("_find_marks", {}).setdefault(source_key, {})
+
+
+def clear_marks(source_key: str) -> None:
+    gallery_marks(source_key).clear()
+    for key in ("find_like", "find_unlike"):
+        st.session_state[key] = []
+
+
+def mark_options(view: ExploreView) -> dict[int, str]:
+    """The items of the neighbour grids (anchor divergence at the current p, then cosine), each
+    with where it is ranked."""
+    tables = {"anchor": neighbours(view, float(st.session_state.get("p", 0.5)))[0], **view.baselines}
+    where: dict[int, list[str]] = {}
+    for method, table in tables.items():
+        for rank, item in table[["rank", "gallery_id"]].itertuples(index=False):
+            where.setdefault(int(item), []).append(f"{method} {rank}")
+    return {item: ", ".join(places) for item, places in where.items()}
+
+
+def query_marks(view: ExploreView) -> QueryMarks:
+    """This query's marks: two multiselects over the grids' items, filled from the session's marks
+    when the query (or the page) changes, and written back to them."""
+    state, kept = st.session_state, gallery_marks(view.source.key)
+    key = marks_key(view.query_id, view.query)
+    current = kept.get(key) or QueryMarks(np.asarray(view.query, dtype=np.float32), view.query_id, view.query_text)
+    shown_for = (view.source.key, key)
+    if state.get("_find_marks_of") != shown_for or "find_like" not in state or "find_unlike" not in state:
+        state["find_like"], state["find_unlike"] = list(current.like), list(current.unlike)
+        state["_find_marks_of"] = shown_for
+    where = mark_options(view)
+    options = list(dict.fromkeys([*where, *state["find_like"], *state["find_unlike"]]))
+    caption = caption_of(view.source)
+
+    def label(item: int) -> str:
+        return f"#{item} {caption(item)}" + (f" ({where[item]})" if item in where else "")
+
+    like_col, unlike_col = st.columns(2)
+    like = like_col.multiselect("Like the query", options, key="find_like", format_func=label,
+                                max_selections=MAX_MARKS, placeholder="items of the grids above")
+    unlike = unlike_col.multiselect("Not like it (optional)", options, key="find_unlike", format_func=label,
+                                    max_selections=MAX_MARKS, placeholder="items of the grids above")
+    marks = replace(current, like=tuple(int(i) for i in like), unlike=tuple(int(i) for i in unlike))
+    if marks.marked:
+        kept[key] = marks
+    else:
+        kept.pop(key, None)
+    return marks
+
+
+def learn(view: ExploreView, terms: tuple[str, ...], marks: list[QueryMarks]) -> LearnedAnchors:
+    """The geometry learned from ``marks`` over ``terms`` at the sidebar's scale: on the gallery
+    rows the section reads (all of a gallery in memory, a fixed sample of a large store) and the
+    marked rows; ``ValueError`` naming what to fix."""
+    data = training_set(marks, len(view.source))
+    with st.spinner("Learning the anchor weights from your marks…"):
+        anchors = cached.encode_texts(view.encoder, terms, default_choice(view.encoder))
+        ids, rows = cached.vocabulary_gallery(view.source)
+        extra = np.setdiff1d(data.marked_ids, ids)
+        if extra.size:
+            ids, rows = np.concatenate([ids, extra]), torch.cat([rows, view.source.rows(extra)])
+        return learn_weights(anchors, terms, data, ids, rows, view.geometry.spec.scale)
+
+
+def show_learned(learned: LearnedAnchors) -> None:
+    """The learned anchors as the geometry's explanation: a sentence, the table and the chart of
+    the weights, "Use as A" / "Use as B" and the download."""
+    st.markdown(markdown_literal(weight_summary(learned)))
+    table = learned.table()
+    table_col, chart_col = st.columns([2, 3])
+    table_col.dataframe(table, hide_index=True, key="find_learned_table")
+    chart_col.vega_lite_chart(table.head(CHART_TERMS), {
+        "mark": "bar", "height": 16 * min(len(table), CHART_TERMS) + 20,
+        "encoding": {"y": {"field": "term", "type": "nominal", "sort": "-x", "title": None},
+                     "x": {"field": "weight", "type": "quantitative", "title": "learned weight"}}},
+        width="stretch", key="find_weights_chart")
+    text = attempt(lambda: weighted_anchor_text(list(learned.terms), learned.weights.tolist()),
+                   "Cannot write the learned set")
+    if text is None:
+        return
+    st.caption(f"Learned from the marks of {learned.queries} quer{'y' if learned.queries == 1 else 'ies'} "
+               f"(fixed seed; final loss {learned.loss:.3f}). As an anchor set its terms are encoded through the "
+               "set's templates: keep them 'auto' to use the geometry learned here.")
+    use_buttons(st, list(learned.terms), "learned", text)
+    st.download_button("Download the learned set (terms and weights)", text.encode(), "learned-anchors.txt",
+                       "text/plain", key="find_learned_download")

@@ -1,0 +1,174 @@
+"""The Explore page's "Find anchors" section through streamlit.testing.v1.AppTest, on the small slice
+of the built-in world: the suggestions are the library's, one click makes them set A, marks made on
+a query teach a geometry whose weights sit on the style phrase and which changes the grid, every
+refused input is an error box that loses no mark, and a vocabulary is encoded once."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import anchordiv as ad
+from anchordiv.builtin.weights import ASSETS_DIR, WEIGHTS_NAME
+from markup import plain
+from test_app import AppTest, TIMEOUT, APP, neighbours
+
+pytestmark = pytest.mark.skipif(not (ASSETS_DIR / WEIGHTS_NAME).is_file(), reason="the built-in model weights are not there yet")
+
+QUERY = 7  # smiling face with halo, oil painting: 16 oil paintings in the slice
+STYLES = set(ad.load_vocabulary("builtin-world-styles"))
+
+
+def start(query: int = QUERY, k: int = 30) -> AppTest:
+    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    app.session_state["query_id"] = query
+    app.session_state["top_k"] = k
+    app.run()
+    assert not app.exception, app.exception
+    return app
+
+
+def table(app: AppTest, column: str):
+    """The section's table with a column ``column``: "probability" (the tilt's), "score" (the
+    neighbourhood's separating terms) or "weight" (the learned geometry)."""
+    return next(frame.value for frame in app.dataframe if column in frame.value.columns)
+
+
+def errors(app: AppTest) -> str:
+    return " ".join(plain(str(box.value)) for box in app.error)
+
+
+def marked_options(app: AppTest) -> list[int]:
+    """The gallery ids the "like the query" menu offers (its labels start with ``#id``)."""
+    return [int(re.match(r"#(\d+) ", label).group(1)) for label in app.multiselect(key="find_like").options]
+
+
+def same_style(library, ids: list[int], query: int = QUERY) -> list[int]:
+    styles = library["gallery"].labels["style"]
+    return [item for item in ids if styles.iloc[item] == styles.iloc[query]]
+
+
+def test_the_section_shows_the_librarys_suggestions_and_pull_push_terms(library):
+    app = start()
+    assert any(expander.label.startswith("Find anchors") for expander in app.expander)
+    encoder, gallery = library["encoder"], library["gallery"]
+    vocabulary = ad.load_vocabulary("builtin-world")
+    terms, probabilities = ad.suggest_anchors(encoder, gallery.embeddings[QUERY], vocabulary, 10)
+    shown = table(app, "probability")
+    assert shown["term"].tolist() == terms
+    np.testing.assert_allclose(shown["probability"], probabilities, rtol=1e-4)
+    cosine = neighbours(app, "cosine")
+    apart_terms, scores = ad.separating_terms(encoder, gallery.rows(cosine), gallery.embeddings, vocabulary, 10)
+    apart = table(app, "score")
+    assert apart["term"].tolist() == apart_terms
+    np.testing.assert_allclose(apart["score"], scores, rtol=1e-4, atol=1e-9)
+    neighbour = neighbours(app)[0]
+    pair = ad.pair_terms(encoder, gallery.embeddings[QUERY], gallery.embeddings[neighbour], vocabulary, 8, scale=10.0)
+    pull = next(element.value for element in app.table if element.value.columns[0].startswith("pull"))
+    assert [plain(term) for term in pull.index] == list(pair.pull_terms)
+    assert not app.error
+
+
+def test_use_as_a_makes_the_suggestions_set_a(library):
+    app = start()
+    suggested = table(app, "score")["term"].tolist()
+    before = neighbours(app)
+    app.button(key="find_apart_a").click().run()
+    assert not app.exception, app.exception
+    assert app.session_state["anchors_a"] == "\n".join(suggested)
+    assert app.text_area(key="anchors_a").value == "\n".join(suggested)
+    assert neighbours(app) != before
+
+
+def test_marks_of_one_style_teach_a_geometry_on_that_style(library):
+    app = start()
+    marked = same_style(library, marked_options(app))[:5]
+    assert len(marked) == 5
+    app.multiselect(key="find_like").set_value(marked).run()
+    app.button(key="find_learn").click().run()
+    assert not app.exception and not app.error, (app.exception, errors(app))
+    learned = table(app, "weight")
+    assert learned["term"].iloc[0] in STYLES, learned.head()
+    assert learned["weight"].iloc[0] > 0.5 and learned["weight"].sum() == pytest.approx(1.0, abs=1e-3)
+    summary = " ".join(plain(element.value) for element in app.markdown)
+    assert f"is on 1 term: {learned['term'].iloc[0]}." in summary or "Most of the weight" in summary, summary
+    before = neighbours(app)
+    app.button(key="find_learned_a").click().run()
+    assert not app.exception and not app.error, (app.exception, errors(app))
+    lines = app.session_state["anchors_a"].splitlines()
+    assert lines[0].split("\t") == [learned["term"].iloc[0], f"{learned['weight'].iloc[0]:.4g}"]
+    assert len(lines) == len(learned)
+    assert neighbours(app) != before
+
+
+def test_marks_are_kept_per_query_and_cleared(library):
+    app = start()
+    first = marked_options(app)[:2]
+    app.multiselect(key="find_like").set_value(first).run()
+    app.session_state["query_id"] = 30
+    app.run()
+    assert app.multiselect(key="find_like").value == []
+    app.multiselect(key="find_unlike").set_value(marked_options(app)[:1]).run()
+    app.multiselect(key="find_like").set_value(marked_options(app)[1:3]).run()
+    assert "Marks kept for 2 queries" in " ".join(caption.value for caption in app.caption)
+    app.session_state["query_id"] = QUERY
+    app.run()
+    assert app.multiselect(key="find_like").value == first
+    app.button(key="find_clear").click().run()
+    assert app.multiselect(key="find_like").value == []
+    assert "Marks kept for 0 queries" in " ".join(caption.value for caption in app.caption)
+
+
+def test_what_cannot_be_learned_is_an_error_box_and_loses_no_mark(library, monkeypatch):
+    app = start()
+    app.button(key="find_learn").click().run()
+    assert "no gallery item is marked" in errors(app)
+    options = marked_options(app)
+    app.multiselect(key="find_like").set_value(options[:3]).run()
+    app.multiselect(key="find_unlike").set_value(options[2:4]).run()
+    app.button(key="find_learn").click().run()
+    assert f"#{options[2]}" in errors(app) and "both" in errors(app), errors(app)
+    app.multiselect(key="find_unlike").set_value(options[3:4]).run()
+    app.selectbox(key="find_vocabulary").set_value("own list (typed)").run()
+    app.text_area(key="find_own_terms").set_value("oil painting\n").run()
+    app.button(key="find_learn").click().run()
+    assert "nothing to weigh" in errors(app), errors(app)
+    app.text_area(key="find_own_terms").set_value("\n".join(f"term {i}" for i in range(2001))).run()
+    assert "at most 2,000" in errors(app), errors(app)
+    app.text_area(key="find_own_terms").set_value("oil painting\npixel art\nsmiling face with halo\n").run()
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("a stand-in for a failing fit")
+
+    monkeypatch.setattr(ad.FeedbackAnchors, "fit", fail)
+    app.button(key="find_learn").click().run()
+    assert "the fit failed" in errors(app), errors(app)
+    assert not app.exception, app.exception
+    assert app.multiselect(key="find_like").value == options[:3]
+    assert app.multiselect(key="find_unlike").value == options[3:4]
+
+
+def test_a_vocabulary_is_encoded_once_across_reruns(library, monkeypatch):
+    from anchordiv.encoders.builtin import BuiltinEncoder
+
+    terms = [f"{style} of a sunflower field" for style in sorted(STYLES)] + ["a quiet harbour at dawn"]
+    calls = []
+    original = BuiltinEncoder.encode_texts
+
+    def counting(self, texts, *args, **kwargs):
+        if set(texts) & set(terms):
+            calls.append(list(texts))
+        return original(self, texts, *args, **kwargs)
+
+    monkeypatch.setattr(BuiltinEncoder, "encode_texts", counting)
+    app = start()
+    app.selectbox(key="find_vocabulary").set_value("own list (typed)").run()
+    app.text_area(key="find_own_terms").set_value("\n".join(terms)).run()
+    app.run()
+    app.selectbox(key="explain_rank").set_value(2).run()
+    app.multiselect(key="find_like").set_value(same_style(library, marked_options(app))[:3]).run()
+    app.button(key="find_learn").click().run()
+    assert not app.exception and not app.error, (app.exception, errors(app))
+    assert table(app, "probability")["term"].isin(terms).all()
+    assert len(calls) == 1, calls
