@@ -1,6 +1,8 @@
 """The anchor sets A and B (a preset menu filling a text area each, the prompt templates each is
-encoded through, and the weighting of ``p``), and the cached geometry they make under the sidebar's
-settings."""
+encoded through, each set's download and upload, and the weighting of ``p``), and the cached
+geometry they make under the sidebar's settings. A set may be weighted (``term<TAB>weight`` lines,
+:func:`~anchordiv.explorer.parse_anchor_text`): its weights travel with its terms to the geometry
+and its cache keys."""
 from __future__ import annotations
 
 from typing import Any
@@ -19,9 +21,11 @@ from anchordiv.prompts import AUTO, CUSTOM, TEMPLATE_SETS, TemplateChoice, defau
 
 def anchor_column(column, name: str, label: str, presets: dict[str, tuple[str, ...]], encoder,
                   sources: dict[str, str]) -> ex.AnchorText:
-    """One anchor set: a preset menu that fills a text area (one anchor per line), the prompt
-    templates it is encoded through (:func:`template_widgets`), and its count. Their values come
-    from the session state (:func:`~anchordiv.app.url_state.follow_view_link`)."""
+    """One anchor set: a preset menu that fills a text area (one anchor per line, or ``term<TAB>weight``
+    per line for a weighted set), the prompt templates it is encoded through (:func:`template_widgets`),
+    its count, and its export and reload (:func:`file_widgets`). Their values come from the session
+    state (:func:`~anchordiv.app.url_state.follow_view_link`). A set whose weights are not usable is
+    said in an error box and used as empty."""
     text_key, preset_key = f"anchors_{name}", f"preset_{name}"
 
     def apply_preset() -> None:
@@ -31,12 +35,61 @@ def anchor_column(column, name: str, label: str, presets: dict[str, tuple[str, .
     column.selectbox(f"Preset for {label}", list(presets), key=preset_key, on_change=apply_preset,
                      help=f"Read from {markdown_literal(source)}." if source else None)
     column.text_area(f"Anchor set {label} (one per line)", key=text_key, height=160,
-                     max_chars=SETTINGS[text_key].max_chars)
-    parsed = ex.parse_anchor_text(st.session_state[text_key])
+                     max_chars=SETTINGS[text_key].max_chars,
+                     help="A line 'anchor<TAB>weight' gives the anchor a weight (a positive number; the weights "
+                          "are normalised to sum to 1): then every line needs one, and the set is the empirical "
+                          "model with those weights, whatever the sidebar's kind.")
+    parsed = parsed_set(name, column)
     choice = template_widgets(column, name, label, encoder)
-    encoded = f" · encoded as {markdown_literal(choice.label)}" if choice is not None else ""
-    (column.caption if len(parsed) else column.warning)(parsed.summary() + encoded)
-    return parsed
+    if parsed is not None:
+        encoded = f" · encoded as {markdown_literal(choice.label)}" if choice is not None else ""
+        weighted = " · ITI uses its terms without the weights" if parsed.weights is not None else ""
+        (column.caption if len(parsed) else column.warning)(parsed.summary() + encoded + weighted)
+    file_widgets(column, name, parsed)
+    return parsed if parsed is not None else ex.AnchorText(())
+
+
+def parsed_set(name: str, box=st) -> ex.AnchorText | None:
+    """Set ``name`` (``"a"`` or ``"b"``) as its text area holds it; ``None`` and an error box in
+    ``box`` when its weights are not usable (the set is then not used)."""
+    try:
+        return ex.parse_anchor_text(st.session_state[f"anchors_{name}"])
+    except ValueError as error:
+        box.error(markdown_literal(f"Anchor set {name.upper()} is not used: {error}", ERROR_CHARS))
+        return None
+
+
+def file_widgets(column, name: str, parsed: ex.AnchorText | None) -> None:
+    """Set ``name``'s export (its text in use, :meth:`~anchordiv.explorer.AnchorText.text`, as a
+    ``.tsv`` file) and reload (a UTF-8 file of at most
+    :data:`~anchordiv.explorer.anchors.MAX_ANCHOR_FILE_BYTES` bytes, into the text area through
+    :func:`load_file`; a file that cannot be used leaves the text as it was and says why)."""
+    letter = name.upper()
+    with column.expander(f"Save or load set {letter}"):
+        text = parsed.text() if parsed is not None else ""
+        st.download_button(f"Download set {letter}", lambda: text.encode("utf-8"),
+                           f"anchor-set-{name}.tsv", "text/tab-separated-values", key=f"download_anchors_{name}",
+                           disabled=parsed is None or not len(parsed))
+        st.file_uploader(f"Load set {letter} from a file", type=["tsv", "txt"], key=f"upload_anchors_{name}",
+                         on_change=load_file, args=(name,),
+                         help="One anchor per line, or anchor<TAB>weight on every line (as the download writes).")
+        problem = st.session_state.get(f"_upload_problem_{name}")
+        if problem is not None:
+            st.error(markdown_literal(problem, ERROR_CHARS))
+
+
+def load_file(name: str) -> None:
+    """The uploader's callback (a widget's value may be set only before it is drawn): the file's
+    text becomes set ``name``'s, or its problem is kept for :func:`file_widgets` to say."""
+    state = st.session_state
+    upload, problem_key = state.get(f"upload_anchors_{name}"), f"_upload_problem_{name}"
+    state.pop(problem_key, None)
+    if upload is None:  # the file was taken away: the set keeps its text
+        return
+    try:
+        state[f"anchors_{name}"] = ex.anchor_file_text(upload.getvalue(), SETTINGS[f"anchors_{name}"].max_chars)
+    except ValueError as error:
+        state[problem_key] = f"{upload.name} is not loaded, and set {name.upper()} is as it was: {error}"
 
 
 def template_widgets(column, name: str, label: str, encoder) -> TemplateChoice | None:
@@ -93,13 +146,26 @@ def anchor_widgets(presets: dict[str, tuple[str, ...]], encoder,
     return parsed_a, parsed_b, weighting
 
 
-def anchor_texts(source: ex.GallerySource) -> tuple[tuple[str, ...], tuple[str, ...], list[LinkField]]:
-    """The anchor sets A and B as typed on the Explore page (or its presets), for pages that use
-    them without showing them, and the view's link fields (:func:`follow_view_link`'s, for
-    :func:`~anchordiv.app.url_state.publish_link`): ``(texts A, texts B, fields)``."""
+def anchor_sets(source: ex.GallerySource) -> tuple[ex.AnchorText, ex.AnchorText, list[LinkField]]:
+    """The anchor sets A and B as typed on the Explore page (or its presets), weights included, for
+    pages that use them without showing them (a set whose weights are not usable is said in an
+    error box and used as empty), and the view's link fields (:func:`follow_view_link`'s, for
+    :func:`~anchordiv.app.url_state.publish_link`): ``(set A, set B, fields)``."""
     fields = follow_view_link(source)
-    texts_a, texts_b = (ex.parse_anchor_text(st.session_state[f"anchors_{side}"]).anchors for side in "ab")
-    return texts_a, texts_b, fields
+    set_a, set_b = (parsed_set(side) or ex.AnchorText(()) for side in "ab")
+    return set_a, set_b, fields
+
+
+def prior_texts(choices: dict[str, Any]) -> tuple[str, ...]:
+    """The sidebar's prior anchor set (for the posterior kinds); an error box and a stop when it
+    has weights (a posterior model weighs its prior by its own rule)."""
+    def unweighted() -> tuple[str, ...]:
+        prior = ex.parse_anchor_text(choices["prior_text"])
+        if prior.weights is not None:
+            raise ValueError("the prior set takes no weights; give one anchor per line, without a tab")
+        return prior.anchors
+
+    return attempt(unweighted, "The prior anchor set is not used", stop=True)
 
 
 def geometry_spec(choices: dict[str, Any], kind: str | None = None, scale: float | None = None) -> ex.GeometrySpec:
@@ -111,24 +177,23 @@ def geometry_spec(choices: dict[str, Any], kind: str | None = None, scale: float
                    "Invalid geometry", stop=True)
 
 
-def geometry_for(choices: dict[str, Any], source: ex.GallerySource, encoder, texts_a: tuple[str, ...],
-                 texts_b: tuple[str, ...], kind: str | None = None, scale: float | None = None) -> ex.ExplorerGeometry:
-    """The cached geometry of anchor sets A and B (through their templates) over ``source`` under
-    the sidebar's settings (``kind`` and ``scale`` override them); an error box and a stop when it
-    cannot be built."""
+def geometry_for(choices: dict[str, Any], source: ex.GallerySource, encoder, set_a: ex.AnchorText,
+                 set_b: ex.AnchorText, kind: str | None = None, scale: float | None = None) -> ex.ExplorerGeometry:
+    """The cached geometry of anchor sets A and B (through their templates, with their weights)
+    over ``source`` under the sidebar's settings (``kind`` and ``scale`` override them); an error
+    box and a stop when it cannot be built."""
     spec = geometry_spec(choices, kind, scale)
-    return fitted_geometry(source, encoder, texts_a, texts_b, spec, ex.parse_anchor_text(choices["prior_text"]).anchors,
-                           anchor_templates(encoder))
+    return fitted_geometry(source, encoder, set_a, set_b, spec, prior_texts(choices), anchor_templates(encoder))
 
 
-def fitted_geometry(source: ex.GallerySource, encoder, texts_a: tuple[str, ...], texts_b: tuple[str, ...],
+def fitted_geometry(source: ex.GallerySource, encoder, set_a: ex.AnchorText, set_b: ex.AnchorText,
                     spec: ex.GeometrySpec, prior: tuple[str, ...],
                     templates: tuple[TemplateChoice, TemplateChoice]) -> ex.ExplorerGeometry:
-    """The cached geometry of A and B (through ``templates``) over ``source`` under ``spec`` and
-    ``prior`` (through the model's default templates), its notes shown; an error box and a stop
-    when it cannot be built."""
-    geometry = attempt(lambda: get_geometry(source, encoder, tuple(texts_a), tuple(texts_b), spec, prior, templates,
-                                            default_choice(encoder)),
+    """The cached geometry of A and B (through ``templates``; a weighted set is the empirical model
+    with its weights) over ``source`` under ``spec`` and ``prior`` (through the model's default
+    templates), its notes shown; an error box and a stop when it cannot be built."""
+    geometry = attempt(lambda: get_geometry(source, encoder, set_a.anchors, set_b.anchors, spec, prior, templates,
+                                            default_choice(encoder), (set_a.weights, set_b.weights)),
                        "Cannot build the geometry", stop=True)
     for note in geometry.notes:
         st.info(markdown_literal(note, ERROR_CHARS))
@@ -138,10 +203,11 @@ def fitted_geometry(source: ex.GallerySource, encoder, texts_a: tuple[str, ...],
 def geometry_and_key(choices: dict[str, Any], source: ex.GallerySource, encoder, parsed_a: ex.AnchorText,
                      parsed_b: ex.AnchorText) -> tuple[ex.ExplorerGeometry, str]:
     """The cached geometry of A and B under the sidebar's settings and the templates their widgets
-    show, and the key that names it (for the caches of its sliders and projections)."""
+    show, and the key that names it (anchors and their weights, model, templates: for the caches
+    of its sliders and projections)."""
     spec = geometry_spec(choices)
-    prior = ex.parse_anchor_text(choices["prior_text"]).anchors
+    prior = prior_texts(choices)
     templates = anchor_templates(encoder, shown=True)
-    geometry = fitted_geometry(source, encoder, parsed_a.anchors, parsed_b.anchors, spec, prior, templates)
+    geometry = fitted_geometry(source, encoder, parsed_a, parsed_b, spec, prior, templates)
     return geometry, ex.projection_key(source.key, encoder.name, parsed_a.anchors, parsed_b.anchors, spec, prior,
-                                       *(choice.token for choice in templates))
+                                       *(choice.token for choice in templates), parsed_a.weights, parsed_b.weights)

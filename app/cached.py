@@ -142,11 +142,16 @@ def encode_texts(encoder, texts: tuple[str, ...], templates: TemplateChoice = AS
 def get_geometry(source: ex.GallerySource, encoder, texts_a: tuple[str, ...], texts_b: tuple[str, ...],
                  spec: ex.GeometrySpec, prior_texts: tuple[str, ...],
                  templates: tuple[TemplateChoice, TemplateChoice] = (AS_TYPED, AS_TYPED),
-                 prior_templates: TemplateChoice = AS_TYPED) -> ex.ExplorerGeometry:
-    """Sets A and B encoded through ``templates`` (one choice each), the prior set through ``prior_templates``."""
+                 prior_templates: TemplateChoice = AS_TYPED,
+                 weights: tuple[tuple[float, ...] | None, tuple[float, ...] | None] = (None, None)
+                 ) -> ex.ExplorerGeometry:
+    """Sets A and B encoded through ``templates`` (one choice each), the prior set through
+    ``prior_templates``; a set with ``weights`` (its :attr:`~anchordiv.explorer.AnchorText.weights`)
+    is the empirical model with them."""
     anchors = [encode_texts(encoder, texts, choice) for texts, choice in zip((texts_a, texts_b), templates)]
     prior = encode_texts(encoder, prior_texts, prior_templates) if anchor_model_kind(spec.kind).needs_prior else None
-    return source.fit_geometry(anchors, [texts_a, texts_b], spec, prior=prior, prior_texts=prior_texts)
+    return source.fit_geometry(anchors, [texts_a, texts_b], spec, prior=prior, prior_texts=prior_texts,
+                               anchor_weights=weights)
 
 
 @st.cache_resource(show_spinner="Preparing the p slider (one pass over the gallery)…", max_entries=32)

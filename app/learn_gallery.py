@@ -11,7 +11,7 @@ import torch
 from anchordiv import explain, lesson
 from anchordiv import explorer as ex
 from anchordiv.app import cached
-from anchordiv.app.anchor_inputs import anchor_texts, geometry_for
+from anchordiv.app.anchor_inputs import anchor_sets, geometry_for
 from anchordiv.app.errors import attempt
 from anchordiv.app.query_inputs import caption_of
 from anchordiv.app.sidebar import load_encoder_for, load_gallery_for
@@ -31,13 +31,13 @@ def gallery_section(choices: dict, fields: list, share_slot) -> None:
     encoder = load_encoder_for(choices)
     gallery = load_gallery_for(choices, encoder)
     source = cached.memory_source(gallery)
-    texts_a, texts_b, view_link = anchor_texts(source)
+    set_a, set_b, view_link = anchor_sets(source)
     link_notes()
     fields = fields + view_link
     publish_link(fields, source)
     with share_slot:
         share_box(fields, source)
-    geometry = geometry_for(choices, source, encoder, texts_a, texts_b)
+    geometry = geometry_for(choices, source, encoder, set_a, set_b)
     state = st.session_state
     query_id = state.get("query_id")
     if not isinstance(query_id, int) or not 0 <= query_id < len(gallery):

@@ -15,7 +15,10 @@ from anchordiv.models import EmpiricalAnchors, MixtureAnchors
 from anchordiv.search import AnchorIndex
 from anchordiv.store import GalleryStore
 from conftest import object_style_world
+from markup import plain
 from rankings import assert_same_ranking
+from test_app import APP, TIMEOUT, AppTest, assert_shows, messages, neighbours, open_link, start
+from test_app import pytestmark as needs_weights  # the built-in model's weights must be there
 
 
 # -- the text format ---------------------------------------------------------------------------
@@ -159,3 +162,121 @@ def test_a_store_source_fits_the_weights_too(world, tmp_path):
     reference = AnchorIndex(EmpiricalAnchors(SCALE, weights=weights).fit(objects), source.rows(np.arange(len(source))))
     for got, expected in zip(rankings(geometry.index_at(0.5), images), rankings(reference, images, k=20)):
         assert_same_ranking(got, expected, **STORE_ROUTE)
+
+
+# -- the app -----------------------------------------------------------------------------------
+# Each AppTest below starts the app on the small world slice of tests/conftest.py (APP_LIMIT items).
+STYLES_WEIGHTS = [50.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]  # "google" far heavier than the other styles
+
+
+def library_ranking(library, set_a: AnchorText, set_b: AnchorText, kind: str = "softmax", p: float = 0.5):
+    """The library's top ``2 k`` (k = 10) for the page's default query: the two parsed sets encoded as
+    typed (the built-in model's templates), each weighted set the empirical model with its weights."""
+    encoder, gallery = library["encoder"], library["gallery"]
+    anchors = [torch.as_tensor(encoder.encode_texts(list(s.anchors))) if len(s) else torch.zeros((0, encoder.dim))
+               for s in (set_a, set_b)]
+    geometry = ex.ExplorerGeometry(gallery.embeddings, anchors, [set_a.anchors, set_b.anchors],
+                                   ex.GeometrySpec(kind=kind, scale=10.0), anchor_weights=[set_a.weights, set_b.weights])
+    query = ex.default_query_id(gallery)
+    return ex.search_one(geometry.index_at(p, "calibrated"), gallery.embeddings[query], 20, exclude=query)
+
+
+def weighted_styles(library) -> str:
+    return weighted_anchor_text(library["presets"]["Gallery styles"], STYLES_WEIGHTS)
+
+
+@needs_weights
+def test_a_weighted_set_moves_the_neighbours_as_the_library_says(library):
+    app = start()
+    names, styles = (AnchorText(library["presets"][name]) for name in ("Gallery object names", "Gallery styles"))
+    text = weighted_styles(library)
+    app.text_area(key="anchors_b").set_value(text).run()
+    assert not app.exception
+    said = messages(app)
+    assert "7 weighted anchors in use" in said and "Set B has weights: the empirical model with those weights" in said
+    assert_shows(app, library_ranking(library, names, parse_anchor_text(text)))
+    assert neighbours(app) != library_ranking(library, names, styles)[1][:10].tolist()  # the weights matter here
+    app.selectbox(key="model_kind").set_value("gaussian").run()  # A becomes Gaussian, B stays weighted
+    assert_shows(app, library_ranking(library, names, parse_anchor_text(text), kind="gaussian"))
+
+
+@needs_weights
+def test_a_weighted_set_travels_in_links_short_and_by_hash(library):
+    app = start()
+    long_set = weighted_anchor_text([f"a carefully typed anchor {i}" for i in range(150)], range(1, 151))
+    app.text_area(key="anchors_a").set_value(long_set).run()
+    app.text_area(key="anchors_b").set_value(weighted_styles(library)).run()
+    assert app.query_params["anchors_a"].startswith("@") and app.query_params["anchors_b"] == weighted_styles(library)
+    again = open_link(dict(app.query_params))
+    assert again.text_area(key="anchors_a").value == long_set
+    assert again.text_area(key="anchors_b").value == weighted_styles(library)
+    assert "150 weighted anchors in use" in messages(again) and neighbours(again) == neighbours(app)
+
+
+@needs_weights
+@pytest.mark.parametrize("text, said", [("google\t-1\ntwitter\t1", "line 1: a weight must be a positive finite number"),
+                                        ("google\t2\ntwitter", "line 2: no weight, but other lines have one")])
+def test_a_bad_weight_is_a_message_and_the_set_is_not_used(library, text, said):
+    app = start()
+    app.text_area(key="anchors_b").set_value(text).run()
+    assert not app.exception
+    assert any(f"Anchor set B is not used: {said}" in plain(error.value) for error in app.error)
+    names = AnchorText(library["presets"]["Gallery object names"])
+    assert_shows(app, library_ranking(library, names, AnchorText(())))  # set A alone
+
+
+@needs_weights
+def test_a_set_downloads_as_its_text_and_a_file_loads_into_it(library, monkeypatch):
+    from streamlit.runtime.media_file_manager import MediaFileManager
+
+    builders: dict[str, object] = {}
+    keep = MediaFileManager.add_deferred
+
+    def record(self, data_callable, mimetype, coordinates, file_name=None, **options):
+        builders[file_name] = data_callable
+        return keep(self, data_callable, mimetype, coordinates, file_name=file_name, **options)
+
+    monkeypatch.setattr(MediaFileManager, "add_deferred", record)
+    app = start()
+    app.text_area(key="anchors_b").set_value(weighted_styles(library)).run()
+    assert builders["anchor-set-b.tsv"]().decode("utf-8") == weighted_styles(library)
+    assert builders["anchor-set-a.tsv"]().decode("utf-8") == "\n".join(library["presets"]["Gallery object names"])
+    loaded = "smiling face with halo\t3\r\nkissing face\t1\r\nhugging face\t0.5\r\n"
+    upload = app.file_uploader(key="upload_anchors_a")
+    upload.set_value(("mine.tsv", "\ufeff".encode() + loaded.encode(), "text/tab-separated-values")).run()
+    assert not app.exception and app.text_area(key="anchors_a").value == "\n".join(loaded.splitlines())
+    assert_shows(app, library_ranking(library, parse_anchor_text(loaded), parse_anchor_text(weighted_styles(library))))
+    for name, data, said in [("latin.tsv", "café\t1".encode("latin-1"), "not UTF-8"),
+                             ("huge.tsv", b"a\n" * (ex.anchors.MAX_ANCHOR_FILE_BYTES // 2 + 1), "at most 1,048,576"),
+                             ("bad.tsv", b"dog\t1\ncat", "line 2: no weight")]:
+        app.file_uploader(key="upload_anchors_a").set_value((name, data, "text/tab-separated-values")).run()
+        assert not app.exception
+        assert any(f"{name} is not loaded, and set A is as it was" in plain(error.value) and said in plain(error.value)
+                   for error in app.error), name
+        assert app.text_area(key="anchors_a").value == "\n".join(loaded.splitlines())
+
+
+@needs_weights
+def test_the_compare_page_ranks_a_weighted_set_with_its_weights(library):
+    """A Compare column of set B under another kind: B is still the empirical model with its weights."""
+    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    app.query_params.update({"anchors_b": weighted_styles(library), "rows": "#0", "columns": "B model=gaussian",
+                             "cell_k": "5"})
+    app.switch_page("views/compare.py").run()
+    assert not app.exception, app.exception
+    table = app.dataframe[0].value
+    names, styles = AnchorText(library["presets"]["Gallery object names"]), parse_anchor_text(weighted_styles(library))
+    encoder, gallery = library["encoder"], library["gallery"]
+    anchors = [torch.as_tensor(encoder.encode_texts(list(s.anchors))) for s in (names, styles)]
+
+    def column_b(weights):
+        geometry = ex.ExplorerGeometry(gallery.embeddings, anchors, [names.anchors, styles.anchors],
+                                       ex.GeometrySpec(kind="gaussian", scale=10.0), anchor_weights=[None, weights])
+        return ex.search_one(geometry.index_at(0.0, "calibrated"), gallery.embeddings[0], 10, exclude=0)
+
+    expected = column_b(styles.weights)
+    assert expected[1][:5].tolist() != column_b(None)[1][:5].tolist()  # B's weights change its column here
+    shown = table.loc[table["geometry"] == "B model=gaussian"]
+    assert_same_ranking((shown["divergence"].to_numpy(), shown["gallery_id"].to_numpy()), expected, rtol=1e-4,
+                        atol=1e-5)  # as test_app.assert_shows: the page's text cache rounds the anchors differently
+    assert "A has 8 anchors, B 7 weighted anchors" in messages(app)

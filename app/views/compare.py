@@ -16,7 +16,8 @@ import streamlit as st
 from anchordiv import explorer as ex
 from anchordiv import figure as fg
 from anchordiv.app import cached, sidebar
-from anchordiv.app.anchor_inputs import anchor_templates, anchor_texts, fitted_geometry, geometry_for, geometry_spec
+from anchordiv.app.anchor_inputs import (anchor_sets, anchor_templates, fitted_geometry, geometry_for, geometry_spec,
+                                         prior_texts)
 from anchordiv.app.errors import ERROR_CHARS, attempt
 from anchordiv.app.query_inputs import caption_of
 from anchordiv.app.url_state import follow_link, link_notes, publish_link, share_box, sidebar_fields
@@ -168,21 +169,29 @@ def column_encoder(spec: str, pretrained: str | None):
     return cached.get_encoder(spec, pretrained, launch.allow_download)
 
 
-def column_model(choices: dict, spec: str, pretrained: str | None, texts_a: tuple[str, ...],
-                 texts_b: tuple[str, ...]) -> fg.ColumnModel:
+def column_model(choices: dict, spec: str, pretrained: str | None, set_a: ex.AnchorText,
+                 set_b: ex.AnchorText) -> fg.ColumnModel:
     """The sidebar's gallery embedded by the encoder a column names (``cosine model=SPEC``), with
     the app's cached geometries (the figure's anchors, through the templates chosen for that
-    encoder: "auto" is its own default), baselines and upload embeddings."""
+    encoder: "auto" is its own default; a weighted set with its weights), baselines (ITI over the
+    sets' terms) and upload embeddings."""
     encoder = column_encoder(spec, pretrained)
     templates = anchor_templates(encoder)
     source = cached.memory_source(sidebar.load_gallery_for(choices, encoder))
-    prior = ex.parse_anchor_text(choices["prior_text"]).anchors
+    prior = prior_texts(choices)
+    terms = (set_a.anchors, set_b.anchors)
     return fg.ColumnModel(
         encoder, source.gallery,
-        geometry_for=lambda kind, scale: fitted_geometry(source, encoder, texts_a, texts_b,
+        geometry_for=lambda kind, scale: fitted_geometry(source, encoder, set_a, set_b,
                                                          geometry_spec(choices, kind, scale), prior, templates),
-        baseline_for=lambda kind: cached.get_baseline(kind, source, encoder, tuple(zip((texts_a, texts_b), templates))),
+        baseline_for=lambda kind: cached.get_baseline(kind, source, encoder, tuple(zip(terms, templates))),
         embed_image=embedders(encoder)[1])
+
+
+def set_size(anchors: ex.AnchorText) -> str:
+    """``"12 anchors"`` or ``"12 weighted anchors"``."""
+    kind = "weighted anchor" if anchors.weights is not None else "anchor"
+    return f"{len(anchors):,} {kind}{'s' * (len(anchors) != 1)}"
 
 
 def figure_key(result: fg.CompareResult) -> str:
@@ -215,7 +224,8 @@ def main() -> None:
     choices = sidebar.sidebar()
     encoder = sidebar.load_encoder_for(choices)
     source = cached.memory_source(sidebar.load_gallery_for(choices, encoder))
-    texts_a, texts_b, view_link = anchor_texts(source)
+    set_a, set_b, view_link = anchor_sets(source)
+    texts_a, texts_b = set_a.anchors, set_b.anchors  # the terms: the figure's captions and ITI
     state = st.session_state
     page_fields = links.compare_fields([f"#{source.default_query()}", str(fg.QueryRow("random", 1))])
     follow_link(page_fields, "compare")
@@ -227,8 +237,9 @@ def main() -> None:
     st.title("Compare geometries")
     share_slot = st.container()  # the link, once the controls below have settled the state
     st.caption(f"Each row is a query, each column a geometry, each cell the query's top-k. Anchor sets from the "
-               f"Explore page: A has {len(texts_a):,} anchors, B {len(texts_b):,}; model, scale and direction from "
-               "the sidebar unless a column sets its own.")
+               f"Explore page: A has {set_size(set_a)}, B {set_size(set_b)}; model, scale and direction from the "
+               "sidebar unless a column sets its own (a weighted set is always the empirical model with its "
+               "weights; ITI uses the terms alone).")
     row_controls(source)
     column_controls()
     k_col, weighting_col = st.columns([1, 3])
@@ -247,12 +258,12 @@ def main() -> None:
     templates = unresolved_templates(encoder)
     result = attempt(lambda: fg.compare(
         source.gallery, encoder, rows, columns, texts_a, texts_b, k, geometry_spec(choices), weighting,
-        prior_texts=ex.parse_anchor_text(choices["prior_text"]).anchors,
-        geometry_for=lambda kind, scale: geometry_for(choices, source, encoder, texts_a, texts_b, kind, scale),
+        prior_texts=prior_texts(choices),
+        geometry_for=lambda kind, scale: geometry_for(choices, source, encoder, set_a, set_b, kind, scale),
         baseline_for=lambda kind: cached.get_baseline(kind, source, encoder,
                                                       tuple(zip((texts_a, texts_b), anchor_templates(encoder)))),
         images=state[UPLOADS], embed_text=embed_text, embed_image=embed_image, templates=templates,
-        model_for=lambda spec, pretrained: column_model(choices, spec, pretrained, texts_a, texts_b)),
+        model_for=lambda spec, pretrained: column_model(choices, spec, pretrained, set_a, set_b)),
         "Cannot build the figure")
     if result is None:
         return
