@@ -100,7 +100,9 @@ def suggestions(view: ExploreView, terms: tuple[str, ...]) -> None:
     if apart is not None:
         rows = len(cached.vocabulary_gallery(view.source)[0])
         apart_col.caption(f"Setting the query's cosine top-{len(neighbours)} apart from the gallery "
-                          f"({rows:,} rows{'' if rows == len(view.source) else ', a fixed sample'}).")
+                          f"({rows:,} rows{'' if rows == len(view.source) else ', a fixed sample'}): each term's "
+                          "part m log(m / g) of KL(m ‖ g), m and g the neighbourhood's and the gallery's mean "
+                          "tilted distributions.")
         apart_col.dataframe(apart, hide_index=True, key="find_apart_table")
         use_buttons(apart_col, apart["term"].tolist(), "apart")
 
