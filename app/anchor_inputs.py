@@ -36,9 +36,9 @@ def anchor_column(column, name: str, label: str, presets: dict[str, tuple[str, .
                      help=f"Read from {markdown_literal(source)}." if source else None)
     column.text_area(f"Anchor set {label} (one per line)", key=text_key, height=160,
                      max_chars=SETTINGS[text_key].max_chars,
-                     help="A line 'anchor<TAB>weight' gives the anchor a weight (a positive number; the weights "
-                          "are normalised to sum to 1): then every line needs one, and the set is the empirical "
-                          "model with those weights, whatever the sidebar's kind.")
+                     help="A line of an anchor, a tab and a number gives the anchor a weight (a positive number; "
+                          "the weights are normalised to sum to 1): then every line needs one, and the set is the "
+                          "empirical model with those weights, whatever the sidebar's kind.")
     parsed = parsed_set(name, column)
     choice = template_widgets(column, name, label, encoder)
     if parsed is not None:
@@ -72,7 +72,8 @@ def file_widgets(column, name: str, parsed: ex.AnchorText | None) -> None:
                            disabled=parsed is None or not len(parsed))
         st.file_uploader(f"Load set {letter} from a file", type=["tsv", "txt"], key=f"upload_anchors_{name}",
                          on_change=load_file, args=(name,),
-                         help="One anchor per line, or anchor<TAB>weight on every line (as the download writes).")
+                         help="UTF-8 text: one anchor per line, or on every line an anchor, a tab and its weight "
+                              "(as the download writes).")
         problem = st.session_state.get(f"_upload_problem_{name}")
         if problem is not None:
             st.error(markdown_literal(problem, ERROR_CHARS))
