@@ -9,8 +9,8 @@ imported as modules):
 * :mod:`.source`: :class:`GallerySource`, what the Explore page shows a gallery through, with its
   :class:`Capabilities`; :class:`MemorySource` (a :class:`~anchordiv.gallery.Gallery` in memory)
   and :class:`StoreSource` (:mod:`.store_source`, a gallery store on disk) implement it;
-* :mod:`.anchors`: anchor text handling, :func:`parse_anchor_text` (strip, dedupe, cap) and
-  :func:`anchor_presets`;
+* :mod:`.anchors`: anchor text handling, :func:`parse_anchor_text` (strip, dedupe, cap, weights),
+  :func:`weighted_anchor_text`, :func:`anchor_file_text` and :func:`anchor_presets`;
 * :mod:`.query`: query images, :func:`query_image_from_upload` and :func:`default_query_id`;
 * :mod:`.geometry`: :class:`GeometrySpec` names an anchor model of the registry (and fits it,
   :meth:`GeometrySpec.fit`); :class:`ExplorerGeometry` fits it to the two anchor sets A and B,
