@@ -172,3 +172,40 @@ def test_a_vocabulary_is_encoded_once_across_reruns(library, monkeypatch):
     assert not app.exception and not app.error, (app.exception, errors(app))
     assert table(app, "probability")["term"].isin(terms).all()
     assert len(calls) == 1, calls
+
+
+def test_on_a_gallery_store_a_file_from_the_data_roots_suggests_and_learns_on_a_sample(library, tmp_path, monkeypatch):
+    """A store is read as a fixed sample of its rows (here the last 10 of 30, in place of the 20,000 of a
+    large store) plus the marked rows, which lie outside the sample."""
+    from anchordiv.explorer import vocabulary
+    from anchordiv.store import GalleryStore
+    from test_browser import small_store
+
+    root = small_store(tmp_path / "data")  # 30 squares: blue, green and red (rows 20-29), the first query blue
+    (root / "lists").mkdir()
+    (root / "lists" / "colours.txt").write_text("red\nblue\ngreen\nyellow\n")
+    monkeypatch.setenv("ANCHORDIV_DATA_ROOTS", str(root))
+    monkeypatch.delenv("ANCHORDIV_ALLOW_ANY_PATH", raising=False)
+    monkeypatch.setattr(vocabulary, "gallery_sample", lambda n_items: np.arange(n_items - 10, n_items))
+    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    app.radio(key="gallery_source").set_value("Gallery store").run()
+    app.selectbox(key="store_choice").set_value(str((root / "stores" / "shapes").resolve())).run()
+    app.selectbox(key="find_vocabulary").set_value("own list (a text file)").run()
+    app.selectbox(key="find_file").set_value(str((root / "lists" / "colours.txt").resolve())).run()
+    assert not app.exception and not app.error, (app.exception, errors(app))
+    assert set(table(app, "probability")["term"]) == {"red", "blue", "green", "yellow"}
+    assert "(10 rows, a fixed sample)" in " ".join(caption.value for caption in app.caption)
+    labels = [re.match(r"#\d+ (\w+)", label).group(1) for label in app.multiselect(key="find_like").options]
+    blue = [item for item, label in zip(marked_options(app), labels) if label.startswith("blue")][:3]
+    assert len(blue) == 3 and max(blue) < 20
+    app.multiselect(key="find_like").set_value(blue).run()
+    app.button(key="find_learn").click().run()
+    assert not app.exception and not app.error, (app.exception, errors(app))
+    rows = GalleryStore.open(root / "stores" / "shapes").rows(np.arange(30))
+    terms = ["red", "blue", "green", "yellow"]
+    read = [*range(20, 30), *sorted(blue)]
+    fitted = ad.FeedbackAnchors(scale=10.0, seed=0).fit(library["encoder"].encode_texts(terms), rows[[0]], rows[read],
+                                                        [[read.index(item) for item in blue]])
+    expected = {term: weight for term, weight in zip(terms, fitted.weights_) if weight > 0}
+    learned = table(app, "weight")
+    assert dict(zip(learned["term"], learned["weight"])) == pytest.approx(expected, abs=1e-3)
