@@ -57,7 +57,8 @@ def vocabulary_widgets(encoder) -> tuple[str, ...] | None:
                      max_chars=SETTINGS["find_own_terms"].max_chars)
     elif choice == FIND_FILE:
         if roots.allow_any_path:
-            st.text_input("Text file of terms (one per line)", key="find_file_path")
+            st.text_input("Text file of terms (one per line)", key="find_file_path",
+                          max_chars=SETTINGS["find_file_path"].max_chars)
         else:
             st.selectbox("Text file of terms under the data folders", [str(path) for path in vocabulary_files(roots)],
                          index=None, key="find_file", placeholder="choose a .txt file", format_func=display_name)

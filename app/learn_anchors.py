@@ -142,5 +142,6 @@ def show_learned(learned: LearnedAnchors) -> None:
                f"(fixed seed; final loss {learned.loss:.3f}). As an anchor set its terms are encoded through the "
                "set's templates: keep them 'auto' to use the geometry learned here.")
     use_buttons(st, list(learned.terms), "learned", text)
-    st.download_button("Download the learned set (terms and weights)", text.encode(), "learned-anchors.txt",
-                       "text/plain", key="find_learned_download")
+    # The format of an anchor set's own download, which its "Load set" reads back.
+    st.download_button("Download the learned set (terms and weights)", text.encode(), "learned-anchors.tsv",
+                       "text/tab-separated-values", key="find_learned_download")
