@@ -16,6 +16,7 @@ from typing import Any, Mapping
 
 from ..figure.limits import DEFAULT_LIMITS
 from ..lesson import TOY_KINDS, TOY_WEIGHTINGS
+from ..lesson_weights import HAND_ANCHORS, toy_points
 from ..models import list_anchor_models
 from ..prompts import AUTO, MAX_TEMPLATE_CHARS, MAX_TEMPLATES, PHOTO_TEMPLATE, TEMPLATE_SETS
 from ..vocabularies import MAX_TERM_CHARS, list_vocabularies
@@ -180,6 +181,14 @@ _TABLE = (
     _toy_text("learn_anchors_b_3d", "toy_b3", "0 60; 180 60"),
     _number("learn_query_azimuth", "toy_azimuth", LEARN, 30, -180, 180, integer=True),
     _number("learn_query_elevation", "toy_elevation", LEARN, 20, -90, 90, integer=True),
+    # The lesson on weights (app/learn_weights.py): its query, k and scale, the hand anchors' weights
+    # and the points marked like the query (the learned weights need a click: no link carries them).
+    _number("learn_weights_query", "toy_wquery", LEARN, 45, 0, 359, integer=True),
+    _number("learn_weights_k", "toy_wk", LEARN, 4, 1, 12, integer=True),
+    _number("learn_weights_scale", "toy_wscale", LEARN, 10.0, 1.0, 40.0, step=0.5),
+    *(_number(f"learn_weights_w{angle:g}", f"toy_w{angle:g}", LEARN, 1.0, 0.0, 1.0, step=0.05)
+      for angle in HAND_ANCHORS),
+    Setting("learn_weights_marks", [], "toy_marks", LEARN, "list", max_chars=8, max_items=len(toy_points())),
     # The gallery neighbour the Learn page explains: one of the sidebar's top-k.
     _number("learn_neighbour", "neighbour", LEARN, 1, 1, limits.TOP_K, integer=True, kept=EVERY_RUN),
 )

@@ -14,6 +14,7 @@ import torch
 from anchordiv import lesson
 from anchordiv.app.errors import ERROR_CHARS, attempt
 from anchordiv.app.learn_gallery import SET_COLOURS, gallery_section
+from anchordiv.app.learn_weights import weights_lesson
 from anchordiv.app.sidebar import sidebar
 from anchordiv.app.url_state import follow_link, link_notes, publish_link, sidebar_fields
 from anchordiv.explorer import links
@@ -276,6 +277,7 @@ def main() -> None:
                 "or move anchors, change the scale s and the weight p, and watch the neighbourhood change.")
     settings = toy_controls()
     (circle_world if settings["world"] == CIRCLE else sphere_world)(settings)
+    weights_lesson()
     publish_link(fields)
     st.divider()
     gallery_section(choices, fields, share_slot)

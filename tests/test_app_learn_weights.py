@@ -1,0 +1,117 @@
+"""The Learn page's lesson on anchor weights (app/learn_weights.py) through streamlit.testing.v1.AppTest:
+every picture is checked against anchordiv.lesson_weights, computed here from the same widget values."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from markup import plain
+from test_app_learn import APP, LEARN, TIMEOUT, AppTest, chart, open_learn, trace, values
+from anchordiv import average_precision, lesson_weights
+from anchordiv.builtin.weights import ASSETS_DIR, MANIFEST_NAME, WEIGHTS_NAME
+
+pytestmark = [
+    pytest.mark.skipif(not (ASSETS_DIR / WEIGHTS_NAME).is_file() or not (ASSETS_DIR / MANIFEST_NAME).is_file(),
+                       reason="the built-in model weights (assets/builtin-model.*) are not there yet"),
+    pytest.mark.usefixtures("app_env"),
+]
+HAND_KEYS = [f"learn_weights_w{angle:g}" for angle in lesson_weights.HAND_ANCHORS]
+
+
+def controls(app: AppTest) -> tuple[float, int, float]:
+    return (float(app.slider(key="learn_weights_query").value), int(app.slider(key="learn_weights_k").value),
+            float(app.slider(key="learn_weights_scale").value))
+
+
+def drawn_nearest(app: AppTest, key: str, name: str) -> list[float]:
+    return sorted(values(trace(chart(app, key), f"{name}: nearest points")["x"]).tolist())
+
+
+def library_nearest(model, query: float, k: int) -> list[float]:
+    points = lesson_weights.nearest_points(model, query, k)
+    return sorted(points.loc[points["near"], "angle"].tolist())
+
+
+def hand_nearest_from_widgets(app: AppTest) -> list[float]:
+    query, k, scale = controls(app)
+    weights = [app.slider(key=key).value for key in HAND_KEYS]
+    return library_nearest(lesson_weights.weighted_model(lesson_weights.HAND_ANCHORS, weights, scale), query, k)
+
+
+def errors(app: AppTest) -> list[str]:
+    return [plain(error.value) for error in app.error]
+
+
+def test_the_section_renders_the_librarys_neighbourhood():
+    app = open_learn()
+    assert not app.exception and not errors(app), (app.exception, errors(app))
+    assert any(header.value.startswith("Weights") for header in app.header)
+    drawn = drawn_nearest(app, "learn_weights_chart_profile", "D_w")
+    assert drawn == hand_nearest_from_widgets(app) and len(drawn) == controls(app)[1]
+    circle = sorted(values(trace(chart(app, "learn_weights_chart_circle"), "nearest points")["customdata"]).tolist())
+    assert circle == drawn
+    captions = " ".join(caption.value for caption in app.caption)
+    assert "Weighting: the four sliders" in captions and "Scale: s = 10" in captions
+
+
+def test_moving_a_weight_changes_the_highlighted_neighbourhood():
+    app = open_learn()
+    before = drawn_nearest(app, "learn_weights_chart_profile", "D_w")
+    app.slider(key="learn_weights_w0").set_value(0.5).run()
+    after = drawn_nearest(app, "learn_weights_chart_profile", "D_w")
+    assert not app.exception and after == hand_nearest_from_widgets(app)
+    assert after != before, "moving weight off the 0° anchor left the query's neighbourhood where it was"
+    for key in HAND_KEYS:
+        app.slider(key=key).set_value(0.0)
+    app.run()
+    assert not app.exception and any("not all zero" in error for error in errors(app)), errors(app)
+
+
+def test_learning_from_marked_points_draws_what_the_learner_learned():
+    app = open_learn()
+    app.multiselect(key="learn_weights_marks").set_value(["60°", "75°", "90°"]).run()
+    app.button(key="learn_weights_learn").click().run()
+    assert not app.exception and not errors(app), (app.exception, errors(app))
+    query, k, scale = controls(app)
+    learned = lesson_weights.learn_from_marks(query, [60.0, 75.0, 90.0], scale)
+    bars = trace(chart(app, "learn_weights_chart_learned"), "learned weight")
+    np.testing.assert_allclose(values(bars["y"]), learned.weights_ / learned.weights_.sum(), rtol=1e-9)
+    uniform = lesson_weights.weighted_model(lesson_weights.vocabulary_angles(), None, scale)
+    assert drawn_nearest(app, "learn_weights_chart_compare", "learned") == library_nearest(learned, query, k)
+    assert drawn_nearest(app, "learn_weights_chart_compare", "uniform") == library_nearest(uniform, query, k)
+    # What the section says the learner does: the marked points rank earlier than under uniform weights.
+    points = lesson_weights.toy_points()
+    marked, others = np.isin(points, [60.0, 75.0, 90.0]), points != query
+
+    def ap(model) -> float:
+        divergence = lesson_weights.nearest_points(model, query, k)["divergence"].to_numpy()
+        return float(average_precision(-divergence[others], marked[others]))
+    assert ap(learned) > ap(uniform) + 0.1, (ap(learned), ap(uniform))
+    # Where the weight went, as the sentence under the bars says it.
+    heavy = [f"{angle:g}°" for angle in lesson_weights.vocabulary_angles()[np.argsort(-learned.weights_, kind="stable")[:3]]]
+    text = " ".join(plain(item.value) for item in app.markdown)
+    assert f"most sit on {', '.join(heavy)}" in text
+    # Moving the query afterwards says the learned weights are stale, rather than passing them off as current.
+    app.slider(key="learn_weights_query").set_value(120).run()
+    assert any("press Learn again" in plain(info.value) for info in app.info)
+
+
+def test_learning_with_no_marks_says_what_to_do():
+    app = open_learn()
+    app.button(key="learn_weights_learn").click().run()
+    assert not app.exception
+    assert any("no point is marked" in error for error in errors(app)), errors(app)
+    assert not any(element.proto.id.endswith("learn_weights_chart_learned") for element in app.get("plotly_chart"))
+
+
+def test_the_lesson_travels_in_the_link_and_a_bad_mark_is_dropped():
+    app = open_learn()
+    app.slider(key="learn_weights_w180").set_value(0.25).run()
+    app.multiselect(key="learn_weights_marks").set_value(["30°"]).run()
+    assert app.query_params["toy_w180"] == "0.25" and app.query_params["toy_marks"] == "30°"
+    again = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    again.query_params = dict(app.query_params) | {"toy_marks": ["30°", "31°"]}
+    again.switch_page(LEARN).run()
+    assert not again.exception
+    assert again.slider(key="learn_weights_w180").value == 0.25
+    assert again.multiselect(key="learn_weights_marks").value == ["30°"]
