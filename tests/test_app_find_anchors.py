@@ -209,3 +209,17 @@ def test_on_a_gallery_store_a_file_from_the_data_roots_suggests_and_learns_on_a_
     expected = {term: weight for term, weight in zip(terms, fitted.weights_) if weight > 0}
     learned = table(app, "weight")
     assert dict(zip(learned["term"], learned["weight"])) == pytest.approx(expected, abs=1e-3)
+
+
+def test_hostile_terms_are_shown_as_text(library):
+    from test_hostile_app import HOSTILE, check_page, echoed
+
+    terms = [text for name, text in HOSTILE.items() if name != "long"] + sorted(STYLES)
+    app = start()
+    app.selectbox(key="find_vocabulary").set_value("own list (typed)").run()
+    app.text_area(key="find_own_terms").set_value("\n".join(terms)).run()
+    app.multiselect(key="find_like").set_value(same_style(library, marked_options(app))[:5]).run()
+    app.button(key="find_learn").click().run()
+    assert not app.error, errors(app)
+    assert echoed(app)
+    assert check_page(app, "explore") == []
