@@ -37,8 +37,9 @@ class _Vocabulary:
 
     def tilt(self, rows: torch.Tensor, name: str) -> torch.Tensor:
         """``p(i | s y)`` ``(n, N)`` float64 for embeddings ``rows`` ``(n, d)`` (any norm, not zero);
-        ``name`` names them in errors."""
-        eta = unit_rows(rows.to(torch.float64), name, self.scale)
+        ``name`` names them in errors. Computed where the text embeddings are (the CPU), so image
+        embeddings on a GPU come over block by block."""
+        eta = unit_rows(rows.to(device=self.anchors.device, dtype=torch.float64), name, self.scale)
         return torch.softmax(eta @ self.anchors.T, dim=1)
 
 
