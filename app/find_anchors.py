@@ -35,6 +35,7 @@ def find_anchors_section(view: ExploreView) -> None:
 
 
 def vocabulary_label(option: str, encoder) -> str:
+    """A menu option as the menu shows it: the list auto names, or a list's name and what it is."""
     if option == FIND_AUTO:
         return f"auto: {default_vocabulary(encoder.name)}"
     if option in (FIND_OWN, FIND_FILE):
