@@ -90,7 +90,8 @@ def test_marks_of_one_style_teach_a_geometry_on_that_style(library):
     assert not app.exception and not app.error, (app.exception, errors(app))
     learned = table(app, "weight")
     assert learned["term"].iloc[0] in STYLES, learned.head()
-    assert learned["weight"].iloc[0] > 0.5 and learned["weight"].sum() == pytest.approx(1.0, abs=1e-3)
+    assert learned.loc[learned["term"].isin(STYLES), "weight"].sum() > 0.5, learned.head(10)
+    assert learned["weight"].sum() == pytest.approx(1.0, abs=1e-3)
     summary = " ".join(plain(element.value) for element in app.markdown)
     assert f"is on 1 term: {learned['term'].iloc[0]}." in summary or "Most of the weight" in summary, summary
     before = neighbours(app)
@@ -214,7 +215,7 @@ def test_on_a_gallery_store_a_file_from_the_data_roots_suggests_and_learns_on_a_
 def test_hostile_terms_are_shown_as_text(library):
     from test_hostile_app import HOSTILE, check_page, echoed
 
-    terms = [text for name, text in HOSTILE.items() if name != "long"] + sorted(STYLES)
+    terms = [text for name, text in HOSTILE.items() if name != "long"]  # so the learned table shows them
     app = start()
     app.selectbox(key="find_vocabulary").set_value("own list (typed)").run()
     app.text_area(key="find_own_terms").set_value("\n".join(terms)).run()

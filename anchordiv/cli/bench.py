@@ -27,6 +27,9 @@ def add_parser(commands) -> argparse.ArgumentParser:
     bench.add_argument("--feedback", action="store_true",
                        help="the learned-geometry benchmark (issue 25): FeedbackAnchors' fit time on the whole built-in "
                             "world with a 2,000-term vocabulary, and its average precision on the training split")
+    bench.add_argument("--heldout", action="store_true",
+                       help="with --feedback: measure the quality on the held-out split instead (for the docs, once "
+                            "the design is fixed on the training split)")
     bench.add_argument("--shard-rows", type=COUNT, dest="shard_rows", help="with --synthetic: rows per shard (65,536)")
     bench.add_argument("--moves", type=COUNT, help="with --synthetic: random p per slider (1,000)")
     bench.add_argument("--store-dir", dest="store_dir",
@@ -53,6 +56,8 @@ def run(args: argparse.Namespace) -> int:
     check_output_file(args.json, "--json")
     if args.feedback:
         return _run_feedback(args)
+    if args.heldout:
+        raise ValueError("--heldout belongs to the learned-geometry benchmark; add --feedback.")
     if args.synthetic:
         return _run_synthetic(args)
     if args.engine != "both":
@@ -100,8 +105,9 @@ def _run_synthetic(args: argparse.Namespace) -> int:
 
 
 def _run_feedback(args: argparse.Namespace) -> int:
-    """``bench --feedback``: FeedbackAnchors on the built-in world (training split only for quality)."""
-    from ..benchmarks.feedback import FeedbackBenchConfig, figure_lines, time_fit, training_quality
+    """``bench --feedback``: FeedbackAnchors on the built-in world (quality on the training split, or with
+    ``--heldout`` the held-out split)."""
+    from ..benchmarks.feedback import FeedbackBenchConfig, figure_lines, quality, time_fit
 
     if args.synthetic:
         raise ValueError("--feedback and --synthetic are two benchmarks; pass one of them.")
@@ -110,11 +116,12 @@ def _run_feedback(args: argparse.Namespace) -> int:
         config.queries = args.queries
     if args.repeats is not None:
         config.repeats = args.repeats
-    print(f"anchordiv bench --feedback: built-in world, {config.queries} seeded training queries, "
-          f"{config.marked} marked same-style items each", flush=True)
+    split = "heldout" if args.heldout else "train"
+    print(f"anchordiv bench --feedback: built-in world, {config.queries} seeded {split} queries per task, "
+          f"{config.marked} marked items each", flush=True)
     speed = time_fit(config)
-    quality = training_quality(config)
-    for line in figure_lines(speed, quality):
+    results = quality(config, split)
+    for line in figure_lines(speed, results, split):
         print(line)
-    write_json(args.json, {"speed": speed, "training": quality})
+    write_json(args.json, {"speed": speed, split: results})
     return 0

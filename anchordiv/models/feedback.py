@@ -23,28 +23,33 @@ class FeedbackAnchors(EmpiricalAnchors):
 
     ``fit`` chooses ``w`` on the probability simplex by minimising
 
-        L(w) = 1/|T| sum_{(q, y+) in T} 1/|C_q| sum_{y- in C_q} log(1 + exp((D_w(q -> y+) - D_w(q -> y-)) / tau))
-               + lambda H(w),           H(w) = -sum_i w_i log w_i,
+        L(w) = 1/|T| sum_{(q, y+) in T} beta softplus((r_q(y+) - alpha) / beta) + lambda H(w),
+        r_q(y+) = 1/|C_q| sum_{y- in C_q} sigmoid((D_w(q -> y+) - D_w(q -> y-)) / tau),
+        H(w) = -sum_i w_i log w_i,
 
     where ``T`` holds the pairs (training query ``q``, one of its positives ``y+``), ``C_q`` is the
-    query's negatives: its marked negatives, its ``n_hard`` nearest unmarked gallery items by
-    cosine (the hard ones) and ``n_negatives`` unmarked items drawn at random with ``seed`` (shared
-    by all queries), ``tau`` is ``temperature`` and ``lambda`` is ``sparsity``. The first term is the
-    pairwise logistic (RankNet) ranking loss: each positive should be nearer the query than each
-    negative. It averages over the negatives rather than taking a softmax over them, so the
-    unmarked items that are in truth like the query (most of them are never marked) cost a bounded
-    amount and are not pushed away at any price. The entropy term rewards weight on few anchors.
-    With ``pairwise=True`` every positive also serves as a training query whose positives are the
-    query and the other positives (items marked alike are alike to one another).
+    query's comparison items: its marked negatives, its ``n_hard`` nearest unmarked gallery items by
+    cosine and ``n_negatives`` unmarked items drawn at random with ``seed`` (shared by all
+    queries); ``r_q(y+)`` is the smoothed fraction of them nearer ``q`` than ``y+`` (its rank, as a
+    fraction), ``alpha`` is ``top_fraction``, ``beta`` is ``smoothing``, ``tau`` is ``temperature``
+    and ``lambda`` is ``sparsity``. The first term asks each positive to rank within the top
+    ``alpha`` of the comparison items and no further: a person marks a few of the items they mean
+    and leaves the rest unmarked, so the unmarked items nearest the query are often alike to it too,
+    and a loss that pushed every unmarked item behind every marked one would learn what tells the
+    few marked items from their unmarked likes (in the built-in world: their names) instead of what
+    they share. With ``pairwise=True`` every positive also serves as a training query whose
+    positives are the query and the other positives (items marked alike are alike to one another).
 
     Optimisation (float64, autograd): ``w = softmax(theta)`` with ``theta`` started at
-    ``init_sharpness * z``, where ``z_i`` is anchor ``i``'s absolute standardised contrast,
-    ``|mean logit s y . a_i of the training queries - that of the negatives|`` over the negatives'
-    standard deviation; then ``max_iter`` Adam steps of size ``learning_rate`` on ``theta`` (few steps: the
-    start and the step count act as the regulariser, as longer runs fit accidents of the marked
-    items). Finally weights below ``threshold`` times the largest become exactly 0 and the rest are
-    renormalised. Deterministic for a given ``seed``; the cost is ``O((Q' + n_hard + n_negatives) N d)``
-    once plus ``O(max_iter (Q' + n_hard + n_negatives) N Q')``, ``Q'`` the training queries.
+    ``init_sharpness * (spread_weight * z_spread + z_contrast)``: ``z_spread`` is the log standard deviation of
+    anchor ``i``'s logit ``s y . a_i`` over the random and hard comparison items, standardised over
+    the anchors (the terms along which the gallery varies most), ``z_contrast`` the absolute
+    difference of the training queries' mean logit and the comparison items', over that standard
+    deviation (the terms on which the marked items stand out, by having them or by lacking them);
+    then ``max_iter`` Adam steps of size ``learning_rate`` on ``theta``. Finally weights below
+    ``threshold`` times the largest become exactly 0 and the rest are renormalised. Deterministic
+    for a given ``seed``; the cost is ``O(M N d)`` once (``M = Q' + n_hard + n_negatives`` rows,
+    ``Q'`` the training queries) plus ``O(max_iter (M N Q' + P M))`` for the steps, ``P`` the pairs.
 
     Parameters
     ----------
@@ -52,29 +57,40 @@ class FeedbackAnchors(EmpiricalAnchors):
         The logit scale ``s``; use the encoder's (``encoder.logit_scale``).
     temperature : float, default 1.0
         ``tau``, in nats of divergence.
-    sparsity : float, default 0.05
-        ``lambda``, the weight of the entropy term (``>= 0``).
+    top_fraction : float, default 0.1
+        ``alpha``, in ``(0, 1)``: how far down the comparison items a positive may rank at no cost.
+    smoothing : float, default 0.05
+        ``beta`` (``> 0``): the softness of the rank penalty's corner at ``alpha``.
+    sparsity : float, default 0.0
+        ``lambda``, the weight of the entropy term (``>= 0``); larger values put the weight on
+        fewer anchors (at the cost of the ranking on the built-in world, docs/benchmarks.md).
     n_negatives : int, default 4096
         Unmarked gallery items drawn at random into every ``C_q`` (fewer when the gallery is smaller).
     n_hard : int, default 256
         Each query's cosine-nearest unmarked items added to its ``C_q``.
-    max_iter : int, default 30
+    max_iter : int, default 60
         Adam steps.
     learning_rate : float, default 0.1
         Adam's step size on ``theta``.
     init_sharpness : float, default 3.0
-        The factor of ``z`` in the starting ``theta`` (0: start from uniform weights).
-    threshold : float, default 0.01
+        The factor of the start direction in the starting ``theta`` (0: start from uniform weights).
+    spread_weight : float, default 0.85
+        The weight of ``z_spread`` in the start direction (``>= 0``). It leans the learner towards the
+        terms along which the gallery varies most, which keeps the learned weight on few, readable
+        terms when that is what the marked items share (a style in the built-in world); 0 starts from
+        the contrast alone, which ranks better when the marked items share something else (the same
+        emoji) at the price of weight spread over many terms (docs/benchmarks.md).
+    threshold : float, default 0.001
         Weights below ``threshold * max(w)`` become 0 after the descent (in ``[0, 1)``).
     pairwise : bool, default True
         Whether the positives also serve as training queries (above).
     seed : int, default 0
-        Seeds the random negatives.
+        Seeds the random comparison items.
 
     Attributes
     ----------
     weights_ : ndarray of shape (N,)
-        The learned ``w``: non-negative, summing to 1, most entries exactly 0.
+        The learned ``w``: non-negative, summing to 1, entries below the threshold exactly 0.
     support_ : ndarray of shape (N_+,)
         The ids of the anchors with ``w_i > 0``.
     anchors_ : tensor of shape (N_+, d)
@@ -82,22 +98,26 @@ class FeedbackAnchors(EmpiricalAnchors):
     log_weights_ : tensor of shape (N_+,)
         ``log w_i`` on the support.
     loss_ : float
-        ``L(w)`` at the learned (sparse) weights.
+        ``L(w)`` at the learned (thresholded) weights.
     n_features_in_ : int
         ``d``.
     """
 
-    def __init__(self, scale: float = 100.0, temperature: float = 1.0, sparsity: float = 0.05,
-                 n_negatives: int = 4096, n_hard: int = 256, max_iter: int = 30, learning_rate: float = 0.1, init_sharpness: float = 3.0,
-                 threshold: float = 0.01, pairwise: bool = True, seed: int = 0):
+    def __init__(self, scale: float = 100.0, temperature: float = 1.0, top_fraction: float = 0.1,
+                 smoothing: float = 0.05, sparsity: float = 0.0, n_negatives: int = 4096, n_hard: int = 256,
+                 max_iter: int = 60, learning_rate: float = 0.1, init_sharpness: float = 3.0, spread_weight: float = 0.85,
+                 threshold: float = 0.001, pairwise: bool = True, seed: int = 0):
         self.scale = scale
         self.temperature = temperature
+        self.top_fraction = top_fraction
+        self.smoothing = smoothing
         self.sparsity = sparsity
         self.n_negatives = n_negatives
         self.n_hard = n_hard
         self.max_iter = max_iter
         self.learning_rate = learning_rate
         self.init_sharpness = init_sharpness
+        self.spread_weight = spread_weight
         self.threshold = threshold
         self.pairwise = pairwise
         self.seed = seed
@@ -140,10 +160,17 @@ class FeedbackAnchors(EmpiricalAnchors):
         max_iter = check_positive_int(self.max_iter, "max_iter", minimum=0)
         lr = check_non_negative(self.learning_rate, "learning_rate", "e.g. learning_rate=0.1")
         sharpness = check_non_negative(self.init_sharpness, "init_sharpness", "e.g. init_sharpness=2.0")
+        spread_weight = check_non_negative(self.spread_weight, "spread_weight", "e.g. spread_weight=1.0 (0 for none)")
         threshold = check_non_negative(self.threshold, "threshold", "e.g. threshold=1e-3")
         if threshold >= 1:
             raise ValueError(f"threshold must be below 1 (a fraction of the largest weight); got {self.threshold!r}.")
         seed = check_positive_int(self.seed, "seed", minimum=0)
+        alpha = check_non_negative(self.top_fraction, "top_fraction", "e.g. top_fraction=0.1")
+        if not 0 < alpha < 1:
+            raise ValueError(f"top_fraction must be between 0 and 1 (a fraction of the gallery); got {self.top_fraction!r}.")
+        beta = check_non_negative(self.smoothing, "smoothing", "e.g. smoothing=0.05")
+        if beta <= 0:
+            raise ValueError(f"smoothing must be positive; got {self.smoothing!r}.")
         if queries is None or gallery is None or positives is None:
             raise ValueError("fit needs anchors (N, d), queries (Q, d), gallery (G, d) and positives "
                              "(one list of gallery ids per query).")
@@ -168,10 +195,9 @@ class FeedbackAnchors(EmpiricalAnchors):
         g = unit_rows(gallery_rows.to(device), "gallery").to(torch.float64)
         generator = np.random.default_rng(seed)
         batch = _training_groups(q, g, marked, unliked, n_negatives, n_hard, bool(self.pairwise), generator)
-        weights = _descend(a, batch, scale, tau, lam, max_iter, lr, sharpness)
-        weights = torch.where(weights >= threshold * weights.max(), weights, torch.zeros_like(weights))
-        weights = weights / weights.sum()
-        self.loss_ = float(_loss(weights, batch, tau, lam, scale, a))
+        weights, self.loss_ = _descend(a, batch, scale, dict(
+            tau=tau, lam=lam, alpha=alpha, beta=beta, steps=max_iter, lr=lr, sharpness=sharpness,
+            spread_weight=spread_weight, threshold=threshold))
         support = torch.nonzero(weights > 0).flatten()
         self.weights_ = weights.to(unit_anchors.dtype).cpu().numpy()
         self.support_ = support.cpu().numpy()
@@ -248,48 +274,63 @@ def _prepared(a: torch.Tensor, batch: dict, scale: float) -> dict:
             "anchors": torch.as_tensor([group[0] for group in batch["groups"]])}
 
 
-def _objective(w: torch.Tensor, prepared: dict, tau: float, lam: float) -> torch.Tensor:
-    """``L(w)``: the mean pairwise logistic ranking loss plus ``lam`` times the entropy of ``w``."""
+def _divergences(w: torch.Tensor, prepared: dict) -> torch.Tensor:
+    """``D_w(anchor row of group k -> row m)`` ``(K, M)`` from the prepared logits."""
     logits, shifted = prepared["logits"], prepared["shifted"]
     total = shifted @ w
     kappa = torch.log(total) + prepared["peak"]
     anchors = prepared["anchors"]
     tilt = w * shifted[anchors] / total[anchors, None]
-    divergence = (kappa[None, :] - kappa[anchors, None] - tilt @ logits.T
-                  + (tilt * logits[anchors]).sum(dim=1, keepdim=True))
-    ranking, pairs = 0.0, 0
+    return (kappa[None, :] - kappa[anchors, None] - tilt @ logits.T
+            + (tilt * logits[anchors]).sum(dim=1, keepdim=True))
+
+
+def _objective(w: torch.Tensor, prepared: dict, tau: float, lam: float, alpha: float, beta: float) -> torch.Tensor:
+    """``L(w)``: the mean top-``alpha`` rank penalty of the positives plus ``lam`` times the entropy of ``w``."""
+    divergence = _divergences(w, prepared)
+    penalty, pairs = 0.0, 0
     for k, (_, positive, negative) in enumerate(prepared["groups"]):
-        margins = (divergence[k, positive][:, None] - divergence[k, negative][None, :]) / tau
-        ranking = ranking + torch.nn.functional.softplus(margins).mean(dim=1).sum()
+        nearer = torch.sigmoid((divergence[k, positive][:, None] - divergence[k, negative][None, :]) / tau).mean(dim=1)
+        penalty = penalty + (beta * torch.nn.functional.softplus((nearer - alpha) / beta)).sum()
         pairs += positive.numel()
     entropy = -(w * torch.log(w.clamp_min(1e-300))).sum()
-    return ranking / pairs + lam * entropy
+    return penalty / pairs + lam * entropy
 
 
-def _loss(w: torch.Tensor, batch: dict, tau: float, lam: float, scale: float, a: torch.Tensor) -> torch.Tensor:
-    with torch.no_grad():
-        return _objective(w, _prepared(a, batch, scale), tau, lam)
+def _start(prepared: dict, spread_weight: float) -> torch.Tensor:
+    """The starting direction ``spread_weight * z_spread + z_contrast`` ``(N,)``.
 
-
-def _contrast(prepared: dict) -> torch.Tensor:
-    """Each anchor's absolute standardised contrast ``z_i`` ``(N,)``: the mean logit of the marked
-    items (the groups' anchors) minus that of their negatives, over the negatives' standard
-    deviation, in absolute value (an anchor the marked items all lack tells them apart too)."""
+    ``z_spread``: the log standard deviation of each anchor's logit over the comparison items (the
+    gallery), standardised over the anchors: the terms along which the gallery varies most (in the
+    built-in world, its styles). ``z_contrast``: the absolute difference of the marked items' mean
+    logit (the groups' anchors) and the comparison items', in units of the latter's standard
+    deviation: the terms on which the marked items stand out, by having them or by lacking them."""
     logits = prepared["logits"]
     members = logits[torch.unique(prepared["anchors"])]
-    negative = torch.unique(torch.cat([group[2] for group in prepared["groups"]]))
-    others = logits[negative]
-    return ((members.mean(dim=0) - others.mean(dim=0)) / others.std(dim=0).clamp_min(1e-12)).abs()
+    others = logits[torch.unique(torch.cat([group[2] for group in prepared["groups"]]))]
+    spread = others.std(dim=0).clamp_min(1e-12)
+    contrast = ((members.mean(dim=0) - others.mean(dim=0)) / spread).abs()
+    return spread_weight * _standardised(spread.log()) + contrast
 
 
-def _descend(a: torch.Tensor, batch: dict, scale: float, tau: float, lam: float, steps: int,
-             lr: float, sharpness: float) -> torch.Tensor:
-    """Adam on the logits ``theta`` of ``w = softmax(theta)`` from uniform weights: ``w`` ``(N,)``."""
+def _standardised(values: torch.Tensor) -> torch.Tensor:
+    deviation = values.std()
+    return (values - values.mean()) / deviation if deviation > 0 else torch.zeros_like(values)
+
+
+def _descend(a: torch.Tensor, batch: dict, scale: float, settings: dict) -> tuple[torch.Tensor, float]:
+    """Adam on the logits ``theta`` of ``w = softmax(theta)`` from ``init_sharpness`` times
+    :func:`_start`; ``(w (N,) after thresholding, L(w))``."""
     prepared = _prepared(a, batch, scale)
-    theta = (sharpness * _contrast(prepared)).requires_grad_(True)
-    optimiser = torch.optim.Adam([theta], lr=lr)
-    for _ in range(steps):
+    terms = {name: settings[name] for name in ("tau", "lam", "alpha", "beta")}
+    theta = (settings["sharpness"] * _start(prepared, settings["spread_weight"])).requires_grad_(True)
+    optimiser = torch.optim.Adam([theta], lr=settings["lr"])
+    for _ in range(settings["steps"]):
         optimiser.zero_grad()
-        _objective(torch.softmax(theta, dim=0), prepared, tau, lam).backward()
+        _objective(torch.softmax(theta, dim=0), prepared, **terms).backward()
         optimiser.step()
-    return torch.softmax(theta.detach(), dim=0)
+    weights = torch.softmax(theta.detach(), dim=0)
+    weights = torch.where(weights >= settings["threshold"] * weights.max(), weights, torch.zeros_like(weights))
+    weights = weights / weights.sum()
+    with torch.no_grad():
+        return weights, float(_objective(weights, prepared, **terms))
