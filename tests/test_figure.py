@@ -272,7 +272,8 @@ def test_the_command_writes_the_figure(world, tmp_path, suffix, capsys):
 def places(tmp_path):
     (tmp_path / "empty.txt").write_text("\n  \n")
     (tmp_path / "a-file").write_text("x")
-    return {"<empty>": str(tmp_path / "empty.txt"), "<under-a-file>": str(tmp_path / "a-file" / "fig.pdf"),
+    (tmp_path / "weighted.tsv").write_text("pencil sketch\t0.7\npixel art\t0.3\n")
+    return {"<empty>": str(tmp_path / "empty.txt"), "<weighted>": str(tmp_path / "weighted.tsv"), "<under-a-file>": str(tmp_path / "a-file" / "fig.pdf"),
             "<out>": str(tmp_path / "fig.pdf")}
 
 
@@ -285,6 +286,8 @@ BAD = [
     (["--queries", "upload:x.png", "--geometries", "A", "--out", "<out>"], "upload: rows belong to the app"),
     (["--queries", "image:missing.png", "--geometries", "A", "--out", "<out>"], "'missing.png' does not exist"),
     (["--queries", "#0", "--geometries", "A", "--anchors-a", "<empty>", "--out", "<out>"], "has no anchors"),
+    (["--queries", "#0", "--geometries", "A", "--anchors-a", "<weighted>", "--out", "<out>"],
+     "is a weighted set (term<TAB>weight lines"),
     (["--queries", "#0", "--geometries", "A", "--anchors-a", "missing.txt", "--out", "<out>"],
      "--anchors-a 'missing.txt' does not exist"),
     (["--queries", "#0", "--geometries", "A", "--kind", "nope", "--out", "<out>"], "argument --kind: invalid choice"),

@@ -54,7 +54,8 @@ def anchor_file(args: argparse.Namespace, option: str) -> tuple[str, ...] | None
     """The anchors of the file given with ``option`` (``None`` when none is given), parsed as the app
     parses its text areas: one a line, blank lines and repeats dropped, at most
     :data:`~anchordiv.explorer.MAX_ANCHORS`. A file without anchors is refused (rather than
-    silently replaced by a default set); anchors past the cap are named in a warning."""
+    silently replaced by a default set), and so is a weighted set (its weights would be lost); anchors
+    past the cap are named in a warning."""
     from ..explorer import MAX_ANCHORS, parse_anchor_text
 
     path = getattr(args, option.removeprefix("--").replace("-", "_"))
@@ -69,6 +70,9 @@ def anchor_file(args: argparse.Namespace, option: str) -> tuple[str, ...] | None
     parsed = parse_anchor_text(text)
     if not parsed.anchors:
         raise ValueError(f"{option} {path!r} has no anchors (every line is blank); give one anchor per line")
+    if parsed.weights is not None:
+        raise ValueError(f"{option} {path!r} is a weighted set (term<TAB>weight lines, as the explorer saves "
+                         "them); the command line takes unweighted anchors only: keep the terms, one per line")
     if parsed.truncated:
         total = len(parsed.anchors) + parsed.truncated
         warn(args, f"{option} {path!r} has {total:,} distinct anchors; only the first {MAX_ANCHORS:,} are used "
