@@ -19,6 +19,7 @@ from anchordiv.explorer.anchors import weighted_anchor_text
 from anchordiv.explorer.feedback import (MAX_MARKS, LearnedAnchors, QueryMarks, learn_weights, marks_key,
                                          training_set, weight_summary)
 from anchordiv.explorer.literal import markdown_literal
+from anchordiv.explorer.page_state import SETTINGS
 from anchordiv.prompts import default_choice
 
 CHART_TERMS = 20  # bars in the weights' chart
@@ -26,16 +27,28 @@ CHART_TERMS = 20  # bars in the weights' chart
 
 def use_buttons(column, terms: list[str], name: str, text: str | None = None) -> None:
     """"Use as A" / "Use as B": the list (or ``text``) becomes that anchor set (a callback, as the
-    preset menus do, so the set's text area shows it on the run the click starts)."""
+    preset menus do, so the set's text area shows it on the run the click starts). A text longer
+    than the set's text area holds is not used (the area would cut it): an error box says so on
+    that run."""
     value = "\n".join(terms) if text is None else text
+    problem_key = f"_find_{name}_problem"
 
     def use(side: str) -> None:
-        st.session_state[f"anchors_{side}"] = value
+        limit = SETTINGS[f"anchors_{side}"].max_chars
+        if len(value) > limit:
+            st.session_state[problem_key] = (f"This list has {len(value):,} characters; set {side.upper()} holds at "
+                                             f"most {limit:,}, so it is not used and the set is as it was. Download "
+                                             "it, cut it down and load it into the set.")
+        else:
+            st.session_state[f"anchors_{side}"] = value
 
     left, right = column.columns(2)
     for side, part in (("a", left), ("b", right)):
         part.button(f"Use as {side.upper()}", key=f"find_{name}_{side}", on_click=use, args=(side,),
                     disabled=not terms)
+    problem = st.session_state.pop(problem_key, None)  # said on the run the click starts only
+    if problem is not None:
+        column.error(problem)
 
 
 def marks_section(view: ExploreView, terms: tuple[str, ...]) -> None:

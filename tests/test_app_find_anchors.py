@@ -224,3 +224,19 @@ def test_hostile_terms_are_shown_as_text(library):
     assert not app.error, errors(app)
     assert echoed(app)
     assert check_page(app, "explore") == []
+
+
+def test_a_learned_set_too_long_for_the_text_area_is_refused_not_cut(library, monkeypatch):
+    from dataclasses import replace
+
+    from anchordiv.explorer.page_state import SETTINGS
+
+    monkeypatch.setitem(SETTINGS, "anchors_a", replace(SETTINGS["anchors_a"], max_chars=12))
+    app = start()
+    app.multiselect(key="find_like").set_value(same_style(library, marked_options(app))[:5]).run()
+    app.button(key="find_learn").click().run()
+    before = app.session_state["anchors_a"]
+    app.button(key="find_learned_a").click().run()
+    assert not app.exception, app.exception
+    assert app.session_state["anchors_a"] == before
+    assert "set A holds at most 12" in errors(app) and "Download it" in errors(app), errors(app)
