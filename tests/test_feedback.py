@@ -20,7 +20,7 @@ def make_world():
     """Items of one of 4 styles (an axis each) times one of 30 objects (an axis each), in d = 40.
 
     The anchors are the 4 style axes and the 30 object axes; marking items of the query's style
-    (other objects) should move the weight onto the style anchors, and mostly onto the query's."""
+    (other objects) should rank the query's other same-style items first."""
     rng = np.random.default_rng(0)
     d, n_styles, n_objects = 40, 4, 30
     basis = np.eye(d)
@@ -48,12 +48,14 @@ def fitted(world, query=3, **params):
     return model.fit(world["anchors"], world["gallery"][[query]], world["gallery"], [marked_style(world, query)])
 
 
-def test_the_weights_lie_on_the_simplex_and_are_sparse(world):
-    model = fitted(world)
+def test_the_weights_lie_on_the_simplex_and_those_below_the_threshold_are_zero(world):
+    model = fitted(world, threshold=0.05)
     w = model.weights_
     assert w.shape == (world["anchors"].shape[0],)
     assert np.all(w >= 0) and np.isclose(w.sum(), 1.0)
     assert np.count_nonzero(w == 0) > 0 and model.support_.tolist() == np.flatnonzero(w > 0).tolist()
+    # what survives the threshold was at least 5% of the largest before renormalising, and still is
+    assert w[w > 0].min() >= 0.05 * w.max() * (1 - 1e-6)
     assert np.isfinite(model.loss_)
 
 
@@ -72,6 +74,33 @@ def test_marked_items_of_one_style_rank_their_style_first(world):
     scores = -model.divergence(world["gallery"][[query]], world["gallery"])[0][keep]
     relevant = (world["styles"] == style)[keep]
     assert anchordiv.average_precision(scores, relevant) > 0.95
+
+
+def test_on_the_built_in_world_marked_same_style_items_put_the_weight_on_the_style_names():
+    from anchordiv.encoders.builtin import load_builtin_encoder
+    from anchordiv.gallery import world_gallery
+    from anchordiv.text_cache import encode_texts_cached
+
+    encoder = load_builtin_encoder()
+    gallery = world_gallery(encoder, "train")
+    terms = anchordiv.load_vocabulary("builtin-world")
+    styles = gallery.labels["style"].to_numpy()
+    rng = np.random.default_rng(3)
+    query = int(rng.integers(len(gallery)))
+    same = np.flatnonzero((styles == styles[query]) & (gallery.labels["emoji_id"].to_numpy()
+                                                       != gallery.labels["emoji_id"].to_numpy()[query]))
+    marked = rng.choice(same, size=5, replace=False).tolist()
+    model = FeedbackAnchors(scale=encoder.logit_scale).fit(encode_texts_cached(encoder, terms),
+                                                           gallery.embeddings[[query]], gallery.embeddings, [marked])
+    is_style = np.isin(terms, anchordiv.load_vocabulary("builtin-world-styles"))
+    assert model.weights_[is_style].sum() > 0.5
+    assert model.support_.size < 0.1 * len(terms)
+    keep = np.ones(len(gallery), bool)
+    keep[[query, *marked]] = False
+    x = gallery.embeddings[[query]]
+    learned = anchordiv.average_precision(-model.divergence(x, gallery.embeddings)[0][keep], (styles == styles[query])[keep])
+    cosine = anchordiv.average_precision((gallery.embeddings @ x[0]).numpy()[keep], (styles == styles[query])[keep])
+    assert learned > cosine + 0.1, (learned, cosine)
 
 
 def test_the_divergence_is_the_kl_of_the_tilted_distributions_under_the_learned_weights(world):

@@ -11,7 +11,7 @@ from .empirical import EmpiricalAnchors
 
 
 class FeedbackAnchors(EmpiricalAnchors):
-    """The empirical anchor model with weights ``w`` learned so that marked items rank first.
+    """The empirical anchor model with weights ``w`` learned so that marked items rank near their queries.
 
     The fitted geometry is :class:`EmpiricalAnchors` with the learned weights: with ``a_i`` the
     unit-norm anchors ``(N, d)``, ``s`` the scale and ``eta = s x``,
