@@ -138,3 +138,8 @@ def test_the_summary_names_the_terms_that_hold_most_of_the_weight(weights, sente
 def test_a_spread_geometry_says_it_is_spread():
     learned = LearnedAnchors(tuple(f"t{i}" for i in range(40)), np.full(40, 1 / 40), 1, 0.0)
     assert weight_summary(learned).startswith("The weight is spread over 40 terms; the top 10 hold 25%")
+
+
+def test_the_table_shows_small_weights_to_four_significant_digits():
+    learned = LearnedAnchors(("a", "b", "c"), np.asarray([0.9998, 1.2345678e-4, 7.5e-5]), 1, 0.0)
+    assert learned.table()["weight"].tolist() == [0.9998, 1.235e-4, 7.5e-5]

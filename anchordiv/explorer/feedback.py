@@ -13,6 +13,7 @@ import pandas as pd
 import torch
 
 from ..models.feedback import FeedbackAnchors
+from .anchors import WEIGHT_DIGITS
 
 # Marks of one query, each way (the grids show at most 2 x 50 items), and queries with marks.
 MAX_MARKS = 50
@@ -105,8 +106,11 @@ class LearnedAnchors:
     loss: float
 
     def table(self) -> pd.DataFrame:
-        """``term`` and ``weight`` (to 4 decimals), one row per term."""
-        return pd.DataFrame({"term": list(self.terms), "weight": np.round(self.weights, 4)})
+        """``term`` and ``weight``, one row per term, the weight to :data:`~anchordiv.explorer.anchors.WEIGHT_DIGITS`
+        significant digits as :func:`~anchordiv.explorer.anchors.weighted_anchor_text` writes it (decimals
+        would show a small positive weight as 0)."""
+        shown = [float(f"{weight:.{WEIGHT_DIGITS}g}") for weight in self.weights]
+        return pd.DataFrame({"term": list(self.terms), "weight": shown})
 
 
 def learn_weights(anchors: torch.Tensor, terms: Sequence[str], data: TrainingSet, gallery_ids: np.ndarray,
