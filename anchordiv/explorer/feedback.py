@@ -120,11 +120,13 @@ def learn_weights(anchors: torch.Tensor, terms: Sequence[str], data: TrainingSet
     ``gallery_rows`` ``(G', d)`` of the distinct ids ``gallery_ids`` ``(G',)`` (a sample of the
     gallery holding every marked id: the marks are renumbered to their positions in it).
 
-    Its objective is :class:`~anchordiv.FeedbackAnchors`': the pairwise logistic ranking loss of
-    each query's marked items against its negatives (marked "not like it", its cosine-nearest
-    unmarked rows and a seeded random draw), plus an entropy term that makes ``w`` sparse. A
-    ``ValueError`` for fewer than 2 terms, a marked id missing from ``gallery_ids``, a fit that
-    fails or weights that are not finite.
+    Its objective is :class:`~anchordiv.FeedbackAnchors`' (at its defaults): each item marked like
+    a query should rank within the top ``top_fraction`` (10%) of that query's comparison items (the
+    items marked "not like it", its 256 cosine-nearest unmarked rows and 4,096 unmarked rows drawn
+    with the seed), a smoothed rank penalty that costs nothing once it does (the marked items also
+    serve as queries of one another); 60 Adam steps on the weights, after which those below 0.1% of
+    the largest become 0. A ``ValueError`` for fewer than 2 terms, a marked id missing from
+    ``gallery_ids``, a fit that fails or weights that are not finite.
     """
     if len(terms) < 2 or anchors.shape[0] != len(terms):
         raise ValueError(f"a vocabulary of {len(terms)} term(s) has nothing to weigh; choose a list of at least 2 terms")
