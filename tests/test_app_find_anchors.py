@@ -65,8 +65,13 @@ def test_the_section_shows_the_librarys_suggestions_and_pull_push_terms(library)
     np.testing.assert_allclose(apart["score"], scores, rtol=1e-4, atol=1e-9)
     neighbour = neighbours(app)[0]
     pair = ad.pair_terms(encoder, gallery.embeddings[QUERY], gallery.embeddings[neighbour], vocabulary, 8, scale=10.0)
-    pull = next(element.value for element in app.table if element.value.columns[0].startswith("pull"))
+    pull, push = (next(element.value for element in app.table if element.value.columns[0].startswith(way))
+                  for way in ("pull", "push"))
     assert [plain(term) for term in pull.index] == list(pair.pull_terms)
+    np.testing.assert_allclose(pull.iloc[:, 0], pair.pull_scores, atol=1e-4)
+    assert [plain(term) for term in push.index] == list(pair.push_terms)
+    np.testing.assert_allclose(push.iloc[:, 0], pair.push_scores, atol=1e-4)
+    assert f"KL(p_q ‖ p_n) = {pair.divergence:.4f}," in " ".join(caption.value for caption in app.caption)
     assert not app.error
 
 
