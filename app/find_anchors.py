@@ -82,8 +82,18 @@ def chosen_terms(encoder) -> tuple[str, ...]:
         path = state.get("find_file_path" if roots.allow_any_path else "find_file")
         if not path:
             raise ValueError("choose a text file of terms")
-        return file_terms(roots, path)
+        found = roots.confine(path, "vocabulary file").stat()
+        return vocabulary_file_terms(roots, str(path), found.st_mtime_ns, found.st_size)
     return tuple(load_vocabulary(default_vocabulary(encoder.name) if choice == FIND_AUTO else choice))
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def vocabulary_file_terms(roots, path: str, mtime_ns: int, size: int) -> tuple[str, ...]:
+    """:func:`~anchordiv.explorer.vocabulary.file_terms` of ``path``, read once per version of the
+    file (its modification time ``mtime_ns`` and ``size`` in bytes are in the cache key): a file
+    may hold megabytes, and every rerun asks for its terms twice (the section and "why this
+    neighbour?")."""
+    return file_terms(roots, path)
 
 
 def suggestions(view: ExploreView, terms: tuple[str, ...]) -> None:

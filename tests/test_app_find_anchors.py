@@ -245,3 +245,28 @@ def test_a_learned_set_too_long_for_the_text_area_is_refused_not_cut(library, mo
     assert not app.exception, app.exception
     assert app.session_state["anchors_a"] == before
     assert "set A holds at most 12" in errors(app) and "Download it" in errors(app), errors(app)
+
+
+def test_a_vocabulary_file_is_read_once_per_version(library, tmp_path, monkeypatch):
+    from anchordiv.explorer import vocabulary
+
+    reads = []
+    original = vocabulary.read_vocabulary_file
+    monkeypatch.setattr(vocabulary, "read_vocabulary_file", lambda path: reads.append(path) or original(path))
+    root = tmp_path / "data"
+    (root / "lists").mkdir(parents=True)
+    listed = root / "lists" / "colours.txt"
+    listed.write_text("red\nblue\ngreen\n")
+    monkeypatch.setenv("ANCHORDIV_DATA_ROOTS", str(root))
+    monkeypatch.delenv("ANCHORDIV_ALLOW_ANY_PATH", raising=False)
+    app = start()
+    app.selectbox(key="find_vocabulary").set_value("own list (a text file)").run()
+    app.selectbox(key="find_file").set_value(str(listed.resolve())).run()
+    app.run()
+    assert not app.exception and not app.error, (app.exception, errors(app))
+    assert set(table(app, "probability")["term"]) == {"red", "blue", "green"}
+    assert len(reads) == 1, reads
+    listed.write_text("red\nblue\ngreen\nyellow\n")  # another size: another version
+    app.run()
+    assert set(table(app, "probability")["term"]) == {"red", "blue", "green", "yellow"}
+    assert len(reads) == 2, reads
