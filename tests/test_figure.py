@@ -169,6 +169,36 @@ def test_each_geometry_is_fitted_once_and_a_missing_set_is_named(world):
 
 
 @needs_builtin
+def test_a_weighted_set_is_ranked_and_written_as_the_empirical_model_with_its_weights(world):
+    """Set B weighted, the default kind Gaussian: B's column is the empirical model with B's weights,
+    and the footer says so for B while A keeps the kind."""
+    gallery, encoder = world["gallery"], world["encoder"]
+    texts_a, texts_b = world["texts"]
+    weights_b = [50.0] + [1.0] * (len(texts_b) - 1)
+    spec = ex.GeometrySpec(kind="gaussian", scale=10.0)
+    result = fg.compare(gallery, encoder, ["#5"], ["B"], texts_a, texts_b, k=4, default_spec=spec,
+                        anchor_weights=(None, weights_b))
+    geometry = ex.ExplorerGeometry(gallery.embeddings, world["anchors"], world["texts"], spec,
+                                   anchor_weights=[None, weights_b])
+    table = result.tables[0][0]
+    assert_same_ranking((table["divergence"], table.gallery_id),
+                        ex.search_one(geometry.index_at(0.0), gallery.embeddings[5], 8, exclude=5), rtol=1e-5,
+                        atol=1e-6)  # as above: the figure encodes its anchors itself
+    unweighted = explorer_geometry(world, spec).index_at(0.0)
+    assert ex.search_one(unweighted, gallery.embeddings[5], 4, exclude=5)[1].tolist() != table.gallery_id.tolist()
+    lines = result.settings.lines()
+    assert lines[0].startswith("Anchors A: 8 (")
+    assert lines[1].startswith(f"Anchors B: {len(texts_b)} weighted anchors, the empirical model with those weights (")
+    assert any(line.startswith("Anchor model A: Gaussian; B: empirical with its weights, s = 10") for line in lines)
+    both = fg.compare(gallery, encoder, ["#5"], ["A"], texts_a, texts_b, k=4, default_spec=spec,
+                      anchor_weights=([1.0] * len(texts_a), weights_b))
+    assert any(line.startswith("Anchor model empirical with each set's weights, s = 10")
+               for line in both.settings.lines())
+    with pytest.raises(ValueError, match=re.escape("set B has 7 anchors but 2 weights")):
+        fg.compare(gallery, encoder, ["#5"], ["B"], texts_a, texts_b, k=4, anchor_weights=(None, [1.0, 2.0]))
+
+
+@needs_builtin
 def test_rows_resolve_to_the_images_they_name(world):
     gallery, encoder = world["gallery"], world["encoder"]
     count = len(gallery)

@@ -279,4 +279,8 @@ def test_the_compare_page_ranks_a_weighted_set_with_its_weights(library):
     shown = table.loc[table["geometry"] == "B model=gaussian"]
     assert_same_ranking((shown["divergence"].to_numpy(), shown["gallery_id"].to_numpy()), expected, rtol=1e-4,
                         atol=1e-5)  # as test_app.assert_shows: the page's text cache rounds the anchors differently
-    assert "A has 8 anchors, B 7 weighted anchors" in messages(app)
+    said = messages(app)
+    assert "A has 8 anchors, B 7 weighted anchors" in said
+    # The figure's footer: B's kind is the empirical model with its weights, A's the sidebar's.
+    assert "Anchors B: 7 weighted anchors, the empirical model with those weights (" in said
+    assert "Anchor model A: softmax; B: empirical with its weights, s = 10" in said

@@ -49,10 +49,13 @@ class AnchorText:
     def __len__(self) -> int:
         return len(self.anchors)
 
+    def count_text(self) -> str:
+        """``"12 anchors"`` or, for a weighted set, ``"12 weighted anchors"`` (:func:`anchor_count`)."""
+        return anchor_count(len(self.anchors), self.weights is not None)
+
     def summary(self) -> str:
         """E.g. ``"12 weighted anchors in use (2 duplicates, 1 blank line ignored)"``."""
-        kind = "weighted anchor" if self.weights is not None else "anchor"
-        count = f"{len(self.anchors):,} {kind}{'s' * (len(self.anchors) != 1)} in use"
+        count = f"{self.count_text()} in use"
         dropped = []
         if self.duplicates:
             dropped.append(f"{self.duplicates} duplicate{'s' * (self.duplicates != 1)}")
@@ -68,6 +71,12 @@ class AnchorText:
         if self.weights is None:
             return "\n".join(self.anchors)
         return weighted_anchor_text(self.anchors, self.weights)
+
+
+def anchor_count(count: int, weighted: bool) -> str:
+    """``"12 anchors"``, ``"1 anchor"`` or, for a weighted set, ``"12 weighted anchors"``."""
+    kind = "weighted anchor" if weighted else "anchor"
+    return f"{count:,} {kind}{'s' * (count != 1)}"
 
 
 def parse_anchor_text(text: str | None, max_anchors: int = MAX_ANCHORS) -> AnchorText:

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..explorer.anchors import anchor_count
 from ..explorer.geometry import WEIGHTINGS, ExplorerGeometry, GeometrySpec, baseline_index
 from ..explorer.neighbours import neighbour_table, search_one
 from ..models import anchor_model_kind
@@ -57,7 +58,9 @@ class CompareSettings:
     templates sets A and B (``templates``) and the prior set were encoded through by it. The
     encoders that columns name (``column_encoders``, by name) encoded them through
     ``column_templates`` (A, B and prior, one triple per encoder): "auto" is each encoder's own
-    :func:`~anchordiv.prompts.default_choice`."""
+    :func:`~anchordiv.prompts.default_choice`. ``weights`` holds, for A and B, a weighted set's
+    weights ``(N,)`` or ``None``: a weighted set is always the empirical model with its weights,
+    whatever the kind (:class:`~anchordiv.explorer.ExplorerGeometry`)."""
 
     k: int
     weighting: str
@@ -71,22 +74,38 @@ class CompareSettings:
     prior_templates: TemplateChoice = AS_TYPED
     column_encoders: tuple[str, ...] = ()
     column_templates: tuple[tuple[TemplateChoice, TemplateChoice, TemplateChoice], ...] = ()
+    weights: tuple[tuple[float, ...] | None, tuple[float, ...] | None] = (None, None)
 
     def lines(self) -> list[str]:
         """The settings as a few lines of plain text."""
-        spec, kind = self.spec, anchor_model_kind(self.spec.kind)
-        parameters = "".join(f", {name} = {value}" for name, value in spec.parameters().items()
-                             if name != "alpha" or kind.needs_prior)
+        spec = self.spec
         direction = "KL(p_neighbour ‖ p_query)" if spec.reverse else "KL(p_query ‖ p_neighbour)"
-        lines = [f"Anchors A: {_anchor_summary(self.texts_a)}", f"Anchors B: {_anchor_summary(self.texts_b)}"]
+        lines = [f"Anchors {name}: {_anchor_summary(texts, weights is not None)}"
+                 for name, texts, weights in zip("AB", (self.texts_a, self.texts_b), self.weights)]
         if self.prior_texts:  # used by the posterior models, the default's or a column's
             lines.append(f"Prior anchors: {_anchor_summary(self.prior_texts)}")
         lines.extend(self.templates_lines())
-        lines.append(f"Anchor model {kind.short}{parameters}, s = {value_text(float(spec.scale))}, "
+        lines.append(f"Anchor model {self.model_text()}, s = {value_text(float(spec.scale))}, "
                      f"{self.weighting} weights, {direction}; top-{self.k}; ITI over A and B")
         others = f" (columns that name a model: {', '.join(self.column_encoders)})" if self.column_encoders else ""
         lines.append(f"Gallery: {self.gallery} · encoder {self.encoder}{others} · made with anchordiv")
         return lines
+
+    def model_text(self) -> str:
+        """The default anchor model of the sets: the spec's kind and parameters (``"Gaussian"``),
+        but a weighted set is always the empirical model with its weights; where A and B differ,
+        each set's (``"A: empirical with its weights; B: Gaussian"``)."""
+        kind = anchor_model_kind(self.spec.kind)
+        own = kind.short + "".join(f", {name} = {value}" for name, value in self.spec.parameters().items()
+                                   if name != "alpha" or kind.needs_prior)
+        weighted = {name: weights is not None
+                    for name, texts, weights in zip("AB", (self.texts_a, self.texts_b), self.weights) if texts}
+        if not any(weighted.values()):
+            return own
+        if all(weighted.values()):
+            return "empirical with each set's weights" if len(weighted) > 1 else "empirical with its weights"
+        return "; ".join(f"{name}: {'empirical with its weights' if is_weighted else own}"
+                         for name, is_weighted in weighted.items())
 
     def templates_lines(self) -> list[str]:
         """What the anchor texts were encoded as: ``["Anchor texts encoded as 'a photo of a {}.'"]``,
@@ -106,12 +125,15 @@ class CompareSettings:
         return line + (f"; prior anchors as {prior.label}" if self.prior_texts else "")
 
 
-def _anchor_summary(texts: Sequence[str], shown: int = 6) -> str:
-    """``"8 (smiling face, kissing face, …)"``."""
+def _anchor_summary(texts: Sequence[str], weighted: bool = False, shown: int = 6) -> str:
+    """``"8 (smiling face, kissing face, …)"``; for a weighted set ``"8 weighted anchors, the
+    empirical model with those weights (smiling face, …)"``."""
     if not texts:
         return "none"
     listed = ", ".join(clip(text, 30) for text in texts[:shown])
-    return f"{len(texts):,} ({listed}{', …' if len(texts) > shown else ''})"
+    count = (f"{anchor_count(len(texts), True)}, the empirical model with those weights" if weighted
+             else f"{len(texts):,}")
+    return f"{count} ({listed}{', …' if len(texts) > shown else ''})"
 
 
 @dataclass
@@ -140,7 +162,8 @@ def compare(gallery: Gallery, encoder, rows: Sequence[QueryRow | str], columns: 
             geometry_for: GeometryFactory | None = None, baseline_for: BaselineFactory | None = None,
             images: Mapping[str, bytes] | None = None, embed_text: TextEmbedder | None = None,
             embed_image: ImageEmbedder | None = None, limits: FigureLimits = DEFAULT_LIMITS,
-            templates: Sequence[TemplateChoice | str] | None = None, model_for: ModelFactory | None = None) -> CompareResult:
+            templates: Sequence[TemplateChoice | str] | None = None, model_for: ModelFactory | None = None,
+            anchor_weights: Sequence[Sequence[float] | None] = ()) -> CompareResult:
     """The top-``k`` of each row under each column (rows and columns as objects or their text).
 
     A only and B only are the A/B mixture at ``p = 1`` and ``p = 0``, which is A's (B's) geometry
@@ -191,6 +214,11 @@ def compare(gallery: Gallery, encoder, rows: Sequence[QueryRow | str], columns: 
         columns. Their queries are the rows' images embedded by that encoder (a gallery row's
         image, an image or upload row), their anchors the same texts through the same templates;
         text rows cannot be ranked there.
+    anchor_weights : pair of sequences of float or None, optional
+        For sets A and B (missing: ``None``), a weighted set's weights ``(N,)``, row-aligned with
+        its texts: that set is the empirical model with those weights whatever the kind
+        (:class:`~anchordiv.explorer.ExplorerGeometry`), as fitted here and written under the
+        figure; ``geometry_for`` must fit them so too (the app's does).
 
     Returns
     -------
@@ -201,7 +229,7 @@ def compare(gallery: Gallery, encoder, rows: Sequence[QueryRow | str], columns: 
     ------
     ValueError
         With the fix, for bad specs, a figure past ``limits``, empty anchor sets a column needs,
-        or a ``k`` larger than the gallery allows.
+        a ``k`` larger than the gallery allows, or ``anchor_weights`` that do not match their sets.
     """
     rows = [row if isinstance(row, QueryRow) else parse_query_row(row) for row in rows]
     columns = [column if isinstance(column, GeometryColumn) else parse_geometry_column(column) for column in columns]
@@ -216,7 +244,8 @@ def compare(gallery: Gallery, encoder, rows: Sequence[QueryRow | str], columns: 
     texts_a, texts_b, prior_texts = tuple(texts_a), tuple(texts_b), tuple(prior_texts)
     choices = _template_choices(templates)
     settings = _encoded_by(CompareSettings(k, weighting, default_spec, texts_a, texts_b, prior_texts,
-                                           gallery.description, encoder.name), encoder, choices)
+                                           gallery.description, encoder.name,
+                                           weights=_set_weights(anchor_weights, (texts_a, texts_b))), encoder, choices)
     geometry_for = _once(geometry_for or _fitting_geometries(gallery, encoder, settings))
     baseline_for = _once(baseline_for or _fitting_baselines(gallery, encoder, settings))
     queries = resolve_queries(rows, gallery, encoder, images, embed_text, embed_image)
@@ -232,6 +261,21 @@ def compare(gallery: Gallery, encoder, rows: Sequence[QueryRow | str], columns: 
     for row in range(len(queries)):
         tables.append([_cell(row, column, rankings[column.encoder_key], settings) for column in columns])
     return CompareResult(gallery, queries, columns, tables, settings)
+
+
+def _set_weights(anchor_weights: Sequence[Sequence[float] | None],
+                 texts: Sequence[Sequence[str]]) -> tuple[tuple[float, ...] | None, tuple[float, ...] | None]:
+    """``anchor_weights`` checked: at most one entry for set A and one for B, each ``None`` or one
+    weight per anchor text; as a pair of tuples (``None`` for a missing entry)."""
+    if len(anchor_weights) > 2:
+        raise ValueError(f"anchor_weights: at most one entry for set A and one for B, not {len(anchor_weights)}")
+    weights = [None if entry is None else tuple(float(weight) for weight in entry) for entry in anchor_weights]
+    weights += [None] * (2 - len(weights))
+    for name, entry, set_texts in zip("AB", weights, texts):
+        if entry is not None and len(entry) != len(set_texts):
+            raise ValueError(f"anchor_weights: set {name} has {len(set_texts)} anchors but {len(entry)} weights; "
+                             "give one weight per anchor")
+    return weights[0], weights[1]
 
 
 def _template_choices(templates: Sequence[TemplateChoice | str] | None) -> tuple[TemplateChoice | str, ...]:
@@ -319,7 +363,7 @@ def _fitting_geometries(gallery: Gallery, encoder, settings: CompareSettings) ->
                  if anchor_model_kind(kind).needs_prior else None)
         return ExplorerGeometry(gallery.embeddings, anchors, [settings.texts_a, settings.texts_b],
                                 replace(settings.spec, kind=kind, scale=scale), prior=prior,
-                                prior_texts=settings.prior_texts)
+                                prior_texts=settings.prior_texts, anchor_weights=settings.weights)
     return fit
 
 

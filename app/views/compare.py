@@ -188,12 +188,6 @@ def column_model(choices: dict, spec: str, pretrained: str | None, set_a: ex.Anc
         embed_image=embedders(encoder)[1])
 
 
-def set_size(anchors: ex.AnchorText) -> str:
-    """``"12 anchors"`` or ``"12 weighted anchors"``."""
-    kind = "weighted anchor" if anchors.weights is not None else "anchor"
-    return f"{len(anchors):,} {kind}{'s' * (len(anchors) != 1)}"
-
-
 def figure_key(result: fg.CompareResult) -> str:
     """Names ``result``'s content (settings, columns, query vectors and neighbours), for the preview's cache."""
     digest = hashlib.sha256(repr((result.settings, [str(c) for c in result.columns], result.gallery.key)).encode())
@@ -237,7 +231,7 @@ def main() -> None:
     st.title("Compare geometries")
     share_slot = st.container()  # the link, once the controls below have settled the state
     st.caption(f"Each row is a query, each column a geometry, each cell the query's top-k. Anchor sets from the "
-               f"Explore page: A has {set_size(set_a)}, B {set_size(set_b)}; model, scale and direction from the "
+               f"Explore page: A has {set_a.count_text()}, B {set_b.count_text()}; model, scale and direction from the "
                "sidebar unless a column sets its own (a weighted set is always the empirical model with its "
                "weights; ITI uses the terms alone).")
     row_controls(source)
@@ -263,7 +257,8 @@ def main() -> None:
         baseline_for=lambda kind: cached.get_baseline(kind, source, encoder,
                                                       tuple(zip((texts_a, texts_b), anchor_templates(encoder)))),
         images=state[UPLOADS], embed_text=embed_text, embed_image=embed_image, templates=templates,
-        model_for=lambda spec, pretrained: column_model(choices, spec, pretrained, set_a, set_b)),
+        model_for=lambda spec, pretrained: column_model(choices, spec, pretrained, set_a, set_b),
+        anchor_weights=(set_a.weights, set_b.weights)),
         "Cannot build the figure")
     if result is None:
         return
