@@ -303,7 +303,9 @@ def places(tmp_path):
     (tmp_path / "empty.txt").write_text("\n  \n")
     (tmp_path / "a-file").write_text("x")
     (tmp_path / "weighted.tsv").write_text("pencil sketch\t0.7\npixel art\t0.3\n")
-    return {"<empty>": str(tmp_path / "empty.txt"), "<weighted>": str(tmp_path / "weighted.tsv"), "<under-a-file>": str(tmp_path / "a-file" / "fig.pdf"),
+    (tmp_path / "bad-weight.tsv").write_text("pencil sketch\t0.7\npixel art\t-1\n")
+    return {"<empty>": str(tmp_path / "empty.txt"), "<weighted>": str(tmp_path / "weighted.tsv"),
+            "<bad-weight>": str(tmp_path / "bad-weight.tsv"), "<under-a-file>": str(tmp_path / "a-file" / "fig.pdf"),
             "<out>": str(tmp_path / "fig.pdf")}
 
 
@@ -318,6 +320,8 @@ BAD = [
     (["--queries", "#0", "--geometries", "A", "--anchors-a", "<empty>", "--out", "<out>"], "has no anchors"),
     (["--queries", "#0", "--geometries", "A", "--anchors-a", "<weighted>", "--out", "<out>"],
      "is a weighted set (term<TAB>weight lines"),
+    (["--queries", "#0", "--geometries", "A", "--anchors-b", "<bad-weight>", "--out", "<out>"],
+     "bad-weight.tsv': line 2: a weight must be a positive finite number"),
     (["--queries", "#0", "--geometries", "A", "--anchors-a", "missing.txt", "--out", "<out>"],
      "--anchors-a 'missing.txt' does not exist"),
     (["--queries", "#0", "--geometries", "A", "--kind", "nope", "--out", "<out>"], "argument --kind: invalid choice"),

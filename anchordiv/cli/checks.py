@@ -67,7 +67,10 @@ def anchor_file(args: argparse.Namespace, option: str) -> tuple[str, ...] | None
     except (OSError, UnicodeError) as error:
         raise ValueError(f"{option} {path!r} cannot be read ({error}); give a UTF-8 text file with one anchor "
                          "per line") from error
-    parsed = parse_anchor_text(text)
+    try:
+        parsed = parse_anchor_text(text)
+    except ValueError as error:  # a bad weight's message names lines, not the file they are in
+        raise ValueError(f"{option} {path!r}: {error}") from None
     if not parsed.anchors:
         raise ValueError(f"{option} {path!r} has no anchors (every line is blank); give one anchor per line")
     if parsed.weights is not None:
