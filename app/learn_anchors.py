@@ -16,8 +16,8 @@ from anchordiv.app.errors import attempt
 from anchordiv.app.explore_view import ExploreView, neighbours
 from anchordiv.app.query_inputs import caption_of
 from anchordiv.explorer.anchors import weighted_anchor_text
-from anchordiv.explorer.feedback import (MAX_MARKS, LearnedAnchors, QueryMarks, learn_weights, marks_key,
-                                         training_set, weight_summary)
+from anchordiv.explorer.feedback import (MAX_MARKED_QUERIES, MAX_MARKS, LearnedAnchors, QueryMarks, learn_weights,
+                                         marks_key, training_set, weight_summary)
 from anchordiv.explorer.literal import markdown_literal
 from anchordiv.explorer.page_state import SETTINGS
 from anchordiv.prompts import default_choice
@@ -93,9 +93,12 @@ def mark_options(view: ExploreView) -> dict[int, str]:
 
 def query_marks(view: ExploreView) -> QueryMarks:
     """This query's marks: two multiselects over the grids' items, filled from the session's marks
-    when the query (or the page) changes, and written back to them."""
+    when the query (or the page) changes, and written back to them. Once
+    :data:`~anchordiv.explorer.feedback.MAX_MARKED_QUERIES` queries have marks, a query without
+    any gets none (its menus are off and say why), so Learn never refuses their number."""
     state, kept = st.session_state, gallery_marks(view.source.key)
     key = marks_key(view.query_id, view.query)
+    full = key not in kept and len(kept) >= MAX_MARKED_QUERIES
     current = kept.get(key) or QueryMarks(np.asarray(view.query, dtype=np.float32), view.query_id, view.query_text)
     shown_for = (view.source.key, key)
     if state.get("_find_marks_of") != shown_for or "find_like" not in state or "find_unlike" not in state:
@@ -110,9 +113,13 @@ def query_marks(view: ExploreView) -> QueryMarks:
 
     like_col, unlike_col = st.columns(2)
     like = like_col.multiselect("Like the query", options, key="find_like", format_func=label,
-                                max_selections=MAX_MARKS, placeholder="items of the grids above")
+                                max_selections=MAX_MARKS, placeholder="items of the grids above", disabled=full)
     unlike = unlike_col.multiselect("Not like it (optional)", options, key="find_unlike", format_func=label,
-                                    max_selections=MAX_MARKS, placeholder="items of the grids above")
+                                    max_selections=MAX_MARKS, placeholder="items of the grids above", disabled=full)
+    if full:
+        st.warning(f"{MAX_MARKED_QUERIES} queries already have marks, the most a geometry is learned from: this "
+                   "one cannot be marked, and theirs are kept. Learn from them, or clear the marks to start again.")
+        return current
     marks = replace(current, like=tuple(int(i) for i in like), unlike=tuple(int(i) for i in unlike))
     if marks.marked:
         kept[key] = marks

@@ -270,3 +270,22 @@ def test_a_vocabulary_file_is_read_once_per_version(library, tmp_path, monkeypat
     app.run()
     assert set(table(app, "probability")["term"]) == {"red", "blue", "green", "yellow"}
     assert len(reads) == 2, reads
+
+
+def test_a_query_past_the_most_marked_ones_cannot_be_marked(library):
+    from anchordiv.explorer.feedback import MAX_MARKED_QUERIES, QueryMarks
+
+    app = start()
+    app.multiselect(key="find_like").set_value(marked_options(app)[:1]).run()
+    kept = next(iter(app.session_state["_find_marks"].values()))
+    embeddings = library["gallery"].embeddings
+    for query in range(40, 40 + MAX_MARKED_QUERIES - 1):
+        kept[f"#{query}"] = QueryMarks(np.asarray(embeddings[query]), query, f"#{query}", (query + 1,))
+    app.session_state["query_id"] = 30
+    app.run()
+    assert app.multiselect(key="find_like").disabled and app.multiselect(key="find_unlike").disabled
+    assert f"{MAX_MARKED_QUERIES} queries already have marks" in " ".join(box.value for box in app.warning)
+    assert f"Marks kept for {MAX_MARKED_QUERIES} queries" in " ".join(caption.value for caption in app.caption)
+    app.session_state["query_id"] = QUERY
+    app.run()
+    assert not app.multiselect(key="find_like").disabled and not app.warning
