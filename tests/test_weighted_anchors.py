@@ -47,10 +47,23 @@ def test_a_weighted_set_needs_a_weight_on_every_line():
         parse_anchor_text("a\t1\nb\nc\t2\nd")
 
 
-@pytest.mark.parametrize("weight", ["0", "-1", "nan", "inf", "-inf", "heavy", "1e999"])
+@pytest.mark.parametrize("weight", ["0", "-1", "nan", "inf", "-inf", "heavy", "1e999", "1e308", "1.5e12"])
 def test_a_weight_that_is_not_positive_and_finite_is_refused(weight):
     with pytest.raises(ValueError, match=rf"line 2: a weight must be a positive finite number .*'{weight}'"):
         parse_anchor_text(f"a\t1\nb\t{weight}")
+
+
+def test_huge_weights_are_refused_with_the_fix_and_the_largest_allowed_gives_a_usable_model():
+    """Weights near float64's limit sum to infinity and normalise to 0 (a model of no mass, which the
+    app would blame on the scale): they are refused, saying that only the ratios matter; the
+    largest weight allowed, on every anchor of a full set, still normalises to finite weights."""
+    with pytest.raises(ValueError, match=r"at most 1e\+12 .*only the ratios of a set's weights matter"):
+        parse_anchor_text("a\t1e308\nb\t1e308")
+    full = parse_anchor_text("\n".join(f"term {i}\t{ex.anchors.MAX_WEIGHT:g}" for i in range(ex.MAX_ANCHORS)))
+    anchors = torch.nn.functional.normalize(torch.randn(ex.MAX_ANCHORS, 4, dtype=torch.float64), dim=1)
+    model = EmpiricalAnchors(scale=10.0, weights=full.weights).fit(anchors)
+    assert torch.allclose(model.log_weights_, torch.full((ex.MAX_ANCHORS,), -math.log(ex.MAX_ANCHORS),
+                                                         dtype=torch.float64))
 
 
 def test_a_weight_without_an_anchor_is_refused():
@@ -84,7 +97,8 @@ def test_the_formatter_refuses_terms_a_line_cannot_carry(term):
 
 
 @pytest.mark.parametrize("weights, message", [([1.0], "2 terms but 1 weights"), ([1.0, -0.1], "non-negative"),
-                                              ([1.0, math.nan], "non-negative"), ([0.0, 0.0], "every weight is 0")])
+                                              ([1.0, math.nan], "non-negative"), ([0.0, 0.0], "every weight is 0"),
+                                              ([1.0, 1e13], "at most 1e")])
 def test_the_formatter_refuses_weights_a_set_cannot_use(weights, message):
     with pytest.raises(ValueError, match=message):
         weighted_anchor_text(["a", "b"], weights)

@@ -2,12 +2,12 @@
 (:func:`parse_anchor_text`), the text of a weighted set (:func:`weighted_anchor_text`) and the
 named anchor lists of the preset menus (:func:`anchor_presets`).
 
-A line ``term<TAB>weight`` gives its anchor a weight (a positive finite number); a set is weighted
-when any line has a weight, and then every line must have one. The model normalises the weights.
+A line ``term<TAB>weight`` gives its anchor a weight (a positive number of at most
+:data:`MAX_WEIGHT`); a set is weighted when any line has a weight, and then every line must have
+one. The model normalises the weights.
 """
 from __future__ import annotations
 
-import math
 import unicodedata
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping, Sequence
@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 MAX_ANCHORS = 5000
 # What separates a term from its weight on a line of a weighted set.
 WEIGHT_SEPARATOR = "\t"
+# The largest weight a set takes. Only the ratios of a set's weights matter (the model divides them
+# by their sum), and a cap this far below float64's range keeps that sum finite for any set of
+# MAX_ANCHORS weights (5,000 weights near 1e308 sum to infinity, and every normalised weight to 0).
+MAX_WEIGHT = 1e12
 # Significant digits of a weight written by weighted_anchor_text.
 WEIGHT_DIGITS = 4
 # Lines (and bad weights) a message about a weighted set names before it says how many more.
@@ -84,7 +88,8 @@ def parse_anchor_text(text: str | None, max_anchors: int = MAX_ANCHORS) -> Ancho
     blank lines and repeats (after stripping) are dropped (a repeat's weight with it: the first
     is kept), and anything past ``max_anchors`` is cut off. Order is kept.
 
-    ``ValueError`` naming the lines when a weight is not a positive finite number or has no
+    ``ValueError`` naming the lines when a weight is not a positive number of at most
+    :data:`MAX_WEIGHT` or has no
     anchor, or when some lines of a weighted set have none: such a set is not used.
     """
     seen: dict[str, float | None] = {}
@@ -124,12 +129,12 @@ def _split_weight(line: str) -> tuple[str, str]:
 
 
 def _weight(text: str) -> float | None:
-    """The weight ``text`` writes, or ``None`` when it is not a positive finite number."""
+    """The weight ``text`` writes, or ``None`` when it is not a positive number of at most :data:`MAX_WEIGHT`."""
     try:
         value = float(text)
     except ValueError:
         return None
-    return value if math.isfinite(value) and value > 0 else None
+    return value if 0 < value <= MAX_WEIGHT else None
 
 
 def _check_weights(bad: list[tuple[int, str]], orphans: list[int], unweighted: list[int]) -> None:
@@ -138,7 +143,8 @@ def _check_weights(bad: list[tuple[int, str]], orphans: list[int], unweighted: l
     if bad:
         shown = ", ".join(repr(text[:20]) for _, text in bad[:LINES_NAMED])
         problems.append(f"{_lines([number for number, _ in bad])}: a weight must be a positive finite number "
-                        f"(such as 0.25), not {shown}")
+                        f"of at most {MAX_WEIGHT:g} (such as 0.25; only the ratios of a set's weights matter, so "
+                        f"divide them all by the largest), not {shown}")
     if orphans:
         problems.append(f"{_lines(orphans)}: a weight without an anchor")
     if unweighted:
@@ -161,8 +167,8 @@ def weighted_anchor_text(terms: Sequence[str], weights: Sequence[float]) -> str:
 
     Terms of weight 0 are left out: they carry no mass in the empirical model (``log w_i = -inf``),
     so the set without them is the same model. ``ValueError`` for a term holding a tab or a line
-    break, a blank term, a weight that is negative or not finite, lengths that differ, or no
-    positive weight.
+    break, a blank term, a weight that is negative, not finite or above :data:`MAX_WEIGHT`,
+    lengths that differ, or no positive weight.
     """
     terms, weights = list(terms), [float(weight) for weight in weights]
     if len(terms) != len(weights):
@@ -174,8 +180,9 @@ def weighted_anchor_text(terms: Sequence[str], weights: Sequence[float]) -> str:
                              "cannot carry")
         if not _visible(term):
             raise ValueError("a term is blank; every term of a weighted set needs a visible character")
-        if not math.isfinite(weight) or weight < 0:
-            raise ValueError(f"the weight {weight!r} of {term[:40]!r} is not a non-negative finite number")
+        if not 0 <= weight <= MAX_WEIGHT:
+            raise ValueError(f"the weight {weight!r} of {term[:40]!r} is not a non-negative number of at most "
+                             f"{MAX_WEIGHT:g}")
         if weight > 0:
             lines.append(f"{term}{WEIGHT_SEPARATOR}{weight:.{WEIGHT_DIGITS}g}")
     if not lines:
