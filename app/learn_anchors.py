@@ -5,6 +5,7 @@ vocabulary (:func:`~anchordiv.explorer.feedback.learn_weights`) and shows its we
 click makes anchor set A or B (as ``term<TAB>weight`` lines)."""
 from __future__ import annotations
 
+import hashlib
 from dataclasses import replace
 
 import numpy as np
@@ -58,15 +59,28 @@ def marks_section(view: ExploreView, terms: tuple[str, ...]) -> None:
     kept = gallery_marks(view.source.key)
     st.caption(f"Marks kept for {len(kept)} quer{'y' if len(kept) == 1 else 'ies'} on this gallery "
                f"(this one {'included' if marks.marked else 'not marked yet'}); each query keeps its own.")
+    request = learn_request(view, terms, kept)
     learn_col, clear_col = st.columns(2)
     if learn_col.button("Learn a geometry", key="find_learn", type="primary"):
         learned = attempt(lambda: learn(view, terms, list(kept.values())), "Cannot learn a geometry")
         if learned is not None:
-            st.session_state["_find_learned"] = (view.source.key, learned)
+            st.session_state["_find_learned"] = (request, learned)
     clear_col.button("Clear all marks", key="find_clear", on_click=clear_marks, args=(view.source.key,))
     kept_learned = st.session_state.get("_find_learned")
-    if kept_learned is not None and kept_learned[0] == view.source.key:
+    if kept_learned is None or kept_learned[0][0] != view.source.key:
+        return
+    if kept_learned[0] == request:
         show_learned(kept_learned[1])
+    else:  # neither shown nor offered as a set: it is not the geometry of what the page now holds
+        st.info("The vocabulary, scale or marks changed since these weights were learned: press Learn again.")
+
+
+def learn_request(view: ExploreView, terms: tuple[str, ...], kept: dict[str, QueryMarks]) -> tuple:
+    """What a geometry is learned from, to tell a learned one that is out of date: the gallery's
+    key (first), the encoder, a hash of the vocabulary, the sidebar's scale and every query's marks."""
+    vocabulary = hashlib.sha256("\n".join(terms).encode("utf-8")).hexdigest()
+    marks = tuple(sorted((key, query.like, query.unlike) for key, query in kept.items()))
+    return view.source.key, view.encoder.name, vocabulary, float(view.geometry.spec.scale), marks
 
 
 def gallery_marks(source_key: str) -> dict[str, QueryMarks]:

@@ -289,3 +289,32 @@ def test_a_query_past_the_most_marked_ones_cannot_be_marked(library):
     app.session_state["query_id"] = QUERY
     app.run()
     assert not app.multiselect(key="find_like").disabled and not app.warning
+
+
+def test_a_learned_geometry_out_of_date_is_said_and_not_offered(library):
+    stale = "changed since these weights were learned"
+
+    def current(app: AppTest) -> bool:
+        """Whether the learned geometry is shown as current (its table and its "Use as A")."""
+        infos = " ".join(box.value for box in app.info)
+        shown = any("weight" in frame.value.columns for frame in app.dataframe)
+        offered = "find_learned_a" in [button.key for button in app.button]
+        assert shown == offered == (stale not in infos), (shown, offered, infos)
+        return shown
+
+    app = start()
+    marked = same_style(library, marked_options(app))[:4]
+    app.multiselect(key="find_like").set_value(marked).run()
+    app.button(key="find_learn").click().run()
+    assert not app.exception and not app.error, (app.exception, errors(app))
+    assert current(app)
+    app.slider(key="scale").set_value(20.0).run()
+    assert not current(app)
+    app.slider(key="scale").set_value(10.0).run()
+    assert current(app)
+    app.multiselect(key="find_like").set_value(marked[:3]).run()
+    assert not current(app)
+    app.multiselect(key="find_like").set_value(marked).run()
+    app.selectbox(key="find_vocabulary").set_value("own list (typed)").run()
+    app.text_area(key="find_own_terms").set_value("oil painting\npixel art\n").run()
+    assert not current(app)
