@@ -143,8 +143,10 @@ def separating_terms(encoder: Any, neighbours: ArrayLike, gallery: ArrayLike, te
 
         c_i = m_i log(m_i / g_i),
 
-    large when the neighbourhood leans on term ``i`` and the gallery does not. The terms are
-    returned by decreasing ``c_i`` (ties by vocabulary order).
+    large when the neighbourhood leans on term ``i`` and the gallery does not; ``c_i = 0`` where
+    ``m_i = 0`` and ``g_i`` is floored at ``1e-300`` (at a large scale the tilts underflow to 0 on
+    most terms), as :func:`anchordiv.explain.kl_terms` computes it, so every score is finite. The
+    terms are returned by decreasing ``c_i`` (ties by vocabulary order).
 
     The gallery is read in blocks of ``B`` rows, ``B * N`` at most ``2**25`` entries, so memory is
     ``O(B N + N d)`` whatever ``G`` (a store's sample of ``10**6`` rows included: only one block is
@@ -178,7 +180,7 @@ def separating_terms(encoder: Any, neighbours: ArrayLike, gallery: ArrayLike, te
     vocabulary = _vocabulary(encoder, terms, templates, scale)
     m = vocabulary.tilt(_embeddings(neighbours, "neighbours", encoder.dim), "neighbours").mean(dim=0)
     g = _gallery_mean_tilt(vocabulary, gallery, int(encoder.dim))
-    contributions = (m * (torch.log(m) - torch.log(g))).cpu().numpy()
+    contributions = _kl_contributions(m.cpu().numpy(), g.cpu().numpy())
     order = _top(contributions, k)
     return [vocabulary.terms[i] for i in order], contributions[order]
 
@@ -193,6 +195,21 @@ def _gallery_mean_tilt(vocabulary: _Vocabulary, gallery: ArrayLike, dim: int) ->
         name = f"gallery rows {block.start}..{block.stop - 1}"
         total += vocabulary.tilt(_embeddings(rows[block], name, dim), name).sum(dim=0)
     return total / rows.shape[0]
+
+
+def _kl_contributions(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``p_i log(p_i / q_i)`` for distributions ``p``, ``q`` ``(N,)`` over a vocabulary's terms, in
+    vocabulary order: :func:`anchordiv.explain.kl_terms`' terms (0 where ``p_i = 0``, ``q_i``
+    floored), with the terms labelled by position, since a repeated term is its own anchor (its
+    two text embeddings may differ in the last digits)."""
+    from .explain import TiltedDistribution, kl_terms
+
+    positions = tuple(map(str, range(len(p))))
+    p_tilt, q_tilt = (TiltedDistribution(positions, (VOCABULARY,) * len(p), values, True) for values in (p, q))
+    frame = kl_terms(p_tilt, q_tilt)
+    contributions = np.empty(len(p), dtype=np.float64)
+    contributions[frame["anchor"].astype(int).to_numpy()] = frame["term"].to_numpy()
+    return contributions
 
 
 @dataclass(frozen=True)
@@ -249,24 +266,17 @@ def pair_terms(encoder: Any, x: ArrayLike, y: ArrayLike, terms: Sequence[str], k
         ``divergence`` is ``D(x -> y)`` as :class:`anchordiv.EmpiricalAnchors` computes it (the
         Bregman form), which the per-term contributions sum to up to round-off.
     """
-    from .explain import TiltedDistribution, kl_terms
     from .models import EmpiricalAnchors
 
     k = check_positive_int(k, "k")
     vocabulary = _vocabulary(encoder, terms, templates, scale)
     names = ("x", "y")
     pair = [_embeddings(value, name, encoder.dim, one=True).to(torch.float64) for value, name in zip((x, y), names)]
-    # The distributions are labelled by position: a repeated term is its own anchor (its two text
-    # embeddings may differ in the last digits), and positions map kl_terms' rows back to the terms.
-    positions, sets = tuple(map(str, range(len(vocabulary.terms)))), (VOCABULARY,) * len(vocabulary.terms)
-    p_x, p_y = (TiltedDistribution(positions, sets, vocabulary.tilt(row, name)[0].cpu().numpy(), True)
-                for row, name in zip(pair, names))
-    frame = kl_terms(p_x, p_y)  # largest term first, ties in vocabulary order
-    order, values = frame["anchor"].astype(int).to_numpy(), frame["term"].to_numpy()
-    contributions = np.empty_like(values)
-    contributions[order] = values
-    push = order[values > 0][:k]
-    shared = np.sqrt(p_x.probabilities * p_y.probabilities)
+    p_x, p_y = (vocabulary.tilt(row, name)[0].cpu().numpy() for row, name in zip(pair, names))
+    contributions = _kl_contributions(p_x, p_y)
+    order = _top(contributions, len(contributions))  # largest term first, ties in vocabulary order
+    push = order[contributions[order] > 0][:k]
+    shared = np.sqrt(p_x * p_y)
     pull = _top(shared, k)
     divergence = EmpiricalAnchors(scale=vocabulary.scale).fit(vocabulary.anchors).divergence(*pair)
     texts = vocabulary.terms

@@ -73,6 +73,24 @@ def test_separating_terms_are_the_terms_of_kl_between_the_mean_tilts(encoder, wo
     assert np.isclose(scores.sum(), float(torch.sum(m * torch.log(m / g))), atol=1e-9)
 
 
+def test_at_a_large_scale_the_scores_stay_finite_and_still_name_the_style(encoder, world, terms):
+    """At s = 3000 the float64 tilts underflow to exactly 0 on many terms (at s = 1000 none does
+    here), for the neighbourhood and the gallery alike (m_i = g_i = 0: 0 log 0/0, once NaN), for the
+    neighbourhood alone (0 log 0/g_i, once NaN too) and for the gallery alone (g_i = 0 < m_i, once
+    infinite): every score is finite, 0 where m_i = 0, and above 0 where only the gallery underflows."""
+    scale = 3000.0
+    neighbours, gallery = world.embeddings[same_style(world, "pixel art", 20, seed=1)], world.embeddings[::50]
+    top, scores = separating_terms(encoder, neighbours, gallery, terms, k=len(terms), scale=scale)
+    assert np.all(np.isfinite(scores)), scores[~np.isfinite(scores)]
+    unit = lambda rows: torch.nn.functional.normalize(rows.double(), dim=1)  # noqa: E731
+    anchors = unit(encode_anchors(encoder, terms, AS_TYPED))
+    m, g = (torch.softmax(scale * unit(rows) @ anchors.T, dim=1).mean(dim=0).numpy() for rows in (neighbours, gallery))
+    assert ((m == 0) & (g == 0)).any() and ((g == 0) & (m > 0)).any()  # the cases this test is about
+    by_term = dict(zip(top, scores))
+    assert all(by_term[term] == 0 for term, mass in zip(terms, m) if mass == 0)
+    assert all(by_term[term] > 0 for term, mass, base in zip(terms, m, g) if base == 0 < mass)
+
+
 def test_the_gallery_is_read_in_blocks_with_the_same_result(encoder, world, terms, monkeypatch):
     import anchordiv.suggest as suggest
 
