@@ -236,6 +236,19 @@ def test_the_command_suggests_for_an_image_and_a_text(world, tmp_path, capsys):
     assert len(rows) == 2 and "watercolor painting" in rows[0], rows
 
 
+def test_the_command_s_default_vocabulary_is_the_explorer_s(monkeypatch, capsys):
+    """Without --vocabulary the command takes the list the Find anchors panel opens on for the
+    model (one rule, anchordiv.explorer.vocabulary.default_vocabulary), here made a short one."""
+    import anchordiv.explorer.vocabulary as vocabulary
+
+    asked = []
+    monkeypatch.setattr(vocabulary, "default_vocabulary",
+                        lambda model: asked.append(model) or "builtin-world-styles")
+    assert main(["suggest", "a dog in watercolor", "--k", "1"]) == 0
+    header = capsys.readouterr().out.splitlines()[0]
+    assert asked == ["builtin"] and "of builtin-world-styles" in header, header
+
+
 @pytest.mark.parametrize("argv, message", [
     (["missing.png"], "looks like an image path"), (["dog", "--vocabulary", "nope"], "unknown vocabulary"),
     (["dog", "--k", "0"], "--k"), ([" "], "empty"),

@@ -27,12 +27,13 @@ def add_parser(commands) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     from .. import load_vocabulary, suggest_anchors
+    from ..explorer.vocabulary import default_vocabulary
     from .checks import check_device
     from .fetch_model import load_with_progress
 
     # What can be checked is, before loading a model, which can take a while.
     query_is_image = _is_image(args.query)
-    vocabulary = args.vocabulary or ("builtin-world" if args.model == "builtin" else "imagenet-1k")
+    vocabulary = args.vocabulary or default_vocabulary(args.model)  # the explorer's default for that model
     terms = load_vocabulary(vocabulary)
     check_device(args)
     encoder = load_with_progress(args.model, args.pretrained, args.device, args.allow_download)
