@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from anchordiv import lesson, lesson_weights
+from anchordiv import FeedbackAnchors, lesson, lesson_weights
 from anchordiv.app.errors import attempt
 from anchordiv.explorer.page_state import SETTINGS
 
@@ -114,7 +114,10 @@ def learner_section(query: float, k: int, scale: float) -> None:
     vocabulary = lesson_weights.vocabulary_angles()
     st.markdown(f"Mark two or three points as **like the query** and press *Learn*: anchordiv's learner "
                 f"(`FeedbackAnchors`, seed {lesson_weights.SEED}) chooses the weights of {len(vocabulary)} anchors, "
-                f"one every {lesson_weights.VOCABULARY_STEP:g}°, so that the marked points rank before the unmarked.")
+                f"one every {lesson_weights.VOCABULARY_STEP:g}°, so that each marked point ranks among the nearest "
+                f"{FeedbackAnchors().top_fraction:.0%} of the unmarked points, seen from the query (and from the "
+                "other marked points). A marked point that does costs nothing more: the unmarked points are not "
+                "pushed behind the marked ones, since many of them may be like the query too.")
     state = st.session_state
     if any(label not in POINT_LABELS for label in state.get("learn_weights_marks", [])):  # from a link
         state["learn_weights_marks"] = [label for label in state["learn_weights_marks"] if label in POINT_LABELS]
