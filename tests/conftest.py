@@ -130,6 +130,23 @@ def models(data):
 
 
 @pytest.fixture
+def download_builders(monkeypatch) -> dict:
+    """The builders of the page's deferred downloads, by file name, as the browser would run them on a
+    click (Streamlit registers a builder that the server calls when the button is pressed)."""
+    from streamlit.runtime.media_file_manager import MediaFileManager
+
+    builders: dict[str, object] = {}
+    keep = MediaFileManager.add_deferred
+
+    def record(self, data_callable, mimetype, coordinates, file_name=None, **options):
+        builders[file_name] = data_callable
+        return keep(self, data_callable, mimetype, coordinates, file_name=file_name, **options)
+
+    monkeypatch.setattr(MediaFileManager, "add_deferred", record)
+    return builders
+
+
+@pytest.fixture
 def no_network(monkeypatch):
     """Records (and refuses) every attempt to open a connection; tests assert it stays empty."""
     attempts = []

@@ -203,19 +203,10 @@ def test_the_neighbour_to_explain(library):
     assert app.metric[0].value == f"{divergence:.4f}"
 
 
-def test_downloads_hold_the_neighbours_shown(library, monkeypatch):
+def test_downloads_hold_the_neighbours_shown(library, download_builders):
     """The CSV and PNG downloads, as the browser would receive them on a click, hold the neighbours
     on the page. They are deferred: the page registers a builder that the server runs on the click."""
-    from streamlit.runtime.media_file_manager import MediaFileManager
-
-    builders: dict[str, object] = {}
-    keep = MediaFileManager.add_deferred
-
-    def record(self, data_callable, mimetype, coordinates, file_name=None, **options):
-        builders[file_name] = data_callable
-        return keep(self, data_callable, mimetype, coordinates, file_name=file_name, **options)
-
-    monkeypatch.setattr(MediaFileManager, "add_deferred", record)
+    builders = download_builders
     app = start()
     files = {name: build() for name, build in builders.items()}
     import pandas as pd

@@ -240,17 +240,8 @@ def test_a_bad_weight_is_a_message_and_the_set_is_not_used(library, text, said):
 
 
 @needs_weights
-def test_a_set_downloads_as_its_text_and_a_file_loads_into_it(library, monkeypatch):
-    from streamlit.runtime.media_file_manager import MediaFileManager
-
-    builders: dict[str, object] = {}
-    keep = MediaFileManager.add_deferred
-
-    def record(self, data_callable, mimetype, coordinates, file_name=None, **options):
-        builders[file_name] = data_callable
-        return keep(self, data_callable, mimetype, coordinates, file_name=file_name, **options)
-
-    monkeypatch.setattr(MediaFileManager, "add_deferred", record)
+def test_a_set_downloads_as_its_text_and_a_file_loads_into_it(library, download_builders):
+    builders = download_builders
     app = start()
     app.text_area(key="anchors_b").set_value(weighted_styles(library)).run()
     assert builders["anchor-set-b.tsv"]().decode("utf-8") == weighted_styles(library)
