@@ -141,7 +141,7 @@ def test_browser_types_anchors_moves_p_and_sees_the_grid_change(app_url, tmp_pat
         start = neighbour_captions(page)
         page.screenshot(path=str(tmp_path / "start.png"), full_page=True)
 
-        style_box = page.get_by_label("Anchor set B (style) (one per line)")
+        style_box = page.get_by_role("textbox", name="Anchor set B (style) (one per line)")
         style_box.fill("pixel art\nneon on black\npixel art\n")
         style_box.press("Control+Enter")  # Streamlit's shortcut to apply a text area
         page.get_by_text("2 anchors in use").first.wait_for(timeout=60_000)
@@ -162,7 +162,7 @@ def test_browser_types_anchors_moves_p_and_sees_the_grid_change(app_url, tmp_pat
 
         # A run that stops before drawing the anchors (no data folder offered) must not empty
         # them in the browser while the server keeps using them: set A was filled by its preset.
-        object_box = page.get_by_label("Anchor set A (object) (one per line)")
+        object_box = page.get_by_role("textbox", name="Anchor set A (object) (one per line)")
         objects = object_box.input_value()
         assert objects.strip(), page_report(page, log_path)
         page.get_by_text("Image folder", exact=True).click()

@@ -37,13 +37,13 @@ def test_browser_warns_by_an_uploaded_photo_and_not_by_an_emoji(app_url, tmp_pat
         page = open_explorer(browser, url, log_path)
         page.get_by_text("Upload", exact=True).first.click()
         page.get_by_text("Upload an image to use it as the query").first.wait_for(timeout=60_000)
-        page.locator('input[type="file"]').set_input_files(str(photo))
+        query_upload(page).set_input_files(str(photo))
         page.get_by_text(NOTICE).first.wait_for(timeout=STARTUP_SECONDS * 1000)
         wait_until_idle(page)
         page.screenshot(path=str(tmp_path / "photo.png"), full_page=True)
         assert "make demo MODEL=open_clip:ViT-B-32" in page.locator("body").inner_text(), page_report(page, log_path)
 
-        page.locator('input[type="file"]').set_input_files(str(emoji))
+        query_upload(page).set_input_files(str(emoji))
         # The photo's notice goes once the emoji is the query (and must not come back when the run ends).
         page.get_by_text(NOTICE).first.wait_for(state="detached", timeout=STARTUP_SECONDS * 1000)
         wait_until_idle(page)
@@ -51,7 +51,12 @@ def test_browser_warns_by_an_uploaded_photo_and_not_by_an_emoji(app_url, tmp_pat
         text = page.locator("body").inner_text()
         assert NOTICE not in text and "Traceback" not in text, page_report(page, log_path)
 
-        page.locator('input[type="file"]').set_input_files(str(cat))
+        query_upload(page).set_input_files(str(cat))
         page.get_by_text(NOTICE).first.wait_for(timeout=STARTUP_SECONDS * 1000)
         wait_until_idle(page)
         assert "Traceback" not in page.locator("body").inner_text(), page_report(page, log_path)
+
+
+def query_upload(page):
+    """The query's file input (the anchor sets have file inputs of their own)."""
+    return page.get_by_label("Upload an image (PNG, JPEG or WebP)", exact=True).get_by_test_id("stFileUploaderDropzoneInput")
