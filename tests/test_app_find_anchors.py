@@ -318,3 +318,7 @@ def test_a_learned_geometry_out_of_date_is_said_and_not_offered(library):
     app.selectbox(key="find_vocabulary").set_value("own list (typed)").run()
     app.text_area(key="find_own_terms").set_value("oil painting\npixel art\n").run()
     assert not current(app)
+    app.selectbox(key="find_vocabulary").set_value("auto").run()
+    assert current(app)
+    app.checkbox(key="find_lean").uncheck().run()  # another start is another geometry
+    assert not current(app)

@@ -114,6 +114,18 @@ def test_learning_on_a_sample_renumbers_the_marks_and_matches_the_whole_gallery_
     assert whole.table().columns.tolist() == ["term", "weight"]
 
 
+def test_learning_without_the_lean_on_the_main_axes_is_the_contrast_start():
+    images, rows, anchors, terms = style_world()
+    query = 0
+    same = [i for i in range(len(images)) if rows[i][1] == rows[query][1] and rows[i][0] != rows[query][0]][:3]
+    data = training_set([QueryMarks(images[query].numpy(), query, "q", tuple(same))], len(images))
+    plain = learn_weights(anchors, terms, data, np.arange(len(images)), images, scale=10.0, lean_on_main_axes=False)
+    direct = ad.FeedbackAnchors(scale=10.0, seed=0, spread_weight=0.0).fit(anchors, images[[query]], images, [same])
+    assert dict(zip(plain.terms, plain.weights)) == pytest.approx({terms[i]: w for i, w in enumerate(direct.weights_) if w > 0})
+    leaning = learn_weights(anchors, terms, data, np.arange(len(images)), images, scale=10.0)
+    assert dict(zip(plain.terms, plain.weights)) != pytest.approx(dict(zip(leaning.terms, leaning.weights)))
+
+
 def test_learning_refuses_one_term_and_a_sample_without_the_marks():
     images, rows, anchors, terms = style_world()
     data = training_set([QueryMarks(images[0].numpy(), 0, "q", (5,))], len(images))

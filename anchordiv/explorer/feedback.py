@@ -114,7 +114,8 @@ class LearnedAnchors:
 
 
 def learn_weights(anchors: torch.Tensor, terms: Sequence[str], data: TrainingSet, gallery_ids: np.ndarray,
-                  gallery_rows: torch.Tensor, scale: float, seed: int = FIT_SEED) -> LearnedAnchors:
+                  gallery_rows: torch.Tensor, scale: float, seed: int = FIT_SEED,
+                  lean_on_main_axes: bool = True) -> LearnedAnchors:
     """:class:`~anchordiv.FeedbackAnchors` at ``scale`` with ``seed``, over the vocabulary's
     embeddings ``anchors`` ``(N, d)`` (row ``i`` for ``terms[i]``), on the gallery rows
     ``gallery_rows`` ``(G', d)`` of the distinct ids ``gallery_ids`` ``(G',)`` (a sample of the
@@ -125,7 +126,11 @@ def learn_weights(anchors: torch.Tensor, terms: Sequence[str], data: TrainingSet
     items marked "not like it", its 256 cosine-nearest unmarked rows and 4,096 unmarked rows drawn
     with the seed), a smoothed rank penalty that costs nothing once it does (the marked items also
     serve as queries of one another); 60 Adam steps on the weights, after which those below 0.1% of
-    the largest become 0. A ``ValueError`` for fewer than 2 terms, a marked id missing from
+    the largest become 0. ``lean_on_main_axes`` keeps FeedbackAnchors' start, which leans towards
+    the terms along which the gallery varies most (``spread_weight`` 0.85: few readable terms when
+    the marks share the gallery's main axis, such as a style); ``False`` starts from the marks'
+    contrast alone (``spread_weight=0``: better when they share something else, such as an object,
+    at the price of weight on many terms). A ``ValueError`` for fewer than 2 terms, a marked id missing from
     ``gallery_ids``, a fit that fails or weights that are not finite.
     """
     if len(terms) < 2 or anchors.shape[0] != len(terms):
@@ -139,8 +144,8 @@ def learn_weights(anchors: torch.Tensor, terms: Sequence[str], data: TrainingSet
         return [[position[int(item)] for item in items] for items in lists]
 
     try:
-        model = FeedbackAnchors(scale=float(scale), seed=seed).fit(anchors, data.queries, gallery_rows,
-                                                                   renumbered(data.positives), renumbered(data.negatives))
+        learner = FeedbackAnchors(scale=float(scale), seed=seed, **({} if lean_on_main_axes else {"spread_weight": 0.0}))
+        model = learner.fit(anchors, data.queries, gallery_rows, renumbered(data.positives), renumbered(data.negatives))
     except (RuntimeError, FloatingPointError) as error:  # numerical trouble, said as what to try
         raise ValueError(f"the fit failed ({error}); mark other items or choose another list") from None
     weights = np.asarray(model.weights_, dtype=np.float64)
