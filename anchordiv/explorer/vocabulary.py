@@ -11,6 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..projection import sample_ids
 from ..vocabularies import parse_vocabulary, read_vocabulary_file
 from .paths import MENU_LIMIT, SCAN_LIMIT, DataRoots
 
@@ -77,7 +78,6 @@ def vocabulary_files(roots: DataRoots) -> list[Path]:
 
 def gallery_sample(n_items: int, size: int = GALLERY_ROWS, seed: int = SAMPLE_SEED) -> np.ndarray:
     """The gallery rows the panel reads, sorted: all ``n_items`` when there are at most ``size``,
-    else ``size`` rows drawn without replacement by ``numpy.random.default_rng(seed)``. ``(n,)`` int64."""
-    if n_items <= size:
-        return np.arange(n_items, dtype=np.int64)
-    return np.sort(np.random.default_rng(seed).choice(n_items, size=size, replace=False).astype(np.int64))
+    else ``size`` rows drawn without replacement by ``numpy.random.default_rng(seed)``
+    (:func:`anchordiv.projection.sample_ids`). ``(n,)`` int64."""
+    return sample_ids(n_items, size, seed).astype(np.int64)
