@@ -195,9 +195,9 @@ class FeedbackAnchors(EmpiricalAnchors):
         g = unit_rows(gallery_rows.to(device), "gallery").to(torch.float64)
         generator = np.random.default_rng(seed)
         batch = _training_groups(q, g, marked, unliked, n_negatives, n_hard, bool(self.pairwise), generator)
-        weights, self.loss_ = _descend(a, batch, scale, dict(
-            tau=tau, lam=lam, alpha=alpha, beta=beta, steps=max_iter, lr=lr, sharpness=sharpness,
-            spread_weight=spread_weight, threshold=threshold))
+        weights, self.loss_ = _descend(_prepared(a, batch, scale), dict(tau=tau, lam=lam, alpha=alpha, beta=beta),
+                                       steps=max_iter, lr=lr, sharpness=sharpness, spread_weight=spread_weight,
+                                       threshold=threshold)
         support = torch.nonzero(weights > 0).flatten()
         self.weights_ = weights.to(unit_anchors.dtype).cpu().numpy()
         self.support_ = support.cpu().numpy()
@@ -318,19 +318,18 @@ def _standardised(values: torch.Tensor) -> torch.Tensor:
     return (values - values.mean()) / deviation if deviation > 0 else torch.zeros_like(values)
 
 
-def _descend(a: torch.Tensor, batch: dict, scale: float, settings: dict) -> tuple[torch.Tensor, float]:
-    """Adam on the logits ``theta`` of ``w = softmax(theta)`` from ``init_sharpness`` times
-    :func:`_start`; ``(w (N,) after thresholding, L(w))``."""
-    prepared = _prepared(a, batch, scale)
-    terms = {name: settings[name] for name in ("tau", "lam", "alpha", "beta")}
-    theta = (settings["sharpness"] * _start(prepared, settings["spread_weight"])).requires_grad_(True)
-    optimiser = torch.optim.Adam([theta], lr=settings["lr"])
-    for _ in range(settings["steps"]):
+def _descend(prepared: dict, terms: dict, steps: int, lr: float, sharpness: float, spread_weight: float,
+             threshold: float) -> tuple[torch.Tensor, float]:
+    """Adam on the logits ``theta`` of ``w = softmax(theta)`` from ``sharpness`` times :func:`_start`,
+    ``terms`` the objective's ``tau, lam, alpha, beta``; ``(w (N,) after thresholding, L(w))``."""
+    theta = (sharpness * _start(prepared, spread_weight)).requires_grad_(True)
+    optimiser = torch.optim.Adam([theta], lr=lr)
+    for _ in range(steps):
         optimiser.zero_grad()
         _objective(torch.softmax(theta, dim=0), prepared, **terms).backward()
         optimiser.step()
     weights = torch.softmax(theta.detach(), dim=0)
-    weights = torch.where(weights >= settings["threshold"] * weights.max(), weights, torch.zeros_like(weights))
+    weights = torch.where(weights >= threshold * weights.max(), weights, torch.zeros_like(weights))
     weights = weights / weights.sum()
     with torch.no_grad():
         return weights, float(_objective(weights, prepared, **terms))
