@@ -78,10 +78,11 @@ class CalibrationCurve:
 
 
 def calibration_curve(models: list[AnchorModel], reference_eta: torch.Tensor, k: int = 10, queries: int = QUERIES,
-                      seed: int = 0) -> CalibrationCurve:
+                      seed: int = 0, component_kappa: torch.Tensor | None = None) -> CalibrationCurve:
     """The progress curve of the mixture of ``models`` (A, B) over the reference ``reference_eta``
     ``(G, d)`` (natural parameters), from ``queries`` reference items (fixed seed), each ranking
-    the others by its top-``k`` (see the module docstring)."""
+    the others by its top-``k`` (see the module docstring). ``component_kappa`` ``(G, 2)``: the
+    models' ``kappa`` at ``reference_eta``, when the caller has them (else computed here)."""
     k, queries = check_positive_int(k, "k"), check_positive_int(queries, "queries")
     n_items = reference_eta.shape[0]
     if n_items < k + 2:
@@ -90,7 +91,8 @@ def calibration_curve(models: list[AnchorModel], reference_eta: torch.Tensor, k:
     ids = np.sort(np.random.default_rng(seed).choice(n_items, size=min(queries, n_items), replace=False))
     eta_y = reference_eta.float()
     eta_x = eta_y[torch.as_tensor(ids)]
-    kappa_y = torch.stack([model.cgf_eta(eta_y) for model in models], dim=1)          # (G, 2)
+    kappa_y = (torch.stack([model.cgf_eta(eta_y) for model in models], dim=1) if component_kappa is None
+               else component_kappa.to(eta_y.dtype))                                       # (G, 2)
     pairs = [model.cgf_grad_eta(eta_x) for model in models]
     kappa_x = torch.stack([kappa for kappa, _ in pairs], dim=1)                         # (Q, 2)
     scores = torch.stack([grad @ eta_y.T for _, grad in pairs])                          # (2, Q, G)

@@ -200,20 +200,29 @@ class MixtureAnchors(AnchorModel):
             raise ValueError(f"calibrated weights are defined for two components (A and B, weight p); this mixture "
                              f"has {n_components}. Use weighting='balanced' for more components.")
 
-    def _measure(self, reference: ArrayLike | None) -> ReferenceFit | None:
+    def _measure(self, reference: ArrayLike | None, component_kappa: torch.Tensor | None = None,
+                 curve: CalibrationCurve | None = None) -> ReferenceFit | None:
         """This mixture's weighting measured on ``reference`` ``(n, d)`` with its fitted components
-        (``None`` for literal weights, which measure nothing)."""
+        (``None`` for literal weights, which measure nothing); ``component_kappa`` ``(n, K)``, when
+        given, is each component's ``kappa`` of the reference, computed once by the caller;
+        ``curve``, a calibration measured before under the same settings, is taken as it is."""
         components = self._components()
         self._check_weighting(reference, len(components))
         settings = self._reference_settings()
         if settings[0] == "literal":
             return None
         eta = self._natural_parameters(reference, "reference")
+        if curve is not None and settings[0] == "calibrated":
+            return ReferenceFit(settings, curve=curve)
+        if component_kappa is None:
+            component_kappa = torch.stack([model.cgf_eta(eta) for model in components], dim=1)
+        elif tuple(component_kappa.shape) != (eta.shape[0], len(components)):
+            raise ValueError(f"component_kappa has shape {tuple(component_kappa.shape)}; the reference needs "
+                             f"({eta.shape[0]}, {len(components)}): one kappa per reference row and component")
         if settings[0] == "balanced":
-            return ReferenceFit(settings, offsets=np.array([float(model.cgf_eta(eta).double().mean())
-                                                            for model in components]))
+            return ReferenceFit(settings, offsets=component_kappa.double().mean(dim=0).numpy())
         k, queries, seed = settings[1:]
-        return ReferenceFit(settings, curve=calibration_curve(components, eta, k, queries, seed))
+        return ReferenceFit(settings, curve=calibration_curve(components, eta, k, queries, seed, component_kappa))
 
     def _is_measured(self) -> bool:
         """Whether the reference measurement the weighting needs is there, taken under the current
@@ -245,11 +254,12 @@ class MixtureAnchors(AnchorModel):
         mixture._reference_fit = reference_fit
         return mixture
 
-    def _measured_sibling(self, reference: ArrayLike | None, **params: Any) -> "MixtureAnchors":
+    def _measured_sibling(self, reference: ArrayLike | None, component_kappa: torch.Tensor | None,
+                          curve: CalibrationCurve | None = None, **params: Any) -> "MixtureAnchors":
         """A new mixture over the same component objects, with ``params`` changed and its weighting
-        measured on ``reference``."""
+        measured on ``reference`` (``component_kappa`` and ``curve``: as for :meth:`with_calibration`)."""
         mixture = self._sibling(None, **params)
-        mixture._reference_fit = mixture._measure(reference)
+        mixture._reference_fit = mixture._measure(reference, component_kappa, curve)
         return mixture
 
     def with_weights(self, weights: ArrayLike) -> "MixtureAnchors":
@@ -269,7 +279,8 @@ class MixtureAnchors(AnchorModel):
         self._weight_vector(weights)
         return self._sibling(self._reference_fit, weights=weights)
 
-    def with_balance(self, reference: ArrayLike | None) -> "MixtureAnchors":
+    def with_balance(self, reference: ArrayLike | None,
+                     component_kappa: torch.Tensor | None = None) -> "MixtureAnchors":
         """This mixture balanced over ``reference`` (or literal), with the same components and
         weights; this mixture is unchanged.
 
@@ -278,16 +289,22 @@ class MixtureAnchors(AnchorModel):
         reference : array-like of shape (n, d), or None
             The image embeddings ``R`` the offsets ``c_k`` are measured on (e.g. the gallery);
             ``None`` for literal weights.
+        component_kappa : torch.Tensor of shape (n, K), optional
+            ``kappa_k(eta_r)`` of each component ``k`` at each reference row ``r`` (``eta_r = s r /
+            ||r||``), when the caller has them already (an :class:`~anchordiv.AnchorIndex` over the
+            same rows keeps them as ``component_kappa``): the one ``O(n N d)`` pass is not made again.
 
         Returns
         -------
         MixtureAnchors
             The new mixture, with ``weighting="balanced"`` (``"literal"`` for ``None``).
         """
-        return self._measured_sibling(reference, weighting="literal" if reference is None else "balanced")
+        return self._measured_sibling(reference, component_kappa,
+                                      weighting="literal" if reference is None else "balanced")
 
     def with_calibration(self, reference: ArrayLike, k: int = 10, queries: int = QUERIES,
-                         seed: int = 0) -> "MixtureAnchors":
+                         seed: int = 0, component_kappa: torch.Tensor | None = None,
+                         curve: CalibrationCurve | None = None) -> "MixtureAnchors":
         """This mixture (two components) with ``p`` calibrated on ``reference``, with the same
         components and weights; this mixture is unchanged.
 
@@ -301,6 +318,12 @@ class MixtureAnchors(AnchorModel):
             How many reference items are sampled as queries.
         seed : int, default 0
             The seed of that sample, so the calibration is deterministic.
+        component_kappa : torch.Tensor of shape (n, 2), optional
+            Each component's ``kappa`` at each reference row, as for :meth:`with_balance`.
+        curve : CalibrationCurve, optional
+            The curve a mixture of these fitted components measured on the same ``reference`` with
+            the same ``k``, ``queries`` and ``seed`` (its ``calibration_``, kept by the caller, e.g.
+            on disk): taken as it is, and nothing is measured. The caller vouches that it matches.
 
         Returns
         -------
@@ -308,7 +331,8 @@ class MixtureAnchors(AnchorModel):
             The new mixture, with ``weighting="calibrated"``, ``calibration_k=k``,
             ``calibration_queries=queries`` and ``calibration_seed=seed``.
         """
-        return self._measured_sibling(reference, weighting="calibrated", calibration_k=k, calibration_queries=queries,
+        return self._measured_sibling(reference, component_kappa, curve, weighting="calibrated", calibration_k=k,
+                                      calibration_queries=queries,
                                       calibration_seed=seed)
 
     @property
