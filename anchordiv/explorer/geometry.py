@@ -16,6 +16,7 @@ from ..models import AnchorModel, EmpiricalAnchors, MixtureAnchors, anchor_model
 from ..projection import sample_ids
 from ..search import AnchorIndex, CosineIndex, Index, ITIIndex
 from ..sharded import ShardedAnchorIndex
+from .calibration_cache import CalibrationCache
 from .neighbours import search_one
 
 if TYPE_CHECKING:
@@ -95,8 +96,10 @@ class ExplorerGeometry:
     (:meth:`over_store`). ``index`` ranks the whole gallery: an :class:`AnchorIndex` over
     ``gallery_embeddings`` by default, else what ``index_over(model)`` builds (a
     :class:`~anchordiv.sharded.ShardedAnchorIndex` over a store). Building this is the expensive step
-    (fitting and one pass over the gallery); afterwards :meth:`index_at` costs ``O(G K)`` and a
-    query's :meth:`slider` a move of ``p`` ``O(C)`` for its ``C`` candidates.
+    (fitting and one pass over the gallery, whose per-component ``kappa`` the index keeps and the
+    balance and calibration reuse); afterwards :meth:`index_at` costs ``O(G K)`` and a query's
+    :meth:`slider` a move of ``p`` ``O(C)`` for its ``C`` candidates. A ``calibration_cache`` (for
+    a gallery in memory) keeps the calibration on disk for the next fit of the same geometry.
 
     This object is meant to be shared (cached) across users and threads. Nothing in it changes
     after ``__init__``: :meth:`model_at` and :meth:`index_at` build new objects through the pure
@@ -113,7 +116,8 @@ class ExplorerGeometry:
                  anchor_texts: Sequence[Sequence[str]], spec: GeometrySpec, prior: torch.Tensor | None = None,
                  prior_texts: Sequence[str] = (), names: Sequence[str] = ("A", "B"),
                  index_over: IndexFactory | None = None,
-                 anchor_weights: Sequence[Sequence[float] | None] = ()):
+                 anchor_weights: Sequence[Sequence[float] | None] = (),
+                 calibration_cache: CalibrationCache | None = None):
         weights = list(anchor_weights) + [None] * (len(anchor_sets) - len(anchor_weights))
         used = [(name, anchors, list(texts), set_weights)
                 for name, anchors, texts, set_weights in zip(names, anchor_sets, anchor_texts, weights)
@@ -140,14 +144,30 @@ class ExplorerGeometry:
         if len(components) == 1:
             self.model: AnchorModel = components[0]
             self.calibrated_model: AnchorModel = self.model
-        else:
-            mixture = MixtureAnchors(components, [0.5, 0.5])
+            self.index = self._index(self.model, gallery_embeddings, index_over)
+            return
+        mixture = MixtureAnchors(components, [0.5, 0.5])
+        if index_over is None:
+            # One pass over the gallery: the index keeps each component's kappa of every row, which
+            # the balance and the calibration are measured from (not two more passes of their own).
+            index = self._index(mixture, gallery_embeddings, None)
+            kappa = index.component_kappa
+            self.model = mixture.with_balance(gallery_embeddings, component_kappa=kappa)
+            if calibration_cache is None:
+                self.calibrated_model = mixture.with_calibration(gallery_embeddings, component_kappa=kappa)
+            else:
+                key = calibration_cache.key(repr(spec), anchor_sets, weights, prior)
+                self.calibrated_model = calibration_cache.calibrated(mixture, gallery_embeddings, kappa, key)
+            self.index = index.with_model(self.model)
+        else:  # a store: measured on a sample of rows (``gallery_embeddings``), indexed over all of them
             self.model = mixture.with_balance(gallery_embeddings)
             self.calibrated_model = mixture.with_calibration(gallery_embeddings)
-        if index_over is None:
-            self.index = AnchorIndex(self.model, gallery_embeddings, reverse=spec.reverse, device="cpu")
-        else:
             self.index = index_over(self.model)
+
+    def _index(self, model: AnchorModel, gallery_embeddings: torch.Tensor,
+               index_over: IndexFactory | None) -> AnchorIndex | ShardedAnchorIndex:
+        return (AnchorIndex(model, gallery_embeddings, reverse=self.spec.reverse, device="cpu") if index_over is None
+                else index_over(model))
 
     @classmethod
     def over_store(cls, store: GalleryStore, anchor_sets: Sequence[torch.Tensor],

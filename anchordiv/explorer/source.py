@@ -18,9 +18,11 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..cache import cache_dir
 from ..grids import grid_png
 from ..search import Index
 from .anchors import anchor_presets, preset_sources
+from .calibration_cache import CalibrationCache
 from .colours import label_colour
 from .geometry import ExplorerGeometry, GeometrySpec, baseline_index
 from .maps import point_roles
@@ -234,7 +236,17 @@ class MemorySource:
                      prior_texts: Sequence[str] = (),
                      anchor_weights: Sequence[Sequence[float] | None] = ()) -> ExplorerGeometry:
         return ExplorerGeometry(self.gallery.embeddings, anchor_sets, anchor_texts, spec, prior=prior,
-                                prior_texts=prior_texts, anchor_weights=anchor_weights)
+                                prior_texts=prior_texts, anchor_weights=anchor_weights,
+                                calibration_cache=self.calibration_cache)
+
+    @property
+    def calibration_cache(self) -> CalibrationCache | None:
+        """Where this gallery's calibrations are kept between starts (``None`` when the anchordiv
+        cache folder cannot be used: each fit then measures its own)."""
+        try:
+            return CalibrationCache(cache_dir(writable=True) / "calibration", self.gallery.key)
+        except ValueError:
+            return None
 
     @cached_property
     def cosine_index(self) -> Index:
