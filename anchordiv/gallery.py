@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Callable
 
@@ -53,16 +54,26 @@ class Gallery:
 
     def caption(self, item: int) -> str:
         """``"name · style"`` (style when known) for image ``item``."""
-        row = self.labels.iloc[int(item)]
-        name = str(row[self.name_column])
-        return f"{name} · {row[self.style_column]}" if self.style_column else name
+        return self.captions[int(item)]
+
+    @cached_property
+    def captions(self) -> np.ndarray:
+        """Every image's caption (:meth:`caption`), built once: an object array ``(G,)`` of ``str``."""
+        names = self.labels[self.name_column].astype(str)
+        if self.style_column:
+            names = names + " · " + self.labels[self.style_column].astype(str)
+        return names.to_numpy(dtype=object)
+
+    @cached_property
+    def label_arrays(self) -> dict[str, np.ndarray]:
+        """Each label column as a NumPy array ``(G,)``, made once: a page's few rows are read from
+        them without building pandas rows on every move of p."""
+        return {column: self.labels[column].to_numpy() for column in self.labels.columns}
 
     def find(self, text: str, limit: int = 200) -> list[int]:
         """Gallery ids whose caption contains ``text`` (case-insensitive), at most ``limit``."""
         needle = text.strip().lower()
-        captions = self.labels[self.name_column].astype(str).str.lower()
-        if self.style_column:
-            captions = captions + " · " + self.labels[self.style_column].astype(str).str.lower()
+        captions = pd.Series(self.captions).str.lower()
         hits = np.flatnonzero(captions.str.contains(needle, regex=False).to_numpy())
         return hits[:limit].tolist()
 

@@ -36,18 +36,19 @@ def neighbour_table(values: np.ndarray, ids: np.ndarray, gallery: Gallery, query
                     value_name: str) -> pd.DataFrame:
     """One row per neighbour: rank, gallery id, labels, ``value_name`` (divergence or similarity),
     and ``same_object`` / ``same_style`` against ``query_labels`` (``None`` when unknown)."""
-    rows = gallery.labels.iloc[ids].reset_index(drop=True)
-    table = pd.DataFrame({"rank": np.arange(1, len(ids) + 1), "gallery_id": ids.astype(int)})
+    ids = np.asarray(ids).astype(int)
+    arrays = gallery.label_arrays
+    table = {"rank": np.arange(1, len(ids) + 1), "gallery_id": ids}
     for column in dict.fromkeys([gallery.name_column, gallery.object_column] +
                                 ([gallery.style_column] if gallery.style_column else [])):
-        table[column] = rows[column].to_numpy()
+        table[column] = arrays[column][ids]
     table[value_name] = np.asarray(values, dtype=np.float64)
     for flag, column in (("same_object", gallery.object_column), ("same_style", gallery.style_column)):
         if query_labels is not None and column is not None:
-            table[flag] = (rows[column].to_numpy() == query_labels[column])
+            table[flag] = arrays[column][ids] == query_labels[column]
         else:
-            table[flag] = pd.Series([pd.NA] * len(ids), dtype="boolean")
-    return table
+            table[flag] = pd.array([pd.NA] * len(ids), dtype="boolean")
+    return pd.DataFrame(table)
 
 
 def agreement(table: pd.DataFrame) -> dict[str, tuple[int, int] | None]:
@@ -79,10 +80,11 @@ def grid_captions(table: pd.DataFrame, source: Captioned, value_name: str) -> li
     and the marks ``✓obj`` / ``✓sty`` where the neighbour shares the query's object / style (plain
     text: emoji glyphs are missing from many systems' fonts)."""
     captions = []
-    for row in table.itertuples(index=False):
-        marks = ("✓obj " if row.same_object is True else "") + ("✓sty" if row.same_style is True else "")
-        captions.append(f"{row.rank}. {textwrap.shorten(source.caption(row.gallery_id), 28, placeholder='…')} "
-                        f"{value_name[0]}={getattr(row, value_name):.3g} {marks}")
+    rows = zip(*(table[column].tolist() for column in ("rank", "gallery_id", value_name, "same_object", "same_style")))
+    for rank, item, value, same_object, same_style in rows:
+        marks = ("✓obj " if same_object is True else "") + ("✓sty" if same_style is True else "")
+        captions.append(f"{rank}. {textwrap.shorten(source.caption(item), 28, placeholder='…')} "
+                        f"{value_name[0]}={value:.3g} {marks}")
     return captions
 
 
