@@ -5,9 +5,9 @@ browser sessions never see each other's settings. Also the server's data roots a
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
-import threading
 
 import numpy as np
 import pandas as pd
@@ -15,9 +15,10 @@ import streamlit as st
 import torch
 
 from anchordiv import explorer as ex
-from anchordiv import projection
+from anchordiv.cache import cache_dir
 from anchordiv.encoders import load_encoder, model_catalog
 from anchordiv.explorer.launch import LaunchOptions
+from anchordiv.explorer.thumbnails import EncodedThumbnails
 from anchordiv.gallery import Gallery, folder_gallery, world_gallery
 from anchordiv.models import anchor_model_kind
 from anchordiv.prompts import AS_TYPED, TemplateChoice, encode_anchors
@@ -123,6 +124,18 @@ def get_store_source(folder: str, stamp: tuple, encoder_name: str, dim: int, roo
 
 
 @st.cache_resource(show_spinner=False, max_entries=8, hash_funcs=BY_IDENTITY)
+def encoded_thumbnails(source: ex.GallerySource) -> EncodedThumbnails:
+    """``source``'s thumbnails, each encoded once for every page and visitor of this server (a move
+    of p sends the kept bytes of the items it shows rather than encoding images again). A gallery
+    in memory also keeps them on disk under its key, which names its content, so that a later start
+    shows its first page without rendering; a store's images are files already, read when shown."""
+    folder = None
+    if isinstance(source, ex.MemorySource):
+        folder = cache_dir() / "thumbnails" / hashlib.sha256(source.key.encode()).hexdigest()[:24]
+    return EncodedThumbnails(source.thumbnails, folder=folder)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8, hash_funcs=BY_IDENTITY)
 def source_presets(source: ex.GallerySource) -> dict[str, tuple[str, ...]]:
     """The preset anchor lists of ``source`` (60 ms for the whole world, and every full run of a
     page needs them several times); shared, never changed by a caller."""
@@ -200,15 +213,8 @@ def embed_text_query(encoder, text: str) -> np.ndarray:
 
 
 # -- projections ------------------------------------------------------------------------------------
-@st.cache_resource(show_spinner=False)
-def umap_warm_up() -> threading.Thread:
-    """Compile UMAP's kernels once per server, in the background, before anyone asks for a projection."""
-    thread = threading.Thread(target=projection.warm_up, name="umap-warm-up", daemon=True)
-    thread.start()
-    return thread
-
-
-@st.cache_data(show_spinner="Projecting a fixed sample of the gallery with UMAP (cached per geometry)…",
+@st.cache_data(show_spinner="Projecting a fixed sample of the gallery with UMAP (cached per geometry; a server's "
+                            "first projection also compiles UMAP, about 10 s)…",
                max_entries=16, hash_funcs=BY_IDENTITY)
 def get_projection(key: str, method: str, source: ex.GallerySource, _geometry, p: float, weighting: str,
                    max_points: int) -> tuple[np.ndarray, np.ndarray]:

@@ -16,11 +16,23 @@ from anchordiv.app.query_inputs import caption_of
 from anchordiv.explorer.literal import markdown_literal
 
 
+EXPLAIN_LABEL = "Why this neighbour? Its tilted anchor distribution beside the query's, and the terms between them"
+
+
 @st.fragment
 def explain_section(view: ExploreView, p: float, table: pd.DataFrame) -> None:
-    """A fragment of its own: choosing another neighbour reruns only this."""
+    """A fragment of its own: choosing another neighbour reruns only this. Built only while its
+    expander is open (opening it reruns this fragment), so a move of p with it closed costs nothing."""
+    box = st.expander(EXPLAIN_LABEL, key="explain_open", on_change="rerun")
+    if box.open:
+        with box:
+            explain_neighbour(view, p, table)
+
+
+def explain_neighbour(view: ExploreView, p: float, table: pd.DataFrame) -> None:
+    """The chosen neighbour's and the query's tilted distributions, the divergence, and the
+    vocabulary's pull and push terms."""
     source, geometry = view.source, view.geometry
-    st.subheader("Why this neighbour?")
     rank = st.selectbox("Neighbour", table["rank"].tolist(), key="explain_rank",
                         format_func=lambda r: f"{r}. {caption_of(source)(table.gallery_id.iloc[r - 1])}")
     neighbour = int(table.gallery_id.iloc[rank - 1])

@@ -1,11 +1,18 @@
 """The Explore page's results: the ``p`` slider and what depends on it (the neighbour grids beside
-the baselines, the neighbour table and its downloads), a fragment, so that moving ``p`` reruns only it."""
+the baselines, the neighbour table and its downloads), a fragment, so that moving ``p`` reruns only it.
+
+A move of ``p`` does only what it changes (``explorer-bench --browser`` splits its CPU time by the
+stages of :mod:`~anchordiv.app.step_clock`): the slider's ``O(candidates)`` re-rank, the grids'
+captions, and images sent as the bytes encoded on their first showing; the neighbour table and "why
+this neighbour?" are built only while their expanders are open, the downloads only when clicked."""
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
 from anchordiv import explorer as ex
+from anchordiv.app import step_clock
+from anchordiv.app.cached import encoded_thumbnails
 from anchordiv.app.explore_details import explain_section
 from anchordiv.app.explore_view import ExploreView, certificate_text, neighbours
 from anchordiv.app.url_state import publish_link, share_box
@@ -18,22 +25,31 @@ P_LABEL = "p: weight of A against B (p = 1: only A, p = 0: only B)"
 
 
 def draw_grid(column, title: str, table: pd.DataFrame, source: ex.GallerySource, value_name: str) -> None:
-    """A neighbour table as captioned images, read for its rows only."""
-    column.markdown(f"**{title}**  \n{ex.agreement_text(table)}")
-    column.image(source.thumbnails(table["gallery_id"].tolist()),
-                 caption=[markdown_literal(text) for text in ex.grid_captions(table, source, value_name)],
-                 width=GRID_WIDTH)
+    """A neighbour table as captioned images, read (and encoded) for its rows only, once per server."""
+    with step_clock.stage("captions and tables"):
+        heading = f"**{title}**  \n{ex.agreement_text(table)}"
+        captions = [markdown_literal(text) for text in ex.grid_captions(table, source, value_name)]
+    column.markdown(heading)
+    with step_clock.stage("image encoding"):
+        images = encoded_thumbnails(source)(table["gallery_id"].tolist())
+        column.image(images, caption=captions, width=GRID_WIDTH, output_format="PNG")
 
 
 @st.fragment
 def results_section(view: ExploreView) -> None:
     """The p slider and everything that depends on it: a fragment, so that moving p reruns only this."""
+    with step_clock.timed_run("explorer"):
+        draw_results(view)
+
+
+def draw_results(view: ExploreView) -> None:
     geometry, source = view.geometry, view.source
     setting = SETTINGS["p"]
     p = st.slider(P_LABEL, *setting.bounds, step=setting.step, key="p", disabled=not geometry.is_mixture)
     publish_link(view.link_fields, source)
     share_box(view.link_fields, source)  # in the fragment, so the link shown follows p
-    anchor_table, certified = neighbours(view, p)
+    with step_clock.stage("rerank"):
+        anchor_table, certified = neighbours(view, p)
     if source.capabilities.certificate:
         st.caption(certificate_text(view, certified))
     elif not geometry.is_mixture:
@@ -52,12 +68,15 @@ def results_section(view: ExploreView) -> None:
 
 
 def downloads(view: ExploreView, tables: dict[str, pd.DataFrame], p: float) -> None:
-    """The neighbour table, and its downloads: built when clicked (on a server thread), not on every move of p."""
-    combined = ex.combined_table(tables)
-    with st.expander("Neighbour table"):
-        st.dataframe(combined, hide_index=True)
+    """The neighbour table (built while its expander is open) and its downloads (built when
+    clicked, on a server thread): nothing of them on a move of p with the expander closed."""
+    table = st.expander("Neighbour table", key="neighbour_table_open", on_change="rerun")
+    if table.open:
+        with step_clock.stage("captions and tables"):
+            table.dataframe(ex.combined_table(tables), hide_index=True)
     columns = st.columns(2)
-    columns[0].download_button("Download neighbour table (CSV)", lambda: combined.to_csv(index=False).encode(),
+    columns[0].download_button("Download neighbour table (CSV)",
+                               lambda: ex.combined_table(tables).to_csv(index=False).encode(),
                                "neighbours.csv", "text/csv", key="download_csv")
     if view.source.capabilities.grid_png:
         title = f"Query: {view.query_text} · p = {p:.2f}"

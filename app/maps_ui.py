@@ -8,7 +8,6 @@ import plotly.express as px
 import streamlit as st
 
 from anchordiv import explorer as ex
-from anchordiv.app.cached import umap_warm_up
 from anchordiv.explorer.literal import plotly_literal
 from anchordiv.explorer.page_state import GALLERY_QUERY
 
@@ -29,10 +28,10 @@ def project_at_current_p() -> None:
 def pinned_projection_p(column, show: bool, is_mixture: bool) -> float | None:
     """The "Project at the current p" button in ``column``, and the p a projection is drawn at (pinned
     by that button, so moving the slider never recomputes a projection); ``None`` while ``show`` is off.
-    Starts UMAP's warm-up here, after the grids are drawn, so that it never delays them."""
+    UMAP's kernels are compiled by the first projection a server draws, not in the background at
+    start-up: compiling holds Python's lock for seconds, which every session's moves of p would wait on."""
     column.button("Project at the current p", key="umap_use_p", on_click=project_at_current_p,
                   disabled=not (show and is_mixture))
-    umap_warm_up()
     if not show:
         return None
     if "umap_p" not in st.session_state:

@@ -8,7 +8,7 @@ import numpy as np
 import streamlit as st
 
 from anchordiv import explorer as ex
-from anchordiv.app.cached import embed_text_query, embed_upload
+from anchordiv.app.cached import embed_text_query, embed_upload, encoded_thumbnails
 from anchordiv.app.errors import attempt
 from anchordiv.app.photo_notice import upload_notice
 from anchordiv.explorer.literal import shown
@@ -27,7 +27,7 @@ def caption_of(source: ex.GallerySource) -> Callable[[int], str]:
 
 def source_item(source: ex.GallerySource, item: int) -> Query:
     """Item ``item`` as a query: ``(embedding (d,), item, labels, image, description)``."""
-    return (source.vector(item), item, source.labels_of(item), source.thumbnails([item], size=QUERY_IMAGE_WIDTH)[0],
+    return (source.vector(item), item, source.labels_of(item), encoded_thumbnails(source)([item], QUERY_IMAGE_WIDTH)[0],
             f"#{item} {source.caption(item)}")
 
 

@@ -32,9 +32,25 @@ Environment (for tests and small machines): ``ANCHORDIV_APP_GALLERY_SPLIT`` ("al
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import streamlit as st
+
+
+def size_thread_pools() -> None:
+    """OpenMP's and the BLAS libraries' pools sized as torch's (``ANCHORDIV_APP_THREADS``, default 1;
+    0 leaves them alone), before torch and NumPy load and read them: a server shares its cores
+    among sessions, and idle pool threads spinning after each small product cost a p step about
+    twice its CPU time (measured on 2 cores). Torch itself is set by
+    :func:`~anchordiv.app.cached.share_the_cores`."""
+    threads = os.environ.get("ANCHORDIV_APP_THREADS", "1")
+    if threads != "0":
+        for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ.setdefault(name, threads)
+
+
+size_thread_pools()
 
 st.set_page_config(page_title="anchordiv explorer", page_icon="⚓", layout="wide")
 # A new server's first run imports torch, scikit-learn and the library (about 5 s on 2 cores):

@@ -48,8 +48,15 @@ def select_projection_point(app: AppTest, chart_key: str, gallery_id: int) -> Ap
 
 
 def start() -> AppTest:
-    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    app = with_table(AppTest.from_file(str(APP), default_timeout=TIMEOUT)).run()
     assert not app.exception, app.exception
+    return app
+
+
+def with_table(app: AppTest) -> AppTest:
+    """``app`` with the Explore page's neighbour table open (what opening its expander does: a
+    closed one builds nothing), so that the tests can read the neighbours and their values."""
+    app.session_state["neighbour_table_open"] = True
     return app
 
 
@@ -74,9 +81,16 @@ def expected_ranking(library, texts_a, texts_b, p=0.5, query_id=None, kind="soft
     return ex.search_one(geometry.index_at(p, weighting), gallery.embeddings[query_id], 2 * k, exclude=query_id)
 
 
+def neighbour_table(app: AppTest):
+    """The page's neighbour table (opened first where it is closed)."""
+    if "neighbour_table_open" not in app.session_state or not app.session_state["neighbour_table_open"]:
+        with_table(app).run()
+    return next(frame.value for frame in app.dataframe if "method" in frame.value.columns)
+
+
 def shown_table(app: AppTest, method: str = "anchor divergence"):
     """A method's rows of the page's neighbour table."""
-    table = next(frame.value for frame in app.dataframe if "method" in frame.value.columns)
+    table = neighbour_table(app)
     return table.loc[table["method"] == method]
 
 
@@ -184,10 +198,14 @@ def test_direction_control_reverses_the_divergence(library):
 
 
 def test_the_neighbour_to_explain(library):
-    """"Why this neighbour?" shows the chosen neighbour's tilted distribution and the model's divergence."""
+    """"Why this neighbour?", once opened, shows the chosen neighbour's tilted distribution and the
+    model's divergence; closed, it builds nothing (a move of p does not pay for it)."""
     from anchordiv import explain
 
     app = start()
+    assert not [table for table in app.table if "probability" in table.value.columns]
+    app.session_state["explain_open"] = True  # what opening its expander does
+    app.run()
     app.selectbox(key="explain_rank").set_value(3).run()
     assert not app.exception and not app.error
     gallery, presets = library["gallery"], library["presets"]

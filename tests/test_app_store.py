@@ -63,7 +63,9 @@ def served(stores, monkeypatch):
 
 
 def open_store(folder: Path) -> AppTest:
-    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    app.session_state["neighbour_table_open"] = True  # the neighbour table's expander open: the tests read it
+    app.run()
     app.radio(key="gallery_source").set_value("Gallery store").run()
     assert not app.exception, app.exception
     app.selectbox(key="store_choice").set_value(str(folder)).run()

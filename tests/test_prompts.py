@@ -211,8 +211,9 @@ def test_bad_templates_are_one_line_before_loading_a_model(value, message, tmp_p
 def test_the_explorer_encodes_each_set_through_the_chosen_templates(library):
     from streamlit.testing.v1 import AppTest
 
-    app = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py"),
-                            default_timeout=240).run()
+    app = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py"), default_timeout=240)
+    app.session_state["neighbour_table_open"] = True  # the neighbour table's expander open: the test reads it
+    app.run()
     assert not app.exception, app.exception
     gallery, encoder, presets = library["gallery"], library["encoder"], library["presets"]
     texts_a, texts_b = presets["Gallery object names"], presets["Gallery styles"]
