@@ -6,12 +6,11 @@ divergence between their anchor-tilted distributions, a Bregman divergence of th
 CGF ``kappa``: ``D(x -> y) = kappa(eta_y) - kappa(eta_x) - grad kappa(eta_x) . (eta_y - eta_x)``,
 ``eta = scale * x``. The math, sign conventions and cost model are in ``docs/design.md``.
 """
-from sklearn.exceptions import NotFittedError
-
 from .device import default_device
 from .metrics import MeanAP, average_precision, mean_average_precision
 from .models.base import AnchorModel
 from .models.empirical import EmpiricalAnchors, LatentEmpiricalAnchors
+from .models.estimator import not_fitted_error_class
 from .models.feedback import FeedbackAnchors
 from .models.gaussian import GaussianAnchors, LatentGaussianAnchors
 from .models.mixture import MixtureAnchors
@@ -36,3 +35,10 @@ __all__ = [
     "list_anchor_models", "list_vocabularies", "load_vocabulary", "mean_average_precision", "pair_terms",
     "separating_terms", "suggest_anchors",
 ]
+
+
+def __getattr__(name: str):
+    """``NotFittedError`` is scikit-learn's, imported on first use (see :mod:`anchordiv.models.estimator`)."""
+    if name == "NotFittedError":
+        return not_fitted_error_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -176,3 +176,18 @@ def test_the_step_clock_writes_one_line_per_run_with_its_stages(tmp_path, monkey
     with step_clock.timed_run("explorer"), step_clock.stage("rerank"):
         pass
     assert len(log.read_text().splitlines()) == 1  # off: nothing written
+
+
+def test_the_explorer_starts_without_importing_scikit_learn_or_scipy():
+    """Importing them costs about 2 s of every start; the Explore page's modules need neither (the
+    models speak scikit-learn's protocol without it: anchordiv.models.estimator)."""
+    import subprocess
+    import sys
+
+    modules = ["anchordiv", "anchordiv.app.cached", "anchordiv.app.explore_results", "anchordiv.app.find_anchors",
+               "anchordiv.app.explore_umap", "anchordiv.app.sidebar", "anchordiv.app.anchor_inputs"]
+    code = (f"import sys\nfor name in {modules!r}: __import__(name)\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'sklearn', 'scipy', 'umap', 'numba'}))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "[]", result.stdout

@@ -14,20 +14,18 @@ whose mean is ``grad kappa(eta)``. The anchor divergence of ``y`` from ``x`` is
 
 Subclasses implement ``_fit``, ``_cgf_eta`` and ``_cgf_grad_eta`` on ``eta`` tensors; this class
 turns them into the public, validated, block-wise ``cgf``, ``grad_cgf`` and ``divergence``.
-Models are scikit-learn estimators: ``get_params``, ``set_params``, ``sklearn.base.clone`` and the
-repr come from :class:`sklearn.base.BaseEstimator`, so ``__init__`` only stores its parameters and
-every check of them happens in ``fit``.
+Models are scikit-learn estimators: ``get_params``, ``set_params`` (so ``sklearn.base.clone``) and
+the repr come from :class:`~anchordiv.models.estimator.Estimator`, scikit-learn's protocol without
+importing scikit-learn, so ``__init__`` only stores its parameters and every check of them happens
+in ``fit``.
 """
 from __future__ import annotations
 
 from typing import Any, Callable, Hashable
 
 import torch
-from sklearn import config_context
-from sklearn.base import BaseEstimator
-from sklearn.exceptions import NotFittedError
-
 from .._validation import ArrayLike, as_matrix, check_dimension, check_finite_output, check_scale, unit_rows
+from .estimator import Estimator, not_fitted_error
 
 # Intermediate arrays are kept below this many elements (about 128 MB at float32).
 BLOCK_ELEMENTS = 2**25
@@ -55,7 +53,7 @@ def count_distinct_rows(anchors: torch.Tensor) -> int:
     return int(torch.unique(anchors, dim=0).shape[0])
 
 
-class AnchorModel(BaseEstimator):
+class AnchorModel(Estimator):
     """Base class: parameters in ``__init__``, ``fit(anchors)`` returns ``self``, fitted
     attributes end in ``_``; using a model before ``fit`` raises :class:`NotFittedError` (both a
     ``ValueError`` and an ``AttributeError``).
@@ -68,12 +66,6 @@ class AnchorModel(BaseEstimator):
 
     def __init__(self, scale: float = 100.0):
         self.scale = scale
-
-    def __repr__(self, N_CHAR_MAX: int = 700) -> str:  # noqa: N803 - BaseEstimator's signature
-        """scikit-learn's repr with every parameter, defaults included: the scale in use matters
-        to anyone reading a result, and it is not obvious from the defaults."""
-        with config_context(print_changed_only=False):
-            return super().__repr__(N_CHAR_MAX)
 
     # -- subclass hooks ------------------------------------------------------------------
     def _fit(self, anchors: torch.Tensor) -> None:
@@ -122,7 +114,7 @@ class AnchorModel(BaseEstimator):
     def check_fitted(self) -> None:
         """Raise :class:`NotFittedError` unless ``fit`` has run."""
         if not self.__sklearn_is_fitted__():
-            raise NotFittedError(
+            raise not_fitted_error(
                 f"This {type(self).__name__} is not fitted yet; call fit(anchors) with an (N, d) "
                 "anchor set first."
             )

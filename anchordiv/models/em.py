@@ -18,8 +18,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from sklearn.cluster import KMeans
-from sklearn.exceptions import ConvergenceWarning
 
 SCATTER_BLOCK_ELEMENTS = 2**25  # rows of the M-step's weighted copy of x per product (256 MB in float64)
 
@@ -109,6 +107,10 @@ def fit_gaussian_mixture(anchors: torch.Tensor, n_components: int, covariance_ty
                          reg_covar: float = 1e-6, max_iter: int = 100, tol: float = 1e-3,
                          random_state: int | None = 0) -> MixtureFit:
     """Fit ``n_components`` Gaussians to ``anchors`` ``(N, d)`` by EM; see the module docstring."""
+    # scikit-learn is imported here, by the fits that use it, not by every import of the models.
+    from sklearn.cluster import KMeans
+    from sklearn.exceptions import ConvergenceWarning
+
     x = anchors.to(torch.float64)
     labels = KMeans(n_clusters=n_components, n_init=1, random_state=np.random.RandomState(random_state)
                     ).fit(x.cpu().numpy()).labels_

@@ -6,11 +6,11 @@ from typing import Any, Hashable, Sequence
 
 import numpy as np
 import torch
-from sklearn.exceptions import NotFittedError
 
 from .._validation import ArrayLike, check_probability_vector
 from .base import AnchorModel, like_input
 from .calibration import QUERIES, CalibrationCurve, calibration_curve
+from .estimator import not_fitted_error
 
 # How the weights [p, 1 - p] become the mixture's w (docs/design.md §3): MixtureAnchors' ``weighting``.
 WEIGHTINGS = ("literal", "balanced", "calibrated")
@@ -144,7 +144,7 @@ class MixtureAnchors(AnchorModel):
         calibrated weights, the reference has been measured under the current parameters
         (``ValueError`` when the components' dimensions differ or ``weighting`` is unknown)."""
         if not all(model.__sklearn_is_fitted__() for model in self._components()):
-            raise NotFittedError(
+            raise not_fitted_error(
                 "This MixtureAnchors has an unfitted component; call fit(anchor_sets) with one (N_k, d) "
                 "anchor set per component, or build it from fitted models."
             )
@@ -234,7 +234,7 @@ class MixtureAnchors(AnchorModel):
         """The measurement of the reference (``None`` for literal weights); :class:`NotFittedError`
         when the weighting needs one that is missing."""
         if not self._is_measured():
-            raise NotFittedError(
+            raise not_fitted_error(
                 f"This MixtureAnchors (weighting={self.weighting!r}) has not been measured on a reference set "
                 "under its current parameters; call fit(anchor_sets, reference=embeddings), or build it from "
                 "fitted models with with_balance(reference) or with_calibration(reference)."
