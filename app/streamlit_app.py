@@ -28,7 +28,8 @@ menus; typing any path is a local-only mode (``--allow-any-path``). See
 
 Environment (for tests and small machines): ``ANCHORDIV_APP_GALLERY_SPLIT`` ("all", "train",
 "heldout"; default "all"), ``ANCHORDIV_APP_GALLERY_LIMIT`` (first N images of the world) and
-``ANCHORDIV_APP_THREADS`` (torch threads of the server; default 1, 0 keeps torch's own count).
+``ANCHORDIV_APP_THREADS`` (torch, OpenMP and BLAS threads of the server; default 1, 0 keeps the
+libraries' own counts).
 """
 from __future__ import annotations
 
