@@ -24,6 +24,7 @@ def start(query: int = QUERY, k: int = 30) -> AppTest:
     app = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
     app.session_state["query_id"] = query
     app.session_state["top_k"] = k
+    app.session_state["explain_open"] = True  # "why this neighbour?" open: its pull/push tables are tested
     app.run()
     assert not app.exception, app.exception
     return app
@@ -171,7 +172,6 @@ def test_a_vocabulary_is_encoded_once_across_reruns(library, monkeypatch):
     app = start()
     app.selectbox(key="find_vocabulary").set_value("own list (typed)").run()
     app.text_area(key="find_own_terms").set_value("\n".join(terms)).run()
-    app.session_state["explain_open"] = True  # "why this neighbour?" opened
     app.run()
     app.selectbox(key="explain_rank").set_value(2).run()
     app.multiselect(key="find_like").set_value(same_style(library, marked_options(app))[:3]).run()

@@ -18,6 +18,7 @@ from anchordiv.explorer import thumbnails
 from anchordiv.store import MANIFEST, GalleryStore
 from anchordiv.text_cache import encode_texts_cached
 from rankings import assert_same_ranking
+from test_app import neighbour_table
 
 streamlit_testing = pytest.importorskip("streamlit.testing.v1")
 AppTest = streamlit_testing.AppTest
@@ -74,7 +75,7 @@ def open_store(folder: Path) -> AppTest:
 
 
 def neighbours(app: AppTest, method: str = "anchor divergence") -> list[int]:
-    table = next(frame.value for frame in app.dataframe if "method" in frame.value.columns)
+    table = neighbour_table(app)
     return table.loc[table["method"] == method, "gallery_id"].tolist()
 
 
@@ -108,8 +109,8 @@ def test_the_page_ranks_the_store_as_the_library_and_reads_only_shown_images(lib
                         context="the slider against the store's exact search")
     assert neighbours(app, "cosine") == ex.cosine_top_k(gallery.store, vector, 10, query)[1].tolist()
     assert "Certified" in messages(app, ("caption",))
-    # One read per image drawn (the query and both grids), none for the other items.
-    drawn = [query] + shown + neighbours(app, "cosine")
+    # One read per image drawn (the query and both grids; an item in both grids once), none for the others.
+    drawn = {query, *shown, *neighbours(app, "cosine")}
     assert sorted(read) == sorted(Path(gallery.caption(item)).name for item in drawn) and len(read) < len(gallery)
     seen = {tuple(shown)}
     for p in (1.0, 0.0):
@@ -117,7 +118,10 @@ def test_the_page_ranks_the_store_as_the_library_and_reads_only_shown_images(lib
         assert not app.exception
         assert neighbours(app) == slider.at(p)[1].tolist()
         seen.add(tuple(neighbours(app)))
+        drawn |= set(neighbours(app))
     assert len(seen) > 1  # p moves the neighbours
+    # Each image is read and encoded once, however often a move of p shows it again.
+    assert sorted(read) == sorted(Path(gallery.caption(item)).name for item in drawn)
     app.radio(key="weighting").set_value("literal").run()
     assert neighbours(app) == geometry.slider(vector, 10, query, "literal").at(0.0)[1].tolist()
 
