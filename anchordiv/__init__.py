@@ -21,7 +21,7 @@ from .search import AnchorIndex, CosineIndex, Index, ITIIndex
 from .sharded import ShardedAnchorIndex
 from .slider import MixtureSlider
 from .store.reader import GalleryStore
-from .suggest import PairTerms, pair_terms, separating_terms, suggest_anchors
+from .suggest import PairTerms, gallery_mean_tilt, pair_terms, separating_terms, suggest_anchors
 from .vocabularies import list_vocabularies, load_vocabulary
 
 __version__ = "0.1.0"
@@ -31,7 +31,7 @@ __all__ = [
     "GaussianMixtureAnchors", "ITIIndex", "Index", "LatentEmpiricalAnchors", "LatentGaussianAnchors", "MeanAP",
     "MixtureAnchors", "MixtureSlider", "NotFittedError", "PairTerms", "PosteriorEmpiricalAnchors", "PosteriorGaussianAnchors",
     "ShardedAnchorIndex", "anchor_model_kind",
-    "average_precision", "default_device", "fit_anchor_model",
+    "average_precision", "default_device", "fit_anchor_model", "gallery_mean_tilt",
     "list_anchor_models", "list_vocabularies", "load_vocabulary", "mean_average_precision", "pair_terms",
     "separating_terms", "suggest_anchors",
 ]

@@ -130,8 +130,9 @@ def suggest_anchors(encoder: Any, query: ArrayLike | str, terms: Sequence[str], 
     return [vocabulary.terms[i] for i in order], probabilities[order]
 
 
-def separating_terms(encoder: Any, neighbours: ArrayLike, gallery: ArrayLike, terms: Sequence[str], k: int = 10,
-                     templates: Any = None, scale: float | None = None) -> tuple[list[str], np.ndarray]:
+def separating_terms(encoder: Any, neighbours: ArrayLike, gallery: ArrayLike | None, terms: Sequence[str], k: int = 10,
+                     templates: Any = None, scale: float | None = None,
+                     gallery_tilt: ArrayLike | None = None) -> tuple[list[str], np.ndarray]:
     """The ``k`` terms that most set a query's neighbourhood apart from the gallery.
 
     With ``p(i | s y)`` the tilted distribution of an embedding ``y`` over the terms (uniform
@@ -159,14 +160,19 @@ def separating_terms(encoder: Any, neighbours: ArrayLike, gallery: ArrayLike, te
         Gives ``logit_scale``, ``dim`` and the terms' text embeddings.
     neighbours : array-like of shape (n, d)
         The neighbourhood's image embeddings (any norm; the query may be among them).
-    gallery : array-like of shape (G, d)
-        The gallery's image embeddings, or a sample of them (numpy, float16 included, or torch).
+    gallery : array-like of shape (G, d), or None
+        The gallery's image embeddings, or a sample of them (numpy, float16 included, or torch);
+        ``None`` with ``gallery_tilt``.
     terms : sequence of str
         The vocabulary (at least one term).
     k : int, default 10
         How many terms to return.
     templates, scale
         As in :func:`suggest_anchors`.
+    gallery_tilt : array-like of shape (N,), optional
+        ``g``, as :func:`gallery_mean_tilt` gives it for the same gallery, terms, templates and
+        scale, when the caller keeps it (it does not depend on the neighbourhood): the gallery is
+        then not read again.
 
     Returns
     -------
@@ -179,10 +185,25 @@ def separating_terms(encoder: Any, neighbours: ArrayLike, gallery: ArrayLike, te
     k = check_positive_int(k, "k")
     vocabulary = _vocabulary(encoder, terms, templates, scale)
     m = vocabulary.tilt(_embeddings(neighbours, "neighbours", encoder.dim), "neighbours").mean(dim=0)
-    g = _gallery_mean_tilt(vocabulary, gallery, int(encoder.dim))
-    contributions = _kl_contributions(m.cpu().numpy(), g.cpu().numpy())
+    if gallery_tilt is None:
+        g = _gallery_mean_tilt(vocabulary, gallery, int(encoder.dim)).cpu().numpy()
+    else:
+        g = np.asarray(gallery_tilt, dtype=np.float64)
+        if g.shape != (len(vocabulary.terms),):
+            raise ValueError(f"gallery_tilt has shape {g.shape}; the vocabulary needs ({len(vocabulary.terms)},): "
+                             "gallery_mean_tilt of the same terms")
+    contributions = _kl_contributions(m.cpu().numpy(), g)
     order = _top(contributions, k)
     return [vocabulary.terms[i] for i in order], contributions[order]
+
+
+def gallery_mean_tilt(encoder: Any, gallery: ArrayLike, terms: Sequence[str], templates: Any = None,
+                      scale: float | None = None) -> np.ndarray:
+    """``g_i = (1/G) sum_y p(i | s y)``: the gallery's mean tilted distribution over ``terms``
+    ``(N,)`` float64, the half of :func:`separating_terms` that every query over one gallery shares
+    (``O(G N d)``, one pass in blocks). Arguments as for :func:`separating_terms`."""
+    vocabulary = _vocabulary(encoder, terms, templates, scale)
+    return _gallery_mean_tilt(vocabulary, gallery, int(encoder.dim)).cpu().numpy()
 
 
 def _gallery_mean_tilt(vocabulary: _Vocabulary, gallery: ArrayLike, dim: int) -> torch.Tensor:

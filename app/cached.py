@@ -251,8 +251,19 @@ def separating_terms(encoder, terms: tuple[str, ...], source: ex.GallerySource, 
     ``term`` and ``score``, highest first."""
     from anchordiv import separating_terms as separating
 
-    top, scores = separating(encoder, source.rows(np.asarray(neighbour_ids)), vocabulary_gallery(source)[1], terms, k)
+    top, scores = separating(encoder, source.rows(np.asarray(neighbour_ids)), None, terms, k,
+                             gallery_tilt=vocabulary_gallery_tilt(encoder, terms, source))
     return pd.DataFrame({"term": top, "score": scores})
+
+
+@st.cache_resource(show_spinner="Weighing the vocabulary over the gallery (once per vocabulary)…", max_entries=8,
+                   hash_funcs=BY_IDENTITY)
+def vocabulary_gallery_tilt(encoder, terms: tuple[str, ...], source: ex.GallerySource) -> np.ndarray:
+    """:func:`~anchordiv.suggest.gallery_mean_tilt` of :func:`vocabulary_gallery`'s rows: the
+    gallery's side of every query's separating terms, computed once (never changed by a caller)."""
+    from anchordiv.suggest import gallery_mean_tilt
+
+    return gallery_mean_tilt(encoder, vocabulary_gallery(source)[1], terms)
 
 
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs=BY_IDENTITY)

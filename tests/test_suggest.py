@@ -61,6 +61,20 @@ def test_a_style_sets_its_items_apart_by_its_own_phrase(encoder, world, terms, s
         assert sum(rank < 3 for rank in ranks) >= 3, (style, ranks)
 
 
+def test_a_kept_gallery_tilt_gives_the_same_terms_without_reading_the_gallery(encoder, world, terms):
+    """The gallery's half of the scores does not depend on the neighbourhood, so a caller keeps it."""
+    from anchordiv import gallery_mean_tilt
+
+    neighbours, gallery = world.embeddings[same_style(world, "pixel art", 20, seed=1)], world.embeddings[::50]
+    kept = gallery_mean_tilt(encoder, gallery, terms)
+    assert kept.shape == (len(terms),) and np.isclose(kept.sum(), 1.0)
+    read = separating_terms(encoder, neighbours, gallery, terms, k=10)
+    again = separating_terms(encoder, neighbours, None, terms, k=10, gallery_tilt=kept)
+    assert again[0] == read[0] and np.array_equal(again[1], read[1])  # the same numbers by the same route
+    with pytest.raises(ValueError, match=r"gallery_tilt has shape \(3,\)"):
+        separating_terms(encoder, neighbours, None, terms, gallery_tilt=kept[:3])
+
+
 def test_separating_terms_are_the_terms_of_kl_between_the_mean_tilts(encoder, world, terms):
     neighbours, gallery = world.embeddings[same_style(world, "pixel art", 20, seed=1)], world.embeddings[::50]
     top, scores = separating_terms(encoder, neighbours, gallery, terms, k=len(terms))
