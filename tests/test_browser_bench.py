@@ -1,6 +1,7 @@
-"""Smoke test of ``explorer-bench --browser``: one repeat of each measure, explorer and reference.
+"""Smoke test of ``explorer-bench --browser``: one repeat of each measure, explorer and reference,
+with the server's CPU per p step by stage; and of ``--sessions``: two sessions moving p at once.
 
-It checks that the benchmark runs end to end and returns sane figures, not how fast anything is
+It checks that the benchmarks run end to end and return sane figures, not how fast anything is
 (speed is read from the command's printed output). Skipped, with the reason, when Chromium, the
 playwright package or the built-in weights are missing, as tests/test_browser.py.
 """
@@ -14,7 +15,10 @@ import sys
 import pytest
 
 from anchordiv.builtin.weights import ASSETS_DIR, WEIGHTS_NAME
-from anchordiv.benchmarks.browser import CHROMIUM, FIRST_START, MEASURES, browser_benchmark, check_browser
+from anchordiv.app.step_clock import STAGES
+from anchordiv.benchmarks.browser import (CHROMIUM, CPU_FIGURES, CPU_WORDS, FIRST_START, MEASURES, browser_benchmark,
+                                          check_browser, step_cpu)
+from anchordiv.benchmarks.browser_sessions import SESSION_MEASURES, sessions_benchmark
 
 pytestmark = [pytest.mark.slow]
 
@@ -30,31 +34,62 @@ class _Lines(logging.Handler):
         self.lines.append(record.getMessage())
 
 
-@pytest.fixture(scope="module")
-def results():
+def skip_without_browser_or_weights() -> None:
     try:
         check_browser()
     except ValueError as error:
         pytest.skip(str(error))
     if not (ASSETS_DIR / WEIGHTS_NAME).is_file():
         pytest.skip("the built-in model weights are not there yet")
-    logger, handler = logging.getLogger("anchordiv.benchmarks.browser"), _Lines()
+
+
+def logged(module: str, bench, **options) -> tuple[dict, list[str]]:
+    """``bench(**options)``'s figures and the lines it logged through ``module``'s logger."""
+    logger, handler = logging.getLogger(module), _Lines()
     level = logger.level
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     try:
-        return browser_benchmark(repeats=1, split="heldout", limit=96), handler.lines
+        return bench(**options), handler.lines
     finally:
         logger.removeHandler(handler)
         logger.setLevel(level)
 
 
+@pytest.fixture(scope="module")
+def results():
+    skip_without_browser_or_weights()
+    return logged("anchordiv.benchmarks.browser", browser_benchmark, repeats=1, split="heldout", limit=96)
+
+
 def test_every_measure_has_a_positive_finite_time_for_both_apps(results):
     figures, _ = results
     for app in ("explorer", "reference"):
-        assert set(figures[app]) == set(MEASURES), app
-        for measure, seconds in figures[app].items():
+        assert set(figures[app]) == {*MEASURES, "cpu"}, app
+        for measure in MEASURES:
+            seconds = figures[app][measure]
             assert math.isfinite(seconds) and seconds > 0, (app, measure, seconds)
+
+
+def test_every_cpu_figure_is_known_finite_and_not_negative_for_both_apps(results):
+    """Both apps' runs log their stages (step_clock.timed_run), so no figure is missing; a stage an
+    app does not have (the reference's rerank) is 0."""
+    figures, _ = results
+    for app in ("explorer", "reference"):
+        cpu = figures[app]["cpu"]
+        assert list(cpu) == list(CPU_FIGURES), app
+        for figure, seconds in cpu.items():
+            assert seconds is not None and math.isfinite(seconds) and seconds >= 0, (app, figure, seconds)
+        assert cpu["in all"] > 0, app
+        assert sum(cpu[stage] for stage in STAGES) + cpu["other script work"] > 0, app
+
+
+def test_the_cpu_ratios_are_explorer_over_reference_where_the_reference_spent_any(results):
+    figures, _ = results
+    assert list(figures["cpu_ratio"]) == list(CPU_FIGURES)
+    for figure, ratio in figures["cpu_ratio"].items():
+        explorer, reference = figures["explorer"]["cpu"][figure], figures["reference"]["cpu"][figure]
+        assert ratio == (pytest.approx(explorer / reference) if reference else None), figure
 
 
 def test_the_ratios_are_explorer_over_reference(results):
@@ -71,13 +106,26 @@ def test_it_prints_the_machine_and_one_line_per_measure(results):
         assert sum(line.startswith(words) and "explorer / reference" in line for line in lines) == 1, (words, lines)
     assert math.isfinite(figures["first_start_s"]) and figures["first_start_s"] > 0
     assert sum(line.startswith(FIRST_START) for line in lines) == 1, lines
+    for figure in CPU_FIGURES:
+        assert sum(line.startswith(f"{CPU_WORDS}, {figure}:") and "explorer / reference" in line
+                   for line in lines) == 1, (figure, lines)
+
+
+def test_a_step_without_logged_runs_has_only_the_servers_cpu():
+    """A script not wrapped in step_clock.timed_run logs nothing: its stages are unknown, not 0."""
+    assert step_cpu(0.02, []) == {figure: 0.02 if figure == "in all" else None for figure in CPU_FIGURES}
+    runs = [{"cpu_s": 0.010, "stages": {"rerank": 0.004}}, {"cpu_s": 0.002, "stages": {}}]
+    cpu = step_cpu(0.020, runs)
+    assert cpu["rerank"] == pytest.approx(0.004) and cpu["image encoding"] == 0
+    assert cpu["other script work"] == pytest.approx(0.008)
+    assert cpu["Streamlit outside the script"] == pytest.approx(0.008)
 
 
 def test_a_missing_browser_or_driver_names_what_to_install(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="apt-get install -y chromium"):
         check_browser(str(tmp_path / "no-chromium"))
     if os.path.isfile(CHROMIUM):
-        monkeypatch.setitem(sys.modules, "playwright.sync_api", None)  # import now fails
+        monkeypatch.setitem(sys.modules, "playwright.async_api", None)  # import now fails
         with pytest.raises(ValueError, match="pip install playwright"):
             check_browser(CHROMIUM)
 
@@ -88,7 +136,7 @@ def test_the_isolation_benchmark_asks_for_the_costliest_figure_a_link_may():
     from urllib.parse import parse_qs
 
     from anchordiv.explorer import GeometrySpec
-    from anchordiv.benchmarks.browser import heaviest_compare_link
+    from anchordiv.benchmarks.browser_sessions import heaviest_compare_link
     from anchordiv.figure import DEFAULT_LIMITS, check_figure_request, fitted_geometries, parse_geometry_column
 
     links = [parse_qs(heaviest_compare_link(seed)) for seed in (1, 2)]
@@ -100,3 +148,21 @@ def test_the_isolation_benchmark_asks_for_the_costliest_figure_a_link_may():
         assert (len(rows) + 1) * len(columns) * k > DEFAULT_LIMITS.neighbours
     assert not set(links[0]["columns"]) & set(links[1]["columns"]) - {"cosine", "iti"}
     assert not set(links[0]["rows"]) & set(links[1]["rows"])
+
+
+def test_two_sessions_moving_p_at_once_end_on_the_grids_one_session_alone_shows():
+    skip_without_browser_or_weights()
+    figures, lines = logged("anchordiv.benchmarks.browser_sessions", sessions_benchmark, sessions=2, repeats=2,
+                            split="heldout", limit=96)
+    assert figures["sessions"] == 2 and figures["repeats"] == 2
+    for app in ("explorer", "reference"):
+        assert figures[app]["mismatches"] == 0 and figures[app]["first_mismatch"] is None, (app, figures[app])
+        for measure in SESSION_MEASURES:
+            assert math.isfinite(figures[app][measure]) and figures[app][measure] > 0, (app, measure)
+        assert figures[app]["worst_s"] >= figures[app]["median_s"], app
+    assert list(figures["ratio"]) == list(SESSION_MEASURES)
+    for measure, ratio in figures["ratio"].items():
+        assert ratio == pytest.approx(figures["explorer"][measure] / figures["reference"][measure]), measure
+    for words in SESSION_MEASURES.values():
+        assert sum(line.startswith(words.format(sessions=2)) for line in lines) == 1, (words, lines)
+    assert any("explorer 0 mismatches, reference 0 mismatches" in line for line in lines), lines

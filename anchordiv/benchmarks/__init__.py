@@ -7,8 +7,11 @@
 * :mod:`.memory`: memory probes (:func:`~.memory.available_memory`, :func:`~.memory.resident_memory`,
   :class:`~.memory.PeakResidentMemory`);
 * :mod:`.explorer`: the explorer's interactive steps (:func:`~.explorer.benchmark`), ``anchordiv explorer-bench``;
-* :mod:`.browser`: the explorer in headless Chromium against a minimal reference app
-  (:func:`~.browser.browser_benchmark`, :func:`~.browser.isolation_benchmark`), ``explorer-bench --browser``.
+* :mod:`.browser`: the explorer in headless Chromium against a minimal reference app, with the
+  server's CPU per p step by stage (:func:`~.browser.browser_benchmark`), ``explorer-bench --browser``;
+* :mod:`.browser_sessions`: several sessions on one server: N moving p at once
+  (:func:`~.browser_sessions.sessions_benchmark`, ``--sessions N``) and one session's p step beside
+  another's heaviest request (:func:`~.browser_sessions.isolation_benchmark`, ``--isolation``).
 
 Each logs its progress at INFO through its module's logger and returns its figures; the command
 line prints the result lines.

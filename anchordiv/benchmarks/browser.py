@@ -7,12 +7,19 @@ until the first two grids of 10 captions are drawn (with an empty cache for the 
 start, then with the disk cache it left), opening the app on a running server, and one step of the
 p slider until the first grid changes and until the script run is over. The reference
 (``app/reference_grid.py``) draws the same kind of page with nothing behind it, so the ratio
-explorer / reference is the explorer's own cost. Both scripts are found through
-:func:`anchordiv.resources.app_dir`, so an installed package runs it from any folder; each figure
-is logged at INFO as it is measured.
+explorer / reference is the explorer's own cost. Each p step also counts the server's CPU time,
+split by the stages of :mod:`anchordiv.app.step_clock` from the lines the server's script runs log.
+Both scripts are found through :func:`anchordiv.resources.app_dir`, so an installed package runs it
+from any folder; each figure is logged at INFO as it is measured.
+
+The browser is driven through Playwright's asyncio API, so that several pages can be driven at once
+(:mod:`anchordiv.benchmarks.browser_sessions`); each benchmark is a plain function that runs its
+own event loop.
 """
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
 import os
 import socket
@@ -21,23 +28,33 @@ import subprocess
 import tempfile
 import time
 import urllib.request
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, asynccontextmanager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import AsyncIterator, Callable, Iterable, Iterator
 
 from ..app.server_settings import EXPLORER_SCRIPT, streamlit_argv
+from ..app.step_clock import STAGES
 from ..resources import app_dir
 
 logger = logging.getLogger(__name__)
 CHROMIUM = os.environ.get("ANCHORDIV_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
+VIEWPORT = {"width": 1500, "height": 2600}
 APPS = {"explorer": (EXPLORER_SCRIPT, "weight of A"), "reference": ("reference_grid.py", "weight of grid A")}
 MEASURES = {"start_s": "start the server, disk cache present -> first grid",
             "open_s": "open the app, server running -> first grid",
             "move_p_grid_s": "move p one step -> the grid changes",
             "move_p_rest_s": "move p one step -> page at rest again"}
 FIRST_START = "first start, empty cache -> first grid"
+# The server's CPU per p step: in all, in each stage of the logged script runs, the rest of those
+# runs, and the rest of the server: Streamlit outside the script thread (sending the messages,
+# serving the images), and any run not wrapped in step_clock.timed_run.
+CPU_FIGURES = ("in all", *STAGES, "other script work", "Streamlit outside the script")
+CPU_WORDS = "server CPU per p step"
+STEP_LOG = "ANCHORDIV_STEP_LOG"  # the variable app/step_clock.py reads
+SETTLE_S = 0.05  # after a step is at rest, for the server's event loop to finish sending
 WAIT_S = 180  # per wait in the browser; a first start with a gallery to embed takes longer
 
 # The captions of each st.image grid (an element holding 10 or more), first grid first: the
@@ -47,6 +64,9 @@ GRIDS_JS = """() => [...document.querySelectorAll('[data-testid="stElementContai
   .map(box => [...box.querySelectorAll('[data-testid="stImageCaption"]')].map(c => c.innerText))
   .filter(captions => captions.length >= 10)"""
 RUNNING = '[data-testid^="stStatusWidgetRunning"]'
+FIRST_GRIDS = f"() => ({GRIDS_JS})().flat().length >= 20"
+GRID_CHANGED = f"before => ({GRIDS_JS})()[0]?.join('\\n') !== before.join('\\n')"
+NOT_RUNNING = f"() => !document.querySelector('{RUNNING}')"
 
 
 def check_browser(chromium: str = CHROMIUM) -> None:
@@ -54,7 +74,7 @@ def check_browser(chromium: str = CHROMIUM) -> None:
     if not Path(chromium).is_file():
         raise ValueError(f"no Chromium at {chromium}; install it (apt-get install -y chromium) or set ANCHORDIV_CHROMIUM")
     try:
-        import playwright.sync_api  # noqa: F401
+        import playwright.async_api  # noqa: F401
     except ImportError as error:
         raise ValueError(f"the playwright package is missing ({error}); pip install playwright "
                          "(the system Chromium is used: no `playwright install`)") from error
@@ -107,6 +127,11 @@ def streamlit_server(script: Path, env: dict[str, str], log_path: Path) -> Itera
                 process.wait()
 
 
+async def healthy(url: str, process: subprocess.Popen, log_path: Path) -> None:
+    """:func:`wait_healthy` in a thread, so that the browser's messages go on being read meanwhile."""
+    await asyncio.to_thread(wait_healthy, url, process, log_path, WAIT_S)
+
+
 def explorer_env(workdir: Path, split: str = "all", limit: int | None = None) -> dict[str, str]:
     """The explorer's environment on ``split`` (first ``limit`` images) of the built-in world, with
     an empty private cache in ``workdir`` (so that the user's cache stays untouched and the first
@@ -123,148 +148,305 @@ def explorer_env(workdir: Path, split: str = "all", limit: int | None = None) ->
     return env if limit is None else {**env, "ANCHORDIV_APP_GALLERY_LIMIT": str(limit)}
 
 
+@asynccontextmanager
+async def chromium_browser(chromium: str = CHROMIUM) -> AsyncIterator:
+    """Headless system Chromium with :data:`CHROMIUM_ARGS`, closed on the way out."""
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield browser
+        finally:
+            await browser.close()
+
+
 class RunWatch:
     """When each script run finished, read from Streamlit's websocket messages (``script_finished``):
     the status widget alone cannot say, as it shows a running script only after 0.5 s of running."""
 
     def __init__(self, page):
         self.finished_at: float | None = None
+        self._finished = asyncio.Event()
         page.on("websocket", lambda socket: socket.on("framereceived", self._frame))
+
+    def reset(self) -> None:
+        """Forget the runs so far: :meth:`finished` waits for the next one."""
+        self.finished_at = None
+        self._finished.clear()
+
+    async def finished(self) -> float:
+        """When the first run since :meth:`reset` finished (``perf_counter``), once it has."""
+        try:
+            await asyncio.wait_for(self._finished.wait(), WAIT_S)
+        except TimeoutError:
+            raise TimeoutError(f"no script_finished message within {WAIT_S} s") from None
+        return self.finished_at
 
     def _frame(self, payload) -> None:
         from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
         # script_finished is a few bytes; skipping the big deltas keeps this handler cheap.
-        if not isinstance(payload, bytes) or len(payload) > 256:
+        if not isinstance(payload, bytes) or len(payload) > 256 or self._finished.is_set():
             return
         message = ForwardMsg.FromString(payload)
         done = (ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY)
         if message.WhichOneof("type") == "script_finished" and message.script_finished in done:
             self.finished_at = time.perf_counter()
+            self._finished.set()
 
 
-def _grids(page) -> list[list[str]]:
-    return page.evaluate(GRIDS_JS)
+async def wait_until(page, condition: str, arg=None) -> None:
+    """Return once the page function ``condition`` holds for ``arg``; :class:`TimeoutError` after
+    :data:`WAIT_S`. It is checked at each change of the page (a MutationObserver), not polled at
+    every frame as ``wait_for_function`` does: with many pages open, polling would load the very
+    machine being measured."""
+    held = await page.evaluate(f"""arg => new Promise(resolve => {{
+      const holds = () => ({condition})(arg);
+      if (holds()) return resolve(true);
+      const observer = new MutationObserver(() => {{ if (holds()) {{ stop(); resolve(true); }} }});
+      const timer = setTimeout(() => {{ stop(); resolve(false); }}, {WAIT_S * 1000});
+      const stop = () => {{ observer.disconnect(); clearTimeout(timer); }};
+      observer.observe(document, {{childList: true, subtree: true, characterData: true, attributes: true}});
+    }})""", arg)
+    if not held:
+        raise TimeoutError(f"{condition[:60]}… did not hold")
 
 
-def _fail(page, name: str, what: str, error: Exception, log_path: Path) -> ValueError:
-    body = page.locator("body").inner_text()[-1500:]
-    return ValueError(f"{name}: {what} did not happen within {WAIT_S} s ({error}); the page shows:\n{body}\n"
+async def grids(page) -> list[list[str]]:
+    """The captions of the page's image grids, first grid first."""
+    return await page.evaluate(GRIDS_JS)
+
+
+async def _fail(page, name: str, what: str, error: Exception, log_path: Path) -> ValueError:
+    body = (await page.locator("body").inner_text())[-1500:]
+    return ValueError(f"{name}: {what} did not happen within {WAIT_S} s ({error!r}); the page shows:\n{body}\n"
                       f"its streamlit log ends:\n{_log_tail(log_path)}")
 
 
-def _open(context, url: str, name: str, log_path: Path):
-    """A fresh page of the app: seconds from ``goto`` until two grids of 10 captions are drawn."""
-    from playwright.sync_api import Error as PlaywrightError
+async def open_page(context, url: str, name: str, log_path: Path):
+    """A fresh page of the app and its :class:`RunWatch`: seconds from ``goto`` until two grids of
+    10 captions are drawn."""
+    from playwright.async_api import Error as PlaywrightError
 
-    page = context.new_page()
+    page = await context.new_page()
+    page.set_default_timeout(WAIT_S * 1000)  # under load (many sessions) an action may wait past Playwright's 30 s
     watch = RunWatch(page)
     start = time.perf_counter()
-    page.goto(url, wait_until="commit")
+    await page.goto(url, wait_until="commit")
     try:
-        page.wait_for_function(f"() => ({GRIDS_JS})().flat().length >= 20", timeout=WAIT_S * 1000)
-    except PlaywrightError as error:
-        raise _fail(page, name, "the first grids", error, log_path) from error
+        await wait_until(page, FIRST_GRIDS)
+    except (PlaywrightError, TimeoutError) as error:
+        raise await _fail(page, name, "the first grids", error, log_path) from error
     return page, watch, time.perf_counter() - start
 
 
-def _wait_at_rest(page, watch: RunWatch, start: float) -> float:
+async def wait_at_rest(page, watch: RunWatch, start: float) -> float:
     """Seconds from ``start`` until the run has finished and the status widget shows no running script."""
-    deadline = time.monotonic() + WAIT_S
-    while watch.finished_at is None:
-        if time.monotonic() > deadline:
-            raise TimeoutError("no script_finished message")
-        page.wait_for_timeout(5)
-    if page.locator(RUNNING).count():
-        page.wait_for_function(f"() => !document.querySelector('{RUNNING}')", timeout=WAIT_S * 1000)
+    finished_at = await watch.finished()
+    if await page.locator(RUNNING).count():
+        await wait_until(page, NOT_RUNNING)
         return time.perf_counter() - start
-    return watch.finished_at - start
+    return finished_at - start
 
 
-def _arrow(slider, previous: str) -> str:
+def p_slider(page, label: str):
+    """The p slider of the app whose slider label contains ``label``."""
+    return page.locator('[data-testid="stSlider"]').filter(has_text=label).get_by_role("slider")
+
+
+async def _arrow(slider, previous: str) -> str:
     """The key for the next step: on in the same direction (every step a new p), turning at the ends."""
-    value, low, high = (float(text) for text in (slider.input_value(), slider.get_attribute("min"),
-                                                 slider.get_attribute("max")))
+    value, low, high = [float(text) for text in (await slider.input_value(), await slider.get_attribute("min"),
+                                                 await slider.get_attribute("max"))]
     return "ArrowLeft" if value >= high else "ArrowRight" if value <= low else previous
 
 
-def _step_p(page, watch: RunWatch, slider_label: str, name: str, log_path: Path,
-            previous: str) -> tuple[float, float, str]:
-    """One arrow key on the p slider: seconds until the first grid's captions differ, and until
-    the page is at rest, and the key pressed."""
-    from playwright.sync_api import Error as PlaywrightError
+@dataclass(frozen=True)
+class Step:
+    """One arrow key on the p slider: seconds until the first grid's captions differed and until the
+    page was at rest, and the key pressed (the next step goes on the same way)."""
+    grid_s: float
+    rest_s: float
+    key: str
 
-    slider = page.locator('[data-testid="stSlider"]').filter(has_text=slider_label).get_by_role("slider")
-    key = _arrow(slider, previous)
-    before = _grids(page)[0]
-    watch.finished_at = None
-    slider.focus()
-    start = time.perf_counter()
-    slider.press(key)
+
+async def step_p(page, watch: RunWatch, name: str, log_path: Path, previous: str = "ArrowRight") -> Step:
+    """One step of app ``name``'s p slider on ``page``, on in the direction of ``previous``."""
+    from playwright.async_api import Error as PlaywrightError
+
+    slider = p_slider(page, APPS[name][1])
     try:
-        page.wait_for_function(f"before => ({GRIDS_JS})()[0]?.join('\\n') !== before.join('\\n')", arg=before,
-                               timeout=WAIT_S * 1000)
+        key = await _arrow(slider, previous)
+        before = (await grids(page))[0]
+        watch.reset()
+        await slider.focus()
+        start = time.perf_counter()
+        await slider.press(key)
+        await wait_until(page, GRID_CHANGED, before)
         changed = time.perf_counter() - start
-        return changed, _wait_at_rest(page, watch, start), key
+        return Step(changed, await wait_at_rest(page, watch, start), key)
     except (PlaywrightError, TimeoutError) as error:
-        raise _fail(page, name, "a change of the grid after moving p", error, log_path) from error
+        raise await _fail(page, name, "a step of p until the grid changed", error, log_path) from error
 
 
-def _open_and_settle(context, url: str, name: str, log_path: Path) -> float:
+async def _open_and_settle(context, url: str, name: str, log_path: Path) -> float:
     """Open a fresh page of the app: seconds until its first grids are drawn; the page is closed
     once its script run is over (the time to get there is not counted)."""
-    page, watch, seconds = _open(context, url, name, log_path)
-    _wait_at_rest(page, watch, time.perf_counter())
-    page.close()
+    page, watch, seconds = await open_page(context, url, name, log_path)
+    await wait_at_rest(page, watch, time.perf_counter())
+    await page.close()
     return seconds
 
 
-def _start(context, script: Path, env: dict[str, str], log_path: Path, name: str):
+async def _start(context, script: Path, env: dict[str, str], log_path: Path, name: str):
     """Start ``streamlit run script`` and open it: seconds from the launch until the first grids are
-    drawn, with the server still running (the caller closes the returned stack)."""
+    drawn, the server's ``(url, process, log_path)``, still running, and the stack that stops it."""
     stack = ExitStack()
     try:
         started = time.perf_counter()
-        url, process, log_path = stack.enter_context(streamlit_server(script, env, log_path))
-        wait_healthy(url, process, log_path, seconds=WAIT_S)
+        url, process, log_path = server = stack.enter_context(streamlit_server(script, env, log_path))
+        await healthy(url, process, log_path)
         until_open = time.perf_counter() - started
-        return until_open + _open_and_settle(context, url, name, log_path), url, log_path, stack
+        return until_open + await _open_and_settle(context, url, name, log_path), server, stack
     except BaseException:
         stack.close()
         raise
 
 
-def _measure_app(context, name: str, env: dict[str, str], workdir: Path,
-                 repeats: int) -> tuple[dict[str, float], float]:
-    """The medians of :data:`MEASURES` for one app, and the seconds of its first start (the
-    explorer's with the empty cache of ``env``, which the later starts then find filled)."""
+def cpu_seconds(process: subprocess.Popen) -> float:
+    """CPU seconds of ``process`` so far, user and system, of all its threads (ended ones too), to
+    the nanosecond: its Linux process CPU-time clock (``clock_getcpuclockid``). ``/proc/PID/stat``
+    counts 10 ms ticks, about what a whole p step of the reference costs."""
+    return time.clock_gettime((~process.pid << 3) | 2)  # the kernel's MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED)
+
+
+def _runs_logged(step_log: Path, offset: int) -> list[dict]:
+    """The script runs :mod:`~anchordiv.app.step_clock` logged after byte ``offset`` of ``step_log``."""
+    if not step_log.is_file():
+        return []
+    with open(step_log, "rb") as log:
+        log.seek(offset)
+        return [json.loads(line) for line in log.read().decode().splitlines() if line.strip()]
+
+
+def step_cpu(server_s: float, runs: list[dict]) -> dict[str, float | None]:
+    """One step's :data:`CPU_FIGURES`, from the server's CPU seconds and the runs it logged; without
+    any logged run (a script not wrapped in ``step_clock.timed_run``) only the server's are known."""
+    if not runs:
+        return {figure: server_s if figure == "in all" else None for figure in CPU_FIGURES}
+    script_s = sum(run["cpu_s"] for run in runs)
+    stages = {stage: sum(run["stages"].get(stage, 0.0) for run in runs) for stage in STAGES}
+    return {"in all": server_s, **stages, "other script work": script_s - sum(stages.values()),
+            "Streamlit outside the script": server_s - script_s}
+
+
+def median_known(values: Iterable[float | None]) -> float | None:
+    """The median of the values that are not ``None``; ``None`` when none is."""
+    known = [value for value in values if value is not None]
+    return statistics.median(known) if known else None
+
+
+async def _steps_with_cpu(page, watch: RunWatch, name: str, process: subprocess.Popen, log_path: Path,
+                          step_log: Path, repeats: int) -> tuple[list[Step], dict[str, float | None]]:
+    """``repeats`` p steps, and the medians over them of the server's CPU per step (:data:`CPU_FIGURES`)."""
+    steps, cpu, key = [], [], "ArrowRight"
+    for _ in range(repeats):
+        offset = step_log.stat().st_size if step_log.is_file() else 0
+        # Counted: the server's CPU from just before the key press (the grid read and focus before
+        # it cost the server nothing) until SETTLE_S after the page is at rest, so that the event
+        # loop's sending of the last messages and the browser's image requests are in; its idle
+        # ticking over that time (a few ms) is too. The runs are those whose lines were written
+        # meanwhile: a line is written as its run ends, before Streamlit says the run finished.
+        before = cpu_seconds(process)
+        step = await step_p(page, watch, name, log_path, key)
+        await asyncio.sleep(SETTLE_S)
+        cpu.append(step_cpu(cpu_seconds(process) - before, _runs_logged(step_log, offset)))
+        steps.append(step)
+        key = step.key
+    return steps, {figure: median_known(step[figure] for step in cpu) for figure in CPU_FIGURES}
+
+
+async def _measure_app(context, name: str, env: dict[str, str], workdir: Path, repeats: int) -> tuple[dict, float]:
+    """The medians of :data:`MEASURES` for one app and, under ``"cpu"``, of :data:`CPU_FIGURES`; and
+    the seconds of its first start (the explorer's with the empty cache of ``env``, which the later
+    starts then find filled)."""
     script = app_dir() / APPS[name][0]
-    first, url, log_path, server = _start(context, script, env, workdir / f"{name}-first.log", name)
+    first, (url, process, log_path), server = await _start(context, script, env, workdir / f"{name}-first.log", name)
     logger.info(f"  {name}: first start {first:.2f} s")
     with server:
-        opens = [_open_and_settle(context, url, name, log_path) for _ in range(repeats)]
-        page, watch, _ = _open(context, url, name, log_path)
-        _wait_at_rest(page, watch, time.perf_counter())
-        steps, key = [], "ArrowRight"
-        for _ in range(repeats):
-            *seconds, key = _step_p(page, watch, APPS[name][1], name, log_path, key)
-            steps.append(seconds)
-        page.close()
+        opens = [await _open_and_settle(context, url, name, log_path) for _ in range(repeats)]
+        page, watch, _ = await open_page(context, url, name, log_path)
+        await wait_at_rest(page, watch, time.perf_counter())
+        steps, cpu = await _steps_with_cpu(page, watch, name, process, log_path, Path(env[STEP_LOG]), repeats)
+        await page.close()
     starts = []
     for attempt in range(repeats):
-        seconds, _, _, server = _start(context, script, env, workdir / f"{name}-start{attempt}.log", name)
+        seconds, _, server = await _start(context, script, env, workdir / f"{name}-start{attempt}.log", name)
         server.close()
         starts.append(seconds)
     return {"start_s": statistics.median(starts), "open_s": statistics.median(opens),
-            "move_p_grid_s": statistics.median(s[0] for s in steps),
-            "move_p_rest_s": statistics.median(s[1] for s in steps)}, first
+            "move_p_grid_s": statistics.median(step.grid_s for step in steps),
+            "move_p_rest_s": statistics.median(step.rest_s for step in steps), "cpu": cpu}, first
+
+
+def ratio(explorer: float | None, reference: float | None) -> float | None:
+    """explorer / reference; ``None`` when either is unknown or the reference is 0."""
+    return None if explorer is None or not reference else explorer / reference
+
+
+def as_seconds(value: float) -> str:
+    return f"{value:.3f} s"
+
+
+def as_milliseconds(value: float) -> str:
+    return f"{1000 * value:.1f} ms"
+
+
+def ratio_line(words: str, explorer: float | None, reference: float | None,
+               shown: Callable[[float], str] = as_seconds) -> str:
+    """``words: explorer …, reference …, explorer / reference …``, "n/a" for what is unknown."""
+    def text(value: float | None) -> str:
+        return "n/a" if value is None else shown(value)
+
+    share = ratio(explorer, reference)
+    return (f"{words}: explorer {text(explorer)}, reference {text(reference)}, "
+            f"explorer / reference {'n/a' if share is None else f'{share:.2f}'}")
 
 
 def _report(results: dict) -> None:
     for key, words in MEASURES.items():
-        explorer, reference, ratio = results["explorer"][key], results["reference"][key], results["ratio"][key]
-        logger.info(f"{words}: explorer {explorer:.3f} s, reference {reference:.3f} s, explorer / reference {ratio:.2f}")
+        logger.info(ratio_line(words, results["explorer"][key], results["reference"][key]))
     logger.info(f"{FIRST_START}: explorer {results['first_start_s']:.1f} s")
+    for figure in CPU_FIGURES:
+        logger.info(ratio_line(f"{CPU_WORDS}, {figure}", results["explorer"]["cpu"][figure],
+                               results["reference"]["cpu"][figure], as_milliseconds))
+    for name in APPS:
+        if results[name]["cpu"][STAGES[0]] is None:
+            logger.info(f"  {name}: its runs logged no lines (its script is not wrapped in step_clock.timed_run): "
+                        "only its CPU in all is known")
+
+
+async def _browser_benchmark(repeats: int, split: str, limit: int | None, chromium: str) -> dict:
+    shown = "all" if limit is None else f"the first {limit:,}"
+    logger.info(f"machine: {os.cpu_count()} cores; explorer gallery: {shown} images of the '{split}' emoji world; "
+        f"{repeats} repeats, medians")
+    results: dict = {"cores": os.cpu_count(), "gallery": {"split": split, "limit": limit}, "repeats": repeats}
+    with tempfile.TemporaryDirectory(prefix="anchordiv-browser-bench-") as folder:
+        workdir = Path(folder)
+        envs = {"explorer": explorer_env(workdir, split, limit), "reference": dict(os.environ)}
+        async with chromium_browser(chromium) as browser:
+            context = await browser.new_context(viewport=VIEWPORT)
+            for name in APPS:
+                env = {**envs[name], STEP_LOG: str(workdir / f"{name}-steps.jsonl")}
+                results[name], first = await _measure_app(context, name, env, workdir, repeats)
+                if name == "explorer":
+                    results["first_start_s"] = first
+    results["ratio"] = {key: ratio(results["explorer"][key], results["reference"][key]) for key in MEASURES}
+    results["cpu_ratio"] = {figure: ratio(results["explorer"]["cpu"][figure], results["reference"]["cpu"][figure])
+                            for figure in CPU_FIGURES}
+    _report(results)
+    return results
 
 
 def browser_benchmark(repeats: int = 5, split: str = "all", limit: int | None = None,
@@ -272,145 +454,12 @@ def browser_benchmark(repeats: int = 5, split: str = "all", limit: int | None = 
     """Time the explorer (on ``split``, first ``limit`` images, of the built-in world) and the
     reference app in headless Chromium: medians over ``repeats``, one app at a time.
 
-    Returns ``{"cores", "gallery", "repeats", "first_start_s", "explorer": {measure: s},
-    "reference": {...}, "ratio": {measure: explorer / reference}}`` with the measures of
-    :data:`MEASURES`; ``first_start_s`` is the explorer's first start with an empty cache.
+    Returns ``{"cores", "gallery", "repeats", "first_start_s", "explorer": {measure: s, "cpu":
+    {figure: CPU s}}, "reference": {...}, "ratio": {measure: explorer / reference}, "cpu_ratio":
+    {figure: explorer / reference}}`` with the measures of :data:`MEASURES` and the figures of
+    :data:`CPU_FIGURES` (medians of the server's CPU per p step); ``first_start_s`` is the
+    explorer's first start with an empty cache. A CPU figure is ``None`` where it is unknown: the
+    stages of an app whose runs logged no lines, and a ratio with such a figure.
     """
-    from playwright.sync_api import sync_playwright
-
     check_browser(chromium)
-    shown = "all" if limit is None else f"the first {limit:,}"
-    logger.info(f"machine: {os.cpu_count()} cores; explorer gallery: {shown} images of the '{split}' emoji world; "
-        f"{repeats} repeats, medians")
-    results: dict = {"cores": os.cpu_count(), "gallery": {"split": split, "limit": limit}, "repeats": repeats}
-    with tempfile.TemporaryDirectory(prefix="anchordiv-browser-bench-") as folder, ExitStack() as stack:
-        workdir = Path(folder)
-        envs = {"explorer": explorer_env(workdir, split, limit), "reference": dict(os.environ)}
-        playwright = stack.enter_context(sync_playwright())
-        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
-        stack.callback(browser.close)
-        context = browser.new_context(viewport={"width": 1500, "height": 2600})
-        for name in APPS:
-            results[name], first = _measure_app(context, name, envs[name], workdir, repeats)
-            if name == "explorer":
-                results["first_start_s"] = first
-    results["ratio"] = {key: results["explorer"][key] / results["reference"][key] for key in MEASURES}
-    _report(results)
-    return results
-
-
-# -- one session's heaviest request against another's p step --------------------------------------
-def heaviest_compare_link(seed: int) -> str:
-    """The query string of the costliest Compare figure a link may ask for
-    (:data:`~anchordiv.figure.DEFAULT_LIMITS`): as many neighbours in all as allowed, top-k at its
-    limit, and as many anchor geometries to fit as allowed, each at a scale no earlier figure used
-    (``seed`` picks them, and the rows), so that no cache serves it."""
-    from urllib.parse import urlencode
-
-    from ..figure import DEFAULT_LIMITS as LIMITS
-
-    kinds = ("gaussian", "gmm", "latent-softmax", "softmax")
-    fitted = [f"mix p=0.5 model={kinds[index % len(kinds)]} s={20 + index + 10 * seed}"
-              for index in range(LIMITS.geometries)]
-    columns = (fitted + ["cosine", "iti"])[:LIMITS.columns]
-    rows = [f"random:{1000 * seed + index}" for index in range(min(LIMITS.rows, LIMITS.neighbours // (LIMITS.k * len(columns))))]
-    return urlencode({"rows": rows, "columns": columns, "cell_k": LIMITS.k}, doseq=True)
-
-
-def _cpu_seconds(process: subprocess.Popen) -> float:
-    """User and system CPU seconds of ``process`` so far (Linux ``/proc``)."""
-    fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _steps_while(page, watch: RunWatch, busy: Callable[[], bool], log_path: Path, most: int,
-                 started: list[float] | None = None) -> list[float]:
-    """p steps (seconds to rest) on ``page`` while ``busy()`` holds, at most ``most`` of them;
-    ``started`` gets each step's start (``perf_counter``)."""
-    steps, key = [], "ArrowRight"
-    while busy() and len(steps) < most:
-        if started is not None:
-            started.append(time.perf_counter())
-        _, rest, key = _step_p(page, watch, APPS["explorer"][1], "explorer", log_path, key)
-        steps.append(rest)
-    return steps
-
-
-def p_steps() -> int:
-    """The Explore slider's steps from p = 0 to 1, from its setting (20 steps of 0.05)."""
-    from ..explorer.page_state import SETTINGS
-
-    p = SETTINGS["p"]
-    return round((p.high - p.low) / p.step)
-
-
-def isolation_benchmark(repeats: int = 5, split: str = "all", limit: int | None = None,
-                        chromium: str = CHROMIUM) -> dict:
-    """How much one session's heaviest allowed request slows another session's p step, and what a
-    request costs once its tab is closed, in headless Chromium on one explorer server.
-
-    Session B opens Explore, moves p over its whole range and back, and steps it ``4 repeats``
-    times alone; then session A opens the largest
-    Compare figure a link may ask for (:func:`heaviest_compare_link`) and B steps p while A's run
-    lasts. Then A opens another such figure and closes its tab after one second: the server's CPU
-    seconds in the 20 s after the close, against the CPU seconds the finished figure took.
-
-    Returns ``{"alone_s", "loaded_s" (medians of B's steps to rest), "ratio", "alone_max_s",
-    "loaded_max_s" (B's slowest steps), "slowest_steps" ((seconds after the heavy link, seconds) of
-    B's three slowest), "loaded_steps",
-    "heavy_s" (A's figure, link to drawn), "heavy_cpu_s", "after_close_cpu_s"}``.
-    """
-    from playwright.sync_api import sync_playwright
-
-    check_browser(chromium)
-    results: dict = {"cores": os.cpu_count(), "repeats": repeats}
-    with tempfile.TemporaryDirectory(prefix="anchordiv-isolation-") as folder, ExitStack() as stack:
-        workdir = Path(folder)
-        playwright = stack.enter_context(sync_playwright())
-        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
-        stack.callback(browser.close)
-        url, process, log_path = stack.enter_context(
-            streamlit_server(app_dir() / APPS["explorer"][0], explorer_env(workdir, split, limit), workdir / "server.log"))
-        wait_healthy(url, process, log_path, seconds=WAIT_S)
-        viewport = {"viewport": {"width": 1500, "height": 2600}}
-        page_b, watch_b, _ = _open(browser.new_context(**viewport), url, "explorer", log_path)
-        _wait_at_rest(page_b, watch_b, time.perf_counter())
-        # Every p of the slider once, there and back, so that alone and loaded steps alike find
-        # each p's ranking as a person moving p back and forth would.
-        _steps_while(page_b, watch_b, lambda: True, log_path, 2 * p_steps())
-        alone = _steps_while(page_b, watch_b, lambda: True, log_path, 4 * repeats)
-
-        heavy = browser.new_context(**viewport).new_page()
-        cpu_before, started = _cpu_seconds(process), time.perf_counter()
-        heavy.goto(f"{url}/compare?{heaviest_compare_link(1)}", wait_until="commit")
-        drawn = heavy.get_by_role("button", name="Download PDF")
-        step_starts: list[float] = []
-        loaded = _steps_while(page_b, watch_b, lambda: not drawn.count(), log_path, 20 * repeats, step_starts)
-        drawn.wait_for(timeout=WAIT_S * 1000)
-        heavy.wait_for_function(f"() => !document.querySelector('{RUNNING}')", timeout=WAIT_S * 1000)
-        results.update(heavy_s=time.perf_counter() - started, heavy_cpu_s=_cpu_seconds(process) - cpu_before)
-        # When the slowest steps began, in seconds after the heavy link was opened (where they fall
-        # in its fits, its cells and its drawing).
-        slowest = sorted(range(len(loaded)), key=loaded.__getitem__)[-3:]
-        results["slowest_steps"] = [(round(step_starts[i] - started, 1), round(loaded[i], 3)) for i in slowest]
-
-        gone = browser.new_context(**viewport)
-        gone.new_page().goto(f"{url}/compare?{heaviest_compare_link(2)}", wait_until="commit")
-        time.sleep(1.0)
-        gone.close()
-        cpu_closed = _cpu_seconds(process)
-        time.sleep(20.0)
-        results["after_close_cpu_s"] = _cpu_seconds(process) - cpu_closed
-    results.update(alone_s=statistics.median(alone), loaded_s=statistics.median(loaded) if loaded else float("nan"),
-                   loaded_max_s=max(loaded, default=float("nan")), alone_max_s=max(alone), loaded_steps=len(loaded))
-    results["ratio"] = results["loaded_s"] / results["alone_s"]
-    logger.info(f"machine: {os.cpu_count()} cores; gallery: {'all' if limit is None else limit} images of the '{split}' world")
-    logger.info(f"p step alone: {results['alone_s']:.3f} s (median of {len(alone)})")
-    logger.info(f"p step while another session draws the largest Compare figure: {results['loaded_s']:.3f} s "
-        f"(median of {len(loaded)}), loaded / alone {results['ratio']:.2f}; slowest step {results['loaded_max_s']:.3f} s "
-        f"loaded, {results['alone_max_s']:.3f} s alone")
-    logger.info("the three slowest loaded steps (s after the heavy link opened, s): "
-        + ", ".join(f"{at:.1f}: {seconds:.3f}" for at, seconds in results["slowest_steps"]))
-    logger.info(f"the largest Compare figure: {results['heavy_s']:.1f} s from its link, {results['heavy_cpu_s']:.1f} CPU s")
-    logger.info(f"server CPU in the 20 s after a tab asking for it closed (1 s in): {results['after_close_cpu_s']:.1f} CPU s")
-    return results
+    return asyncio.run(_browser_benchmark(repeats, split, limit, chromium))

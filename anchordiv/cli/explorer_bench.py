@@ -1,13 +1,14 @@
 """``anchordiv explorer-bench``: the explorer's interactive timings (move p, new query, UMAP), or
-with ``--browser`` the Streamlit explorer itself timed in headless Chromium."""
+with ``--browser`` the Streamlit explorer itself timed in headless Chromium (with ``--sessions N``,
+N sessions moving p at once; with ``--isolation``, one session's p step beside the heaviest request)."""
 from __future__ import annotations
 
 import argparse
+from functools import partial
 
 from .checks import check_output_file
 from .options import COUNT, add_json_option, add_world_options, integer
 from .output import write_json
-
 
 
 def add_parser(commands) -> argparse.ArgumentParser:
@@ -19,11 +20,15 @@ def add_parser(commands) -> argparse.ArgumentParser:
     bench.add_argument("--repeats", type=COUNT, help="default 20 (5 with --browser)")
     bench.add_argument("--browser", action="store_true",
                        help="time the Streamlit explorer in headless Chromium against a minimal reference app "
-                            "(first start, start, open, move p: grid changed, page at rest); the size options "
-                            "above do not apply")
+                            "(first start, start, open, move p: grid changed, page at rest, and the server's CPU per p "
+                            "step by stage); the size options above do not apply")
     bench.add_argument("--isolation", action="store_true",
                        help="with --browser: another session's p step while one draws the costliest Compare "
                             "figure a link may ask for, and the server's CPU once a tab asking for it closed")
+    bench.add_argument("--sessions", type=integer(2), metavar="N",
+                       help="with --browser: N browser sessions move p at once, each its own Streamlit session "
+                            "(the explorer, then the reference app): their steps against one session's alone, and "
+                            "whether each ends on the grid one session alone shows at that p")
     add_world_options(bench, "--gallery-split", "--gallery-limit", shows="the explorer shows", note="with --browser: ")
     add_json_option(bench, "figures")
     bench.set_defaults(handler=run)
@@ -33,8 +38,9 @@ def add_parser(commands) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     if args.browser:
         return _run_in_browser(args)
-    if args.isolation:
-        raise ValueError("--isolation is a browser measurement: add --browser")
+    for option, given in (("--isolation", args.isolation), ("--sessions", args.sessions is not None)):
+        if given:
+            raise ValueError(f"{option} is a browser measurement: add --browser")
     import torch
 
     from ..benchmarks.explorer import benchmark
@@ -50,17 +56,25 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_in_browser(args: argparse.Namespace) -> int:
-    from ..benchmarks.browser import browser_benchmark, check_browser, isolation_benchmark
+    from ..benchmarks.browser import browser_benchmark, check_browser
+    from ..benchmarks.browser_sessions import isolation_benchmark, sessions_benchmark
 
+    if args.isolation and args.sessions is not None:
+        raise ValueError("--isolation and --sessions are two measurements: give one of them")
     check_output_file(args.json, "--json")
     check_browser()  # before the servers start: a missing browser is a one-line error naming what to install
     if args.isolation:
         print("anchordiv explorer-bench --browser --isolation: one session's p step while another draws the "
               "costliest Compare figure a link may ask for, in headless Chromium", flush=True)
         bench = isolation_benchmark
+    elif args.sessions is not None:
+        print(f"anchordiv explorer-bench --browser --sessions {args.sessions}: {args.sessions} browser sessions "
+              "moving p at once, each its own Streamlit session, the explorer against app/reference_grid.py in "
+              "headless Chromium (each step until its own grid changes and its page is at rest)", flush=True)
+        bench = partial(sessions_benchmark, args.sessions)
     else:
-        print("anchordiv explorer-bench --browser: the explorer against app/reference_grid.py in headless Chromium",
-              flush=True)
+        print("anchordiv explorer-bench --browser: the explorer against app/reference_grid.py in headless Chromium, "
+              "with the server's CPU per p step by stage", flush=True)
         bench = browser_benchmark
     results = bench(repeats=args.repeats or 5, split=args.gallery_split, limit=args.gallery_limit)
     write_json(args.json, results)
