@@ -174,6 +174,21 @@ def get_slider(geometry_key: str, _geometry: ex.ExplorerGeometry, query: np.ndar
     return _geometry.slider(query, k, exclude, weighting)
 
 
+@st.cache_resource(show_spinner=False, max_entries=32, hash_funcs=BY_IDENTITY)
+def slider_thumbnails(geometry_key: str, _geometry: ex.ExplorerGeometry, query: np.ndarray, k: int,
+                      exclude: int | None, weighting: str, source: ex.GallerySource, p_values: tuple[float, ...]) -> int:
+    """Encode, once per query and geometry, the thumbnails of every item the query's slider shows at
+    any of ``p_values`` (the p slider's steps: a few dozen items, ``O(C)`` each to rank), so that
+    no move of p waits for an image to be rendered; how many there are. Nothing where the query
+    has no slider (an exact search per p over a store would cost more than it saves)."""
+    slider = get_slider(geometry_key, _geometry, query, k, exclude, weighting)
+    if slider is None:
+        return 0
+    shown = sorted({int(item) for p in p_values for item in slider.at(p)[1]})
+    encoded_thumbnails(source)(shown)
+    return len(shown)
+
+
 @st.cache_data(show_spinner="Ranking the gallery by cosine…", max_entries=64, hash_funcs=BY_IDENTITY)
 def get_cosine_table(source: ex.GallerySource, query: np.ndarray, k: int, exclude: int | None,
                      query_labels) -> pd.DataFrame:

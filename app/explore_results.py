@@ -35,8 +35,15 @@ def draw_grid(column, title: str, table: pd.DataFrame, source: ex.GallerySource,
         column.image(images, caption=captions, width=GRID_WIDTH, output_format="PNG")
 
 
-@st.fragment
 def results_section(view: ExploreView) -> None:
+    """The neighbours' heading and legend (drawn once a full run), then :func:`p_section`."""
+    st.subheader("Neighbours")
+    st.caption(view.source.legend)
+    p_section(view)
+
+
+@st.fragment
+def p_section(view: ExploreView) -> None:
     """The p slider and everything that depends on it: a fragment, so that moving p reruns only this."""
     with step_clock.timed_run("explorer"):
         draw_results(view)
@@ -55,9 +62,6 @@ def draw_results(view: ExploreView) -> None:
     elif not geometry.is_mixture:
         st.caption(f"Only set {geometry.component_names[0]} has anchors, so p has no effect.")
     tables = {"anchor divergence": anchor_table, **view.baselines}
-
-    st.subheader("Neighbours")
-    st.caption(source.legend)
     titles = {"anchor divergence": f"Anchor divergence ({anchor_model_kind(geometry.spec.kind).short}, p = {p:.2f})",
               "cosine": "Cosine similarity", "iti": "ITI (our reading: cosine of anchor profiles)"}
     for column, (method, table) in zip(st.columns(len(tables)), tables.items()):
@@ -68,13 +72,14 @@ def draw_results(view: ExploreView) -> None:
 
 
 def downloads(view: ExploreView, tables: dict[str, pd.DataFrame], p: float) -> None:
-    """The neighbour table (built while its expander is open) and its downloads (built when
-    clicked, on a server thread): nothing of them on a move of p with the expander closed."""
-    table = st.expander("Neighbour table", key="neighbour_table_open", on_change="rerun")
-    if table.open:
-        with step_clock.stage("captions and tables"):
-            table.dataframe(ex.combined_table(tables), hide_index=True)
-    columns = st.columns(2)
+    """The neighbour table and its downloads (the files built when clicked, on a server thread), in
+    an expander drawn only while open: nothing of them on a move of p with it closed."""
+    box = st.expander("Neighbour table and downloads", key="neighbour_table_open", on_change="rerun")
+    if not box.open:
+        return
+    with box, step_clock.stage("captions and tables"):
+        st.dataframe(ex.combined_table(tables), hide_index=True)
+    columns = box.columns(2)
     columns[0].download_button("Download neighbour table (CSV)",
                                lambda: ex.combined_table(tables).to_csv(index=False).encode(),
                                "neighbours.csv", "text/csv", key="download_csv")

@@ -12,6 +12,7 @@ import pandas as pd
 from anchordiv import explorer as ex
 from anchordiv.app import cached
 from anchordiv.app.errors import attempt
+from anchordiv.explorer.page_state import SETTINGS
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,16 @@ def neighbours(view: ExploreView, p: float) -> tuple[pd.DataFrame, bool | None]:
 
     values, ids, certified = attempt(rank, "Cannot rank the gallery", stop=True)
     return view.source.neighbour_table(values, ids, view.query_labels, "divergence"), certified
+
+
+def prepare_p_steps(view: ExploreView) -> None:
+    """The images every step of the p slider can show, encoded now (at the end of a full run, after
+    everything is drawn), so that moving p sends kept bytes (:func:`~anchordiv.app.cached.slider_thumbnails`)."""
+    setting = SETTINGS["p"]
+    steps = round((setting.high - setting.low) / setting.step)
+    p_values = tuple(round(setting.low + i * setting.step, 10) for i in range(steps + 1))
+    attempt(lambda: cached.slider_thumbnails(view.geometry_key, view.geometry, view.query, view.k, view.query_id,
+                                             view.weighting, view.source, p_values), "Cannot prepare the p slider")
 
 
 def baseline_tables(source: ex.GallerySource, encoder, query: np.ndarray, query_id: int | None, query_labels: Any,

@@ -24,9 +24,17 @@ SUGGESTED = 10  # terms in each suggestion table
 PAIR_TERMS = 8  # terms pulling and pushing in "why this neighbour?"
 
 
+FIND_LABEL = "Find anchors: suggested terms, and a geometry learned from the items you mark"
+
+
 def find_anchors_section(view: ExploreView) -> None:
-    """The section, for the current query over the current gallery."""
-    with st.expander("Find anchors: suggested terms, and a geometry learned from the items you mark", expanded=True):
+    """The section, for the current query over the current gallery: drawn only while its expander
+    is open (opening it reruns the page), since its tables and menus, drawn, cost the browser about
+    70 ms on every move of p, a step's whole budget (measured on 2 cores)."""
+    box = st.expander(FIND_LABEL, key="find_open", on_change="rerun")
+    if not box.open:
+        return
+    with box:
         terms = vocabulary_widgets(view.encoder)
         if terms is None:
             return

@@ -160,9 +160,13 @@ def publish_link(fields: list[links.LinkField], source: ex.GallerySource | None 
 
 
 def share_box(fields: list[links.LinkField], source: ex.GallerySource | None = None) -> None:
-    """The page's link to copy (the copy button is on the code block)."""
+    """The page's link to copy (the copy button is on the code block), written only while the box is
+    open: it sits beside the p slider, and a move of p should not pay for a link nobody reads."""
+    box = st.popover("Share this view", icon=":material/link:", key="share_popover", on_change="rerun")
+    if not box.open:
+        return
     params = link_params(fields, source)
-    with st.popover("Share this view", icon=":material/link:", key="share_popover"):
+    with box:
         st.code((st.context.url or "") + ("?" + urlencode(params, doseq=True) if params else ""), language=None,
                 wrap_lines=True)
         st.caption("Opening this link on a server with the same gallery and model shows the same view. An uploaded "

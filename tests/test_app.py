@@ -378,6 +378,9 @@ def test_two_sessions_do_not_share_state(library):
 @pytest.mark.slow
 def test_umap_layout_and_p_sweep(library):
     app = start()
+    assert not [box for box in app.checkbox if box.key == "umap_show"]  # closed: its controls are not drawn
+    app.session_state["umap_open"] = True
+    app.run()
     app.checkbox(key="umap_show").check().run()
     assert not app.exception and not app.error
     app.checkbox(key="umap_cosine").check().run()
@@ -519,10 +522,13 @@ def test_choosing_upload_keeps_the_last_results_until_a_file_arrives(library):
 
 
 def test_the_calibration_curve_is_the_library_s(library):
-    """The expander under the p sweep plots the calibrated mixture's own curve (progress is p)."""
+    """The p sweep's expander, opened, plots the calibrated mixture's own curve (progress is p)."""
     import pyarrow as pa
 
     app = start()
+    assert not [chart for chart in app.get("vega_lite_chart") if '"log-odds"' in chart.proto.spec]  # closed
+    app.session_state["sweep_open"] = True
+    app.run()
     presets = library["presets"]
     geometry = library_geometry(library, presets["Gallery object names"], presets["Gallery styles"])
     curve = geometry.calibrated_model.calibration_
@@ -559,7 +565,10 @@ def test_the_url_follows_the_view_and_restores_it(library):
     again = open_link(dict(app.query_params))
     assert again.slider(key="p").value == 0.8 and neighbours(again) == shown
     assert not again.warning
-    # the "Share this view" box holds the same link, to copy
+    # the "Share this view" box, opened, holds the same link, to copy
+    assert not [code for code in app.code if "?" in code.value]  # closed, it writes nothing
+    app.session_state["share_popover"] = True
+    app.run()
     (link,) = [code.value for code in app.code if "?" in code.value]
     assert parse_qs(link.split("?", 1)[1]) == {name: [value] for name, value in app.query_params.items()}
 

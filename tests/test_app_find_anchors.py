@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import anchordiv as ad
+from anchordiv.app import cached
 from anchordiv.builtin.weights import ASSETS_DIR, WEIGHTS_NAME
 from markup import plain
 from test_app import AppTest, TIMEOUT, APP, neighbours
@@ -24,7 +25,8 @@ def start(query: int = QUERY, k: int = 30) -> AppTest:
     app = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
     app.session_state["query_id"] = query
     app.session_state["top_k"] = k
-    app.session_state["explain_open"] = True  # "why this neighbour?" open: its pull/push tables are tested
+    # The section, and "why this neighbour?" with its pull/push tables, opened (closed, neither is built).
+    app.session_state["find_open"] = app.session_state["explain_open"] = True
     app.run()
     assert not app.exception, app.exception
     return app
@@ -48,6 +50,14 @@ def marked_options(app: AppTest) -> list[int]:
 def same_style(library, ids: list[int], query: int = QUERY) -> list[int]:
     styles = library["gallery"].labels["style"]
     return [item for item in ids if styles.iloc[item] == styles.iloc[query]]
+
+
+def test_closed_the_section_computes_nothing(library, monkeypatch):
+    """Collapsed (as a page opens), the section ranks no vocabulary: its tables would cost every move of p."""
+    monkeypatch.setattr(cached, "suggested_terms", lambda *args, **kwargs: pytest.fail("computed while closed"))
+    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    assert not app.exception and any(expander.label.startswith("Find anchors") for expander in app.expander)
+    assert not [element for element in app.multiselect if element.key == "find_like"]
 
 
 def test_the_section_shows_the_librarys_suggestions_and_pull_push_terms(library):
@@ -194,7 +204,9 @@ def test_on_a_gallery_store_a_file_from_the_data_roots_suggests_and_learns_on_a_
     monkeypatch.setenv("ANCHORDIV_DATA_ROOTS", str(root))
     monkeypatch.delenv("ANCHORDIV_ALLOW_ANY_PATH", raising=False)
     monkeypatch.setattr(vocabulary, "gallery_sample", lambda n_items: np.arange(n_items - 10, n_items))
-    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    app.session_state["find_open"] = True
+    app.run()
     app.radio(key="gallery_source").set_value("Gallery store").run()
     app.selectbox(key="store_choice").set_value(str((root / "stores" / "shapes").resolve())).run()
     app.selectbox(key="find_vocabulary").set_value("own list (a text file)").run()

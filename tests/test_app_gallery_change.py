@@ -50,7 +50,9 @@ def open_folder(app: AppTest, folder: Path, labels: Path | None = None) -> AppTe
 @needs_builtin
 def test_preset_filled_anchors_follow_the_gallery_and_typed_ones_stay(library, photos, monkeypatch):
     monkeypatch.setenv("ANCHORDIV_ALLOW_ANY_PATH", "1")
-    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    app.session_state["umap_open"] = True  # its colour menu follows the gallery
+    app.run()
     assert not app.exception, app.exception
     world = library["presets"]
     assert app.text_area(key="anchors_a").value == "\n".join(world[GALLERY_NAMES])

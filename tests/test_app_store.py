@@ -109,8 +109,11 @@ def test_the_page_ranks_the_store_as_the_library_and_reads_only_shown_images(lib
                         context="the slider against the store's exact search")
     assert neighbours(app, "cosine") == ex.cosine_top_k(gallery.store, vector, 10, query)[1].tolist()
     assert "Certified" in messages(app, ("caption",))
-    # One read per image drawn (the query and both grids; an item in both grids once), none for the others.
-    drawn = {query, *shown, *neighbours(app, "cosine")}
+    # One read per image the page can show: the query, both grids, and what every step of the p slider
+    # shows (encoded when the page is drawn, so that no move of p waits for a file); none for the others.
+    steps = np.linspace(0.0, 1.0, 21)
+    drawn = {query, *neighbours(app, "cosine"), *(int(item) for p in steps for item in slider.at(p)[1])}
+    assert set(shown) <= drawn
     assert sorted(read) == sorted(Path(gallery.caption(item)).name for item in drawn) and len(read) < len(gallery)
     seen = {tuple(shown)}
     for p in (1.0, 0.0):
@@ -190,6 +193,8 @@ def test_compare_and_learn_ask_for_an_in_memory_gallery(library, served, page):
 @pytest.mark.slow
 def test_umap_of_a_fixed_sample_marks_the_query(library, served):
     app = open_store(served["shapes"])
+    app.session_state["umap_open"] = True
+    app.run()
     app.checkbox(key="umap_show").check().run()
     assert not app.exception and not app.error
     chart = next(element for element in app.get("plotly_chart") if element.proto.id.endswith("umap_chart_anchor"))

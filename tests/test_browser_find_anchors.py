@@ -33,6 +33,7 @@ def test_browser_learns_a_geometry_from_marks_uses_it_as_a_and_its_link_reopens_
     url, log_path = app_url
     with chromium() as browser:
         page = open_explorer(browser, f"{url}/?query={QUERY}&k={K}", log_path)
+        page.get_by_text("Find anchors: suggested terms").first.click()  # collapsed until opened
         page.get_by_text("Suggested anchors").first.wait_for(timeout=60_000)
         mark(page, "find_like", STYLE, 5, log_path)
         page.locator(".st-key-find_learn button").click()

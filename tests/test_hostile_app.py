@@ -71,6 +71,7 @@ def open_page(page: str, params: dict) -> AppTest:
     app.query_params.update(params)
     # The Explore page's lazy expanders open, so that what they show is judged too.
     app.session_state["explain_open"] = app.session_state["neighbour_table_open"] = True
+    app.session_state["find_open"] = app.session_state["sweep_open"] = app.session_state["umap_open"] = True
     if PAGES[page]:  # the link opens that page (the Explore page would rewrite the link first)
         app.switch_page(PAGES[page])
     return app.run()

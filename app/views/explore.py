@@ -18,7 +18,7 @@ from anchordiv.app.cached import source_presets
 from anchordiv.app.explore_details import sweep_section
 from anchordiv.app.explore_results import results_section
 from anchordiv.app.explore_umap import umap_section
-from anchordiv.app.explore_view import ExploreView, baseline_tables
+from anchordiv.app.explore_view import ExploreView, baseline_tables, prepare_p_steps
 from anchordiv.app.find_anchors import find_anchors_section
 from anchordiv.app.query_inputs import QUERY_IMAGE_WIDTH, choose_query
 from anchordiv.app.url_state import follow_view_link, link_notes, publish_link, sidebar_fields
@@ -59,6 +59,7 @@ def main() -> None:
     if source.capabilities.p_sweep:
         sweep_section(view)
     umap_section(view)
+    prepare_p_steps(view)
 
 
 main()
