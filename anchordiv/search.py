@@ -174,22 +174,37 @@ class AnchorIndex(_InnerProductIndex):
     ----------
     model : a fitted anchor model. gallery : embeddings ``(G, d)`` (rows normalised inside).
     reverse : rank by ``KL(p_y || p_x)`` instead. device : where to keep the gallery
-        (``None``: CUDA when available, else CPU).
+        (``None``: CUDA when available, else CPU). component_kappa : query-first only, the
+        gallery's ``kappa`` as :attr:`component_kappa` of an index of the same model's fit over the
+        same rows gave it (``(G,)``, or ``(G, K)`` for a mixture), kept by the caller (the explorer
+        keeps it on disk): the one ``O(G N d)`` pass is not made again. The caller vouches for it.
     """
 
     higher_is_closer = False
 
     def __init__(self, model: AnchorModel, gallery: ArrayLike, reverse: bool = False,
-                 device: str | torch.device | None = None):
+                 device: str | torch.device | None = None, component_kappa: torch.Tensor | None = None):
         super().__init__(device)
         self.model = model
         self.reverse = bool(reverse)
         self._eta = model.natural_parameters(gallery, "gallery").to(self.device)
         self._n_gallery = self._eta.shape[0]
-        self._state = model.gallery_state(self._eta, with_grad=self.reverse)
+        self._state = (model.gallery_state(self._eta, with_grad=self.reverse) if component_kappa is None
+                       else self._kept_state(model, component_kappa))
         self._fit_token = model.fit_token()
         self._weights = model.mixing_weights()
         self._keys, self._bias = self._augmented(model)
+
+    def _kept_state(self, model: AnchorModel, component_kappa: torch.Tensor) -> tuple[torch.Tensor, None]:
+        """The stored terms from a kept ``component_kappa``, checked for direction and shape."""
+        if self.reverse:
+            raise ValueError("component_kappa serves the query-first direction; the reverse one stores grad kappa too")
+        mixed = len(model.mixing_weights())  # a mixture's components, 0 for one model
+        shape = (self._n_gallery, mixed) if mixed else (self._n_gallery,)
+        if tuple(component_kappa.shape) != shape:
+            raise ValueError(f"component_kappa has shape {tuple(component_kappa.shape)}; this gallery and model "
+                             f"need {shape}")
+        return torch.as_tensor(component_kappa).to(device=self.device, dtype=self._eta.dtype), None
 
     def with_model(self, model: AnchorModel) -> "AnchorIndex":
         """A new index over the same gallery for ``model``, a model with this index's fitted

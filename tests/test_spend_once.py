@@ -191,3 +191,26 @@ def test_the_explorer_starts_without_importing_scikit_learn_or_scipy():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == "[]", result.stdout
+
+
+def test_a_kept_gallery_kappa_is_read_back_and_ranks_as_a_fresh_pass(world, tmp_path, monkeypatch):
+    gallery, anchors, texts = world
+    cache, spec = CalibrationCache(tmp_path, gallery.key), ex.GeometrySpec(scale=SCALE)
+    first = ex.ExplorerGeometry(gallery.embeddings, anchors, texts, spec, calibration_cache=cache)
+    passes = count_gallery_passes(monkeypatch, len(gallery))
+    again = ex.ExplorerGeometry(gallery.embeddings, anchors, texts, spec, calibration_cache=cache)
+    assert passes == []  # kappa and the calibration both read back
+    assert torch.equal(again.index.component_kappa, first.index.component_kappa)
+    fresh = ex.ExplorerGeometry(gallery.embeddings, anchors, texts, spec)
+    for p in (0.2, 0.7):  # the kept terms are the fresh pass's, bit for bit
+        assert_same_ranking(ex.search_one(again.index_at(p), gallery.embeddings[3], 10, 3),
+                            ex.search_one(fresh.index_at(p), gallery.embeddings[3], 10, 3), atol=0.0, context=f"p={p}")
+
+
+def test_kept_kappa_of_the_wrong_shape_or_direction_is_refused(world):
+    gallery, anchors, _ = world
+    mixture = ad.MixtureAnchors([ad.EmpiricalAnchors(scale=SCALE).fit(set_) for set_ in anchors], [0.5, 0.5])
+    with pytest.raises(ValueError, match=r"component_kappa has shape \(120,\); this gallery and model need \(120, 2\)"):
+        ad.AnchorIndex(mixture, gallery.embeddings, component_kappa=torch.zeros(120))
+    with pytest.raises(ValueError, match="query-first"):
+        ad.AnchorIndex(mixture, gallery.embeddings, reverse=True, component_kappa=torch.zeros(120, 2))

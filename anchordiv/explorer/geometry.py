@@ -150,14 +150,17 @@ class ExplorerGeometry:
         if index_over is None:
             # One pass over the gallery: the index keeps each component's kappa of every row, which
             # the balance and the calibration are measured from (not two more passes of their own).
-            index = self._index(mixture, gallery_embeddings, None)
+            key = None if calibration_cache is None else calibration_cache.key(repr(spec), anchor_sets, weights, prior)
+            if key is None or spec.reverse:  # the reverse index stores grad kappa too, which is not kept
+                index = self._index(mixture, gallery_embeddings, None)
+            else:
+                kept = calibration_cache.gallery_kappa(
+                    key, lambda: self._index(mixture, gallery_embeddings, None).component_kappa)
+                index = AnchorIndex(mixture, gallery_embeddings, device="cpu", component_kappa=kept)
             kappa = index.component_kappa
             self.model = mixture.with_balance(gallery_embeddings, component_kappa=kappa)
-            if calibration_cache is None:
-                self.calibrated_model = mixture.with_calibration(gallery_embeddings, component_kappa=kappa)
-            else:
-                key = calibration_cache.key(repr(spec), anchor_sets, weights, prior)
-                self.calibrated_model = calibration_cache.calibrated(mixture, gallery_embeddings, kappa, key)
+            self.calibrated_model = (mixture.with_calibration(gallery_embeddings, component_kappa=kappa) if key is None
+                                     else calibration_cache.calibrated(mixture, gallery_embeddings, kappa, key))
             self.index = index.with_model(self.model)
         else:  # a store: measured on a sample of rows (``gallery_embeddings``), indexed over all of them
             self.model = mixture.with_balance(gallery_embeddings)
