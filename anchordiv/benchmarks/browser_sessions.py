@@ -102,7 +102,10 @@ async def _measure_sessions(browser, name: str, env: dict[str, str], workdir: Pa
         walks, server_cpu_s = await _walk_together(browser, server, name, sessions, repeats)
     rests = [step.rest_s for walk, _ in walks for step in walk]
     mismatches = _mismatches(walks, dict(alone))
-    return {"median_s": statistics.median(rests), "worst_s": max(rests),
+    # Which steps were slowest (session, its step number, seconds to rest): where the worst falls.
+    slowest = sorted(((session, number, round(step.rest_s, 3)) for session, (walk, _) in enumerate(walks, 1)
+                      for number, step in enumerate(walk, 1)), key=lambda row: row[2])[-3:]
+    return {"median_s": statistics.median(rests), "worst_s": max(rests), "slowest_steps": slowest,
             "grid_s": statistics.median(step.grid_s for walk, _ in walks for step in walk),
             "solo_s": statistics.median(step.rest_s for step in solo), "server_cpu_s": server_cpu_s / len(rests),
             "mismatches": len(mismatches), "first_mismatch": mismatches[0] if mismatches else None}
@@ -114,6 +117,10 @@ def _report_sessions(results: dict) -> None:
                                results["reference"][key], as_milliseconds if key == "server_cpu_s" else as_seconds))
     logger.info("first grid after each session's last step against a session alone at that p: "
                 + ", ".join(f"{name} {results[name]['mismatches']} mismatches" for name in APPS))
+    for name in APPS:
+        logger.info(f"  {name}, the three slowest steps (session, its step, s): "
+                    + ", ".join(f"{session}, {number}, {seconds:.3f}" for session, number, seconds in
+                                results[name]["slowest_steps"]))
     for name in APPS:
         if results[name]["first_mismatch"]:
             logger.info(f"  {name}, the first: {results[name]['first_mismatch']}")
