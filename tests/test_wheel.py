@@ -155,7 +155,9 @@ INSTALLED_EXPLORER = textwrap.dedent('''
 
     from anchordiv.resources import app_dir
 
-    app = AppTest.from_file(str(app_dir() / "streamlit_app.py"), default_timeout=240).run()
+    app = AppTest.from_file(str(app_dir() / "streamlit_app.py"), default_timeout=240)
+    app.session_state["neighbour_table_open"] = True  # its expander opened (closed, it draws nothing)
+    app.run()
     assert not app.exception, app.exception
     assert app.title and app.dataframe, "the first page shows no title or no neighbour table"
     print("installed explorer works")
