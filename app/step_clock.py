@@ -3,12 +3,15 @@ was started with ``ANCHORDIV_STEP_LOG`` naming a file).
 
 A run wrapped in :func:`timed_run` appends one JSON line to that file when it ends::
 
-    {"app": "explorer", "session": "...", "cpu_s": 0.041, "stages": {"rerank": 0.004, ...}}
+    {"app": "explorer", "session": "...", "cpu_s": 0.041, "wall_s": 0.06, "started_at": 1796000000.5,
+     "stages": {"rerank": 0.004, ...}}
 
-``cpu_s`` is the script thread's CPU time over the run (``time.thread_time``), ``stages`` the parts
-of it spent inside :func:`stage` blocks. The benchmark sets the log, reads the lines each step adds
-and puts them beside the server's whole CPU time (from ``/proc``): the difference is Streamlit's own
-work outside the script thread (serialising and sending the messages, answering media requests).
+``cpu_s`` is the script thread's CPU time over the run (``time.thread_time``), ``wall_s`` its
+wall-clock time and ``started_at`` its start (``time.time``: where a run falls among many
+sessions' steps), ``stages`` the parts of it spent inside :func:`stage` blocks. The benchmark sets
+the log, reads the lines each step adds and puts them beside the server's whole CPU time (the
+process's CPU clock): the difference is Streamlit's own work outside the script thread (serialising
+and sending the messages, answering media requests).
 With the log unset, both helpers do nothing but check one global.
 """
 from __future__ import annotations
@@ -50,12 +53,12 @@ def timed_run(app: str) -> Iterator[None]:
         yield
         return
     _local.stages = defaultdict(float)
-    start = time.thread_time()
+    start, started_at = time.thread_time(), time.time()
     try:
         yield
     finally:
         line = {"app": app, "session": _session_id(), "cpu_s": time.thread_time() - start,
-                "stages": dict(_local.stages)}
+                "wall_s": time.time() - started_at, "started_at": started_at, "stages": dict(_local.stages)}
         _local.stages = None
         with _write, open(LOG_PATH, "a", encoding="utf-8") as log:
             log.write(json.dumps(line) + "\n")

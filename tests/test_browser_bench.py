@@ -71,6 +71,14 @@ def test_every_measure_has_a_positive_finite_time_for_both_apps(results):
             assert math.isfinite(seconds) and seconds > 0, (app, measure, seconds)
 
 
+def test_a_page_is_at_rest_no_sooner_than_its_grid_changed(results):
+    """At rest is when the page itself has taken in the run's end, read by the page's clock: the
+    last message reaching the browser (the old reading) came before the page drew the grid."""
+    figures, _ = results
+    for app in ("explorer", "reference"):
+        assert figures[app]["move_p_rest_s"] >= figures[app]["move_p_grid_s"], (app, figures[app])
+
+
 def test_every_cpu_figure_is_known_finite_and_not_negative_for_both_apps(results):
     """Both apps' runs log their stages (step_clock.timed_run), so no figure is missing; a stage an
     app does not have (the reference's rerank) is 0."""
@@ -159,7 +167,7 @@ def test_two_sessions_moving_p_at_once_end_on_the_grids_one_session_alone_shows(
         assert figures[app]["mismatches"] == 0 and figures[app]["first_mismatch"] is None, (app, figures[app])
         for measure in SESSION_MEASURES:
             assert math.isfinite(figures[app][measure]) and figures[app][measure] > 0, (app, measure)
-        assert figures[app]["worst_s"] >= figures[app]["median_s"], app
+        assert figures[app]["worst_s"] >= figures[app]["median_s"] >= figures[app]["grid_s"], app
     assert list(figures["ratio"]) == list(SESSION_MEASURES)
     for measure, ratio in figures["ratio"].items():
         assert ratio == pytest.approx(figures["explorer"][measure] / figures["reference"][measure]), measure

@@ -5,7 +5,8 @@ Each app runs as ``streamlit run`` on a free localhost port, one app at a time, 
 system Chromium (driven by Playwright, never ``playwright install``) measures: starting the server
 until the first two grids of 10 captions are drawn (with an empty cache for the explorer's first
 start, then with the disk cache it left), opening the app on a running server, and one step of the
-p slider until the first grid changes and until the script run is over. The reference
+p slider until the first grid changes and until the page is at rest (the script run is over and
+the page has taken in its end), both read by the page's own clock. The reference
 (``app/reference_grid.py``) draws the same kind of page with nothing behind it, so the ratio
 explorer / reference is the explorer's own cost. Each p step also counts the server's CPU time,
 split by the stages of :mod:`anchordiv.app.step_clock` from the lines the server's script runs log.
@@ -67,6 +68,11 @@ RUNNING = '[data-testid^="stStatusWidgetRunning"]'
 FIRST_GRIDS = f"() => ({GRIDS_JS})().flat().length >= 20"
 GRID_CHANGED = f"before => ({GRIDS_JS})()[0]?.join('\\n') !== before.join('\\n')"
 NOT_RUNNING = f"() => !document.querySelector('{RUNNING}')"
+# The page itself has taken in the run's end: its script state (set as the page handles Streamlit's
+# messages, after the elements before them) is back to not running and no status widget shows. A
+# page under load may handle its messages seconds after they reached the browser.
+PAGE_AT_REST = ("() => document.querySelector('[data-testid=\"stApp\"]')?.getAttribute('data-test-script-state')"
+                f" === 'notRunning' && ({NOT_RUNNING})()")
 
 
 def check_browser(chromium: str = CHROMIUM) -> None:
@@ -162,26 +168,24 @@ async def chromium_browser(chromium: str = CHROMIUM) -> AsyncIterator:
 
 
 class RunWatch:
-    """When each script run finished, read from Streamlit's websocket messages (``script_finished``):
-    the status widget alone cannot say, as it shows a running script only after 0.5 s of running."""
+    """Whether a script run has finished, read from Streamlit's websocket messages
+    (``script_finished``) as they reach the browser: the page's script state alone cannot say,
+    as it reads "not running" too before the page has handled the run's first message."""
 
     def __init__(self, page):
-        self.finished_at: float | None = None
         self._finished = asyncio.Event()
         page.on("websocket", lambda socket: socket.on("framereceived", self._frame))
 
     def reset(self) -> None:
         """Forget the runs so far: :meth:`finished` waits for the next one."""
-        self.finished_at = None
         self._finished.clear()
 
-    async def finished(self) -> float:
-        """When the first run since :meth:`reset` finished (``perf_counter``), once it has."""
+    async def finished(self) -> None:
+        """Return once the first run since :meth:`reset` has finished."""
         try:
             await asyncio.wait_for(self._finished.wait(), WAIT_S)
         except TimeoutError:
             raise TimeoutError(f"no script_finished message within {WAIT_S} s") from None
-        return self.finished_at
 
     def _frame(self, payload) -> None:
         from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
@@ -192,25 +196,39 @@ class RunWatch:
         message = ForwardMsg.FromString(payload)
         done = (ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY)
         if message.WhichOneof("type") == "script_finished" and message.script_finished in done:
-            self.finished_at = time.perf_counter()
             self._finished.set()
 
 
-async def wait_until(page, condition: str, arg=None) -> None:
-    """Return once the page function ``condition`` holds for ``arg``; :class:`TimeoutError` after
-    :data:`WAIT_S`. It is checked at each change of the page (a MutationObserver), not polled at
-    every frame as ``wait_for_function`` does: with many pages open, polling would load the very
-    machine being measured."""
-    held = await page.evaluate(f"""arg => new Promise(resolve => {{
+async def wait_until(page, condition: str, arg=None) -> float:
+    """Once the page function ``condition`` holds for ``arg``, when it came to hold: ``perf_counter``
+    seconds, read from the page's own clock at the change that made it hold (or at the check, when
+    it held already), so that a busy event loop here or a slow reply from the browser adds nothing.
+    :class:`TimeoutError` after :data:`WAIT_S`. It is checked at each change of the page (a
+    MutationObserver), not polled at every frame as ``wait_for_function`` does: with many pages
+    open, polling would load the very machine being measured."""
+    held_at_ms = await page.evaluate(f"""arg => new Promise(resolve => {{
       const holds = () => ({condition})(arg);
-      if (holds()) return resolve(true);
-      const observer = new MutationObserver(() => {{ if (holds()) {{ stop(); resolve(true); }} }});
-      const timer = setTimeout(() => {{ stop(); resolve(false); }}, {WAIT_S * 1000});
+      if (holds()) return resolve(Date.now());
+      const observer = new MutationObserver(() => {{ if (holds()) {{ stop(); resolve(Date.now()); }} }});
+      const timer = setTimeout(() => {{ stop(); resolve(null); }}, {WAIT_S * 1000});
       const stop = () => {{ observer.disconnect(); clearTimeout(timer); }};
       observer.observe(document, {{childList: true, subtree: true, characterData: true, attributes: true}});
     }})""", arg)
-    if not held:
+    if held_at_ms is None:
         raise TimeoutError(f"{condition[:60]}… did not hold")
+    # The page's Date.now() and time.time() read the same system clock.
+    return held_at_ms / 1000 - (time.time() - time.perf_counter())
+
+
+async def wait_drawn(page) -> None:
+    """Return once the page's images and fonts are loaded and its main thread has had a moment idle:
+    a page that shows its captions may still be fetching, decoding and laying out its images."""
+    await page.evaluate("""async () => {
+      await document.fonts.ready;
+      await Promise.all([...document.images].filter(image => !image.complete).map(
+        image => new Promise(done => { image.addEventListener('load', done); image.addEventListener('error', done); })));
+      await new Promise(done => requestIdleCallback(done));
+    }""")
 
 
 async def grids(page) -> list[list[str]]:
@@ -235,19 +253,17 @@ async def open_page(context, url: str, name: str, log_path: Path):
     start = time.perf_counter()
     await page.goto(url, wait_until="commit")
     try:
-        await wait_until(page, FIRST_GRIDS)
+        drawn_at = await wait_until(page, FIRST_GRIDS)
     except (PlaywrightError, TimeoutError) as error:
         raise await _fail(page, name, "the first grids", error, log_path) from error
-    return page, watch, time.perf_counter() - start
+    return page, watch, drawn_at - start
 
 
 async def wait_at_rest(page, watch: RunWatch, start: float) -> float:
-    """Seconds from ``start`` until the run has finished and the status widget shows no running script."""
-    finished_at = await watch.finished()
-    if await page.locator(RUNNING).count():
-        await wait_until(page, NOT_RUNNING)
-        return time.perf_counter() - start
-    return finished_at - start
+    """Seconds from ``start`` until the run has finished (its last message reached the browser) and
+    the page has taken it in (:data:`PAGE_AT_REST`, by the page's clock)."""
+    await watch.finished()
+    return await wait_until(page, PAGE_AT_REST) - start
 
 
 def p_slider(page, label: str):
@@ -283,8 +299,7 @@ async def step_p(page, watch: RunWatch, name: str, log_path: Path, previous: str
         await slider.focus()
         start = time.perf_counter()
         await slider.press(key)
-        await wait_until(page, GRID_CHANGED, before)
-        changed = time.perf_counter() - start
+        changed = await wait_until(page, GRID_CHANGED, before) - start
         return Step(changed, await wait_at_rest(page, watch, start), key)
     except (PlaywrightError, TimeoutError) as error:
         raise await _fail(page, name, "a step of p until the grid changed", error, log_path) from error
@@ -378,6 +393,7 @@ async def _measure_app(context, name: str, env: dict[str, str], workdir: Path, r
         opens = [await _open_and_settle(context, url, name, log_path) for _ in range(repeats)]
         page, watch, _ = await open_page(context, url, name, log_path)
         await wait_at_rest(page, watch, time.perf_counter())
+        await wait_drawn(page)
         steps, cpu = await _steps_with_cpu(page, watch, name, process, log_path, Path(env[STEP_LOG]), repeats)
         await page.close()
     starts = []

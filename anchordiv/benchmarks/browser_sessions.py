@@ -22,7 +22,7 @@ from typing import Awaitable, Iterable
 from ..resources import app_dir
 from .browser import (APPS, CHROMIUM, NOT_RUNNING, VIEWPORT, WAIT_S, RunWatch, Step, as_milliseconds, as_seconds,
                       check_browser, chromium_browser, cpu_seconds, explorer_env, grids, healthy, open_page, p_slider,
-                      ratio, ratio_line, step_p, streamlit_server, wait_at_rest, wait_until)
+                      ratio, ratio_line, step_p, streamlit_server, wait_at_rest, wait_drawn, wait_until)
 
 logger = logging.getLogger(__name__)
 SESSION_VIEWPORT = {"width": 1500, "height": 1400}  # shorter than VIEWPORT, so that 16 pages fit in memory
@@ -64,14 +64,15 @@ async def _walk_p(page, watch: RunWatch, name: str, log_path: Path, repeats: int
 
 async def _walk_together(browser, server: tuple[str, subprocess.Popen, Path], name: str, sessions: int,
                          repeats: int) -> tuple[list[Walk], float]:
-    """``sessions`` new sessions open the app on ``server`` at once and, once all are at rest, all
-    start walking p (:func:`_walk_p`), each in a loop of its own: their walks, and the server's CPU
+    """``sessions`` new sessions open the app on ``server`` at once and, once all are at rest and
+    drawn (:func:`~.browser.wait_drawn`), all start walking p (:func:`_walk_p`), each in a loop of its own: their walks, and the server's CPU
     seconds while they walked. Their contexts are closed on the way out."""
     url, process, log_path = server
     contexts = await _at_once(browser.new_context(viewport=SESSION_VIEWPORT) for _ in range(sessions))
     try:
         pages = await _at_once(open_page(context, url, name, log_path) for context in contexts)
         await _at_once(wait_at_rest(page, watch, time.perf_counter()) for page, watch, _ in pages)
+        await _at_once(wait_drawn(page) for page, _, _ in pages)
         before = cpu_seconds(process)
         walks = await _at_once(_walk_p(page, watch, name, log_path, repeats) for page, watch, _ in pages)
         return walks, cpu_seconds(process) - before
@@ -150,9 +151,9 @@ def sessions_benchmark(sessions: int, repeats: int = 5, split: str = "all", limi
 
     For each app, on a server of its own: one session walks p ``repeats`` steps (a warm-up, not
     counted), then another does it alone (the solo walk), then ``sessions`` sessions open the app
-    and, once all are at rest, all start walking p together, each in a loop of its own: a step is
-    pressed as soon as that session's last one is at rest, as a room of people would, not in
-    lockstep with the slowest. Each step is timed as in :func:`~.browser.browser_benchmark`, until
+    and, once all are at rest with their images drawn, all start walking p together, each in a
+    loop of its own: a step is pressed as soon as that session's last one is at rest, as a room of
+    people would, not in lockstep with the slowest. Each step is timed as in :func:`~.browser.browser_benchmark`, until
     that session's first grid changes and until its page is at rest. Each session's first grid
     after its last step must be the one the solo walk showed at the same p; mismatches are counted.
 
@@ -225,6 +226,7 @@ async def _isolation_benchmark(repeats: int, split: str, limit: int | None, chro
             session_b = await browser.new_context(viewport=VIEWPORT)
             page_b, watch_b, _ = await open_page(session_b, url, "explorer", log_path)
             await wait_at_rest(page_b, watch_b, time.perf_counter())
+            await wait_drawn(page_b)
             # Every p of the slider once, there and back, so that alone and loaded steps alike find
             # each p's ranking as a person moving p back and forth would.
             await _steps_until(page_b, watch_b, log_path, 2 * p_steps())
