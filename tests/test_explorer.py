@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import io
 import os
+import textwrap
 import threading
 
 import numpy as np
@@ -19,6 +20,7 @@ from anchordiv.encoders.base import Encoder
 from anchordiv.gallery import Gallery, folder_gallery
 from anchordiv.grids import grid_png
 from anchordiv.images import ImageLoadError
+from anchordiv.explorer.neighbours import GRID_CAPTION_LINE_CHARS, GRID_CAPTION_LINES
 
 from conftest import object_style_world
 from rankings import assert_same_ranking
@@ -303,13 +305,20 @@ def test_folder_gallery_with_a_non_utf8_name_and_an_unlabelled_image(tmp_path, m
 
 
 def test_grid_captions_shorten_at_a_word_boundary(world):
+    """A name longer than the grid's lines is cut after its last whole word that fits, with "…", on
+    a line of its own below the rank and value."""
     gallery = world[0]
-    long = Gallery(embeddings=gallery.embeddings, labels=gallery.labels.assign(obj="smiling face with open mouth"),
+    name = "smiling face with open mouth and tightly-closed eyes"
+    long = Gallery(embeddings=gallery.embeddings, labels=gallery.labels.assign(obj=name),
                    load=gallery.load, object_column="obj", name_column="obj", style_column="sty", key="long",
                    description="long names")
     values, ids = ex.search_one(geometry(world).index_at(1.0), gallery.embeddings[0], 3, exclude=0)
     captions = ex.grid_captions(ex.neighbour_table(values, ids, long, long.labels.iloc[0], "divergence"), long,
                                 "divergence")
-    assert all(caption.split(" d=")[0].endswith(("…", "style 0", "style 1", "style 2", "style 3", "style 4"))
-               for caption in captions)
-    assert all("smiling face with open…" in caption for caption in captions)
+    for caption, item in zip(captions, ids):
+        first, shown = caption.split("\n")
+        assert first.split()[1].startswith("d=") and shown.endswith("…"), caption
+        full = long.caption(int(item))
+        assert full.startswith(shown[:-1]) and full[len(shown) - 1] == " ", (shown, full)
+        assert len(textwrap.wrap(shown, GRID_CAPTION_LINE_CHARS)) <= GRID_CAPTION_LINES < len(
+            textwrap.wrap(full, GRID_CAPTION_LINE_CHARS))
