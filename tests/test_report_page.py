@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from anchordiv.explorer.report import REPORT_FOLDER, read_report
+from test_browser import app_url  # noqa: F401  (the explorer server, for the browser test)
 
 
 def test_the_shipped_report_reads_into_sections_with_its_figures_and_data():
@@ -14,7 +15,7 @@ def test_the_shipped_report_reads_into_sections_with_its_figures_and_data():
     assert kinds.count("image") >= 5 and kinds.count("data") >= 3
     for section in sections:
         for block in section.blocks:
-            if block.kind != "text":
+            if block.kind in ("image", "data"):
                 assert block.path.parent == REPORT_FOLDER.resolve() and block.path.is_file()
             else:
                 assert "![" not in block.text  # every figure became an image block
@@ -60,3 +61,70 @@ def test_a_figure_or_table_the_report_cannot_use_is_refused_alone(tmp_path):
     for name, read in (("bomb.png", report_figure), ("cut.png", report_figure), ("table.csv", report_table)):
         with pytest.raises(ValueError, match=name.replace(".", r"\.")):
             read(blocks[name].path)
+
+
+def test_tables_split_from_the_text_keep_their_cells_whole():
+    """Each Markdown table of the report is a table block of its own; its frame holds every cell in
+    full (an escaped "|" inside a cell stays in that cell), and no text block keeps a table row."""
+    from anchordiv.explorer.report import markdown_table_frame
+
+    _, sections = read_report()
+    tables = [block for section in sections for block in section.blocks if block.kind == "table"]
+    assert len(tables) >= 7
+    assert not any("|---" in block.text for section in sections for block in section.blocks if block.kind == "text")
+    widest = max((markdown_table_frame(block.text) for block in tables), key=lambda frame: frame.shape[1])
+    assert widest.shape == (11, 13) and widest.iloc[0, 1] == "0.004 [0.004, 0.004]"
+    frame = markdown_table_frame("| a | b \\| c |\n|---|---|\n| 1 | x \\| y |")
+    assert list(frame.columns) == ["a", "b \\| c"] and frame.values.tolist() == [["1", "x \\| y"]]
+
+
+# The visible box of each table, figure and caption on the page: the element itself, or the box of
+# its own that scrolls it sideways; none may reach past the right edge of the page's column.
+PAST_THE_COLUMN_JS = """() => {
+  const column = document.querySelector('[data-testid="stMainBlockContainer"]');
+  const right = column.getBoundingClientRect().right - parseFloat(getComputedStyle(column).paddingRight);
+  const past = [];
+  for (const element of column.querySelectorAll(
+      'table, [data-testid="stDataFrame"], [data-testid="stImage"] img, [data-testid="stImageCaption"]')) {
+    if (element.getBoundingClientRect().width === 0) continue;  // in a hidden tab
+    let box = element;
+    while (box !== column && !['auto', 'scroll'].includes(getComputedStyle(box).overflowX)) box = box.parentElement;
+    const visible = (box === column ? element : box).getBoundingClientRect();
+    if (visible.right > right + 1) past.push(`${element.tagName} ${element.innerText.slice(0, 40)}: ${visible.right} > ${right}`);
+  }
+  return past;
+}"""
+
+SHOWN_CAPTIONS_JS = """() => [...document.querySelectorAll('[data-testid="stImageCaption"]')]
+  .filter(caption => caption.getBoundingClientRect().width > 0).map(caption => caption.innerText)"""
+
+
+@pytest.mark.slow
+def test_the_report_page_fits_its_tables_and_shows_whole_captions_at_two_widths(app_url, tmp_path):
+    """In a real browser at 1500 and 1000 px: in every tab, each table, figure and caption stays
+    inside the page's column (a wide table scrolls in its own box), and each figure's caption is its
+    label in the report, whole."""
+    from test_browser import chromium, page_report, wait_until_idle
+
+    url, log_path = app_url
+    _, sections = read_report()
+    with chromium() as browser:
+        for width in (1500, 1000):
+            page = browser.new_context(viewport={"width": width, "height": 1200}).new_page()
+            page.goto(url.rstrip("/") + "/report")
+            page.get_by_text("reproduction report").first.wait_for(timeout=120_000)
+            wait_until_idle(page)
+            for number, section in enumerate(sections):
+                page.get_by_role("tab").nth(number).click()
+                for summary in page.locator('[data-testid="stExpander"] summary').all():
+                    if summary.is_visible():
+                        summary.click()
+                labels = [block.text for block in section.blocks if block.kind == "image"]
+                page.wait_for_function(f"() => ({SHOWN_CAPTIONS_JS})().length >= {len(labels)}", timeout=30_000)
+                page.wait_for_timeout(1000)  # the tables' layout
+                past = page.evaluate(PAST_THE_COLUMN_JS)
+                assert not past, f"{width} px, {section.title}: {past}\n{page_report(page, log_path)}"
+                captions = page.evaluate(SHOWN_CAPTIONS_JS)
+                assert [caption.strip() for caption in captions] == labels, f"{width} px, {section.title}"
+            page.screenshot(path=str(tmp_path / f"report-{width}.png"), full_page=True)
+            page.context.close()

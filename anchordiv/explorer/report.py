@@ -1,11 +1,13 @@
 """The shipped reproduction report (``docs/reproduction/builtin-world/report.md``, installed as the
 package data :func:`anchordiv.resources.report_dir`) as sections of text, figures and data tables,
-for the explorer's Report page (:func:`read_report`, :func:`report_figure`, :func:`report_table`)."""
+for the explorer's Report page (:func:`read_report`, :func:`report_figure`, :func:`report_table`,
+:func:`markdown_table_frame`)."""
 from __future__ import annotations
 
 import io
 import re
 from dataclasses import dataclass
+from itertools import groupby
 from pathlib import Path
 
 import pandas as pd
@@ -20,12 +22,15 @@ _IMAGE = re.compile(r"^!\[(?P<label>[^\]]*)\]\((?P<file>[^)\s]+)\)\s*$")
 # A report's data table is a few kB; a larger file in its folder is not read into every session.
 MAX_TABLE_BYTES = 10 * 2**20
 _DATA = re.compile(r"^Data: \[(?P<label>[^\]]*)\]\((?P<file>[^)\s]+\.csv)\)\s*$")
+# A cell border of a GitHub Markdown table row: a "|" that the report did not escape as "\|".
+_CELL_BORDER = re.compile(r"(?<!\\)\|")
 
 
 @dataclass(frozen=True)
 class ReportBlock:
-    """``kind`` "text" (Markdown), "image" (a PNG of the report) or "data" (a CSV of the report);
-    ``text`` the Markdown or the label, ``path`` the file for images and data."""
+    """``kind`` "text" (Markdown), "table" (a Markdown table, see :func:`markdown_table_frame`),
+    "image" (a PNG of the report) or "data" (a CSV of the report); ``text`` the Markdown or the
+    label, ``path`` the file for images and data."""
 
     kind: str
     text: str
@@ -88,12 +93,27 @@ def _file_block(line: str, folder: Path) -> ReportBlock | None:
 
 
 def _text_block(lines: list[str]) -> list[ReportBlock]:
-    text = "\n".join(lines).strip()
-    return [ReportBlock("text", text)] if text else []
+    """Text and table blocks of ``lines``, in order: each run of table rows is a table block, so the
+    page can lay it out in a box of its own instead of letting a wide table run past the column."""
+    blocks = []
+    for is_table, run in groupby(lines, key=lambda line: line.lstrip().startswith("|")):
+        text = "\n".join(run).strip()
+        blocks += [ReportBlock("table" if is_table else "text", text)] if text else []
+    return blocks
 
 
 def _section(title: str, blocks: list[ReportBlock], text: list[str]) -> ReportSection:
     return ReportSection(title, tuple(blocks + _text_block(text)))
+
+
+def markdown_table_frame(text: str) -> pd.DataFrame:
+    """The rows of a GitHub Markdown table (a "table" block) under its header, each cell still
+    Markdown (bold, ``\\|``); the ``|---|`` line under the header is left out."""
+    rows = [[cell.strip() for cell in _CELL_BORDER.split(line.strip().strip("|"))] for line in text.splitlines()]
+    header, body = rows[0], rows[1:]
+    if body and all(cell and set(cell) <= set("-:") for cell in body[0]):
+        body = body[1:]
+    return pd.DataFrame([row + [""] * (len(header) - len(row)) for row in body], columns=header)
 
 
 def report_figure(path: Path) -> Image.Image:

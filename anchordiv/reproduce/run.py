@@ -116,7 +116,7 @@ def run_reproduction(study: Study, out: str | Path, settings: ex.Settings) -> Pa
     if has_objects and has_styles:
         frame = timed("p sweep", lambda: ex.p_sweep(study, sample, settings))
         report.section("1. Object vs style anchors: the p sweep (paper Fig. 3, left)", verdicts.p_sweep_verdict(frame))
-        report.figure(figures.plot_p_sweep(frame, out / "p_sweep.png"), "p sweep")
+        report.figure(figures.save_report_figure("p_sweep", frame, out), "p sweep")
         curves = frame[frame["p"].notna()]
         report.table(frame, "p_sweep", _wide(curves.assign(curve=curves["method"] + ", " + curves["weighting"] + ", "
                                                            + curves["target"] + "-mAP"), "p", "curve"))
@@ -127,20 +127,18 @@ def run_reproduction(study: Study, out: str | Path, settings: ex.Settings) -> Pa
     if has_objects:
         frame = timed("scale sweep", lambda: ex.scale_sweep(study, sample, settings))
         report.section("1b. The logit scale", verdicts.scale_verdict(frame))
-        report.figure(figures.plot_scale_sweep(frame, out / "scale_sweep.png"), "scale sweep")
+        report.figure(figures.save_report_figure("scale_sweep", frame, out), "scale sweep")
         report.table(frame, "scale_sweep")
 
         frame = timed("anchor budget", lambda: ex.anchor_budget(study, sample, settings))
         report.section("2. Anchor budget (paper Fig. 4 left, Fig. 6)", verdicts.budget_verdict(frame))
-        report.figure(figures.plot_against(frame, "budget", out / "anchor_budget.png",
-                                           "Object-mAP against the number of object anchors"), "anchor budget")
+        report.figure(figures.save_report_figure("anchor_budget", frame, out), "anchor budget")
         report.table(frame, "anchor_budget", _wide(frame[frame["budget"].notna()], "budget", "method"))
 
         frame = timed("mixture components", lambda: ex.mixture_components(study, sample, settings))
         report.section("3. Gaussian-mixture components (paper Fig. 7)", verdicts.components_verdict(frame))
         if len(frame):
-            report.figure(figures.plot_against(frame, "components", out / "components.png",
-                                               "GMM object-mAP against its number of components"), "components")
+            report.figure(figures.save_report_figure("components", frame, out), "components")
             report.table(frame, "components")
 
     if has_objects and len(study.prior_texts) >= 2:
@@ -148,8 +146,7 @@ def run_reproduction(study: Study, out: str | Path, settings: ex.Settings) -> Pa
         report.section("4. Posterior anchors (paper Fig. 5)", verdicts.posterior_verdict(frame))
         report.text(f"Prior: {len(study.prior_texts)} broad anchors; concentration alpha = {settings.posterior_alpha:g}. "
                     "Dashed curves use the target anchors only, solid ones the posterior from the prior.")
-        report.figure(figures.plot_against(frame, "budget", out / "posterior.png",
-                                           "Posterior against target-only anchor models"), "posterior anchors")
+        report.figure(figures.save_report_figure("posterior", frame, out), "posterior anchors")
         report.table(frame, "posterior", _wide(frame[frame["budget"].notna()], "budget", "method"))
 
     if study.condition_columns or (study.group_column and has_objects):

@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from anchordiv.app.errors import attempt
-from anchordiv.explorer.report import read_report, report_figure, report_table
+from anchordiv.explorer.report import markdown_table_frame, read_report, report_figure, report_table
 
 
 @st.cache_data(show_spinner=False)
@@ -43,6 +43,10 @@ def main() -> None:
             for index, block in enumerate(section.blocks):
                 if block.kind == "text":
                     st.markdown(block.text)
+                elif block.kind == "table":
+                    # st.table keeps the cells' Markdown (bold marks) and scrolls sideways in its own
+                    # box when the columns are wider than the page, where st.markdown ran past it.
+                    st.table(markdown_table_frame(block.text), hide_index=True, width="stretch")
                 elif block.kind == "image":
                     image = attempt(lambda: figure(block.path), "Cannot show this figure")
                     if image is not None:
@@ -52,7 +56,7 @@ def main() -> None:
                         table = attempt(lambda: data_table(block.path), "Cannot read this table")
                         if table is None:
                             continue
-                        st.dataframe(table, hide_index=True)
+                        st.dataframe(table, hide_index=True, width="stretch")
                         st.download_button(f"Download {block.text}", table.to_csv(index=False).encode(),
                                            block.path.name, "text/csv", key=f"report_{section.title}_{index}")
             if number == 0:
