@@ -28,11 +28,17 @@ def draw_grid(column, title: str, table: pd.DataFrame, source: ex.GallerySource,
     """A neighbour table as captioned images, read (and encoded) for its rows only, once per server."""
     with step_clock.stage("captions and tables"):
         heading = f"**{title}**  \n{ex.agreement_text(table)}"
-        captions = [markdown_literal(text) for text in ex.grid_captions(table, source, value_name)]
+        captions = [grid_caption_markdown(text) for text in ex.grid_captions(table, source, value_name)]
     column.markdown(heading)
     with step_clock.stage("image encoding"):
         images = encoded_thumbnails(source)(table["gallery_id"].tolist())
         column.image(images, caption=captions, width=GRID_WIDTH, output_format="PNG")
+
+
+def grid_caption_markdown(text: str) -> str:
+    """A grid caption (:func:`~anchordiv.explorer.grid_captions`) as Markdown: each of its lines
+    literal, with a hard line break between them (a plain newline would join them)."""
+    return "  \n".join(markdown_literal(line) for line in text.split("\n"))
 
 
 def results_section(view: ExploreView) -> None:

@@ -13,6 +13,7 @@ from anchordiv.app.errors import attempt
 from anchordiv.app.photo_notice import upload_notice
 from anchordiv.explorer.literal import shown
 from anchordiv.explorer.page_state import SETTINGS, TEXT_QUERY, UPLOAD_QUERY
+from anchordiv.explorer.query import distinct_captions
 
 QUERY_IMAGE_WIDTH = 160
 NO_QUERY: tuple[None, None, None, None, str] = (None, None, None, None, "")
@@ -23,6 +24,13 @@ Query = tuple[np.ndarray | None, int | None, Any, Any, str]
 def caption_of(source: ex.GallerySource) -> Callable[[int], str]:
     """Item captions for a menu (plain text there, but it must be one line of valid UTF-8)."""
     return lambda item: shown(source.caption(item))
+
+
+def distinct_caption_of(source: ex.GallerySource, items: list[int]) -> Callable[[int], str]:
+    """Captions for a menu of ``items`` that no two options read the same (:func:`distinct_captions`:
+    items sharing a caption get the labels that differ and their id), one line each."""
+    captions = dict(zip(map(int, items), distinct_captions(source, items)))
+    return lambda item: shown(captions[int(item)])
 
 
 def source_item(source: ex.GallerySource, item: int) -> Query:
@@ -70,7 +78,8 @@ def pick_query(source: ex.GallerySource, encoder) -> Query:
         if state.get("query_pick") is not None:
             state.query_id = int(state.query_pick)
 
-    pick_col.selectbox("Matches", options, index=None, format_func=caption_of(source), key="query_pick",
+    pick_col.selectbox("Matches", options, index=None, format_func=distinct_caption_of(source, options),
+                       key="query_pick",
                        on_change=picked, placeholder=f"{len(options)} match(es)" if options else "search first")
 
     def draw_random() -> None:

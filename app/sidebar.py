@@ -36,9 +36,12 @@ def data_choices(bar, roots: ex.DataRoots) -> dict[str, Any]:
             choices["folder"] = bar.text_input("Image folder (subfolders are labels)", key="folder_path")
             choices["labels_csv"] = bar.text_input("Labels CSV (optional)", key="folder_labels")
         else:
-            choices["folder"] = bar.selectbox("Image folder (subfolders are labels)",
-                                              [str(path) for path in roots.image_folders()], index=None,
-                                              key="folder_choice", placeholder="choose a data folder",
+            folders = [str(path) for path in roots.folders_with_images()]
+            launched = st.session_state.get("folder_choice")
+            if launched and launched not in folders:  # the launch's --folder (confined then), beyond the menu's look
+                folders.append(launched)
+            choices["folder"] = bar.selectbox("Image folder (subfolders are labels)", folders, index=None,
+                                              key="folder_choice", placeholder="choose a folder of images",
                                               format_func=display_name)
             csvs = [str(path) for path in (attempt(lambda: roots.labels_csvs(roots.confine(choices["folder"], "image folder")),
                                                    "Could not use that image folder") or [])] if choices["folder"] else []

@@ -17,6 +17,12 @@ from ..search import Index
 if TYPE_CHECKING:
     from ..gallery import Gallery
 
+# A grid caption's item name: three lines of what fits under the page's 96 px images (the world's
+# longest common names, "dog face · watercolor painting", take three). Streamlit draws image
+# captions in 14 px Source Sans: 92 px inside the padding, about 6.6 px a letter (spaces less).
+GRID_CAPTION_LINES = 3
+GRID_CAPTION_LINE_CHARS = 14
+
 
 def search_one(index: Index, query: torch.Tensor, k: int, exclude: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Top-``k`` of one query ``(d,)`` or ``(1, d)``: ``(values (k,), ids (k,))`` as numpy, best first.
@@ -74,18 +80,72 @@ class Captioned(Protocol):
     def caption(self, item: int) -> str: ...
 
 
-def grid_captions(table: pd.DataFrame, source: Captioned, value_name: str) -> list[str]:
-    """One short caption per row of a :func:`neighbour_table` of ``source`` (a
-    :class:`~anchordiv.explorer.source.GallerySource`, or a gallery): rank, the item's caption, value
+def grid_captions(table: pd.DataFrame, source: Captioned, value_name: str,
+                  line_chars: int = GRID_CAPTION_LINE_CHARS) -> list[str]:
+    """One caption per row of a :func:`neighbour_table` of ``source``, for the page's neighbour grid.
+
+    Each caption has two parts on lines of their own (``"\\n"`` between them): the rank, the value
     and the marks ``✓obj`` / ``✓sty`` where the neighbour shares the query's object / style (plain
-    text: emoji glyphs are missing from many systems' fonts)."""
+    text: emoji glyphs are missing from many systems' fonts); then the item's caption, whole where
+    it fits :data:`GRID_CAPTION_LINES` lines of ``line_chars`` characters, else cut after the last word that fits, with
+    ``…`` (:func:`fit_lines`). The full caption stays in the neighbour table.
+
+    Parameters
+    ----------
+    table : DataFrame
+        A :func:`neighbour_table` (``rank``, ``gallery_id``, ``value_name``, ``same_object``, ``same_style``).
+    source : Captioned
+        What names the items: a :class:`~anchordiv.explorer.source.GallerySource` or a gallery.
+    value_name : str
+        The value column (``"divergence"`` or ``"similarity"``), shown by its first letter.
+    line_chars : int
+        Characters that fit one line under a grid image.
+
+    Returns
+    -------
+    list of str
+        Plain text, one per row; each of its lines to be drawn literally, as a line of its own.
+    """
     captions = []
     rows = zip(*(table[column].tolist() for column in ("rank", "gallery_id", value_name, "same_object", "same_style")))
     for rank, item, value, same_object, same_style in rows:
         marks = ("✓obj " if same_object is True else "") + ("✓sty" if same_style is True else "")
-        captions.append(f"{rank}. {textwrap.shorten(source.caption(item), 28, placeholder='…')} "
-                        f"{value_name[0]}={value:.3g} {marks}")
+        name = fit_lines(source.caption(item), line_chars, GRID_CAPTION_LINES)
+        captions.append(f"{rank}. {value_name[0]}={value:.3g} {marks}".rstrip() + f"\n{name}")
     return captions
+
+
+def fit_lines(text: str, line_chars: int, lines: int) -> str:
+    """``text`` (its runs of white space as one space) whole where it wraps into ``lines`` lines of
+    ``line_chars`` characters, as a browser wraps it at spaces; otherwise its words up to the last
+    that fits there with ``…`` after it. Only a word longer than a line, which a browser breaks
+    inside anyway, may be cut inside (to what fits)."""
+    words = text.split()
+    whole = " ".join(words)
+    if _wrapped_lines(whole, line_chars) <= lines:
+        return whole
+    kept: list[str] = []
+    for word in words:
+        if _wrapped_lines(" ".join([*kept, word]) + "…", line_chars) > lines:
+            if len(word) > line_chars:
+                kept.append(_fitting_start(kept, word, line_chars, lines))
+            break
+        kept.append(word)
+    while kept and not any(char.isalnum() for char in kept[-1]):
+        kept.pop()  # a separator ("·") is not left dangling before the ellipsis
+    return " ".join(part for part in kept if part) + "…"
+
+
+def _fitting_start(kept: list[str], word: str, line_chars: int, lines: int) -> str:
+    """The longest start of ``word`` that still fits after ``kept`` and before ``…``."""
+    fitting = (length for length in range(len(word), 0, -1)
+               if _wrapped_lines(" ".join([*kept, word[:length]]) + "…", line_chars) <= lines)
+    return word[:next(fitting, 0)]
+
+
+def _wrapped_lines(text: str, line_chars: int) -> int:
+    """How many lines of ``line_chars`` characters ``text`` takes, wrapped at spaces (a longer word broken)."""
+    return len(textwrap.wrap(text, line_chars, break_long_words=True, break_on_hyphens=False))
 
 
 def combined_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:

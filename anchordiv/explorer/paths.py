@@ -14,7 +14,9 @@ import argparse
 import itertools
 import os
 import stat
+from collections import deque
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -30,6 +32,9 @@ MENU_LIMIT = 500
 # Entries read from one folder while building the menus: a folder of a million images is sampled,
 # not listed, on every run of the page.
 SCAN_LIMIT = 5000
+# Entries looked at, in and below one folder, to find whether it holds an image: the first image
+# ends the look, and a folder of other files is given up on after this many.
+IMAGE_PROBE_LIMIT = 1000
 
 
 def truthy(value: str) -> bool:
@@ -82,6 +87,12 @@ class DataRoots:
     def image_folders(self) -> list[Path]:
         """Each root and the folders below it (at most :data:`MENU_DEPTH` levels), confined."""
         return [path for path in self._walk() if path.is_dir()][:MENU_LIMIT]
+
+    def folders_with_images(self) -> list[Path]:
+        """The :meth:`image_folders` that an image gallery can open: each holds, in it or below it,
+        a file with an image suffix the loader accepts (:func:`holds_image`), so a folder of
+        checkpoints, a gallery store or an empty folder is not offered."""
+        return [path for path in self.image_folders() if holds_image(path)]
 
     def stores(self) -> list[Path]:
         """The gallery stores among :meth:`image_folders`: folders holding a store manifest."""
@@ -137,6 +148,42 @@ class DataRoots:
             except ValueError:
                 continue  # a link out of the roots, or a dangling one: not offered
         return inside
+
+
+@cache
+def image_suffixes() -> frozenset[str]:
+    """The file suffixes (lower case, with the dot) of the formats the image loader accepts
+    (:data:`~anchordiv.images.ACCEPTED_FORMATS`), as Pillow registers them."""
+    from PIL import Image
+
+    from ..images import ACCEPTED_FORMATS
+
+    return frozenset(suffix for suffix, format_name in Image.registered_extensions().items()
+                     if format_name in ACCEPTED_FORMATS)
+
+
+def holds_image(folder: Path, limit: int = IMAGE_PROBE_LIMIT) -> bool:
+    """Whether ``folder`` or a folder below it holds a file with an image suffix (:func:`image_suffixes`).
+
+    Cheap and bounded: breadth first, nothing opened, hidden entries and links to folders skipped
+    (as an image folder is read), stopping at the first image or after ``limit`` entries; a folder
+    whose first image lies beyond them is not recognised.
+    """
+    suffixes, pending, looked = image_suffixes(), deque([folder]), 0
+    while pending and looked < limit:
+        try:
+            with os.scandir(pending.popleft()) as scan:
+                for entry in itertools.islice(scan, limit - looked):
+                    looked += 1
+                    if entry.name.startswith("."):
+                        continue
+                    if entry.is_dir(follow_symlinks=False):
+                        pending.append(Path(entry.path))
+                    elif os.path.splitext(entry.name)[1].lower() in suffixes and entry.is_file():
+                        return True
+        except OSError:
+            continue  # a folder that cannot be listed holds nothing this server can show
+    return False
 
 
 def _is_regular(path: Path) -> bool:

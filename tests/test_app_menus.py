@@ -1,0 +1,69 @@
+"""Menus and grid captions that tell items apart, through streamlit.testing.v1.AppTest: the Matches
+menu of a name search, the image-folder and checkpoint menus of a data root, and the neighbour grids'
+captions (whole on up to GRID_CAPTION_LINES lines, else cut at a word with "…")."""
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from markup import plain
+from anchordiv.explorer.neighbours import GRID_CAPTION_LINE_CHARS, GRID_CAPTION_LINES
+from anchordiv.explorer.page_state import FOLDER, OPEN_CLIP
+from test_app import neighbour_table, pytestmark, start  # noqa: F401  (pytestmark: skipped without the built-in weights)
+
+
+def test_matches_for_a_name_with_duplicates_are_distinct_and_name_their_ids(library):
+    app = start()
+    app.text_input(key="query_search").set_value("pencil sketch").run()
+    menu = app.selectbox(key="query_pick")
+    captions = [library["gallery"].caption(item) for item in library["gallery"].find("pencil sketch")]
+    assert len(set(captions)) < len(captions), "the slice must hold duplicate names for this test"
+    assert len(set(menu.options)) == len(menu.options) == len(captions)
+    duplicated = {caption for caption in captions if captions.count(caption) > 1}
+    for option in menu.options:
+        if any(option.startswith(caption + " (") for caption in duplicated):
+            assert re.search(r"#\d+\)$", option) and "source " in option
+    menu.set_value(menu.options[1]).run()  # the option names the item it picks
+    assert f"#{app.session_state['query_id']})" in app.selectbox(key="query_pick").options[1]
+
+
+@pytest.fixture
+def data_root(tmp_path: Path, monkeypatch) -> Path:
+    """A data root with a folder of PNGs, a folder of checkpoints and an empty folder, opened by the app."""
+    root = tmp_path / "data"
+    for name in ("images", "weights", "empty"):
+        (root / name).mkdir(parents=True)
+    for index in range(3):
+        Image.new("RGB", (8, 8), (40 * index, 0, 0)).save(root / "images" / f"red-{index}.png")
+    (root / "weights" / "model.pt").write_bytes(b"weights")
+    (root / "weights" / "model.safetensors").write_bytes(b"weights")
+    monkeypatch.setenv("ANCHORDIV_DATA_ROOTS", str(root))
+    return root.resolve()
+
+
+def test_the_folder_menus_offer_only_what_the_chosen_source_opens(library, data_root):
+    app = start()
+    app.radio(key="gallery_source").set_value(FOLDER).run()
+    assert app.selectbox(key="folder_choice").options == [str(data_root), str(data_root / "images")]
+    app.radio(key="model_source").set_value(OPEN_CLIP).run()
+    assert app.selectbox(key="checkpoint_choice").options == [str(data_root / "weights" / "model.pt"),
+                                                              str(data_root / "weights" / "model.safetensors")]
+
+
+def test_grid_captions_are_whole_when_they_fit_and_else_cut_at_a_word(library):
+    app = start()
+    grids = app.get("image")[1:]  # the first is the query's image
+    table = neighbour_table(app)
+    captions = [plain(image.caption) for grid in grids for image in grid.proto.imgs]
+    assert len(captions) == len(table) >= 20
+    for caption, item in zip(captions, table["gallery_id"]):
+        assert "  \n" in caption, f"the name has no line of its own: {caption!r}"
+        name, full = caption.split("  \n")[1], library["gallery"].caption(item)
+        fits = len(textwrap.wrap(full, GRID_CAPTION_LINE_CHARS)) <= GRID_CAPTION_LINES
+        assert name == full if fits else (name.endswith("…") and full.startswith(name[:-1])
+                                          and full[len(name) - 1] == " "), (name, full)
+        assert len(textwrap.wrap(name, GRID_CAPTION_LINE_CHARS)) <= GRID_CAPTION_LINES

@@ -1,0 +1,53 @@
+"""The names a menu of gallery items shows (anchordiv.explorer.query.distinct_captions): items whose
+captions read the same are told apart by the labels that differ and their id, the others are not touched."""
+from __future__ import annotations
+
+import pandas as pd
+import torch
+from PIL import Image
+
+from anchordiv import explorer as ex
+from anchordiv.explorer.query import distinct_captions
+from anchordiv.gallery import Gallery
+
+
+def labelled_source(names: list[str], sources: list[str]) -> ex.MemorySource:
+    """A tiny gallery in memory named ``names``, whose ``source`` label column is ``sources``."""
+    count = len(names)
+    return ex.MemorySource(Gallery(
+        embeddings=torch.nn.functional.normalize(torch.rand(count, 4), dim=1),
+        labels=pd.DataFrame({"name": names, "source": sources, "split": ["train"] * count}),
+        load=lambda item: Image.new("RGB", (4, 4)), object_column="name", name_column="name", style_column=None,
+        key="tiny", description="tiny"))
+
+
+def test_items_sharing_a_caption_get_the_differing_labels_and_their_id():
+    source = labelled_source(["dog face", "dog face", "cat face", "dog face"], ["google", "twitter", "google", "google"])
+    shown = distinct_captions(source, [0, 1, 2, 3])
+    assert shown == ["dog face (source google, #0)", "dog face (source twitter, #1)", "cat face",
+                     "dog face (source google, #3)"]
+    assert len(set(shown)) == len(shown)
+
+
+def test_captions_that_read_the_same_once_drawn_are_told_apart():
+    """A line break is drawn as a space, so "dog\\nface" and "dog face" read the same in a menu."""
+    from anchordiv.explorer.literal import shown
+
+    source = labelled_source(["dog\nface", "dog face"], ["google", "google"])
+    menu = [shown(text) for text in distinct_captions(source, [1, 0])]
+    assert menu[0].startswith("dog face (") and menu[0].endswith("#1)") and menu[1].endswith("#0)")
+
+
+def test_a_menu_without_shared_captions_is_left_as_it_is():
+    source = labelled_source(["dog face", "cat face"], ["google", "google"])
+    assert distinct_captions(source, [1, 0]) == ["cat face", "dog face"]
+    assert distinct_captions(source, []) == []
+
+
+def test_the_emoji_worlds_duplicate_names_name_their_vendor(library):
+    source = ex.MemorySource(library["gallery"])
+    items = source.find("pencil sketch")
+    shown = distinct_captions(source, items)
+    assert len(set(shown)) == len(shown) == len(items)
+    repeated = [text for item, text in zip(items, shown) if f"#{item}" in text]
+    assert repeated and all("source " in text for text in repeated)
