@@ -36,6 +36,14 @@ TOY_WEIGHTINGS: dict[str, str] = {
                 "owns the tilt just for being tighter or smaller.",
     "literal": "Literal: the weights are (p, 1 − p) as they stand.",
 }
+# Why A's share of a query is one half where it is, under each of TOY_WEIGHTINGS.
+TOY_SHARE_NOTES: dict[str, str] = {
+    "balanced": "Balanced weights take each set's average κ (over evenly spread directions) off its weight, so the "
+                "tighter set does not own the query at p = 0.5 just for being tight; the query's own κ still "
+                "counts: a query that points at A's anchors is A's from a smaller p.",
+    "literal": "Literal weights are (p, 1 − p) as they stand, so a set that explains the query much better (a "
+               "larger κ, as a tight set near the query has) owns it for most p.",
+}
 # Evenly spread directions the balanced weights average kappa over.
 REFERENCE_COUNT = 360
 # Two anchors closer than this (in degrees) are one direction typed twice.
@@ -371,3 +379,34 @@ def responsibility_curve(model_at: Callable[[float], AnchorModel], points: Mappi
         rows.extend((float(p), name, component, float(shares[i, k]))
                     for i, name in enumerate(names) for k, component in enumerate(component_names))
     return pd.DataFrame(rows, columns=["p", "point", "component", "responsibility"])
+
+
+def share_of_a(model: AnchorModel, point: torch.Tensor) -> float:
+    """Set A's share of the tilt of ``point`` ``(d,)`` under the two-set mixture ``model``:
+    ``r_A(s x)`` (:meth:`MixtureAnchors.responsibilities`). Raises ``ValueError`` when ``model`` is
+    not a mixture of two sets."""
+    if not isinstance(model, MixtureAnchors) or len(model.models) != 2:
+        raise ValueError("A's share needs two anchor sets (a mixture of A and B); set B is empty, so A has it all.")
+    return float(model.responsibilities(torch.as_tensor(point).reshape(1, -1))[0, 0])
+
+
+def even_share_p(model_at: Callable[[float], AnchorModel], point: torch.Tensor, tolerance: float = 1e-4) -> float:
+    """The weight ``p`` at which set A takes half of the tilt of ``point`` ``(d,)``: ``r_A(s x) = 1/2``
+    (:func:`share_of_a`), to within ``tolerance``.
+
+    ``model_at(p)`` is the two-set mixture at weight ``p`` (as for :func:`responsibility_curve`).
+    Under every weighting ``r_A`` grows with ``p`` from 0 (``w_A = 0`` at ``p = 0``) to 1
+    (``w_B = 0`` at ``p = 1``): literal and balanced weights make ``w_A / w_B`` proportional to
+    ``p / (1 - p)``, calibrated ones map ``p`` to that log-odds monotonically. So the crossing
+    exists and bisection finds it. Where it lies says what ``p`` means under the weighting: the
+    weight itself (literal), the weight once each set's average ``kappa`` is taken off (balanced),
+    or how far the neighbourhoods have moved from B's to A's (calibrated), not this share.
+
+    Raises ``ValueError`` when ``model_at`` does not give a mixture of two sets."""
+    if not 0.0 < tolerance < 0.5:
+        raise ValueError(f"tolerance={tolerance!r} must be a small positive number (below 0.5).")
+    low, high = 0.0, 1.0
+    while high - low > tolerance:
+        middle = (low + high) / 2.0
+        low, high = (middle, high) if share_of_a(model_at(middle), point) < 0.5 else (low, middle)
+    return (low + high) / 2.0

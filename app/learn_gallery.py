@@ -17,7 +17,8 @@ from anchordiv.app.query_inputs import caption_of
 from anchordiv.app.sidebar import load_encoder_for, load_gallery_for
 from anchordiv.app.url_state import link_notes, publish_link, share_box
 from anchordiv.explorer.literal import markdown_literal, plotly_literal
-from anchordiv.explorer.page_state import SETTINGS
+from anchordiv.explorer.page_state import DIRECTIONS, SETTINGS
+from anchordiv.models import anchor_model_kind
 
 # The colours of sets A and B, in the toy world's pictures and the gallery's alike.
 SET_COLOURS = {"A": "#1f77b4", "B": "#d62728"}
@@ -44,8 +45,8 @@ def gallery_section(choices: dict, fields: list, share_slot) -> None:
         query_id = source.default_query()
     p = float(state.get("p", SETTINGS["p"].default))
     weighting = state.get("weighting", SETTINGS["weighting"].default)
-    st.caption(f"The Explore page's query, anchor sets and weight (p = {p:.2f}, {weighting} weights), under the "
-               "sidebar's model.")
+    st.caption(settings_text(geometry.spec, choices["k"], p, weighting))
+    st.caption(ex.WEIGHTINGS[weighting])
     values, ids = attempt(lambda: ex.search_one(geometry.index_at(p, weighting), gallery.embeddings[query_id],
                                                 choices["k"], exclude=query_id), "Cannot rank the gallery", stop=True)
     if state["learn_neighbour"] > len(ids):  # a link's neighbour beyond this k
@@ -73,6 +74,43 @@ def gallery_section(choices: dict, fields: list, share_slot) -> None:
         st.markdown("How much of each image's tilt lies on A's anchors and how much on B's. Where the two images' "
                     "curves part, p decides whether they count as alike.")
         st.latex(r"r_k(x) = \frac{w_k\, e^{\kappa_k(s x)}}{\sum_j w_j\, e^{\kappa_j(s x)}}")
+        st.markdown(share_text(geometry, query, p, weighting))
+
+
+# What p means under each of the Explore page's weightings, beside the toy world's (balanced or literal):
+# why A's share of the query is one half where it is, calibrated p above all, which is not a weight.
+GALLERY_SHARE_NOTES: dict[str, str] = {
+    "calibrated": "Calibrated p is not A's weight: it is **how far the neighbours have moved from B's (p = 0) to "
+                  "A's (p = 1)**, measured on this gallery, so p = 0.5 puts them half-way. The weights that do "
+                  "so may give A most of the query's tilt at p = 0.5, or little of it: A's share need not be one "
+                  "half there. The toy world above uses p as a weight (balanced or literal), so its crossing and "
+                  "this one answer different questions. To weigh the gallery as the toy world does, choose "
+                  "balanced or literal weights on the Explore page (*Weights of A and B*).",
+    "balanced": "Balanced weights, as in the toy world above, except that each set's average κ is taken over "
+                "this gallery instead of over evenly spread directions: p is the weight once that average is "
+                "taken off, so A's share is one half at p = 0.5 for an image whose κ favours neither set more than "
+                "the gallery's do on average; an image that points at A's anchors is A's from a smaller p.",
+    "literal": "Literal weights (p, 1 − p), as the toy world's literal option: a set that explains the query much "
+               "better (a larger κ) owns it for most p.",
+}
+
+
+def settings_text(spec: ex.GeometrySpec, k: int, p: float, weighting: str) -> str:
+    """This section's settings in words: the sidebar's geometry (``spec`` and top-``k``) and the
+    Explore page's ``p`` and ``weighting``; that the toy world's controls are not among them."""
+    direction = DIRECTIONS["reverse" if spec.reverse else "forward"].split(":")[0].lower()
+    return (f"This section's settings: the sidebar's geometry ({anchor_model_kind(spec.kind).short} anchor model, "
+            f"scale s = {spec.scale:g}, {direction}, top-k {k}) and the Explore page's query, anchor sets, "
+            f"p = {p:.2f} and {weighting} weights. The toy world's controls above do not apply here.")
+
+
+def share_text(geometry: ex.ExplorerGeometry, query: torch.Tensor, p: float, weighting: str) -> str:
+    """A's share of the query's tilt at ``p`` and the p at which it is one half, under
+    ``weighting``, with why they are where they are (:data:`GALLERY_SHARE_NOTES`)."""
+    share = lesson.share_of_a(geometry.model_at(p, weighting), query)
+    even = lesson.even_share_p(lambda value: geometry.model_at(value, weighting), query)
+    return (f"Under these **{weighting}** weights at scale s = {geometry.spec.scale:g}, A holds {share:.0%} of the "
+            f"query's tilt at p = {p:.2f} and half of it at **p = {even:.2f}**. {GALLERY_SHARE_NOTES[weighting]}")
 
 
 def kl_section(geometry: ex.ExplorerGeometry, model, query: torch.Tensor, neighbour: torch.Tensor) -> None:

@@ -35,7 +35,7 @@ def weights_lesson() -> None:
     st.latex(r"p_w(\gamma_i \mid x) = \frac{w_i\, e^{s\,\gamma_i\cdot x}}{\sum_j w_j\, e^{s\,\gamma_j\cdot x}},"
              r"\qquad D_w(x \to y) = \mathrm{KL}\big(p_w(\cdot\mid x)\,\|\,p_w(\cdot\mid y)\big)")
     query_col, k_col, scale_col = st.columns(3)
-    query = float(_slider(query_col, "Query direction θ (degrees)", "learn_weights_query"))
+    query = float(_slider(query_col, "Query direction θ of this lesson (degrees)", "learn_weights_query"))
     k = int(_slider(k_col, "Neighbourhood size k (points)", "learn_weights_k"))
     scale = float(_slider(scale_col, "Scale s of this lesson", "learn_weights_scale"))
     hand_section(query, k, scale)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,7 @@ from anchordiv.text_cache import encode_texts_cached
 
 streamlit_testing = pytest.importorskip("streamlit.testing.v1")
 AppTest = streamlit_testing.AppTest
+Widget = pytest.importorskip("streamlit.testing.v1.element_tree").Widget
 
 APP = Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py"
 LEARN = "views/learn.py"
@@ -55,6 +57,46 @@ def values(array) -> np.ndarray:
 
 def trace(traces: list[dict], name: str) -> dict:
     return next(item for item in traces if item.get("name") == name)
+
+
+def walk(node):
+    """Every node under ``node`` of the app's tree, in the order the page shows them."""
+    yield node
+    children = getattr(node, "children", None)
+    for child in (children.values() if isinstance(children, dict) else ()):
+        yield from walk(child)
+
+
+def visible_widgets(app: AppTest) -> list[tuple[str, str]]:
+    """``(label, key)`` of every widget the page shows, in the main area and the sidebar."""
+    return [(node.label, node.key) for block in (app.main, app.sidebar) for node in walk(block)
+            if isinstance(node, Widget)]
+
+
+def sections(app: AppTest) -> dict[str, str]:
+    """The main area's texts (headers, markdown, captions, boxes) in page order, joined per section:
+    each header starts one, named by the header's text."""
+    texts: dict[str, list[str]] = {"": []}
+    current = ""
+    for node in walk(app.main):
+        if node.type == "header":
+            current = node.value
+            texts[current] = []
+        elif node.type in ("markdown", "caption", "subheader", "alert", "info", "warning", "error"):
+            texts[current].append(plain(str(node.value)))
+    return {name: "\n".join(parts) for name, parts in texts.items()}
+
+
+def section(app: AppTest, start: str) -> str:
+    """The texts of the section whose header starts with ``start``."""
+    matches = [text for name, text in sections(app).items() if name.startswith(start)]
+    assert len(matches) == 1, (start, list(sections(app)))
+    return matches[0]
+
+
+def stated(pattern: str, text: str) -> list[str]:
+    """Every match of ``pattern``'s group in ``text`` (a value the page states)."""
+    return re.findall(pattern, text)
 
 
 def sphere_option(app: AppTest) -> str:
@@ -132,6 +174,57 @@ def test_each_toy_control_changes_the_pictures_as_the_library_says():
     assert any("Set B is empty" in plain(info.value) for info in app.info)
 
 
+@pytest.mark.parametrize("world", ["circle", "sphere"])
+def test_no_two_visible_widgets_share_a_label(world):
+    """The sidebar's geometry, the toy world and the lesson on weights each have a scale, a model or
+    a query: each widget says whose it is, so a student never meets two "Scale s" at once."""
+    app = open_learn()
+    if world == "sphere":
+        app.radio(key="learn_world").set_value(sphere_option(app)).run()
+    assert not app.exception
+    widgets = visible_widgets(app)
+    assert {"scale", "model_kind", "learn_scale", "learn_kind", "learn_weights_scale"} <= {key for _, key in widgets}
+    labels = [label for label, _ in widgets]
+    assert not sorted({label for label in labels if labels.count(label) > 1}), widgets
+
+
+def toy_statements(app: AppTest) -> None:
+    """The toy world's section names the toy's own weighting and scale (not the sidebar's), and the
+    p at which A takes half of its query is where the library's responsibilities cross one half."""
+    text = section(app, "A toy world")
+    scale, weighting = app.slider(key="learn_scale").value, app.radio(key="learn_weighting").value
+    assert stated(r"The toy world's settings: [^.]*?scale s = ([\d.]+), (\w+) weights", text) == [
+        (f"{scale:g}", weighting)], text
+    assert stated(r"Under the toy's \*\*(\w+)\*\* weights at scale s = ([\d.]+)", text) == [(weighting, f"{scale:g}")]
+    assert f"sidebar's geometry (scale s = {app.slider(key='scale').value:g}) is for *On the real gallery* alone" in text
+    even = [float(value) for value in stated(r"A takes half of this query's tilt at \*\*p = ([\d.]+)\*\*", text)]
+    toy, angle = toy_from_widgets(app)
+    assert len(even) == 1 and crosses_one_half(toy.model_at, lesson.circle_directions([angle])[0], even[0])
+
+
+def crosses_one_half(model_at, point, p: float) -> bool:
+    """Whether A's responsibility for ``point`` crosses one half within the rounding of a stated ``p``
+    (two decimals), read from the mixture's own responsibilities."""
+    share = [float(model_at(min(max(value, 0.0), 1.0)).responsibilities(point.reshape(1, -1))[0, 0])
+             for value in (p - 0.006, p + 0.006)]
+    return share[0] < 0.5 < share[1]
+
+
+def test_the_toy_section_names_its_own_weighting_and_scale():
+    app = open_learn()
+    toy_statements(app)
+    for what, change in [("sidebar's scale", lambda: app.slider(key="scale").set_value(20.0)),
+                         ("toy's scale", lambda: app.slider(key="learn_scale").set_value(7.5)),
+                         ("toy's weighting", lambda: app.radio(key="learn_weighting").set_value("literal")),
+                         ("query", lambda: app.slider(key="learn_query").set_value(30))]:
+        change().run()
+        try:
+            toy_statements(app)
+        except AssertionError as error:
+            raise AssertionError(f"after changing the {what}: {error}") from error
+    assert "scale s = 7.5, literal weights" in section(app, "A toy world")
+
+
 def test_adding_the_query_as_an_anchor():
     app = open_learn()
     app.slider(key="learn_query").set_value(200).run()
@@ -176,9 +269,9 @@ def test_bad_anchor_text_gives_a_message_and_no_exception(key, text, message):
 
 
 # -- the real gallery ---------------------------------------------------------------------------------
-def gallery_expectation(app: AppTest, library: dict, rank: int) -> tuple[pd.DataFrame, pd.DataFrame, str]:
-    """The KL terms and the responsibilities the library gives for the page's query and its ``rank``-th
-    neighbour, from the same anchors, sidebar settings, p and weighting; and the neighbour's name."""
+def gallery_geometry(app: AppTest, library: dict) -> tuple[ex.ExplorerGeometry, int, float, str]:
+    """The geometry the library gives for the page's anchors and sidebar settings; the query's id,
+    p and the weighting the gallery section reads."""
     state, gallery, encoder = app.session_state, library["gallery"], library["encoder"]
     texts = [ex.parse_anchor_text(state[f"anchors_{side}"]).anchors for side in "ab"]
     assert state["direction"].startswith("Query first")  # the default: KL(p_query || p_neighbour)
@@ -189,8 +282,16 @@ def gallery_expectation(app: AppTest, library: dict, rank: int) -> tuple[pd.Data
     query_id = state["query_id"] if "query_id" in state else ex.default_query_id(gallery)
     p = float(state["p"]) if "p" in state else 0.5
     weighting = state["weighting"] if "weighting" in state else "calibrated"
-    _, ids = ex.search_one(geometry.index_at(p, weighting), gallery.embeddings[query_id], int(state["top_k"]),
-                           exclude=query_id)
+    return geometry, query_id, p, weighting
+
+
+def gallery_expectation(app: AppTest, library: dict, rank: int) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """The KL terms and the responsibilities the library gives for the page's query and its ``rank``-th
+    neighbour, from the same anchors, sidebar settings, p and weighting; and the neighbour's name."""
+    gallery = library["gallery"]
+    geometry, query_id, p, weighting = gallery_geometry(app, library)
+    _, ids = ex.search_one(geometry.index_at(p, weighting), gallery.embeddings[query_id],
+                           int(app.session_state["top_k"]), exclude=query_id)
     neighbour = int(ids[rank - 1])
     query_tilt, neighbour_tilt, _, _ = explain.explain_pair(
         geometry.model_at(p, weighting), geometry.component_anchors, geometry.component_texts,
@@ -235,3 +336,47 @@ def test_the_toy_world_travels_in_the_link():
     warning = " ".join(plain(str(item.value)) for item in again.warning)
     assert "toy_scale" in warning and "toy_world" in warning
     assert again.slider(key="learn_scale").value == 5.0
+
+
+def gallery_statements(app: AppTest, library: dict) -> str:
+    """The gallery section names the sidebar's scale and the Explore page's weighting it uses, and
+    states A's share of the query at p and the p of an even share as the library's responsibilities
+    give them; its text."""
+    text = section(app, "On the real gallery")
+    geometry, query_id, p, weighting = gallery_geometry(app, library)
+    scale = app.slider(key="scale").value
+    assert stated(r"This section's settings: the sidebar's geometry \([^)]*?scale s = ([\d.]+)[^)]*\) and the "
+                  r"Explore page's [^.]*?p = ([\d.]+) and (\w+) weights\.", text) == [
+        (f"{scale:g}", f"{p:.2f}", weighting)]
+    shares = stated(r"Under these \*\*(\w+)\*\* weights at scale s = ([\d.]+), A holds (\d+)% of the query's tilt "
+                    r"at p = ([\d.]+) and half of it at \*\*p = ([\d.]+)\*\*", text)
+    assert len(shares) == 1 and shares[0][:2] == (weighting, f"{scale:g}") and float(shares[0][3]) == round(p, 2)
+    query = library["gallery"].embeddings[query_id]
+    share = float(geometry.model_at(p, weighting).responsibilities(query.reshape(1, -1))[0, 0])
+    assert int(shares[0][2]) == round(100 * share)
+    assert crosses_one_half(lambda value: geometry.model_at(value, weighting), query, float(shares[0][4]))
+    return text
+
+
+def test_the_gallery_section_names_the_sidebars_geometry_and_explains_calibration(library):
+    """At p = 0.5 calibrated weights give A most of the default query (the student's "97% at
+    p = 0.5, crossing near 0.03"): the section says why, and its stated scale follows the
+    sidebar's, not the toy's."""
+    app = open_learn()
+    text = gallery_statements(app, library)
+    assert "calibrated weights" in text and "how far the neighbours have moved from B's (p = 0) to A's (p = 1)" in text
+    assert "A's share need not be one half there" in text
+    assert "Calibrated: p is how far the neighbours have moved" in text  # the Explore page's caption of it
+    app.slider(key="scale").set_value(20.0).run()
+    assert not app.exception and not app.error
+    gallery_statements(app, library)
+    app.slider(key="learn_scale").set_value(7.5).run()
+    assert "scale s = 20," in gallery_statements(app, library)
+    app.session_state["weighting"] = "balanced"  # as chosen on the Explore page
+    app.run()
+    text = gallery_statements(app, library)
+    assert "balanced weights" in text and "how far the neighbours have moved" not in text
+    _, curve, _ = gallery_expectation(app, library, 1)
+    drawn = values(trace(chart(app, "learn_chart_gallery_responsibility"), "A, query")["y"])
+    expected = curve[(curve["point"] == "query") & (curve["component"] == "A")]["responsibility"]
+    np.testing.assert_allclose(drawn, expected, rtol=1e-6)

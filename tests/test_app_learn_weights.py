@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from markup import plain
-from test_app_learn import APP, LEARN, TIMEOUT, AppTest, chart, open_learn, trace, values
+from test_app_learn import APP, LEARN, TIMEOUT, AppTest, chart, open_learn, section, stated, trace, values
 from anchordiv import average_precision, lesson_weights
 from anchordiv.builtin.weights import ASSETS_DIR, MANIFEST_NAME, WEIGHTS_NAME
 
@@ -52,6 +52,21 @@ def test_the_section_renders_the_librarys_neighbourhood():
     assert circle == drawn
     captions = " ".join(caption.value for caption in app.caption)
     assert "Weighting: the four sliders" in captions and "Scale: s = 10" in captions
+
+
+def test_the_section_states_its_own_scale_not_the_sidebars_or_the_toys():
+    """Three scales are on the page (the sidebar's, the toy world's and this lesson's): the lesson
+    names the one it uses, and only its own slider moves it."""
+    app = open_learn()
+    app.slider(key="scale").set_value(20.0).run()
+    app.slider(key="learn_scale").set_value(7.5).run()
+    text = section(app, "Weights")
+    assert stated(r"Scale: s = ([\d.]+)", text) == ["10", "10"], text
+    app.slider(key="learn_weights_scale").set_value(12.5).run()
+    assert not app.exception and not errors(app)
+    text = section(app, "Weights")
+    assert stated(r"Scale: s = ([\d.]+)", text) == ["12.5", "12.5"], text
+    assert "Weighting: the four sliders" in text and "Weighting: learned from the marks" in text
 
 
 def test_moving_a_weight_changes_the_highlighted_neighbourhood():

@@ -139,6 +139,23 @@ def test_mixture_responsibilities_weigh_each_components_kappa():
                                rtol=1e-12)
 
 
+@pytest.mark.parametrize("weighting", ["balanced", "literal"])
+def test_the_even_share_p_is_where_as_share_of_the_query_crosses_one_half(weighting):
+    toy = world(weighting=weighting)
+    query = lesson.circle_directions([120.0])[0]
+    crossing = lesson.even_share_p(toy.model_at, query, tolerance=1e-6)
+    assert 0.0 < crossing < 1.0
+    assert lesson.share_of_a(toy.model_at(crossing - 1e-3), query) < 0.5 < lesson.share_of_a(
+        toy.model_at(crossing + 1e-3), query)
+    curve = lesson.responsibility_curve(toy.model_at, {"query": query}, [crossing])
+    assert curve.loc[curve["component"] == "A", "responsibility"].item() == pytest.approx(0.5, abs=1e-4)
+
+
+def test_a_share_needs_two_anchor_sets():
+    with pytest.raises(ValueError, match="two anchor sets"):
+        lesson.share_of_a(world().model.models[0], lesson.circle_directions([10.0])[0])
+
+
 @pytest.mark.parametrize("p", [0.0, 0.4, 1.0])
 def test_kl_terms_sum_to_the_kl_and_to_the_softmax_divergence(p):
     toy = world(p=p, scale=6.0)

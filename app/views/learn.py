@@ -30,20 +30,24 @@ def slider(column, label: str, key: str) -> float:
 
 
 # -- the toy world's controls -----------------------------------------------------------------------
-def toy_controls() -> dict:
-    """The toy world's settings as plain values (the anchors still as typed text)."""
+def toy_controls(choices: dict) -> dict:
+    """The toy world's settings as plain values (the anchors still as typed text); labelled "Toy", as
+    the sidebar's anchor model and scale (``choices``) are the gallery section's, not the toy's."""
     world, kind, weighting = st.columns([2, 2, 2])
     settings = {
         "world": world.radio("World", SETTINGS["learn_world"].options, key="learn_world"),
-        "kind": kind.selectbox("Anchor model", SETTINGS["learn_kind"].options, key="learn_kind",
+        "kind": kind.selectbox("Toy anchor model", SETTINGS["learn_kind"].options, key="learn_kind",
                                format_func=lambda name: anchor_model_kind(name).label),
-        "weighting": weighting.radio("Weights of A and B", SETTINGS["learn_weighting"].options, key="learn_weighting",
-                                     format_func=str.capitalize, horizontal=True),
+        "weighting": weighting.radio("Toy weights of A and B", SETTINGS["learn_weighting"].options,
+                                     key="learn_weighting", format_func=str.capitalize, horizontal=True),
     }
     weighting.caption(lesson.TOY_WEIGHTINGS[settings["weighting"]])
     scale, p = st.columns(2)
-    settings["scale"] = slider(scale, "Scale s (inverse temperature)", "learn_scale")
-    settings["p"] = slider(p, "p: weight of A against B", "learn_p")
+    settings["scale"] = slider(scale, "Toy scale s (inverse temperature)", "learn_scale")
+    settings["p"] = slider(p, "Toy p: weight of A against B", "learn_p")
+    st.caption(f"The toy world's settings: {anchor_model_kind(settings['kind']).short} anchor model, scale s = "
+               f"{settings['scale']:g}, {settings['weighting']} weights, p = {settings['p']:.2f} (the controls above). "
+               f"The sidebar's geometry (scale s = {choices['scale']:g}) is for *On the real gallery* alone.")
     return settings
 
 
@@ -82,7 +86,9 @@ def tilt_section(toy: lesson.ToyGeometry, query: torch.Tensor) -> None:
                    "anchors as a readable stand-in; the curves are the model's own.")
 
 
-def responsibility_section(toy: lesson.ToyGeometry, query: torch.Tensor, p: float) -> None:
+def responsibility_section(toy: lesson.ToyGeometry, query: torch.Tensor, settings: dict) -> None:
+    """The responsibilities of A and B for the query as p moves, under the toy's weighting and
+    scale (``settings``), and the p at which they share it evenly."""
     st.subheader("Who owns the query: A or B?")
     if not toy.is_mixture:
         st.info("Set B is empty, so set A's model is the whole model and p changes nothing. Type some angles in B.")
@@ -90,11 +96,15 @@ def responsibility_section(toy: lesson.ToyGeometry, query: torch.Tensor, p: floa
     curve = lesson.responsibility_curve(toy.model_at, {"query": query}, component_names=toy.component_names)
     figure = px.line(curve, x="p", y="responsibility", color="component", color_discrete_map=SET_COLOURS,
                      markers=True, title="Responsibilities of A and B for the query, as p moves")
-    figure.add_vline(x=p, line_dash="dot", annotation_text=f"p = {p:.2f}")
+    figure.add_vline(x=settings["p"], line_dash="dot", annotation_text=f"p = {settings['p']:.2f}")
     st.plotly_chart(figure, key="learn_chart_responsibility")
+    weighting, even = settings["weighting"], lesson.even_share_p(toy.model_at, query)
     st.markdown("Tilting a mixture tilts each set and weighs the two by their **responsibilities**: how well each "
                 "set explains the query (its κ), times its weight. Moving p hands the query from B (p = 0) to "
-                "A (p = 1); balanced weights stop the tighter set from owning it at p = 0.5 just for being tight.")
+                f"A (p = 1). Under the toy's **{weighting}** weights at scale s = {settings['scale']:g}, A takes "
+                f"half of this query's tilt at **p = {even:.2f}**. {lesson.TOY_SHARE_NOTES[weighting]} (The real "
+                "gallery at the bottom weighs its sets as the Explore page does, calibrated by default: there p "
+                "is how far the neighbours have moved, and its crossing may lie far from this one.)")
     st.latex(r"r_k(x) = \frac{w_k\, e^{\kappa_k(s x)}}{\sum_j w_j\, e^{\kappa_j(s x)}}")
 
 
@@ -128,7 +138,7 @@ def circle_world(settings: dict) -> None:
     with tilt:
         tilt_section(toy, query)
     with owner:
-        responsibility_section(toy, query, settings["p"])
+        responsibility_section(toy, query, settings)
 
 
 def circle_picture(toy: lesson.ToyGeometry, query: torch.Tensor, profile: pd.DataFrame) -> None:
@@ -245,7 +255,7 @@ def sphere_world(settings: dict) -> None:
     with tilt:
         tilt_section(toy, query)
     with owner:
-        responsibility_section(toy, query, settings["p"])
+        responsibility_section(toy, query, settings)
 
 
 def sphere_map(profile: pd.DataFrame, value: str, title: str, pairs: tuple, query: tuple[float, float],
@@ -274,8 +284,12 @@ def main() -> None:
     share_slot = st.container()  # the link, once the gallery part has joined it
     st.markdown("An image embedding is a direction. The anchors (text embeddings of phrases) are directions too. "
                 "Here they live on a circle or a sphere, so you can see everything: move the query, add, remove "
-                "or move anchors, change the scale s and the weight p, and watch the neighbourhood change.")
-    settings = toy_controls()
+                "or move anchors, change the scale s and the weight p, and watch the neighbourhood change.\n\n"
+                "The page has three parts, each with its own settings: the toy world (its controls just below), "
+                "the lesson on weights (its own sliders) and, at the bottom, the real gallery, the only part that "
+                "uses the sidebar's geometry and the Explore page's query, anchors and weights.")
+    st.header("A toy world you can see whole")
+    settings = toy_controls(choices)
     (circle_world if settings["world"] == CIRCLE else sphere_world)(settings)
     weights_lesson()
     publish_link(fields)
