@@ -3,7 +3,9 @@ anchordiv.figure.compare's for the same rows, columns and settings, every contro
 library says it changes, and bad input is a message on the page, never an exception."""
 from __future__ import annotations
 
+import base64
 import io
+import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import pandas as pd
@@ -67,7 +69,8 @@ def shown_table(app: AppTest) -> pd.DataFrame:
 
 
 def assert_page_shows(app: AppTest, result: fg.CompareResult) -> None:
-    """The page's neighbour table and settings are the library's, and the figure is drawn."""
+    """The page's neighbour table and settings are the library's, and the figure is drawn: as SVG
+    (sharp at the page's width), its footer naming ITI only with an ITI column."""
     assert not app.exception, app.exception
     table, want = shown_table(app), result.frame()
     assert table[["query", "geometry", "rank", "gallery_id"]].values.tolist() == \
@@ -75,6 +78,11 @@ def assert_page_shows(app: AppTest, result: fg.CompareResult) -> None:
     value = "divergence" if "divergence" in want else "similarity"
     pd.testing.assert_series_equal(table[value], want[value], check_exact=False, rtol=1e-5)
     assert len(app.get("image")) == 1
+    (url,) = app.get("image")[0].value
+    assert url.startswith("data:image/svg+xml;base64,"), url[:40]
+    drawn = " ".join(ElementTree.fromstring(base64.b64decode(url.split(",", 1)[1])).itertext())
+    assert f"top-{result.settings.k}" in drawn
+    assert ("ITI over" in drawn) == any(column.kind == "iti" for column in result.columns)
     assert any(" · ".join(result.settings.lines()) in plain(caption.value) for caption in app.caption)
 
 
@@ -98,7 +106,9 @@ def test_each_control_changes_what_the_library_says(library):
     app.text_input(key="compare_text").input("a dog in  watercolor").run()
     app.button(key="compare_add_text").click().run()
     app.text_input(key="compare_search").input("kissing").run()
-    app.selectbox(key="compare_pick").select_index(1).run()
+    pick = app.selectbox(key="compare_pick")
+    assert len(set(pick.options)) == len(pick.options), "two matches read the same"
+    pick.select_index(1).run()
     second_kiss = library["gallery"].find("kissing")[1]
     rows = app.session_state["compare_rows"]
     assert rows[2:] == ["text:a dog in watercolor", f"#{second_kiss}"]

@@ -259,6 +259,9 @@ def test_the_svg_is_vector_with_one_image_per_thumbnail(small_result):
     texts = " ".join("".join(element.itertext()) for element in root.iter(f"{SVG}text"))
     for expected in ("cosine", "A only", "mix p = 0.4", "Anchors A: 8", "top-3", small_result.settings.encoder):
         assert expected in texts
+    # The PNG's and the PDF's font, then a sans-serif one where a viewer lacks it (not its default serif).
+    assert {re.search(r"font-family: ([^;]*)", element.get("style")).group(1)
+            for element in root.iter(f"{SVG}text")} == {"'DejaVu Sans', sans-serif"}
     assert fg.render_figure(small_result, "svg") == data  # no date, fixed ids
 
 
@@ -268,6 +271,8 @@ def test_the_pdf_is_vector_with_one_image_per_thumbnail(small_result):
     assert data.startswith(b"%PDF")
     assert len(re.findall(rb"/Subtype\s*/Image", data)) == 2 * (3 * 3 + 1)
     assert b"/FontFile2" in data  # TrueType text, not paths
+    assert set(re.findall(rb"/BaseFont /[A-Z]{6}\+([\w-]+)", data)) <= {b"DejaVuSans", b"DejaVuSans-Bold",
+                                                                    b"DejaVuSans-Oblique"}  # the PNG's and SVG's
     assert b"CreationDate" not in data
     assert fg.render_figure(small_result, "pdf") == data
     with pytest.raises(ValueError, match="unknown figure format 'jpg'"):

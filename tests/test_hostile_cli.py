@@ -83,7 +83,7 @@ LIMITS = {  # figure options -> regex of the refusal
     "dpi": (["--dpi", "100000"], r"a PNG figure is drawn at most at 600 dpi \(this one asks for 100,000 dpi\); "
                                  r"lower the dpi, or raise the limit \(--max-dpi on the command line\)$"),
     "pixels": (["--geometries", *EIGHT_COLUMNS, "--max-columns", "8", "-k", "20", "--dpi", "600"],
-               r"at 600 dpi this figure is 57,780 x 1,416 = 81,816,480 pixels, more than the limit of 40,000,000; "
+               r"at 600 dpi this figure is 57,780 x 1,296 = 74,882,880 pixels, more than the limit of 40,000,000; "
                r"lower the dpi to 4\d\d or less, or raise the limit \(--max-pixels on the command line\)$"),
     "a PNG's side": (["--geometries", *EIGHT_COLUMNS, "--max-columns", "8", "-k", "20", "--dpi", "2000",
                       "--max-dpi", "5000", "--max-pixels", "100000000000"],

@@ -26,8 +26,9 @@ anything is computed or loaded, a PNG's dpi and pixels before anything is drawn.
 default limits are set by the time the heaviest figure takes to draw.
 
 Every text is drawn as it is written: mathtext and TeX are off (a ``$`` in a query or a label is a
-dollar sign), control characters become spaces, and each caption is cut to the room it has
-(:mod:`.text`).
+dollar sign), control characters become spaces, and each caption is wrapped to the width it has,
+measured in the font every format draws (:mod:`.text`); one that is still too long is shortened
+with "…", and an SVG keeps its full text as the <title> (tooltip) of its group.
 
 Nothing here reads or writes files: image rows get their bytes from the caller (the command line
 reads ``image:PATH``, the app passes uploads), and the figure comes back as bytes.
@@ -37,14 +38,16 @@ from .comparison import (BaselineFactory, ColumnModel, CompareResult, CompareSet
                          compare)
 from .layout import FigureLayout
 from .limits import DEFAULT_LIMITS, PNG_SIDE, FigureLimits, check_figure_request
-from .render import FORMATS, FRAME_COLOUR, OBJECT_COLOUR, STYLE_COLOUR, THUMB_PIXELS, figure_size, render_figure
+from .render import (FORMATS, FRAME_COLOUR, OBJECT_COLOUR, STYLE_COLOUR, THUMB_PIXELS, draw_figure, figure_size,
+                     render_figure)
 from .rows import QUERY_KINDS, ImageEmbedder, Query, QueryRow, TextEmbedder, parse_query_row, resolve_queries
+from .text import Fitted, fit_lines
 
 __all__ = [
     "BASELINES", "DEFAULT_LIMITS", "FORMATS", "FRAME_COLOUR", "OBJECT_COLOUR", "PNG_SIDE", "QUERY_KINDS",
     "STYLE_COLOUR", "THUMB_PIXELS", "BaselineFactory", "ColumnModel", "CompareResult", "CompareSettings",
-    "FigureLayout", "FigureLimits", "GeometryColumn", "GeometryFactory", "ImageEmbedder", "ModelFactory", "Query",
-    "QueryRow", "TextEmbedder",
-    "check_figure_request", "compare", "figure_size", "fitted_geometries", "named_encoders", "parse_geometry_column",
-    "parse_query_row", "render_figure", "resolve_queries",
+    "FigureLayout", "FigureLimits", "Fitted", "GeometryColumn", "GeometryFactory", "ImageEmbedder", "ModelFactory",
+    "Query", "QueryRow", "TextEmbedder",
+    "check_figure_request", "compare", "draw_figure", "figure_size", "fit_lines", "fitted_geometries",
+    "named_encoders", "parse_geometry_column", "parse_query_row", "render_figure", "resolve_queries",
 ]

@@ -60,7 +60,8 @@ class CompareSettings:
     ``column_templates`` (A, B and prior, one triple per encoder): "auto" is each encoder's own
     :func:`~anchordiv.prompts.default_choice`. ``weights`` holds, for A and B, a weighted set's
     weights ``(N,)`` or ``None``: a weighted set is always the empirical model with its weights,
-    whatever the kind (:class:`~anchordiv.explorer.ExplorerGeometry`)."""
+    whatever the kind (:class:`~anchordiv.explorer.ExplorerGeometry`). ``columns`` are the
+    figure's: :meth:`lines` names only the settings they use."""
 
     k: int
     weighting: str
@@ -75,21 +76,48 @@ class CompareSettings:
     column_encoders: tuple[str, ...] = ()
     column_templates: tuple[tuple[TemplateChoice, TemplateChoice, TemplateChoice], ...] = ()
     weights: tuple[tuple[float, ...] | None, tuple[float, ...] | None] = (None, None)
+    columns: tuple[GeometryColumn, ...] = ()
 
     def lines(self) -> list[str]:
-        """The settings as a few lines of plain text."""
-        spec = self.spec
-        direction = "KL(p_neighbour ‖ p_query)" if spec.reverse else "KL(p_query ‖ p_neighbour)"
-        lines = [f"Anchors {name}: {_anchor_summary(texts, weights is not None)}"
-                 for name, texts, weights in zip("AB", (self.texts_a, self.texts_b), self.weights)]
-        if self.prior_texts:  # used by the posterior models, the default's or a column's
-            lines.append(f"Prior anchors: {_anchor_summary(self.prior_texts)}")
-        lines.extend(self.templates_lines())
-        lines.append(f"Anchor model {self.model_text()}, s = {value_text(float(spec.scale))}, "
-                     f"{self.weighting} weights, {direction}; top-{self.k}; ITI over A and B")
+        """The settings as a few lines of plain text, each naming only what the figure's
+        :attr:`columns` use: the anchor sets and their templates where a column ranks by anchors
+        (every column but cosine), the prior set where a column's model needs it, the anchor
+        model's defaults where a column keeps them, ITI where there is an ITI column."""
+        lines = []
+        if any(column.kind != "cosine" for column in self.columns):
+            lines.extend(f"Anchors {name}: {_anchor_summary(texts, weights is not None)}"
+                         for name, texts, weights in zip("AB", (self.texts_a, self.texts_b), self.weights))
+            if self.prior_texts and any(anchor_model_kind(kind).needs_prior for kind in self._anchor_models()):
+                lines.append(f"Prior anchors: {_anchor_summary(self.prior_texts)}")
+            lines.extend(self.templates_lines())
+        lines.append(self.ranking_line())
         others = f" (columns that name a model: {', '.join(self.column_encoders)})" if self.column_encoders else ""
         lines.append(f"Gallery: {self.gallery} · encoder {self.encoder}{others} · made with anchordiv")
         return lines
+
+    def ranking_line(self) -> str:
+        """How the cells rank: the anchor model's defaults that some anchor column keeps (a column's
+        own are in its header), the divergence's direction, ``k``, and what ITI is over."""
+        anchored = [column for column in self.columns if not column.is_baseline]
+        parts = []
+        if anchored:
+            model = (f"Anchor model {self.model_text()}" if any(column.model is None for column in anchored)
+                     else "Anchor models as in the column headers")
+            scale = ([f"s = {value_text(float(self.spec.scale))}"] if any(column.scale is None for column in anchored)
+                     else [])
+            weighting = ([f"{self.weighting} weights of A and B"]
+                         if any(column.kind == "mix" and column.weighting is None for column in anchored) else [])
+            direction = "KL(p_neighbour ‖ p_query)" if self.spec.reverse else "KL(p_query ‖ p_neighbour)"
+            parts.append(", ".join([model, *scale, *weighting, direction]))
+        parts.append(f"top-{self.k}")
+        if any(column.kind == "iti" for column in self.columns):
+            sets = [name for name, texts in zip("AB", (self.texts_a, self.texts_b)) if texts]
+            parts.append(f"ITI over the anchors of {' and '.join(sets)}")
+        return "; ".join(parts)
+
+    def _anchor_models(self) -> set[str]:
+        """The anchor models the anchor columns rank by (their own, else the default's)."""
+        return {column.model or self.spec.kind for column in self.columns if not column.is_baseline}
 
     def model_text(self) -> str:
         """The default anchor model of the sets: the spec's kind and parameters (``"Gaussian"``),
@@ -256,7 +284,7 @@ def compare(gallery: Gallery, encoder, rows: Sequence[QueryRow | str], columns: 
             rankings[column.encoder_key] = _column_ranking(column, model_for, figure, choices, images or {})
     others = {ranking.encoder.name: ranking.settings for ranking in rankings.values() if ranking is not figure}
     settings = replace(settings, column_encoders=tuple(others), column_templates=tuple(
-        (*other.templates, other.prior_templates) for other in others.values()))
+        (*other.templates, other.prior_templates) for other in others.values()), columns=tuple(columns))
     tables = []
     for row in range(len(queries)):
         tables.append([_cell(row, column, rankings[column.encoder_key], settings) for column in columns])

@@ -16,7 +16,9 @@ class FigureLayout:
     column_gap: float = 0.16
     margin: float = 0.12
     header: float = 0.34  # two lines of column label
-    caption: float = 0.24
+    caption: float = 0.3  # under a thumbnail: its caption's lines, then its obj/sty marks
+    caption_lines: int = 2
+    mark_line: float = 0.11  # the marks' line, at the foot of the caption band
     agreement: float = 0.12
     row_gap: float = 0.1
     legend: float = 0.22
@@ -32,8 +34,9 @@ class FigureLayout:
         return max(self.thumb + self.caption + self.agreement, self.query + self.caption) + self.row_gap
 
 
-# CompareSettings.lines has at least these: anchors A, anchors B, the anchor model, the gallery.
-_FEWEST_SETTINGS_LINES = 4
+# CompareSettings.lines has at least these: how the cells rank and the gallery (a figure of cosine
+# columns names no anchors).
+_FEWEST_SETTINGS_LINES = 2
 
 
 def least_size(n_rows: int, n_columns: int, k: int, layout: FigureLayout) -> tuple[float, float]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import functools
 import io
-import textwrap
 from typing import TYPE_CHECKING, Callable
+from xml.sax.saxutils import escape
 
 import numpy as np
 import pandas as pd
@@ -15,9 +15,10 @@ from .comparison import CompareResult
 from .layout import FigureLayout, figure_inches, figure_width
 from .limits import DEFAULT_LIMITS, FigureLimits, check_png
 from .rows import Query
-from .text import clip
+from .text import Fitted, fit_lines
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
     from PIL import Image
 
 
@@ -27,6 +28,10 @@ FRAME_COLOUR = "#bbbbbb"  # every image's thin outline, under the marks
 
 
 THUMB_PIXELS = 128  # thumbnails are embedded at most this size, so a PDF of large photos stays small
+FONT_FAMILY = "DejaVu Sans"  # matplotlib's own font: every format draws and measures the same glyphs
+# A line is fitted to this share of its room: the PNG's hinted glyphs are up to a few percent wider
+# than the font's outlines that PDF and SVG are measured by.
+_FITTED_SHARE = 0.95
 
 
 def figure_size(result: CompareResult, layout: FigureLayout = FigureLayout()) -> tuple[float, float]:
@@ -35,23 +40,48 @@ def figure_size(result: CompareResult, layout: FigureLayout = FigureLayout()) ->
                  len(_settings_lines(result, layout)), layout)
 
 
+@functools.lru_cache(maxsize=4096)
+def _text_width(text: str, size: float, weight: str = "normal", style: str = "normal") -> float:
+    """The drawn width of one line of ``text`` in inches, at ``size`` points in :data:`FONT_FAMILY`
+    of that ``weight`` and ``style`` (the font's own metrics, as PDF and SVG lay it out; no figure
+    needed)."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import text_to_path
+
+    width, _, _ = text_to_path.get_text_width_height_descent(
+        text, FontProperties(family=FONT_FAMILY, size=size, weight=weight, style=style), ismath=False)
+    return width / 72
+
+
+def _fitted(text: object, width: float, lines: int, size: float, weight: str = "normal",
+            style: str = "normal") -> Fitted:
+    """``text`` in at most ``lines`` lines, each at most ``width`` inches wide when drawn at ``size``
+    points in that ``weight`` and ``style`` (:func:`~anchordiv.figure.text.fit_lines`)."""
+    return fit_lines(text, lambda line: _text_width(line, size, weight, style) <= width * _FITTED_SHARE, lines)
+
+
 def _settings_lines(result: CompareResult, layout: FigureLayout) -> list[str]:
-    """The settings, wrapped to the figure's width (about half an em per character), each setting in
-    at most three lines (a gallery's folder name can be as long as a path)."""
-    width = figure_width(len(result.columns), result.settings.k, layout)
-    fits = int((width - 2 * layout.margin) * 72 / (0.5 * (layout.font - 0.5)))
-    return [wrapped for line in result.settings.lines() for wrapped in clip(line, fits, 3).split("\n")]
+    """The settings, wrapped to the figure's width, each setting in at most three lines (a
+    gallery's folder name can be as long as a path)."""
+    width = figure_width(len(result.columns), result.settings.k, layout) - 2 * layout.margin
+    return [wrapped for line in result.settings.lines()
+            for wrapped in _fitted(line, width, 3, layout.font - 0.5).text.split("\n")]
 
 
-def _headers(result: CompareResult, layout: FigureLayout) -> list[str]:
-    """Each column's label, wrapped to its cell's width (about half an em per character)."""
-    fits = max(8, int(layout.cell_width(result.settings.k) * 72 / (0.55 * (layout.font + 1))))
-    return ["\n".join(textwrap.fill(line, fits) for line in column.label.split("\n")) for column in result.columns]
+def _headers(result: CompareResult, layout: FigureLayout) -> list[Fitted]:
+    """Each column's label, each of its lines wrapped to the cell's width in at most three lines."""
+    width = layout.cell_width(result.settings.k)
+    headers = []
+    for column in result.columns:
+        parts = [_fitted(line, width, 3, layout.font + 1, "bold") for line in column.label.split("\n")]
+        headers.append(Fitted("\n".join(part.text for part in parts), " · ".join(part.full for part in parts),
+                              any(part.shortened for part in parts)))
+    return headers
 
 
 def _header_height(result: CompareResult, layout: FigureLayout) -> float:
     """Room for the tallest header (``layout.header`` holds two lines)."""
-    lines = max(header.count("\n") + 1 for header in _headers(result, layout))
+    lines = max(header.text.count("\n") + 1 for header in _headers(result, layout))
     return layout.header * max(2, lines) / 2
 
 
@@ -63,6 +93,8 @@ def render_figure(result: CompareResult, format: str = "png", dpi: int = 200,
     geometries (header: the column's label); a neighbour sharing the query's object has a green
     frame and "obj", one sharing its style an orange frame inside that and "sty"; under each cell
     its agreement counts, under the grid a legend and the settings (:meth:`CompareSettings.lines`).
+    Every text is wrapped to its room, measured in the font every format draws; one still too long
+    is shortened with "…", and an SVG keeps its full text as its group's <title> (the tooltip).
 
     Parameters
     ----------
@@ -90,37 +122,68 @@ def render_figure(result: CompareResult, format: str = "png", dpi: int = 200,
     """
     if format not in FORMATS:
         raise ValueError(f"unknown figure format {format!r}; use one of {', '.join(FORMATS)}")
-    size = figure_size(result, layout)
     if format == "png":
-        check_png(size, dpi, limits)
+        check_png(figure_size(result, layout), dpi, limits)
     import matplotlib
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
 
-    # Text stays text (TrueType in PDF, <text> in SVG) and is drawn as written: no mathtext, no TeX,
-    # for every Text made here (each keeps the setting it was made with, through savefig); each
-    # thumbnail stays its own image (matplotlib would merge the images of one axes); fixed SVG ids,
-    # so equal figures give equal bytes.
-    rc = {"pdf.fonttype": 42, "svg.fonttype": "none", "svg.hashsalt": "anchordiv", "image.composite_image": False,
-          "font.size": layout.font, "font.family": "DejaVu Sans", "text.parse_math": False, "text.usetex": False}
-    with matplotlib.rc_context(rc):
-        figure = Figure(figsize=size)
-        FigureCanvasAgg(figure)
-        page = _Page(figure)
-        _draw(page, result, layout)
-        page.add_frames()
+    with matplotlib.rc_context(_rc(layout)):
+        page = _drawn(result, layout)
         buffer = io.BytesIO()
         # zlib's fastest level: half the encoding time of a large PNG, for a sixth more bytes.
         options = {"png": {"metadata": {"Software": None}, "pil_kwargs": {"compress_level": 1}},
                    "pdf": {"metadata": {"CreationDate": None, "Producer": None}},
                    "svg": {"metadata": {"Date": None}}}[format]
-        figure.savefig(buffer, format=format, dpi=dpi, facecolor="white", **options)
-    return buffer.getvalue()
+        page.figure.savefig(buffer, format=format, dpi=dpi, facecolor="white", **options)
+    return _with_titles(buffer.getvalue(), page.titles) if format == "svg" else buffer.getvalue()
+
+
+def _with_titles(svg: bytes, titles: dict[str, str]) -> bytes:
+    """``svg`` with each shortened text's full text as the <title> of its group (``titles``: by the
+    group's id), which a browser shows as its tooltip and a reader or a search finds."""
+    text = svg.decode("utf-8")
+    for gid, full in titles.items():
+        group = f'<g id="{gid}">'
+        text = text.replace(group, f"{group}\n   <title>{escape(full)}</title>", 1)
+    return text.encode("utf-8")
+
+
+def _rc(layout: FigureLayout) -> dict[str, object]:
+    """The matplotlib settings of every format: text stays text (TrueType in PDF, <text> in SVG)
+    and is drawn as written: no mathtext, no TeX, for every Text made here (each keeps the setting
+    it was made with, through savefig); each thumbnail stays its own image (matplotlib would merge
+    the images of one axes); fixed SVG ids, so equal figures give equal bytes. One font everywhere:
+    PNG and PDF draw (PDF embeds) :data:`FONT_FAMILY`, and an SVG names it first, then the generic
+    sans-serif, so a viewer without it draws a sans-serif font, not its default serif one."""
+    return {"pdf.fonttype": 42, "svg.fonttype": "none", "svg.hashsalt": "anchordiv", "image.composite_image": False,
+            "font.size": layout.font, "font.family": [FONT_FAMILY, "sans-serif"], "font.sans-serif": [FONT_FAMILY],
+            "text.parse_math": False, "text.usetex": False}
+
+
+def draw_figure(result: CompareResult, layout: FigureLayout = FigureLayout()) -> Figure:
+    """The matplotlib figure :func:`render_figure` saves (on an Agg canvas, so its texts can be
+    measured with ``figure.canvas.get_renderer()``), drawn under its settings."""
+    return _drawn(result, layout).figure
+
+
+def _drawn(result: CompareResult, layout: FigureLayout) -> _Page:
+    """The drawn page: its figure and the full texts of what it shortened."""
+    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    with matplotlib.rc_context(_rc(layout)):
+        figure = Figure(figsize=figure_size(result, layout))
+        FigureCanvasAgg(figure)
+        page = _Page(figure)
+        _draw(page, result, layout)
+        page.add_frames()
+    return page
 
 
 class _Page:
     """The whole figure as one axes whose data coordinates are inches from the top-left corner
-    (one axes, not one per thumbnail: creating axes was most of the drawing time)."""
+    (one axes, not one per thumbnail: creating axes was most of the drawing time). ``titles``
+    holds the full text of each shortened text, by the id of its group in an SVG."""
 
     def __init__(self, figure):
         self.figure = figure
@@ -131,6 +194,7 @@ class _Page:
         self.axes.set_ylim(self.height, 0)
         self.axes.set_autoscale_on(False)
         self.frames: dict[tuple[str, float], list[tuple[float, float, float]]] = {}
+        self.titles: dict[str, str] = {}
 
     def image(self, array: np.ndarray, left: float, top: float, side: float) -> None:
         self.axes.imshow(array, extent=(left, left + side, top + side, top), interpolation="none", aspect="auto")
@@ -154,6 +218,14 @@ class _Page:
     def text(self, left: float, top: float, text: str, **style) -> None:
         self.axes.text(left, top, text, **{"va": "top", **style})
 
+    def fitted(self, left: float, top: float, fitted: Fitted, **style) -> None:
+        """``fitted``'s lines; where they leave some of the text out, the full text goes to :attr:`titles`."""
+        gid = None
+        if fitted.shortened:
+            gid = f"anchordiv-shortened-{len(self.titles)}"
+            self.titles[gid] = fitted.full
+        self.text(left, top, fitted.text, gid=gid, **style)
+
 
 def _draw(page: _Page, result: CompareResult, layout: FigureLayout) -> None:
     k = result.settings.k
@@ -163,8 +235,8 @@ def _draw(page: _Page, result: CompareResult, layout: FigureLayout) -> None:
     column_left = [left0 + c * (layout.cell_width(k) + layout.column_gap) for c in range(len(result.columns))]
     page.text(layout.margin, layout.margin, "Query", fontweight="bold", fontsize=layout.font + 1)
     for left, header in zip(column_left, _headers(result, layout)):
-        page.text(left + layout.cell_width(k) / 2, layout.margin, header, ha="center", fontweight="bold",
-                  fontsize=layout.font + 1)
+        page.fitted(left + layout.cell_width(k) / 2, layout.margin, header, ha="center", fontweight="bold",
+                    fontsize=layout.font + 1)
     top = layout.margin + _header_height(result, layout)
     for query, tables in zip(result.queries, result.tables):
         _draw_query(page, query, layout.margin, top, layout)
@@ -181,17 +253,17 @@ def _draw_query(page: _Page, query: Query, left: float, top: float, layout: Figu
     if query.image is not None:
         page.image(_thumbnail(query.image), left, top, layout.query)
     else:  # a text query: its words stand where an image would
-        page.text(left + layout.query / 2, top + layout.query / 2, clip(query.row.value, 14, 6),
-                  ha="center", va="center", style="italic")
+        words = _fitted(query.row.value, layout.query - 2 * layout.gap, 6, layout.font, style="italic")
+        page.fitted(left + layout.query / 2, top + layout.query / 2, words, ha="center", va="center", style="italic")
     page.frame(left, top, layout.query, FRAME_COLOUR, 0.5)
-    page.text(left, top + layout.query + 0.03, clip(query.caption, 20, 2), fontsize=layout.font - 1)
+    page.fitted(left, top + layout.query + 0.03, _fitted(query.caption, layout.query, 2, layout.font - 1),
+                fontsize=layout.font - 1)
 
 
 def _draw_cell(page: _Page, table: pd.DataFrame, name_column: str, thumbnail: Callable[[int], np.ndarray],
                left: float, top: float, layout: FigureLayout) -> None:
     small = layout.font - 1.5
-    # About half an em per character: the longest caption that fits under a thumbnail.
-    fits = max(6, int(layout.thumb * 72 / (0.5 * small)) - len(f"{len(table)}. "))
+    marks = top + layout.thumb + layout.caption - layout.mark_line  # under the caption's lines
     inset = 0.035  # the style frame sits inside the object frame, so both show when both are shared
     for position, row in enumerate(table.itertuples(index=False)):
         x = left + position * (layout.thumb + layout.gap)
@@ -199,13 +271,13 @@ def _draw_cell(page: _Page, table: pd.DataFrame, name_column: str, thumbnail: Ca
         page.frame(x, top, layout.thumb, FRAME_COLOUR, 0.5)
         if row.same_object is True:
             page.frame(x, top, layout.thumb, OBJECT_COLOUR, 1.8)
-            page.text(x, top + layout.thumb + 0.11, "obj", fontsize=small, color=OBJECT_COLOUR, fontweight="bold")
+            page.text(x, marks, "obj", fontsize=small, color=OBJECT_COLOUR, fontweight="bold")
         if row.same_style is True:
             page.frame(x + inset, top + inset, layout.thumb - 2 * inset, STYLE_COLOUR, 1.8)
-            page.text(x + layout.thumb / 3, top + layout.thumb + 0.11, "sty", fontsize=small, color=STYLE_COLOUR,
+            page.text(x + layout.thumb / 3, marks, "sty", fontsize=small, color=STYLE_COLOUR,
                       fontweight="bold")
-        page.text(x, top + layout.thumb + 0.025, f"{row.rank}. {clip(getattr(row, name_column), fits)}",
-                  fontsize=small)
+        caption = _fitted(f"{row.rank}. {getattr(row, name_column)}", layout.thumb, layout.caption_lines, small)
+        page.fitted(x, top + layout.thumb + 0.025, caption, fontsize=small)
     page.text(left, top + layout.thumb + layout.caption, agreement_text(table), fontsize=small, color="#333333")
 
 

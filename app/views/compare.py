@@ -19,7 +19,7 @@ from anchordiv.app import cached, sidebar
 from anchordiv.app.anchor_inputs import (anchor_sets, anchor_templates, fitted_geometry, geometry_for, geometry_spec,
                                          prior_texts)
 from anchordiv.app.errors import ERROR_CHARS, attempt
-from anchordiv.app.query_inputs import caption_of
+from anchordiv.app.query_inputs import distinct_caption_of
 from anchordiv.app.url_state import follow_link, link_notes, publish_link, share_box, sidebar_fields
 from anchordiv.encoders.specs import parse_model_spec
 from anchordiv.explorer import limits, links
@@ -31,7 +31,6 @@ from anchordiv.prompts import AUTO
 ROWS, COLUMNS, UPLOADS = "compare_rows", "compare_columns", "compare_uploads"
 LIMITS = fg.DEFAULT_LIMITS  # rows, columns and top-k per cell; a link past them opens with the defaults
 COMMON_COLUMNS = ["cosine", "iti", "A", "B", "mix p=0.25", "mix p=0.5", "mix p=0.75"]
-PREVIEW_DPI = 110
 
 
 # -- rows -----------------------------------------------------------------------------------------
@@ -83,8 +82,9 @@ def row_controls(source: ex.MemorySource) -> None:
     needle = by_name.text_input("Find a gallery image by name", key="compare_search",
                                 placeholder="e.g. kissing, halo", max_chars=SETTINGS["compare_search"].max_chars)
     matches = source.find(needle) if needle.strip() else []
-    by_name.selectbox("Add a match", matches, index=None, format_func=caption_of(source), key="compare_pick",
-                      on_change=add_picked, placeholder=f"{len(matches)} match(es)" if matches else "search first")
+    by_name.selectbox("Add a match", matches, index=None, format_func=distinct_caption_of(source, matches),
+                      key="compare_pick", on_change=add_picked,
+                      placeholder=f"{len(matches)} match(es)" if matches else "search first")
     by_name.button("Add a random gallery image", key="compare_add_random", on_click=add_random)
     by_text.text_input("Text query", key="compare_text", placeholder="a dog in watercolor",
                        max_chars=SETTINGS["compare_text"].max_chars)
@@ -198,9 +198,11 @@ def figure_key(result: fg.CompareResult) -> str:
 
 
 @st.cache_data(show_spinner="Drawing the figure…", max_entries=16)
-def preview_png(key: str, _result: fg.CompareResult) -> bytes:
-    """``_result`` is not hashed: ``key`` names it (:func:`figure_key`)."""
-    return fg.render_figure(_result, "png", dpi=PREVIEW_DPI)
+def preview_svg(key: str, _result: fg.CompareResult) -> str:
+    """The figure as the SVG download draws it: its text stays sharp at whatever width the page
+    shows it (a PNG would be scaled to the page's width and blur), and SVG is the quickest format
+    to draw. ``_result`` is not hashed: ``key`` names it (:func:`figure_key`)."""
+    return fg.render_figure(_result, "svg").decode("utf-8")
 
 
 def downloads(result: fg.CompareResult) -> None:
@@ -262,7 +264,7 @@ def main() -> None:
         "Cannot build the figure")
     if result is None:
         return
-    st.image(preview_png(figure_key(result), result), width="stretch")
+    st.image(preview_svg(figure_key(result), result), width="stretch")
     st.caption("Green frame (obj): same object as the query · orange frame (sty): same style. "
                + " · ".join(markdown_literal(line) for line in result.settings.lines()))
     downloads(result)
