@@ -67,26 +67,26 @@ def pick_query(source: ex.GallerySource, encoder) -> Query:
     if mode == TEXT_QUERY:
         return text_query(encoder)
 
-    search_col, pick_col = st.columns([2, 3])
-    needle = search_col.text_input("Search by name", key="query_search", placeholder="e.g. cat, rocket, pizza",
-                                   max_chars=SETTINGS["query_search"].max_chars)
+    # One above the other: side by side in the narrow query column, a 1000 px window left each a
+    # few letters of its placeholder.
+    needle = st.text_input("Search by name", key="query_search", placeholder="e.g. cat, rocket, pizza",
+                           max_chars=SETTINGS["query_search"].max_chars)
     options = source.find(needle) if needle.strip() else []
     if needle.strip() and not options:
-        search_col.caption("No gallery image matches.")
+        st.caption("No gallery image matches.")
 
     def picked() -> None:
         if state.get("query_pick") is not None:
             state.query_id = int(state.query_pick)
 
-    pick_col.selectbox("Matches", options, index=None, format_func=distinct_caption_of(source, options),
-                       key="query_pick",
-                       on_change=picked, placeholder=f"{len(options)} match(es)" if options else "search first")
+    st.selectbox("Matches", options, index=None, format_func=distinct_caption_of(source, options), key="query_pick",
+                 on_change=picked, placeholder=f"{len(options)} match(es)" if options else "search first")
 
     def draw_random() -> None:
         state.query_id = int(np.random.default_rng().integers(len(source)))
 
-    # On its own row: beside the two inputs, the narrow query column squeezed its label to "R.".
-    st.button("Random gallery image", key="query_random", on_click=draw_random)
+    # A short label: the query column of a 1000 px window cut "Random gallery image" to "Random gallery im…".
+    st.button("Random image", key="query_random", on_click=draw_random, help="Draw a random gallery image as the query")
     if source.capabilities.row_numbers:
         def typed() -> None:
             state.query_id = int(state.query_row)

@@ -21,6 +21,7 @@ from anchordiv import explorer as ex
 from conftest import APP_LIMIT
 from rankings import assert_same_ranking
 from anchordiv.builtin.weights import ASSETS_DIR, MANIFEST_NAME, WEIGHTS_NAME
+from anchordiv.grids import CAPTION_LINES, LINE_HEIGHT
 
 streamlit_testing = pytest.importorskip("streamlit.testing.v1")
 AppTest = streamlit_testing.AppTest
@@ -235,7 +236,8 @@ def test_downloads_hold_the_neighbours_shown(library, download_builders):
     assert table.loc[table.method == "cosine", "gallery_id"].tolist() == neighbours(app, "cosine")
     assert {"rank", "divergence", "similarity", "same_object", "same_style"} <= set(table.columns)
     grid = Image.open(io.BytesIO(files["neighbours.png"]))
-    assert grid.format == "PNG" and grid.width == 5 * 128 and grid.height == 24 + 2 * (128 + 30)  # 10 as 5 x 2
+    caption_height = CAPTION_LINES * LINE_HEIGHT + 4
+    assert grid.format == "PNG" and grid.width == 5 * 128 and grid.height == 24 + 2 * (128 + caption_height)  # 5 x 2
 
 
 def _png() -> bytes:

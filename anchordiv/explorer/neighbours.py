@@ -17,10 +17,10 @@ from ..search import Index
 if TYPE_CHECKING:
     from ..gallery import Gallery
 
-# A grid caption's item name: three lines of what fits under the page's 96 px images (the world's
-# longest common names, "dog face · watercolor painting", take three). Streamlit draws image
+# A grid caption's item name: four lines of what fits under the page's 96 px images (the world's
+# usual names, "smiling face with halo · watercolor painting", take four). Streamlit draws image
 # captions in 14 px Source Sans: 92 px inside the padding, about 6.6 px a letter (spaces less).
-GRID_CAPTION_LINES = 3
+GRID_CAPTION_LINES = 4
 GRID_CAPTION_LINE_CHARS = 14
 
 

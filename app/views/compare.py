@@ -85,7 +85,8 @@ def row_controls(source: ex.MemorySource) -> None:
     by_name.selectbox("Add a match", matches, index=None, format_func=distinct_caption_of(source, matches),
                       key="compare_pick", on_change=add_picked,
                       placeholder=f"{len(matches)} match(es)" if matches else "search first")
-    by_name.button("Add a random gallery image", key="compare_add_random", on_click=add_random)
+    by_name.button("Add a random image", key="compare_add_random", on_click=add_random,
+                   help="Add a random gallery image as a row")
     by_text.text_input("Text query", key="compare_text", placeholder="a dog in watercolor",
                        max_chars=SETTINGS["compare_text"].max_chars)
     by_text.button("Add the text query", key="compare_add_text", on_click=add_text)

@@ -1,0 +1,57 @@
+"""What a demo audience sees, in a real browser at two window widths (1500 and 1000 px): on the
+Explore, Compare and Learn pages no text is clipped without a way to read it, and nothing runs past
+the page's column or makes the page scroll sideways. (The Report page has its own such test in
+tests/test_report_page.py.) Skipped without Chromium, as tests/test_browser.py is."""
+from __future__ import annotations
+
+import pytest
+
+from test_browser import app_url, chromium, page_report, wait_for_grids, wait_until_idle  # noqa: F401
+from test_report_page import PAST_THE_COLUMN_JS
+
+pytestmark = [pytest.mark.slow]
+__all__ = ["app_url"]  # the server fixture, shared with tests/test_browser.py
+
+WIDTHS = (1500, 1000)
+# Each page: its path, and a text that is on it once its first run has drawn it.
+PAGES = {"explore": ("/", "Neighbours"), "compare": ("/compare", "Green frame"),
+         "learn": ("/learn", "On the real gallery")}
+
+# Text boxes whose content is cut off by their own box (overflow other than visible, and more content
+# than room): captions, Markdown, widget labels, headings. A menu's shown value is left out: opening
+# the menu reads it whole.
+CLIPPED_JS = """() => {
+  const clipped = [];
+  const boxes = document.querySelectorAll(
+    '[data-testid="stImageCaption"], [data-testid="stMarkdownContainer"], [data-testid="stCaptionContainer"], '
+    + '[data-testid="stWidgetLabel"], h1, h2, h3, [data-testid="stExpander"] summary');
+  for (const box of boxes) {
+    const rect = box.getBoundingClientRect();
+    if (rect.width === 0 || rect.height === 0) continue;  // not shown
+    const style = getComputedStyle(box);
+    const cuts = style.overflowX !== 'visible' || style.overflowY !== 'visible' || style.textOverflow === 'ellipsis';
+    if (cuts && (box.scrollWidth > box.clientWidth + 1 || box.scrollHeight > box.clientHeight + 1))
+      clipped.push(`${box.getAttribute('data-testid') || box.tagName}: ${box.innerText.slice(0, 60)}`);
+  }
+  return clipped;
+}"""
+SIDEWAYS_JS = "() => document.documentElement.scrollWidth - window.innerWidth"
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_no_page_clips_its_text_or_runs_past_its_column(app_url, width, tmp_path):
+    url, log_path = app_url
+    with chromium() as browser:
+        page = browser.new_context(viewport={"width": width, "height": 1400}).new_page()
+        for name, (path, drawn) in PAGES.items():
+            page.goto(url.rstrip("/") + path)
+            page.get_by_text(drawn).first.wait_for(timeout=180_000)
+            wait_until_idle(page)
+            if name == "explore":
+                wait_for_grids(page, 20)
+            page.screenshot(path=str(tmp_path / f"{name}-{width}.png"), full_page=True)
+            report = f"{name} at {width} px\n{page_report(page, log_path)}"
+            assert page.evaluate(SIDEWAYS_JS) <= 1, report
+            assert not page.evaluate(PAST_THE_COLUMN_JS), report
+            assert not page.evaluate(CLIPPED_JS), f"{page.evaluate(CLIPPED_JS)}\n{report}"
+            assert not page.get_by_text("Traceback").count(), report
