@@ -286,6 +286,6 @@ def test_the_compare_page_ranks_a_weighted_set_with_its_weights(library):
                         atol=1e-5)  # as test_app.assert_shows: the page's text cache rounds the anchors differently
     said = messages(app)
     assert "A has 8 anchors, B 7 weighted anchors" in said
-    # The figure's footer: B's kind is the empirical model with its weights, A's the sidebar's.
+    # The figure's footer: B's kind is the empirical model with its weights, whatever its header names.
     assert "Anchors B: 7 weighted anchors, the empirical model with those weights (" in said
-    assert "Anchor model A: softmax; B: empirical with its weights, s = 10" in said
+    assert "Anchor models as in the column headers (set B: empirical with its weights), s = 10" in said

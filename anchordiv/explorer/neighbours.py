@@ -117,8 +117,8 @@ def grid_captions(table: pd.DataFrame, source: Captioned, value_name: str,
 
 def fit_lines(text: str, line_chars: int, lines: int) -> str:
     """``text`` (its runs of white space as one space) whole where it wraps into ``lines`` lines of
-    ``line_chars`` characters, as a browser wraps it at spaces; otherwise its words up to the last
-    that fits there with ``…`` after it. Only a word longer than a line, which a browser breaks
+    ``line_chars`` characters, as a browser wraps it (at spaces and hyphens); otherwise its words up
+    to the last that fits there with ``…`` after it. Only a word longer than a line, which a browser breaks
     inside anyway, may be cut inside (to what fits)."""
     words = text.split()
     whole = " ".join(words)
@@ -144,8 +144,9 @@ def _fitting_start(kept: list[str], word: str, line_chars: int, lines: int) -> s
 
 
 def _wrapped_lines(text: str, line_chars: int) -> int:
-    """How many lines of ``line_chars`` characters ``text`` takes, wrapped at spaces (a longer word broken)."""
-    return len(textwrap.wrap(text, line_chars, break_long_words=True, break_on_hyphens=False))
+    """How many lines of ``line_chars`` characters ``text`` takes, wrapped as a browser wraps it: at
+    spaces and after hyphens (a longer word broken)."""
+    return len(textwrap.wrap(text, line_chars, break_long_words=True, break_on_hyphens=True))
 
 
 def combined_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:

@@ -102,7 +102,7 @@ class CompareSettings:
         parts = []
         if anchored:
             model = (f"Anchor model {self.model_text()}" if any(column.model is None for column in anchored)
-                     else "Anchor models as in the column headers")
+                     else "Anchor models as in the column headers" + self._weighted_note(anchored))
             scale = ([f"s = {value_text(float(self.spec.scale))}"] if any(column.scale is None for column in anchored)
                      else [])
             weighting = ([f"{self.weighting} weights of A and B"]
@@ -114,6 +114,14 @@ class CompareSettings:
             sets = [name for name, texts in zip("AB", (self.texts_a, self.texts_b)) if texts]
             parts.append(f"ITI over the anchors of {' and '.join(sets)}")
         return "; ".join(parts)
+
+    def _weighted_note(self, anchored: list[GeometryColumn]) -> str:
+        """Where a column's header names a model for a weighted set, which keeps the empirical
+        model with its weights whatever the header says: ``" (set B: empirical with its weights)"``."""
+        sets_of = {"A": "A", "B": "B", "mix": "AB"}
+        shown = [name for name, weights in zip("AB", self.weights)
+                 if weights is not None and any(name in sets_of[column.kind] for column in anchored)]
+        return f" ({'; '.join(f'set {name}: empirical with its weights' for name in shown)})" if shown else ""
 
     def _anchor_models(self) -> set[str]:
         """The anchor models the anchor columns rank by (their own, else the default's)."""
