@@ -104,9 +104,9 @@ def calibration_section(view: ExploreView) -> None:
         return
     st.markdown("**How calibrated p is made: the calibration curve**")
     st.vega_lite_chart(frame, {
-        "mark": {"type": "line", "point": True}, "height": 220,
+        "mark": {"type": "line", "point": True}, "height": 240,
         "encoding": {"x": {"field": "log-odds", "type": "quantitative", "title": "log(w_A / w_B)"},
-                     "y": {"field": "moved", "type": "quantitative", "title": "fraction moved from B to A",
+                     "y": {"field": "moved", "type": "quantitative", "title": "share moved, B → A",
                            "scale": {"domain": [0, 1]}},
                      "color": {"field": "curve", "type": "nominal"}}}, width="stretch", key="calibration_chart")
     st.caption("On a fixed sample of gallery images, each side counts the neighbours that have left B's "
