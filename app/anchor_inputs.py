@@ -65,7 +65,11 @@ def file_widgets(column, name: str, parsed: ex.AnchorText | None) -> None:
     :data:`~anchordiv.explorer.anchors.MAX_ANCHOR_FILE_BYTES` bytes, into the text area through
     :func:`load_file`; a file that cannot be used leaves the text as it was and says why)."""
     letter = name.upper()
-    with column.expander(f"Save or load set {letter}"):
+    # Drawn only while open: an uploader and a download button cost the browser on every move of p.
+    box = column.expander(f"Save or load set {letter}", key=f"save_load_open_{name}", on_change="rerun")
+    if not box.open:
+        return
+    with box:
         text = parsed.text() if parsed is not None else ""
         st.download_button(f"Download set {letter}", lambda: text.encode("utf-8"),
                            f"anchor-set-{name}.tsv", "text/tab-separated-values", key=f"download_anchors_{name}",

@@ -19,11 +19,19 @@ from anchordiv.explorer.literal import markdown_literal
 EXPLAIN_LABEL = "Why this neighbour? Its tilted anchor distribution beside the query's, and the terms between them"
 
 
+EXPLAIN_KEY = "explain_open"
+
+
+def explain_expander():
+    """The expander of "why this neighbour?"; opening or closing it reruns the fragment it is in."""
+    return st.expander(EXPLAIN_LABEL, key=EXPLAIN_KEY, on_change="rerun")
+
+
 @st.fragment
 def explain_section(view: ExploreView, p: float, table: pd.DataFrame) -> None:
     """A fragment of its own: choosing another neighbour reruns only this. Built only while its
-    expander is open (opening it reruns this fragment), so a move of p with it closed costs nothing."""
-    box = st.expander(EXPLAIN_LABEL, key="explain_open", on_change="rerun")
+    expander is open (opening it reruns this fragment)."""
+    box = explain_expander()
     if box.open:
         with box:
             explain_neighbour(view, p, table)

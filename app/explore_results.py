@@ -13,7 +13,7 @@ import streamlit as st
 from anchordiv import explorer as ex
 from anchordiv.app import step_clock
 from anchordiv.app.cached import encoded_thumbnails
-from anchordiv.app.explore_details import explain_section
+from anchordiv.app.explore_details import EXPLAIN_KEY, explain_expander, explain_section
 from anchordiv.app.explore_view import ExploreView, certificate_text, neighbours
 from anchordiv.app.url_state import publish_link, share_box
 from anchordiv.explorer.literal import markdown_literal
@@ -41,16 +41,44 @@ def grid_caption_markdown(text: str) -> str:
     return "  \n".join(markdown_literal(line) for line in text.split("\n"))
 
 
+TABLE_LABEL, TABLE_KEY = "Neighbour table and downloads", "neighbour_table_open"
+DETAILS_DRAWN_IN_FRAGMENT = "_details_in_p_fragment"
+
+
 def results_section(view: ExploreView) -> None:
-    """The neighbours' heading and legend (drawn once a full run), then :func:`p_section`."""
+    """The neighbours' heading and legend (drawn once a full run), :func:`p_section`, and below it
+    the details (the neighbour table, "why this neighbour?") while both are closed.
+
+    Closed, the details are drawn here, outside the fragment, so that a move of p re-sends neither
+    expander (in the fragment, closed, the two took 5-10% of a step's time in Chromium on 2 cores); open, they
+    follow p, so the fragment draws them. Opening one here is a full run, which moves them into the
+    fragment; closing the last one there is a fragment run, after which the next run of the fragment
+    asks for a full run that moves them back out."""
     st.subheader("Neighbours")
     st.caption(view.source.legend)
+    st.session_state[DETAILS_DRAWN_IN_FRAGMENT] = details_open(view.source)
     p_section(view)
+    if not details_open(view.source):
+        table_expander()
+        if view.source.capabilities.explain:
+            explain_expander()
+
+
+def details_open(source: ex.GallerySource) -> bool:
+    """Whether the neighbour table or "why this neighbour?" (where the source offers it) is open."""
+    state = st.session_state
+    return bool(state.get(TABLE_KEY) or (source.capabilities.explain and state.get(EXPLAIN_KEY)))
+
+
+def table_expander():
+    return st.expander(TABLE_LABEL, key=TABLE_KEY, on_change="rerun")
 
 
 @st.fragment
 def p_section(view: ExploreView) -> None:
     """The p slider and everything that depends on it: a fragment, so that moving p reruns only this."""
+    if st.session_state.get(DETAILS_DRAWN_IN_FRAGMENT) != details_open(view.source):
+        st.rerun(scope="app")  # a detail opened or closed in a fragment run: they belong elsewhere now
     with step_clock.timed_run("explorer"):
         draw_results(view)
 
@@ -59,7 +87,6 @@ def draw_results(view: ExploreView) -> None:
     geometry, source = view.geometry, view.source
     setting = SETTINGS["p"]
     p = st.slider(P_LABEL, *setting.bounds, step=setting.step, key="p", disabled=not geometry.is_mixture)
-    publish_link(view.link_fields, source)
     share_box(view.link_fields, source)  # in the fragment, so the link shown follows p
     with step_clock.stage("rerank"):
         anchor_table, certified = neighbours(view, p)
@@ -72,15 +99,18 @@ def draw_results(view: ExploreView) -> None:
               "cosine": "Cosine similarity", "iti": "ITI (our reading: cosine of anchor profiles)"}
     for column, (method, table) in zip(st.columns(len(tables)), tables.items()):
         draw_grid(column, titles[method], table, source, "divergence" if method == "anchor divergence" else "similarity")
-    downloads(view, tables, p)
-    if source.capabilities.explain:
-        explain_section(view, p, anchor_table)
+    if details_open(source):
+        downloads(view, tables, p)
+        if source.capabilities.explain:
+            explain_section(view, p, anchor_table)
+    # Last: the URL's update redraws the whole page in the browser, which the grids need not wait for.
+    publish_link(view.link_fields, source)
 
 
 def downloads(view: ExploreView, tables: dict[str, pd.DataFrame], p: float) -> None:
     """The neighbour table and its downloads (the files built when clicked, on a server thread), in
-    an expander drawn only while open: nothing of them on a move of p with it closed."""
-    box = st.expander("Neighbour table and downloads", key="neighbour_table_open", on_change="rerun")
+    an expander whose content is drawn only while open."""
+    box = table_expander()
     if not box.open:
         return
     with box, step_clock.stage("captions and tables"):

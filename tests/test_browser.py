@@ -301,3 +301,45 @@ def test_browser_opens_a_gallery_store_and_moves_p_on_the_certified_slider(store
         page.screenshot(path=str(tmp_path / "store.png"), full_page=True)
         text = page.locator("body").inner_text()
         assert "Certified" in text and "Traceback" not in text, page_report(page, log_path)
+
+
+def details_text(page) -> str:
+    """The text of the Explore page's detail expanders (the neighbour table, "why this neighbour?")."""
+    return "\n".join(page.locator('[data-testid="stExpander"]').filter(has_text=re.compile(
+        "Why this neighbour|Neighbour table")).all_inner_texts())
+
+
+def test_browser_details_follow_p_while_open_and_are_drawn_once_closed(app_url, tmp_path):
+    """Closed, the detail expanders sit outside the p fragment; open, inside it: either way each is
+    drawn once, and an open one shows the view at the current p."""
+    url, log_path = app_url
+    with chromium() as browser:
+        page = open_explorer(browser, url, log_path)
+        summaries = page.locator('[data-testid="stExpander"] summary')
+        why = summaries.filter(has_text="Why this neighbour?")
+        assert why.count() == 1 and summaries.filter(has_text="Neighbour table").count() == 1, page_report(page, log_path)
+        why.click()
+        page.get_by_text("Query's tilted anchor distribution").first.wait_for(timeout=60_000)
+        wait_until_idle(page)
+        opened = details_text(page)
+        slider = page.locator('[data-testid="stSlider"]').filter(has_text="weight of A").get_by_role("slider")
+        slider.focus()
+        for _ in range(4):
+            slider.press("ArrowRight")
+        page.get_by_text("p = 0.70").first.wait_for(timeout=60_000)
+        wait_until_idle(page)
+        assert details_text(page) != opened, f"'why this neighbour?' did not follow p\n{page_report(page, log_path)}"
+        assert summaries.filter(has_text="Why this neighbour?").count() == 1, page_report(page, log_path)
+
+        summaries.filter(has_text="Why this neighbour?").click()  # closed: a fragment run
+        wait_until_idle(page)
+        before = neighbour_captions(page)
+        slider.focus()
+        slider.press("ArrowLeft")  # the next move of p puts the closed details back outside the fragment
+        page.get_by_text("p = 0.65").first.wait_for(timeout=60_000)
+        wait_until_idle(page)
+        assert wait_for_change(page, before)[:10] != before[:10], page_report(page, log_path)
+        assert summaries.filter(has_text="Why this neighbour?").count() == 1, page_report(page, log_path)
+        assert summaries.filter(has_text="Neighbour table").count() == 1, page_report(page, log_path)
+        assert not page.get_by_text("Query's tilted anchor distribution").count(), page_report(page, log_path)
+        assert not page.get_by_text("Traceback").count(), page_report(page, log_path)
