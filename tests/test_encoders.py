@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -310,3 +313,26 @@ def test_the_shipped_size_counts_are_the_installed_open_clips():
     shipped = json.loads(SHIPPED_COUNTS.read_text(encoding="utf-8"))
     for arch in ("ViT-B-32", "ViT-B-16", "RN50", "ViT-B-16-SigLIP"):
         assert shipped[arch] == state_dict_count(arch), arch
+
+
+def test_the_shipped_hub_sources_are_the_installed_open_clips():
+    """The hub repository -> architecture table that ships (so that refusing a hub model offline needs
+    no import of open_clip) is the installed open_clip's registry, and is what hub_sources() reads."""
+    import json
+
+    from anchordiv.encoders.hub_models import SHIPPED_HUB_SOURCES, hub_sources, registry_hub_sources
+    from anchordiv.encoders.sizes import open_clip_version
+
+    shipped = json.loads(SHIPPED_HUB_SOURCES.read_text(encoding="utf-8"))
+    assert shipped["open_clip"] == open_clip_version(), "run anchordiv.encoders.hub_models.write_shipped_hub_sources()"
+    assert shipped["sources"] == registry_hub_sources() == hub_sources()
+
+
+def test_a_hub_refusal_imports_no_open_clip(tmp_path):
+    """Refusing a hub model that is not on disk (downloads off) reads the shipped tables only."""
+    code = ("import sys\nfrom anchordiv.encoders import load_encoder\nfrom anchordiv.encoders.base import CheckpointNotFound\n"
+            "try:\n    load_encoder('open_clip:hf-hub:timm/ViT-B-16-SigLIP', device='cpu')\n"
+            "except CheckpointNotFound as error:\n    print('refused', '≈' in str(error), 'open_clip' in sys.modules)\n")
+    env = {**os.environ, "ANCHORDIV_CACHE": str(tmp_path / "ad"), "HF_HUB_CACHE": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["refused", "True", "False"], done.stdout + done.stderr

@@ -243,6 +243,9 @@ def test_a_bad_weight_is_a_message_and_the_set_is_not_used(library, text, said):
 def test_a_set_downloads_as_its_text_and_a_file_loads_into_it(library, download_builders):
     builders = download_builders
     app = start()
+    # Closed, the Save or load expanders draw neither their uploader nor their download.
+    assert not app.get("file_uploader") and "anchor-set-a.tsv" not in builders
+    app.session_state["save_load_open_a"] = app.session_state["save_load_open_b"] = True  # both opened
     app.text_area(key="anchors_b").set_value(weighted_styles(library)).run()
     assert builders["anchor-set-b.tsv"]().decode("utf-8") == weighted_styles(library)
     assert builders["anchor-set-a.tsv"]().decode("utf-8") == "\n".join(library["presets"]["Gallery object names"])

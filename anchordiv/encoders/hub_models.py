@@ -167,9 +167,27 @@ def _hub_repo_size(repo_id: str) -> int | None:
     return estimated_size_bytes(arch) if arch else None
 
 
+# hub_sources() for the open_clip this file names, so that a refusal needs no import of open_clip.
+SHIPPED_HUB_SOURCES = Path(__file__).with_name("hub_sources.json")
+
+
 @functools.lru_cache(maxsize=1)
 def hub_sources() -> dict[str, str]:
-    """Hub repository -> the architecture whose tag open_clip's registry fetches from it."""
+    """Hub repository -> the architecture whose tag open_clip's registry fetches from it: read from
+    :data:`SHIPPED_HUB_SOURCES` when it was written for the installed open_clip, else from the registry."""
+    from .sizes import open_clip_version
+
+    try:
+        shipped = json.loads(SHIPPED_HUB_SOURCES.read_text(encoding="utf-8"))
+        if shipped.get("open_clip") == open_clip_version() and isinstance(shipped.get("sources"), dict):
+            return {str(repo): str(arch) for repo, arch in shipped["sources"].items()}
+    except (OSError, ValueError, AttributeError):
+        pass
+    return registry_hub_sources()
+
+
+def registry_hub_sources() -> dict[str, str]:
+    """:func:`hub_sources` from open_clip's own registry (imports open_clip)."""
     import open_clip
     from open_clip.pretrained import get_pretrained_cfg
 
@@ -179,6 +197,15 @@ def hub_sources() -> dict[str, str]:
         if location:
             sources.setdefault(location[0], arch)
     return sources
+
+
+def write_shipped_hub_sources() -> Path:
+    """Write :data:`SHIPPED_HUB_SOURCES` from the installed open_clip's registry (after an upgrade)."""
+    from .sizes import open_clip_version
+
+    table = {"open_clip": open_clip_version(), "sources": dict(sorted(registry_hub_sources().items()))}
+    SHIPPED_HUB_SOURCES.write_text(json.dumps(table, indent=0) + "\n", encoding="utf-8")
+    return SHIPPED_HUB_SOURCES
 
 
 def read_hub_config(path: Path) -> dict[str, Any]:

@@ -129,10 +129,11 @@ def load_hub_encoder(
     else (with ``allow_download``) from the hub; open_clip then builds the model from that local folder.
     Raises as :func:`load_open_clip_encoder` does.
     """
+    # The files first: a model that is not there is refused without importing open_clip (6 s on 2 cores).
+    files = hub_model_files(repo_id, allow_download=allow_download, cache_dir=cache_dir, progress=progress)
     import open_clip
     from open_clip.transform import PreprocessCfg, image_transform_v2
 
-    files = hub_model_files(repo_id, allow_download=allow_download, cache_dir=cache_dir, progress=progress)
     model_cfg = read_hub_config(files.config)["model_cfg"]
     text_cfg = model_cfg.get("text_cfg", {})
     if text_cfg.get("hf_model_name") and not allow_download:

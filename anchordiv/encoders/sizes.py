@@ -69,9 +69,14 @@ def _remember(counts: dict[str, int | None]) -> None:
 
 
 def _memo_path() -> Path:
-    import open_clip
+    return cache_dir() / "catalog" / f"open_clip-{open_clip_version()}-state-dict-sizes.json"
 
-    return cache_dir() / "catalog" / f"open_clip-{open_clip.__version__}-state-dict-sizes.json"
+
+def open_clip_version() -> str:
+    """The installed open_clip's version, read without importing it (6 s on 2 cores)."""
+    from importlib.metadata import version
+
+    return version("open_clip_torch")
 
 
 def state_dict_count(arch: str) -> int | None:
