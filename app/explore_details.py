@@ -17,8 +17,6 @@ from anchordiv.explorer.literal import markdown_literal
 
 
 EXPLAIN_LABEL = "Why this neighbour? Its tilted anchor distribution beside the query's, and the terms between them"
-
-
 EXPLAIN_KEY = "explain_open"
 
 

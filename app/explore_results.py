@@ -50,8 +50,8 @@ def results_section(view: ExploreView) -> None:
     the details (the neighbour table, "why this neighbour?") while both are closed.
 
     Closed, the details are drawn here, outside the fragment, so that a move of p re-sends neither
-    expander (in the fragment, closed, the two took 5-10% of a step's time in Chromium on 2 cores); open, they
-    follow p, so the fragment draws them. Opening one here is a full run, which moves them into the
+    expander (in the fragment, closed, the two took 5-10% of a step's time in Chromium on 2 cores);
+    open, they follow p, so the fragment draws them. Opening one here is a full run, which moves them into the
     fragment; closing the last one there is a fragment run, after which the next run of the fragment
     asks for a full run that moves them back out."""
     st.subheader("Neighbours")
@@ -71,6 +71,7 @@ def details_open(source: ex.GallerySource) -> bool:
 
 
 def table_expander():
+    """The expander of the neighbour table; opening or closing it reruns the fragment it is in."""
     return st.expander(TABLE_LABEL, key=TABLE_KEY, on_change="rerun")
 
 
