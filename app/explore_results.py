@@ -1,10 +1,13 @@
-"""The Explore page's results: the ``p`` slider and what depends on it (the neighbour grids beside
-the baselines, the neighbour table and its downloads), a fragment, so that moving ``p`` reruns only it.
+"""The Explore page's results: the ``p`` slider above the anchor-divergence grid, a fragment (so
+that moving ``p`` reruns only it), beside the baselines' grids (cosine, ITI), which do not move with
+``p`` and are drawn on full runs only; below them the neighbour table and its downloads, and "why
+this neighbour?".
 
 A move of ``p`` does only what it changes (``explorer-bench --browser`` splits its CPU time by the
-stages of :mod:`~anchordiv.app.step_clock`): the slider's ``O(candidates)`` re-rank, the grids'
-captions, and images sent as the bytes encoded on their first showing; the neighbour table and "why
-this neighbour?" are built only while their expanders are open, the downloads only when clicked."""
+stages of :mod:`~anchordiv.app.step_clock`): the slider's ``O(candidates)`` re-rank, one grid's
+captions, and images sent as the bytes encoded on their first showing. The neighbour table and "why
+this neighbour?" are built only while their expanders are open, and while one is open a move of
+``p`` is a full run, so that they follow it; the downloads are built only when clicked."""
 from __future__ import annotations
 
 import pandas as pd
@@ -21,7 +24,13 @@ from anchordiv.explorer.page_state import SETTINGS
 from anchordiv.models import anchor_model_kind
 
 GRID_WIDTH = 96
-P_LABEL = "p: weight of A against B (p = 1: only A, p = 0: only B)"
+P_LABEL = "p: weight of A against B"
+P_HELP = ("p = 1: only set A's anchors, p = 0: only set B's. Moves the anchor-divergence neighbours only: cosine "
+          "and ITI do not depend on the anchor weights.")
+# Room above a baseline's grid for the p slider above the anchor-divergence grid (its label and
+# track, and the gap after it), so that the grids' rows start level.
+SLIDER_ROOM_PX = 68
+BASELINE_TITLES = {"cosine": "Cosine similarity", "iti": "ITI (our reading: cosine of anchor profiles)"}
 
 
 def draw_grid(column, title: str, table: pd.DataFrame, source: ex.GallerySource, value_name: str) -> None:
@@ -42,26 +51,38 @@ def grid_caption_markdown(text: str) -> str:
 
 
 TABLE_LABEL, TABLE_KEY = "Neighbour table and downloads", "neighbour_table_open"
-DETAILS_DRAWN_IN_FRAGMENT = "_details_in_p_fragment"
 
 
 def results_section(view: ExploreView) -> None:
-    """The neighbours' heading and legend (drawn once a full run), :func:`p_section`, and below it
-    the details (the neighbour table, "why this neighbour?") while both are closed.
+    """The neighbours' heading, legend and share box; the p slider and the anchor-divergence grid
+    (:func:`p_section`) beside the baselines' grids; the details below.
 
-    Closed, the details are drawn here, outside the fragment, so that a move of p re-sends neither
-    expander (in the fragment, closed, the two took 5-10% of a step's time in Chromium on 2 cores);
-    open, they follow p, so the fragment draws them. Opening one here is a full run, which moves them into the
-    fragment; closing the last one there is a fragment run, after which the next run of the fragment
-    asks for a full run that moves them back out."""
+    While the details (the neighbour table, "why this neighbour?") are closed, the p slider and its
+    grid are a fragment, so a move of p re-sends one grid and nothing else. While one is open they
+    are drawn on every full run instead, and the slider's moves are full runs, so that the open
+    detail follows p: opening or closing an expander here is a full run, which switches between the two."""
+    source = view.source
     st.subheader("Neighbours")
-    st.caption(view.source.legend)
-    st.session_state[DETAILS_DRAWN_IN_FRAGMENT] = details_open(view.source)
-    p_section(view)
-    if not details_open(view.source):
+    st.caption(source.legend)
+    # Outside the fragment: its link is written when it is opened, and a move of p closes it.
+    share_box(view.link_fields, source)
+    columns = st.columns(1 + len(view.baselines))
+    with columns[0]:
+        if details_open(source):
+            p, anchor_table = draw_p_part(view)
+        else:
+            p_section(view)
+    for column, (method, table) in zip(columns[1:], view.baselines.items()):
+        column.space(SLIDER_ROOM_PX)
+        draw_grid(column, BASELINE_TITLES[method], table, source, "similarity")
+    if not details_open(source):
         table_expander()
-        if view.source.capabilities.explain:
+        if source.capabilities.explain:
             explain_expander()
+        return
+    downloads(view, {"anchor divergence": anchor_table, **view.baselines}, p)
+    if source.capabilities.explain:
+        explain_section(view, p, anchor_table)
 
 
 def details_open(source: ex.GallerySource) -> bool:
@@ -71,41 +92,35 @@ def details_open(source: ex.GallerySource) -> bool:
 
 
 def table_expander():
-    """The expander of the neighbour table; opening or closing it reruns the fragment it is in."""
+    """The expander of the neighbour table; opening or closing it is a full run."""
     return st.expander(TABLE_LABEL, key=TABLE_KEY, on_change="rerun")
 
 
 @st.fragment
 def p_section(view: ExploreView) -> None:
-    """The p slider and everything that depends on it: a fragment, so that moving p reruns only this."""
-    if st.session_state.get(DETAILS_DRAWN_IN_FRAGMENT) != details_open(view.source):
-        st.rerun(scope="app")  # a detail opened or closed in a fragment run: they belong elsewhere now
+    """:func:`draw_p_part` as a fragment, so that moving p reruns only it."""
     with step_clock.timed_run("explorer"):
-        draw_results(view)
+        draw_p_part(view)
 
 
-def draw_results(view: ExploreView) -> None:
+def draw_p_part(view: ExploreView) -> tuple[float, pd.DataFrame]:
+    """The p slider, the anchor-divergence grid at p and what the slider did; the URL follows p.
+    Returns ``(p, the anchor-divergence neighbour table)``."""
     geometry, source = view.geometry, view.source
     setting = SETTINGS["p"]
-    p = st.slider(P_LABEL, *setting.bounds, step=setting.step, key="p", disabled=not geometry.is_mixture)
-    share_box(view.link_fields, source)  # in the fragment, so the link shown follows p
+    p = st.slider(P_LABEL, *setting.bounds, step=setting.step, key="p", disabled=not geometry.is_mixture,
+                  help=P_HELP)
     with step_clock.stage("rerank"):
         anchor_table, certified = neighbours(view, p)
+    title = f"Anchor divergence ({anchor_model_kind(geometry.spec.kind).short}, p = {p:.2f})"
+    draw_grid(st, title, anchor_table, source, "divergence")
     if source.capabilities.certificate:
         st.caption(certificate_text(view, certified))
     elif not geometry.is_mixture:
         st.caption(f"Only set {geometry.component_names[0]} has anchors, so p has no effect.")
-    tables = {"anchor divergence": anchor_table, **view.baselines}
-    titles = {"anchor divergence": f"Anchor divergence ({anchor_model_kind(geometry.spec.kind).short}, p = {p:.2f})",
-              "cosine": "Cosine similarity", "iti": "ITI (our reading: cosine of anchor profiles)"}
-    for column, (method, table) in zip(st.columns(len(tables)), tables.items()):
-        draw_grid(column, titles[method], table, source, "divergence" if method == "anchor divergence" else "similarity")
-    if details_open(source):
-        downloads(view, tables, p)
-        if source.capabilities.explain:
-            explain_section(view, p, anchor_table)
-    # Last: the URL's update redraws the whole page in the browser, which the grids need not wait for.
+    # Last: the URL's update redraws the whole page in the browser, which the grid need not wait for.
     publish_link(view.link_fields, source)
+    return p, anchor_table
 
 
 def downloads(view: ExploreView, tables: dict[str, pd.DataFrame], p: float) -> None:

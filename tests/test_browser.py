@@ -157,6 +157,7 @@ def test_browser_types_anchors_moves_p_and_sees_the_grid_change(app_url, tmp_pat
         moved = wait_for_change(page, typed)
         assert moved[:10] != typed[:10] or typed[:10] != start[:10], \
             f"the neighbour grid never changed\n{page_report(page, log_path)}"
+        assert moved[-10:] == typed[-10:], f"cosine's grid (the last) moved with p\n{page_report(page, log_path)}"
         page.screenshot(path=str(tmp_path / "after.png"), full_page=True)
         assert not page.get_by_text("Traceback").count(), page_report(page, log_path)
 
@@ -310,8 +311,8 @@ def details_text(page) -> str:
 
 
 def test_browser_details_follow_p_while_open_and_are_drawn_once_closed(app_url, tmp_path):
-    """Closed, the detail expanders sit outside the p fragment; open, inside it: either way each is
-    drawn once, and an open one shows the view at the current p."""
+    """While a detail expander is open, a move of p is a full run, so that the open one shows the view
+    at the current p; once it is closed, p's fragment is back. Either way each expander is drawn once."""
     url, log_path = app_url
     with chromium() as browser:
         page = open_explorer(browser, url, log_path)
@@ -335,7 +336,7 @@ def test_browser_details_follow_p_while_open_and_are_drawn_once_closed(app_url, 
         wait_until_idle(page)
         before = neighbour_captions(page)
         slider.focus()
-        slider.press("ArrowLeft")  # the next move of p puts the closed details back outside the fragment
+        slider.press("ArrowLeft")  # a full run, which draws the slider in its fragment again
         page.get_by_text("p = 0.65").first.wait_for(timeout=60_000)
         wait_until_idle(page)
         assert wait_for_change(page, before)[:10] != before[:10], page_report(page, log_path)

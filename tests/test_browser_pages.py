@@ -36,6 +36,11 @@ CLIPPED_JS = """() => {
   return clipped;
 }"""
 SIDEWAYS_JS = "() => document.documentElement.scrollWidth - window.innerWidth"
+# The top of each neighbour grid's first image (a grid: a list of ten or more captioned images).
+GRID_TOPS_JS = """() => [...document.querySelectorAll('[data-testid="stElementContainer"]')]
+  .filter(box => box.querySelectorAll('[data-testid="stImageCaption"]').length >= 10
+                 && !box.querySelector('[data-testid="stElementContainer"]'))
+  .map(box => box.querySelector('img').getBoundingClientRect().top)"""
 
 
 @pytest.mark.parametrize("width", WIDTHS)
@@ -49,6 +54,9 @@ def test_no_page_clips_its_text_or_runs_past_its_column(app_url, width, tmp_path
             wait_until_idle(page)
             if name == "explore":
                 wait_for_grids(page, 20)
+                # The p slider stands over the anchor-divergence grid only; cosine's grid starts level with it.
+                tops = page.evaluate(GRID_TOPS_JS)
+                assert len(tops) == 2 and abs(tops[0] - tops[1]) <= 2, f"grid tops {tops}\n{page_report(page, log_path)}"
             page.screenshot(path=str(tmp_path / f"{name}-{width}.png"), full_page=True)
             report = f"{name} at {width} px\n{page_report(page, log_path)}"
             assert page.evaluate(SIDEWAYS_JS) <= 1, report
