@@ -21,7 +21,8 @@ EXPLAIN_KEY = "explain_open"
 
 
 def explain_expander():
-    """The expander of "why this neighbour?"; opening or closing it reruns the fragment it is in."""
+    """The expander of "why this neighbour?"; opening or closing it reruns the fragment it is in (open,
+    :func:`explain_section`'s), or the page (closed, drawn outside any fragment)."""
     return st.expander(EXPLAIN_LABEL, key=EXPLAIN_KEY, on_change="rerun")
 
 

@@ -64,25 +64,24 @@ def results_section(view: ExploreView) -> None:
     source = view.source
     st.subheader("Neighbours")
     st.caption(source.legend)
-    # Outside the fragment: its link is written when it is opened, and a move of p closes it.
+    # Outside the fragment: its link is written on the full run that opens it, with p as it is then.
     share_box(view.link_fields, source)
     columns = st.columns(1 + len(view.baselines))
+    open_details = details_open(source)
     with columns[0]:
-        if details_open(source):
-            p, anchor_table = draw_p_part(view)
-        else:
-            p_section(view)
+        p_and_table = draw_p_part(view) if open_details else p_section(view)
     for column, (method, table) in zip(columns[1:], view.baselines.items()):
         column.space(SLIDER_ROOM_PX)
         draw_grid(column, BASELINE_TITLES[method], table, source, "similarity")
-    if not details_open(source):
+    if open_details:
+        p, anchor_table = p_and_table
+        downloads(view, {"anchor divergence": anchor_table, **view.baselines}, p)
+        if source.capabilities.explain:
+            explain_section(view, p, anchor_table)
+    else:
         table_expander()
         if source.capabilities.explain:
             explain_expander()
-        return
-    downloads(view, {"anchor divergence": anchor_table, **view.baselines}, p)
-    if source.capabilities.explain:
-        explain_section(view, p, anchor_table)
 
 
 def details_open(source: ex.GallerySource) -> bool:
