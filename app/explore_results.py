@@ -1,14 +1,17 @@
 """The Explore page's results: the ``p`` slider above the anchor-divergence grid, a fragment (so
 that moving ``p`` reruns only it), beside the baselines' grids (cosine, ITI), which do not move with
-``p`` and are drawn on full runs only; below them the neighbour table and its downloads, and "why
+``p`` and, while the details are closed, are drawn on full runs only; below them the neighbour table and its downloads, and "why
 this neighbour?".
 
 A move of ``p`` does only what it changes (``explorer-bench --browser`` splits its CPU time by the
 stages of :mod:`~anchordiv.app.step_clock`): the slider's ``O(candidates)`` re-rank, one grid's
 captions, and images sent as the bytes encoded on their first showing. The neighbour table and "why
-this neighbour?" are built only while their expanders are open, and while one is open a move of
-``p`` is a full run, so that they follow it; the downloads are built only when clicked."""
+this neighbour?" are built only while their expanders are open (and then follow ``p``), the downloads
+only when clicked."""
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -51,37 +54,46 @@ def grid_caption_markdown(text: str) -> str:
 
 
 TABLE_LABEL, TABLE_KEY = "Neighbour table and downloads", "neighbour_table_open"
+DETAILS_DRAWN_IN_FRAGMENT = "_details_in_p_fragment"
 
 
 def results_section(view: ExploreView) -> None:
     """The neighbours' heading, legend and share box; the p slider and the anchor-divergence grid
-    (:func:`p_section`) beside the baselines' grids; the details below.
+    beside the baselines' grids; the details (the neighbour table, "why this neighbour?") below.
 
-    While the details (the neighbour table, "why this neighbour?") are closed, the p slider and its
-    grid are a fragment, so a move of p re-sends one grid and nothing else. While one is open they
-    are drawn on every full run instead, and the slider's moves are full runs, so that the open
-    detail follows p: opening or closing an expander here is a full run, which switches between the two."""
+    Every move of p is a fragment run: a full run would write the page's kept values back
+    (:func:`~anchordiv.app.url_state.keep_values`) while a person is still pressing the slider's
+    arrow keys. While the details are closed, the fragment is the slider and its grid alone
+    (:func:`p_section`), so a move of p re-sends one grid; the baselines, which p does not move, and
+    the closed expanders are drawn on full runs only. While one is open, the fragment is the whole
+    section (:func:`results_fragment`), so that the open detail follows p. Opening an expander is a
+    full run, which switches to the latter; closing the last one is a fragment run, after which the
+    next run of the fragment asks for a full run that switches back."""
     source = view.source
     st.subheader("Neighbours")
     st.caption(source.legend)
     # Outside the fragment: its link is written on the full run that opens it, with p as it is then.
     share_box(view.link_fields, source)
+    st.session_state[DETAILS_DRAWN_IN_FRAGMENT] = details_open(source)
+    if details_open(source):
+        results_fragment(view)
+        return
+    draw_grids(view, p_section)
+    table_expander()
+    if source.capabilities.explain:
+        explain_expander()
+
+
+def draw_grids(view: ExploreView, p_part: Callable[[ExploreView], Any]) -> Any:
+    """``p_part`` (the p slider and the anchor-divergence grid) beside the baselines' grids, level
+    with it; what ``p_part`` returns."""
     columns = st.columns(1 + len(view.baselines))
-    open_details = details_open(source)
     with columns[0]:
-        p_and_table = draw_p_part(view) if open_details else p_section(view)
+        drawn = p_part(view)
     for column, (method, table) in zip(columns[1:], view.baselines.items()):
         column.space(SLIDER_ROOM_PX)
-        draw_grid(column, BASELINE_TITLES[method], table, source, "similarity")
-    if open_details:
-        p, anchor_table = p_and_table
-        downloads(view, {"anchor divergence": anchor_table, **view.baselines}, p)
-        if source.capabilities.explain:
-            explain_section(view, p, anchor_table)
-    else:
-        table_expander()
-        if source.capabilities.explain:
-            explain_expander()
+        draw_grid(column, BASELINE_TITLES[method], table, view.source, "similarity")
+    return drawn
 
 
 def details_open(source: ex.GallerySource) -> bool:
@@ -91,15 +103,29 @@ def details_open(source: ex.GallerySource) -> bool:
 
 
 def table_expander():
-    """The expander of the neighbour table; opening or closing it is a full run."""
+    """The expander of the neighbour table; opening or closing it reruns the fragment it is in, or
+    the page."""
     return st.expander(TABLE_LABEL, key=TABLE_KEY, on_change="rerun")
 
 
 @st.fragment
 def p_section(view: ExploreView) -> None:
-    """:func:`draw_p_part` as a fragment, so that moving p reruns only it."""
+    """:func:`draw_p_part` as a fragment, so that moving p reruns only it (while the details are closed)."""
     with step_clock.timed_run("explorer"):
         draw_p_part(view)
+
+
+@st.fragment
+def results_fragment(view: ExploreView) -> None:
+    """The grids and the open details as one fragment, so that moving p reruns them all."""
+    source = view.source
+    if st.session_state.get(DETAILS_DRAWN_IN_FRAGMENT) != details_open(source):
+        st.rerun(scope="app")  # the last detail was closed in a fragment run: the section changes shape
+    with step_clock.timed_run("explorer"):
+        p, anchor_table = draw_grids(view, draw_p_part)
+        downloads(view, {"anchor divergence": anchor_table, **view.baselines}, p)
+        if source.capabilities.explain:
+            explain_section(view, p, anchor_table)
 
 
 def draw_p_part(view: ExploreView) -> tuple[float, pd.DataFrame]:

@@ -311,8 +311,9 @@ def details_text(page) -> str:
 
 
 def test_browser_details_follow_p_while_open_and_are_drawn_once_closed(app_url, tmp_path):
-    """While a detail expander is open, a move of p is a full run, so that the open one shows the view
-    at the current p; once it is closed, p's fragment is back. Either way each expander is drawn once."""
+    """Closed, the detail expanders sit outside the p fragment; open, inside it: either way each is
+    drawn once, and an open one shows the view at the current p. Pressed four times in a row, the
+    slider's arrow key reaches p + 0.20: no full run writes an older p back meanwhile."""
     url, log_path = app_url
     with chromium() as browser:
         page = open_explorer(browser, url, log_path)
@@ -336,7 +337,7 @@ def test_browser_details_follow_p_while_open_and_are_drawn_once_closed(app_url, 
         wait_until_idle(page)
         before = neighbour_captions(page)
         slider.focus()
-        slider.press("ArrowLeft")  # a full run, which draws the slider in its fragment again
+        slider.press("ArrowLeft")  # the next move of p puts the closed details back outside the fragment
         page.get_by_text("p = 0.65").first.wait_for(timeout=60_000)
         wait_until_idle(page)
         assert wait_for_change(page, before)[:10] != before[:10], page_report(page, log_path)
