@@ -1,7 +1,7 @@
 """The Explore page's results: the ``p`` slider above the anchor-divergence grid, a fragment (so
 that moving ``p`` reruns only it), beside the baselines' grids (cosine, ITI), which do not move with
-``p`` and, while the details are closed, are drawn on full runs only; below them the neighbour table and its downloads, and "why
-this neighbour?".
+``p`` and, while the details are closed, are drawn on full runs only; below them the neighbour
+table and its downloads, and "why this neighbour?".
 
 A move of ``p`` does only what it changes (``explorer-bench --browser`` splits its CPU time by the
 stages of :mod:`~anchordiv.app.step_clock`): the slider's ``O(candidates)`` re-rank, one grid's
@@ -74,8 +74,8 @@ def results_section(view: ExploreView) -> None:
     st.caption(source.legend)
     # Outside the fragment: its link is written on the full run that opens it, with p as it is then.
     share_box(view.link_fields, source)
-    st.session_state[DETAILS_DRAWN_IN_FRAGMENT] = details_open(source)
-    if details_open(source):
+    opened = st.session_state[DETAILS_DRAWN_IN_FRAGMENT] = details_open(source)
+    if opened:
         results_fragment(view)
         return
     draw_grids(view, p_section)
