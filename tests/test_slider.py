@@ -237,3 +237,66 @@ def test_both_indexes_offer_what_the_slider_needs(world, mixtures, store):
         assert isinstance(index, SliderIndex)
         assert isinstance(index.with_model(index.model.with_weights([0.2, 0.8])), SliderIndex)
     assert not isinstance(ad.CosineIndex(world["gallery"]), SliderIndex)
+
+
+@pytest.mark.parametrize("kind", ["literal", "balanced", "calibrated"])
+def test_the_path_is_the_search_at_every_step(world, mixtures, kind):
+    """Every step of a 101-step path equals the index's exact search at its p (up to ties), whether
+    the certificate held (a coarse grid of 3 interior points, as the explorer builds it) or not."""
+    gallery, mixture = world["gallery"], mixtures[kind]
+    index = ad.AnchorIndex(mixture, gallery, device="cpu")
+    for query_id, grid in ((17, 3), (240, None)):
+        path = index.slider(gallery[query_id], k=K, exclude=query_id, grid=grid).path(101)
+        assert path.p.shape == (101,) and path.values.shape == path.ids.shape == (101, K)
+        np.testing.assert_allclose(path.p, np.linspace(0, 1, 101), atol=1e-12)
+        assert np.all(np.diff(path.values, axis=1) >= 0) and not np.any(path.ids == query_id)
+        for step, p in enumerate(path.p):
+            search = index.with_model(mixture.with_weights([p, 1 - p])).search(gallery[query_id:query_id + 1], 2 * K,
+                                                                            exclude=[query_id])
+            assert_same_ranking((path.values[step], path.ids[step]), search, **SLIDER_TOL,
+                                context=f"{kind}, query {query_id}, step {step} (p = {p:.2f})")
+        assert path.certified.mean() >= 0.95, path.certified.mean()
+
+
+def test_an_uncertified_step_of_the_path_comes_from_the_exact_search(world, mixtures):
+    gallery, mixture = world["gallery"], mixtures["literal"]
+    index = ad.AnchorIndex(mixture, gallery, device="cpu")
+    path = index.slider(gallery[11], k=K, exclude=11, candidates=1).path([0.0, 0.25, 0.9])
+    assert not path.certified.any()
+    for step, p in enumerate(path.p):
+        values, ids = index.with_model(mixture.with_weights([p, 1 - p])).search(gallery[11:12], K, exclude=[11])
+        np.testing.assert_array_equal(path.ids[step], ids[0])
+        np.testing.assert_allclose(path.values[step], values[0])
+
+
+def test_the_path_agrees_with_the_slider_step_by_step_and_over_a_store(world, mixtures, store):
+    from anchordiv.sharded import ShardedAnchorIndex
+
+    gallery, mixture = world["gallery"], mixtures["calibrated"]
+    memory = ad.AnchorIndex(mixture, gallery, device="cpu").slider(gallery[9], k=K, exclude=9)
+    sharded = ShardedAnchorIndex(mixture, store, device="cpu", block_rows=700).slider(gallery[9], k=K, exclude=9)
+    positions = [0.0, 0.013, 0.5, 0.77, 1.0]
+    for path in (memory.path(positions), sharded.path(positions)):
+        assert path.shown_ids.tolist() == sorted(set(path.ids.ravel().tolist()))
+        for step, p in enumerate(positions):
+            values, ids, certified = memory.at(p)
+            assert_same_ranking((path.values[step], path.ids[step]), (values, ids), **SLIDER_TOL, context=f"p = {p}")
+        assert path.step_of(0.77) == 3 and path.step_of(0.0) == 0
+
+
+def test_path_positions_and_weights_along_a_path_are_checked_and_match_one_at_a_time(mixtures):
+    from anchordiv.slider import path_positions
+
+    assert path_positions(3).tolist() == [0.0, 0.5, 1.0]
+    assert path_positions([0.7, 0.2, 0.7]).tolist() == [0.2, 0.7]
+    for bad in (1, True, [], [1.5], [float("nan")]):
+        with pytest.raises(ValueError):
+            path_positions(bad)
+    p = np.array([0.0, 1e-9, 0.3, 0.5, 0.999, 1.0])
+    for mixture in mixtures.values():
+        along = mixture.log_weights_along(p)
+        one_at_a_time = np.array([mixture.log_weights_at([value, 1 - value]) for value in p])
+        np.testing.assert_allclose(along, one_at_a_time, rtol=1e-12, atol=0)
+        assert np.array_equal(np.isneginf(along), np.isneginf(one_at_a_time))
+        with pytest.raises(ValueError, match="in \\[0, 1\\]"):
+            mixture.log_weights_along([1.2])

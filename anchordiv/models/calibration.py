@@ -65,16 +65,16 @@ class CalibrationCurve:
     queries: int
     k: int
 
-    def log_odds_at(self, p: float) -> float:
+    def log_odds_at(self, p: float | np.ndarray) -> float | np.ndarray:
         """``lambda(p)``: the log-odds at which the neighbourhoods have moved the fraction ``p``;
-        ``-inf`` at ``p = 0`` and ``inf`` at ``p = 1``."""
-        if p <= 0.0:
-            return -np.inf
-        if p >= 1.0:
-            return np.inf
+        ``-inf`` at ``p = 0`` and ``inf`` at ``p = 1``. A float for a number, an array of the same
+        shape for an array of fractions."""
+        fractions = np.asarray(p, dtype=np.float64)
         # A strictly increasing copy for interpolation: on a plateau the smallest log-odds wins.
         ramp = self.progress + np.arange(len(self.progress)) * 1e-12
-        return float(np.interp(p, ramp, self.log_odds))
+        inside = np.interp(np.clip(fractions, 0.0, 1.0), ramp, self.log_odds)
+        log_odds = np.where(fractions <= 0.0, -np.inf, np.where(fractions >= 1.0, np.inf, inside))
+        return float(log_odds) if log_odds.ndim == 0 else log_odds
 
 
 def calibration_curve(models: list[AnchorModel], reference_eta: torch.Tensor, k: int = 10, queries: int = QUERIES,

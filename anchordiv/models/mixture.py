@@ -363,16 +363,28 @@ class MixtureAnchors(AnchorModel):
     def log_weights_at(self, weights: ArrayLike | None = None) -> np.ndarray:
         """The effective ``log w_k`` ``(K,)`` of :meth:`with_weights` ``(weights)`` (default: this
         mixture's weights), without building that mixture: a slider asks it at every move of ``p``."""
-        chosen = self._weight_vector(weights)
+        return self._log_weights_of(self._weight_vector(weights)[None, :])[0]
+
+    def log_weights_along(self, p: ArrayLike) -> np.ndarray:
+        """:meth:`log_weights_at` ``([p_s, 1 - p_s])`` for every ``p_s`` of ``p`` ``(S,)`` at once,
+        ``(S, 2)``, for a mixture of two components: a slider's path asks it at each position."""
+        first = np.asarray(p, dtype=np.float64).reshape(-1)
+        if len(self._components()) != 2:
+            raise ValueError(f"log_weights_along is for a mixture of two components; this one has "
+                             f"{len(self._components())}. Use log_weights_at for each weight vector.")
+        if not np.all((first >= 0.0) & (first <= 1.0)):
+            raise ValueError(f"p must hold weights of the first component in [0, 1]; got {p!r}.")
+        return self._log_weights_of(np.stack([first, 1.0 - first], axis=1))
+
+    def _log_weights_of(self, chosen: np.ndarray) -> np.ndarray:
+        """The effective ``log w`` ``(S, K)`` of each row of valid weights ``chosen`` ``(S, K)``."""
         if self.calibrated:
-            log_odds = self.calibration_.log_odds_at(float(chosen[0]))
-            if np.isinf(log_odds):
-                return np.array([0.0, -np.inf]) if log_odds > 0 else np.array([-np.inf, 0.0])
-            return -np.logaddexp(0.0, [-log_odds, log_odds])  # log sigmoid(+-lambda)
-        with np.errstate(divide="ignore"):
+            log_odds = self.calibration_.log_odds_at(chosen[:, 0])
+            return -np.logaddexp(0.0, np.stack([-log_odds, log_odds], axis=1))  # log sigmoid(+-lambda)
+        with np.errstate(divide="ignore", invalid="ignore"):
             logits = np.log(chosen) - self.kappa_offsets_
-        finite = logits[np.isfinite(logits)]
-        return logits - (finite.max() + np.log(np.exp(finite - finite.max()).sum()))
+            top = np.max(np.where(np.isfinite(logits), logits, -np.inf), axis=1, keepdims=True)
+            return logits - (top + np.log(np.exp(logits - top).sum(axis=1, keepdims=True)))
 
     @property
     def effective_weights_(self) -> np.ndarray:
