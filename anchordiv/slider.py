@@ -446,7 +446,8 @@ class MixtureSlider:
             top = np.take_along_axis(top, np.argsort(-np.take_along_axis(scores, top, 1), axis=1, kind="stable"), 1)
             best = np.take_along_axis(scores, top, 1)                                        # (S, k)
             bounds = self._bounds(log_odds)
-            certified = (best[:, -1] >= bounds + CERTIFICATE_RTOL * (1.0 + np.abs(bounds))) | np.isneginf(bounds)
+            with np.errstate(invalid="ignore"):  # the slack of an infinite bound is NaN; isneginf decides there
+                certified = (best[:, -1] >= bounds + CERTIFICATE_RTOL * (1.0 + np.abs(bounds))) | np.isneginf(bounds)
             r = np.exp(log_r)
             offsets = r * self._self_scores[0] + (1.0 - r) * self._self_scores[1]           # c(r), (S, 1)
             values[certified] = (offsets - best)[certified]

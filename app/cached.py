@@ -18,10 +18,12 @@ from anchordiv import explorer as ex
 from anchordiv.cache import cache_dir
 from anchordiv.encoders import load_encoder, model_catalog
 from anchordiv.explorer.launch import LaunchOptions
+from anchordiv.explorer.p_player import player_data
 from anchordiv.explorer.thumbnails import EncodedThumbnails
 from anchordiv.gallery import Gallery, folder_gallery, world_gallery
 from anchordiv.models import anchor_model_kind
 from anchordiv.prompts import AS_TYPED, TemplateChoice, encode_anchors
+from anchordiv.slider import SliderPath
 
 # Cached functions take encoders and sources themselves; Streamlit hashes them by the strings that
 # identify their content. It matches hash_funcs on the exact type, so each encoder class is named
@@ -167,26 +169,21 @@ def get_geometry(source: ex.GallerySource, encoder, texts_a: tuple[str, ...], te
                                anchor_weights=weights)
 
 
-@st.cache_resource(show_spinner="Preparing the p slider (one pass over the gallery)…", max_entries=32)
-def get_slider(geometry_key: str, _geometry: ex.ExplorerGeometry, query: np.ndarray, k: int, exclude: int | None,
-               weighting: str):
-    """The query's certified slider (``None`` where none applies); ``geometry_key`` names ``_geometry``."""
-    return _geometry.slider(query, k, exclude, weighting)
+@st.cache_resource(show_spinner="Ranking the gallery at every p (one pass)…", max_entries=32)
+def get_p_path(geometry_key: str, _geometry: ex.ExplorerGeometry, query: np.ndarray, k: int, exclude: int | None,
+               weighting: str) -> SliderPath:
+    """The query's exact top-``k`` at every position of the p slider (never changed by a caller);
+    ``geometry_key`` names ``_geometry``."""
+    return _geometry.p_path(query, k, exclude, weighting)
 
 
 @st.cache_resource(show_spinner=False, max_entries=32, hash_funcs=BY_IDENTITY)
-def slider_thumbnails(geometry_key: str, _geometry: ex.ExplorerGeometry, query: np.ndarray, k: int,
-                      exclude: int | None, weighting: str, source: ex.GallerySource, p_values: tuple[float, ...]) -> int:
-    """Encode, once per query and geometry, the thumbnails of every item the query's slider shows at
-    any of ``p_values`` (the p slider's steps: a few dozen items, ``O(C)`` each to rank), so that
-    no move of p waits for an image to be rendered; how many there are. Nothing where the query
-    has no slider (an exact search per p over a store would cost more than it saves)."""
-    slider = get_slider(geometry_key, _geometry, query, k, exclude, weighting)
-    if slider is None:
-        return 0
-    shown = sorted({int(item) for p in p_values for item in slider.at(p)[1]})
-    encoded_thumbnails(source)(shown)
-    return len(shown)
+def get_player_data(path_key: str, _path: SliderPath, source: ex.GallerySource, query_labels, title: str,
+                    step_notes: tuple[str, ...], enabled: bool) -> dict:
+    """:func:`~anchordiv.explorer.p_player.player_data` of the path ``path_key`` names (shared:
+    never changed by a caller; a run copies what it adds to)."""
+    return player_data(_path, source, query_labels, key=path_key, title=title, step_notes=step_notes,
+                       enabled=enabled)
 
 
 @st.cache_data(show_spinner="Ranking the gallery by cosine…", max_entries=64, hash_funcs=BY_IDENTITY)

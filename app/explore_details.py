@@ -21,8 +21,7 @@ EXPLAIN_KEY = "explain_open"
 
 
 def explain_expander():
-    """The expander of "why this neighbour?"; opening or closing it reruns the fragment it is in (open,
-    :func:`explain_section`'s), or the page (closed, drawn outside any fragment)."""
+    """The expander of "why this neighbour?"; opening or closing it reruns :func:`explain_section`."""
     return st.expander(EXPLAIN_LABEL, key=EXPLAIN_KEY, on_change="rerun")
 
 

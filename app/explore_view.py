@@ -1,8 +1,10 @@
 """What the Explore page's sections draw from (:class:`ExploreView`), and the rankings they show:
-the anchor divergence at ``p`` through the query's certified slider (the exact search where none
-applies), and the baselines, which do not depend on ``p``."""
+the anchor divergence at every ``p`` of the slider, computed once per query (its p path, through
+the query's certified slider; the exact search where none applies), and the baselines, which do not
+depend on ``p``."""
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,13 +14,13 @@ import pandas as pd
 from anchordiv import explorer as ex
 from anchordiv.app import cached
 from anchordiv.app.errors import attempt
-from anchordiv.explorer.page_state import SETTINGS
+from anchordiv.slider import SliderPath
 
 
 @dataclass(frozen=True)
 class ExploreView:
-    """Everything below the anchors but ``p``, which the results fragment owns (so moving it reruns
-    only that fragment)."""
+    """Everything below the anchors but ``p``, which the p player owns (a release of ``p`` reruns
+    only the results fragment)."""
 
     source: ex.GallerySource
     encoder: Any
@@ -31,29 +33,33 @@ class ExploreView:
     query_text: str
     k: int
     baselines: dict[str, pd.DataFrame]
-    link_fields: list  # the page's link, which the results fragment updates as p moves
+    link_fields: list  # the page's link, which the results fragment updates on each release of p
+
+
+def p_path(view: ExploreView) -> SliderPath:
+    """The query's exact top-``k`` at every position of the p slider (cached per query and geometry)."""
+    return attempt(lambda: cached.get_p_path(view.geometry_key, view.geometry, view.query, view.k, view.query_id,
+                                             view.weighting), "Cannot rank the gallery", stop=True)
+
+
+def path_key(view: ExploreView) -> str:
+    """What names the query's p path: its geometry, query, ``k`` and weighting."""
+    query = hashlib.sha256(np.ascontiguousarray(view.query, dtype=np.float32).tobytes()).hexdigest()[:16]
+    return f"{view.geometry_key}|{query}|{view.query_id}|{view.k}|{view.weighting}"
 
 
 def neighbours(view: ExploreView, p: float) -> tuple[pd.DataFrame, bool | None]:
-    """The anchor-divergence neighbour table at ``p`` and whether the slider certified it (``None``:
-    no slider, the exact search ran)."""
-    def rank() -> tuple[np.ndarray, np.ndarray, bool | None]:
-        slider = cached.get_slider(view.geometry_key, view.geometry, view.query, view.k, view.query_id,
-                                   view.weighting)
-        return ex.neighbours_at(view.geometry, slider, view.query, view.k, p, view.weighting, view.query_id)
-
-    values, ids, certified = attempt(rank, "Cannot rank the gallery", stop=True)
-    return view.source.neighbour_table(values, ids, view.query_labels, "divergence"), certified
+    """The anchor-divergence neighbour table at ``p`` (the path's step nearest to it) and whether the
+    slider certified it (``None``: no slider applies, the exact search ran)."""
+    path = p_path(view)
+    step = path.step_of(p)
+    table = view.source.neighbour_table(path.values[step], path.ids[step], view.query_labels, "divergence")
+    return table, bool(path.certified[step]) if has_slider(view) else None
 
 
-def prepare_p_steps(view: ExploreView) -> None:
-    """The images every step of the p slider can show, encoded now (at the end of a full run, after
-    everything is drawn), so that moving p sends kept bytes (:func:`~anchordiv.app.cached.slider_thumbnails`)."""
-    setting = SETTINGS["p"]
-    steps = round((setting.high - setting.low) / setting.step)
-    p_values = tuple(round(setting.low + i * setting.step, 10) for i in range(steps + 1))
-    attempt(lambda: cached.slider_thumbnails(view.geometry_key, view.geometry, view.query, view.k, view.query_id,
-                                             view.weighting, view.source, p_values), "Cannot prepare the p slider")
+def has_slider(view: ExploreView) -> bool:
+    """Whether the query's path comes through the certified slider (two anchor sets, query first)."""
+    return view.geometry.is_mixture and not view.geometry.spec.reverse
 
 
 def baseline_tables(source: ex.GallerySource, encoder, query: np.ndarray, query_id: int | None, query_labels: Any,

@@ -15,8 +15,8 @@ imported as modules):
 * :mod:`.geometry`: :class:`GeometrySpec` names an anchor model of the registry (and fits it,
   :meth:`GeometrySpec.fit`); :class:`ExplorerGeometry` fits it to the two anchor sets A and B,
   indexes a gallery once (in memory, or a store: :meth:`ExplorerGeometry.over_store`) and serves
-  any weight ``p`` through a query's certified slider (:meth:`ExplorerGeometry.slider`,
-  :func:`neighbours_at`) without changing anything shared;
+  every position of the ``p`` slider at once through a query's certified slider
+  (:meth:`ExplorerGeometry.p_path`) without changing anything shared;
 * :mod:`.neighbours`: results, :func:`search_one`, :func:`neighbour_table`, :func:`agreement`,
   :func:`grid_captions` and :func:`combined_table` (also the CSV download); over a source,
   :func:`neighbour_grid_png` and :func:`p_sweep` (:mod:`.source`);
@@ -49,7 +49,7 @@ from .anchors import (
     parse_anchor_text,
     weighted_anchor_text,
 )
-from .geometry import WEIGHTINGS, ExplorerGeometry, GeometrySpec, baseline_index, calibration_frame, neighbours_at
+from .geometry import WEIGHTINGS, ExplorerGeometry, GeometrySpec, baseline_index, calibration_frame
 from .maps import geometry_projection, outside_sample, point_roles, project_rows, projection_key
 from .neighbours import (
     agreement,
@@ -71,7 +71,7 @@ __all__ = [
     "GallerySource", "GeometrySpec", "MemorySource", "NameIndex", "BackgroundJobs", "SharedBuilds", "StoreSource",
     "agreement", "agreement_text", "anchor_file_text", "anchor_presets", "baseline_index", "calibration_frame",
     "combined_table", "cosine_top_k", "default_query_id", "geometry_projection", "grid_captions",
-    "neighbour_grid_png", "neighbour_table", "neighbours_at", "outside_sample", "p_sweep", "parse_anchor_text",
+    "neighbour_grid_png", "neighbour_table", "outside_sample", "p_sweep", "parse_anchor_text",
     "point_roles", "project_rows", "projection_key", "query_image_from_upload", "search_one", "store_stamp",
     "weighted_anchor_text",
 ]

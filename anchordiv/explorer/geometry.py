@@ -1,8 +1,8 @@
 """Geometries: :class:`GeometrySpec` names an anchor model of the registry
 (:mod:`anchordiv.models.registry`) and its settings; :class:`ExplorerGeometry` fits it to anchor
 sets A and B, indexes a gallery once (in memory, or a store with :meth:`ExplorerGeometry.over_store`)
-and serves any weight ``p`` without refitting, through the certified slider where it applies
-(:func:`neighbours_at`); :func:`baseline_index` gives cosine and ITI."""
+and serves any weight ``p`` without refitting, every slider position at once through the certified
+slider where it applies (:meth:`ExplorerGeometry.p_path`); :func:`baseline_index` gives cosine and ITI."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -16,16 +16,23 @@ from ..models import AnchorModel, EmpiricalAnchors, MixtureAnchors, anchor_model
 from ..projection import sample_ids
 from ..search import AnchorIndex, CosineIndex, Index, ITIIndex
 from ..sharded import ShardedAnchorIndex
+from ..slider import DEFAULT_PATH_STEPS, SliderPath, path_positions
 from .calibration_cache import CalibrationCache
 from .neighbours import search_one
 
 if TYPE_CHECKING:
-    from ..slider import MixtureSlider
     from ..store import GalleryStore
 
 # Store rows a mixture is balanced and calibrated on (as the store benchmark does, docs/design.md §11):
 # the whole store at float32 would be 2 GB at 10^6 x 512.
 CALIBRATION_ROWS = 20_000
+
+# The p path's slider grid (interior points): each step is certified by the candidates kept at these
+# few points or comes from the exact search, so the grid trades the one pass's cost for certified
+# steps (docs/benchmarks.md has the measurement behind 3).
+PATH_GRID = 3
+# Steps of a path where no slider applies and each step is an exact search of its own.
+REVERSE_PATH_STEPS = 21
 
 # How [p, 1 - p] becomes the mixture's weights (MixtureAnchors, docs/design.md §3), as the explorer offers them.
 WEIGHTINGS: dict[str, str] = {
@@ -98,7 +105,7 @@ class ExplorerGeometry:
     :class:`~anchordiv.sharded.ShardedAnchorIndex` over a store). Building this is the expensive step
     (fitting and one pass over the gallery, whose per-component ``kappa`` the index keeps and the
     balance and calibration reuse); afterwards :meth:`index_at` costs ``O(G K)`` and a query's
-    :meth:`slider` a move of ``p`` ``O(C)`` for its ``C`` candidates. A ``calibration_cache`` (for
+    :meth:`p_path` every position of the ``p`` slider ``O(C)`` each for its ``C`` candidates. A ``calibration_cache`` (for
     a gallery in memory) keeps the calibration on disk for the next fit of the same geometry.
 
     This object is meant to be shared (cached) across users and threads. Nothing in it changes
@@ -217,25 +224,31 @@ class ExplorerGeometry:
         own ranking."""
         return self.index.with_model(self.model_at(p, weighting)) if self.is_mixture else self.index
 
-    def slider(self, query: np.ndarray, k: int, exclude: int | None, weighting: str) -> MixtureSlider | None:
-        """The certified slider of ``query`` ``(d,)`` under ``weighting`` (``slider.at(p)`` gives
-        :meth:`model_at` ``(p, weighting)``'s top-``k``; one pass over the gallery now); ``None``
-        where it does not apply: one anchor set (``p`` has no effect) or the reverse direction
-        (docs/design.md §10)."""
-        if not self.is_mixture or self.spec.reverse:
-            return None
-        return self.index.with_model(self.weighted_model(weighting)).slider(query, k=k, exclude=exclude)
+    def p_path(self, query: np.ndarray, k: int, exclude: int | None, weighting: str,
+               steps: int = DEFAULT_PATH_STEPS) -> SliderPath:
+        """The exact top-``k`` of ``query`` ``(d,)`` at every position of the ``p`` slider: ``steps``
+        evenly spaced ``p`` from 0 to 1 under ``weighting`` (a key of :data:`WEIGHTINGS`).
 
-
-def neighbours_at(geometry: ExplorerGeometry, slider: MixtureSlider | None, query: np.ndarray, k: int, p: float,
-                  weighting: str, exclude: int | None = None) -> tuple[np.ndarray, np.ndarray, bool | None]:
-    """``(divergences (k,), ids (k,), certified)`` at ``p``: from ``slider`` (its
-    :meth:`ExplorerGeometry.slider`) when there is one, ``certified`` as it says; else by the exact
-    search, ``certified`` ``None`` (no slider)."""
-    if slider is not None:
-        values, ids, certified = slider.at(p)
-        return np.asarray(values), np.asarray(ids), bool(certified)
-    return (*search_one(geometry.index_at(p, weighting), query, k, exclude), None)
+        Through the query's certified slider (docs/design.md §10) on a grid of :data:`PATH_GRID`
+        points: one pass over the gallery, then ``O(steps C)`` for its ``C`` candidates, and the
+        exact search for a step the certificate does not cover. Where no slider applies: one
+        search repeated (one anchor set, ``p`` has no effect) or one exact search per step of the
+        coarser :data:`REVERSE_PATH_STEPS` (the reverse direction, whose divergences are not convex
+        in the responsibility). ``exclude``: the query's own gallery id, or ``None``.
+        """
+        if not self.is_mixture:
+            positions = path_positions(steps)
+            values, ids = search_one(self.index, query, k, exclude)
+            return SliderPath(positions, np.tile(values, (len(positions), 1)), np.tile(ids, (len(positions), 1)),
+                              np.zeros(len(positions), dtype=bool))
+        if self.spec.reverse:
+            positions = path_positions(min(steps, REVERSE_PATH_STEPS))
+            rows = [search_one(self.index_at(float(p), weighting), query, k, exclude) for p in positions]
+            return SliderPath(positions, np.stack([values for values, _ in rows]), np.stack([ids for _, ids in rows]),
+                              np.zeros(len(positions), dtype=bool))
+        slider = self.index.with_model(self.weighted_model(weighting)).slider(query, k=k, exclude=exclude,
+                                                                             grid=PATH_GRID)
+        return slider.path(steps)
 
 
 def calibration_frame(geometry: ExplorerGeometry) -> pd.DataFrame | None:

@@ -106,13 +106,23 @@ def grid_captions(table: pd.DataFrame, source: Captioned, value_name: str,
     list of str
         Plain text, one per row; each of its lines to be drawn literally, as a line of its own.
     """
-    captions = []
-    rows = zip(*(table[column].tolist() for column in ("rank", "gallery_id", value_name, "same_object", "same_style")))
-    for rank, item, value, same_object, same_style in rows:
+    names = [grid_name(source, item, line_chars) for item in table["gallery_id"].tolist()]
+    return [f"{head}\n{name}" for head, name in zip(caption_heads(table, value_name), names)]
+
+
+def caption_heads(table: pd.DataFrame, value_name: str) -> list[str]:
+    """The first line of each :func:`grid_captions` caption: rank, value and marks."""
+    heads = []
+    rows = zip(*(table[column].tolist() for column in ("rank", value_name, "same_object", "same_style")))
+    for rank, value, same_object, same_style in rows:
         marks = ("✓obj " if same_object is True else "") + ("✓sty" if same_style is True else "")
-        name = fit_lines(source.caption(item), line_chars, GRID_CAPTION_LINES)
-        captions.append(f"{rank}. {value_name[0]}={value:.3g} {marks}".rstrip() + f"\n{name}")
-    return captions
+        heads.append(f"{rank}. {value_name[0]}={value:.3g} {marks}".rstrip())
+    return heads
+
+
+def grid_name(source: Captioned, item: int, line_chars: int = GRID_CAPTION_LINE_CHARS) -> str:
+    """The second part of a :func:`grid_captions` caption: the item's name as it fits the grid."""
+    return fit_lines(source.caption(item), line_chars, GRID_CAPTION_LINES)
 
 
 def fit_lines(text: str, line_chars: int, lines: int) -> str:

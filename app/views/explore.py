@@ -5,8 +5,9 @@ or a gallery store on disk; the sections a source offers beyond these (the p swe
 neighbour?", ITI, the slider's certificate, ...) are its :class:`~anchordiv.explorer.Capabilities`.
 
 Nothing here is ``O(G)`` per move of ``p`` over a store: the name index, the sharded index and each
-query's slider (one pass per query) are cached resources, cosine is cached per query, a move costs
-the slider's few hundred candidates, and images are read for the items shown only.
+query's p path (one pass per query, then every slider position from the slider's few hundred
+candidates) are cached resources, cosine is cached per query, a move of ``p`` is played in the
+browser, and images are read for the items the path shows only.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from anchordiv.app.cached import source_presets
 from anchordiv.app.explore_details import sweep_section
 from anchordiv.app.explore_results import results_section
 from anchordiv.app.explore_umap import umap_section
-from anchordiv.app.explore_view import ExploreView, baseline_tables, prepare_p_steps
+from anchordiv.app.explore_view import ExploreView, baseline_tables
 from anchordiv.app.find_anchors import find_anchors_section
 from anchordiv.app.query_inputs import QUERY_IMAGE_WIDTH, choose_query
 from anchordiv.app.url_state import follow_view_link, link_notes, publish_link, sidebar_fields
@@ -36,14 +37,16 @@ def main() -> None:
     for note in source.notes:
         st.sidebar.warning(note)
 
-    query_col, anchor_col = st.columns([1.3, 3])
+    # The gesture first: the query, the p player and its grid share the first screen; the anchors
+    # they depend on are drawn first (the script needs them) but shown below.
+    query_col, results_col = st.columns([1.5, 4], gap="medium")
     with query_col:
         query, query_id, query_labels, image, query_text = choose_query(source, encoder)
         if image is not None:
             st.image(image, caption=markdown_literal(query_text), width=QUERY_IMAGE_WIDTH)
         elif query is not None:
             st.caption(f"Query: {markdown_literal(query_text)}")
-    with anchor_col:
+    with st.container():
         parsed_a, parsed_b, weighting = anchor_widgets(source_presets(source), encoder, source.preset_sources())
     publish_link(fields, source)
     if query is None:
@@ -54,12 +57,12 @@ def main() -> None:
                                 if choices["show_iti"] else None)
     view = ExploreView(source, encoder, geometry, geometry_key, weighting, query, query_id, query_labels, query_text,
                        choices["k"], baselines, fields)
-    results_section(view)
+    with results_col:
+        results_section(view)
     find_anchors_section(view)
     if source.capabilities.p_sweep:
         sweep_section(view)
     umap_section(view)
-    prepare_p_steps(view)
 
 
 main()

@@ -1,0 +1,243 @@
+// The p player (app/p_player.py): plays a query's p path, its exact top-k at every slider position,
+// computed once on the server (anchordiv.explorer.p_player.player_data), beside the baselines'
+// grids, which p does not move. A move of p redraws the
+// grid here, with no request to the server; on release (and on pause after Play) the new p is
+// reported once, as the state value "p", and the server's one run updates the URL and the details.
+//
+// Every text from the server is set with textContent (or as an attribute), never as markup.
+// Streamlit calls this function again whenever the data changes; one Player per host element
+// keeps the visitor's p and the image elements across those calls.
+
+const PLAYERS = new WeakMap();
+const REPORT_DELAY_MS = 300;   // quick key presses in a row are one release: one run, not one per step
+const SWEEP_SECONDS = 2.5;     // Play: from p = 0 to p = 1 (or back) in this long
+const MOVE_MS = 160;           // how long a tile takes to glide to its new rank
+
+export default function ({ data, parentElement, setStateValue }) {
+  let player = PLAYERS.get(parentElement);
+  if (!player) {
+    player = new Player(parentElement);
+    PLAYERS.set(parentElement, player);
+  }
+  player.report = (p) => setStateValue("p", p);
+  player.show(data);
+  return () => {
+    player.pause(false);
+    PLAYERS.delete(parentElement);
+  };
+}
+
+const formatP = (p) => p.toFixed(2);
+
+// Only the server's own addresses (no scheme: a path such as /media/...) or inline PNG data.
+const safeSource = (src) =>
+  typeof src === "string" && (/^data:image\/png;base64,/.test(src) || !/^[a-z][a-z0-9+.-]*:/i.test(src)) ? src : "";
+
+class Player {
+  constructor(host) {
+    this.host = host;
+    this.data = null;
+    this.key = null;
+    this.step = -1;
+    this.tiles = [];
+    this.frame = null;
+    this.timer = null;
+    this.reported = null;
+    this.bind();
+  }
+
+  bind() {
+    const root = this.host.querySelector("[data-anchordiv-player]");
+    const part = (name) => root.querySelector(`.adp-${name}`);
+    this.root = root;
+    this.label = part("label");
+    this.playButton = part("play");
+    this.range = part("range");
+    this.value = part("value");
+    this.title = part("title");
+    this.agreement = part("agreement");
+    this.grid = part("grid");
+    this.panels = part("panels");
+    this.note = part("note");
+    this.baselines = null;
+    this.range.addEventListener("input", () => this.moveTo(Number(this.range.value)));
+    this.range.addEventListener("change", () => this.released());
+    this.range.addEventListener("pointerdown", () => this.pause(false));
+    this.playButton.addEventListener("click", () => this.toggle());
+    root.addEventListener("keydown", (event) => this.onKey(event));
+  }
+
+  show(data) {
+    if (!this.root.isConnected) this.bind();
+    const first = this.data === null;
+    const previousP = first ? data.p_now : this.data.p[this.step];
+    this.data = data;
+    this.label.textContent = data.label;
+    this.label.title = data.help;
+    this.range.setAttribute("aria-label", data.label);
+    this.range.max = String(data.p.length - 1);
+    this.range.disabled = this.playButton.disabled = !data.enabled;
+    if (data.key !== this.key) {
+      this.pause(false);
+      this.key = data.key;
+      this.tiles = data.items.map((item) => this.makeTile(item));
+    }
+    const baselines = JSON.stringify(data.baselines);
+    if (baselines !== this.baselines) {
+      this.baselines = baselines;
+      this.drawBaselines(data.baselines);
+    }
+    // The server's p counts on the first drawing only (a link, a reload, a return to the page);
+    // afterwards the visitor's own p stays, even while the server's run for an earlier release
+    // is still on its way back.
+    this.step = -1;
+    this.moveTo(nearestStep(data.p, previousP), false);
+  }
+
+  makeTile(item) {
+    const tile = document.createElement("div");
+    tile.className = "adp-tile";
+    tile.setAttribute("role", "listitem");
+    const image = document.createElement("img");
+    image.className = "adp-img";
+    image.alt = item.name;
+    image.decoding = "async";
+    image.src = safeSource(item.src);  // every image of the path is fetched now, once
+    const caption = document.createElement("div");
+    caption.className = "adp-caption";
+    caption.setAttribute("data-anchordiv-caption", "");
+    tile.append(image, caption);
+    return { element: tile, caption, name: item.name };
+  }
+
+  // The baselines' grids (cosine, ITI): p does not move them, so they are drawn once per query.
+  drawBaselines(baselines) {
+    for (const element of this.panels.querySelectorAll('[data-panel]:not([data-panel="0"])')) element.remove();
+    baselines.forEach((baseline, index) => {
+      const panel = String(index + 1);
+      const title = document.createElement("div");
+      title.className = "adp-title";
+      title.textContent = baseline.title;
+      const agreement = document.createElement("div");
+      agreement.className = "adp-agreement";
+      agreement.textContent = baseline.agreement;
+      const grid = document.createElement("div");
+      grid.className = "adp-grid";
+      grid.setAttribute("role", "list");
+      grid.append(...baseline.tiles.map((item) => {
+        const tile = this.makeTile(item);
+        tile.caption.textContent = item.caption;
+        return tile.element;
+      }));
+      for (const element of [title, agreement, grid]) {
+        element.setAttribute("data-panel", panel);
+        this.panels.append(element);
+      }
+    });
+    this.root.style.setProperty("--adp-panels", String(baselines.length + 1));
+  }
+
+  moveTo(step, animate = true) {
+    const data = this.data;
+    step = Math.max(0, Math.min(data.p.length - 1, step));
+    if (step === this.step) return;
+    this.step = step;
+    const p = formatP(data.p[step]);
+    this.range.value = String(step);
+    this.range.setAttribute("aria-valuetext", `p = ${p}`);
+    this.value.textContent = p;
+    this.title.textContent = data.title.split("{p}").join(p);
+    this.agreement.textContent = data.agreement[step];
+    this.note.textContent = data.notes.length ? data.notes[data.note[step]] : "";
+    this.drawGrid(step, animate);
+  }
+
+  drawGrid(step, animate) {
+    const shown = this.data.order[step].map((index, rank) => {
+      const tile = this.tiles[index];
+      tile.caption.textContent = `${this.data.heads[step][rank]}\n${tile.name}`;
+      return tile.element;
+    });
+    const glide = animate && !window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+    const before = new Map(glide ? [...this.grid.children].map((el) => [el, el.getBoundingClientRect()]) : []);
+    this.grid.replaceChildren(...shown);
+    if (!glide) return;
+    // Each tile that stays in the grid glides from its old place to its new one, so the eye can
+    // follow what moves; a tile that enters fades in.
+    for (const element of shown) {
+      const old = before.get(element);
+      if (old) {
+        const now = element.getBoundingClientRect();
+        const dx = old.left - now.left;
+        const dy = old.top - now.top;
+        if (dx || dy) {
+          element.animate([{ transform: `translate(${dx}px, ${dy}px)` }, { transform: "none" }],
+                          { duration: MOVE_MS, easing: "ease-out" });
+        }
+      } else {
+        element.animate([{ opacity: 0 }, { opacity: 1 }], { duration: MOVE_MS });
+      }
+    }
+  }
+
+  onKey(event) {
+    if (event.key === " " || event.code === "Space") {
+      if (event.target === this.playButton) return;  // the button's own click plays or pauses
+      event.preventDefault();
+      this.toggle();
+    } else if (event.target === this.range && this.frame !== null) {
+      this.pause(false);  // a key on the slider takes p back from Play
+    }
+  }
+
+  toggle() {
+    if (this.frame !== null) this.pause(true);
+    else this.play();
+  }
+
+  play() {
+    if (!this.data.enabled) return;
+    const last = this.data.p.length - 1;
+    let position = this.step >= last ? last : this.step;
+    let direction = this.step >= last ? -1 : 1;
+    let previous = null;
+    const advance = (now) => {
+      if (previous !== null) position += (direction * (now - previous) * last) / (1000 * SWEEP_SECONDS);
+      previous = now;
+      if (position >= last) [position, direction] = [2 * last - position, -1];
+      if (position <= 0) [position, direction] = [-position, 1];
+      this.moveTo(Math.round(position));
+      this.frame = requestAnimationFrame(advance);
+    };
+    this.frame = requestAnimationFrame(advance);
+    this.playButton.textContent = "Pause";
+    this.playButton.setAttribute("aria-pressed", "true");
+  }
+
+  pause(report) {
+    if (this.frame === null) return;
+    cancelAnimationFrame(this.frame);
+    this.frame = null;
+    this.playButton.textContent = "Play";
+    this.playButton.setAttribute("aria-pressed", "false");
+    if (report) this.released();
+  }
+
+  released() {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      const p = this.data.p[this.step];
+      if (this.frame !== null || p === (this.reported ?? this.data.p_now)) return;
+      this.reported = p;
+      this.report(p);
+    }, REPORT_DELAY_MS);
+  }
+}
+
+function nearestStep(positions, p) {
+  let best = 0;
+  for (let i = 1; i < positions.length; i += 1) {
+    if (Math.abs(positions[i] - p) < Math.abs(positions[best] - p)) best = i;
+  }
+  return best;
+}
