@@ -4,7 +4,7 @@ was started with ``ANCHORDIV_STEP_LOG`` naming a file).
 A run wrapped in :func:`timed_run` appends one JSON line to that file when it ends::
 
     {"app": "explorer", "session": "...", "cpu_s": 0.041, "wall_s": 0.06, "started_at": 1796000000.5,
-     "stages": {"rerank": 0.004, ...}}
+     "stages": {"captions and tables": 0.004, ...}}
 
 ``cpu_s`` is the script thread's CPU time over the run (``time.thread_time``), ``wall_s`` its
 wall-clock time and ``started_at`` its start (``time.time``: where a run falls among many
@@ -26,7 +26,7 @@ from typing import Iterator
 
 LOG_PATH = os.environ.get("ANCHORDIV_STEP_LOG") or None
 # The stages the benchmark reports, in its order; a run may use any subset.
-STAGES = ("rerank", "captions and tables", "image encoding")
+STAGES = ("captions and tables", "image encoding")
 
 _local = threading.local()  # each session's script runs in a thread of its own
 _write = threading.Lock()   # one line at a time; taken only when the log is on

@@ -17,6 +17,7 @@ import pytest
 from PIL import Image
 
 from markup import plain
+from player import player_data, release_p
 from anchordiv import explorer as ex
 from conftest import APP_LIMIT
 from rankings import assert_same_ranking
@@ -132,7 +133,7 @@ def test_p_moves_the_neighbours_as_the_library_says(library):
     app = start()
     presets = library["presets"]
     for p in (1.0, 0.0):
-        app.slider(key="p").set_value(p).run()
+        release_p(app, p)
         assert not app.exception
         assert_shows(app, expected_ranking(library, presets["Gallery object names"], presets["Gallery styles"], p=p))
     app.radio(key="weighting").set_value("literal").run()  # the paper's literal weights
@@ -140,7 +141,7 @@ def test_p_moves_the_neighbours_as_the_library_says(library):
                                        weighting="literal"))
     app.radio(key="weighting").set_value("balanced").run()
     for p in (0.5, 0.8):
-        app.slider(key="p").set_value(p).run()
+        release_p(app, p)
         assert_shows(app, expected_ranking(library, presets["Gallery object names"], presets["Gallery styles"], p=p,
                                            weighting="balanced"))
 
@@ -261,7 +262,7 @@ def test_uploads_good_and_bad(library):
 def test_bad_anchor_sets_never_raise(library):
     app = start()
     app.text_area(key="anchors_a").set_value("\n  \n").run()
-    assert not app.exception and "p has no effect" in messages(app)
+    assert not app.exception and "p has no effect" in player_data(app)["notes"][0] and not player_data(app)["enabled"]
     app.text_area(key="anchors_b").set_value("").run()
     assert not app.exception and any("both anchor sets are empty" in plain(error.value) for error in app.error)
     app.text_area(key="anchors_b").set_value("pixel art").run()  # one anchor
@@ -367,13 +368,13 @@ def test_broken_shipped_world_is_an_error_box(library, monkeypatch):
 
 def test_two_sessions_do_not_share_state(library):
     first, second = start(), start()
-    first.slider(key="p").set_value(0.0).run()
+    release_p(first, 0.0)
     before = neighbours(first)
-    second.slider(key="p").set_value(1.0).run()
+    release_p(second, 1.0)
     second.text_area(key="anchors_b").set_value("neon on black").run()
     first.run()
     assert neighbours(first) == before
-    assert first.slider(key="p").value == 0.0 and second.slider(key="p").value == 1.0
+    assert first.session_state["p"] == 0.0 and second.session_state["p"] == 1.0
     presets = library["presets"]
     assert_shows(first, expected_ranking(library, presets["Gallery object names"], presets["Gallery styles"], p=0.0))
 
@@ -390,7 +391,7 @@ def test_umap_layout_and_p_sweep(library):
     assert not app.exception and not app.error
     # The projection stays at the p it was made at until asked for the geometry at the current p.
     assert app.session_state["umap_p"] == 0.5
-    app.slider(key="p").set_value(0.8).run()
+    release_p(app, 0.8)
     assert app.session_state["umap_p"] == 0.5
     app.button(key="umap_use_p").click().run()
     assert app.session_state["umap_p"] == 0.8 and not app.exception
@@ -560,13 +561,13 @@ def test_the_url_follows_the_view_and_restores_it(library):
     presets = library["presets"]
     app.selectbox(key="model_kind").set_value("gaussian").run()
     app.number_input(key="top_k").set_value(6).run()
-    app.slider(key="p").set_value(0.8).run()
+    release_p(app, 0.8)
     assert app.query_params["p"] == "0.8" and app.query_params["model"] == "gaussian" and app.query_params["k"] == "6"
     shown = neighbours(app)
     assert_shows(app, expected_ranking(library, presets["Gallery object names"], presets["Gallery styles"], p=0.8,
                                        kind="gaussian", k=6))
     again = open_link(dict(app.query_params))
-    assert again.slider(key="p").value == 0.8 and neighbours(again) == shown
+    assert again.session_state["p"] == 0.8 and neighbours(again) == shown
     assert not again.warning
     # the "Share this view" box, opened, holds the same link, to copy
     assert not [code for code in app.code if "?" in code.value]  # closed, it writes nothing
@@ -598,9 +599,9 @@ def test_a_bad_link_opens_with_defaults_and_says_what_it_ignored(library):
     for said in ("p:", "k:", "model:", "unknown parameter “colour”", "another gallery"):
         assert said in warning, said
     presets = library["presets"]
-    assert app.slider(key="p").value == 0.5 and app.number_input(key="top_k").value == 10
+    assert app.session_state["p"] == 0.5 and app.number_input(key="top_k").value == 10
     assert_shows(app, expected_ranking(library, presets["Gallery object names"], presets["Gallery styles"]))
-    app.slider(key="p").set_value(0.6).run()  # said once, not on every run
+    release_p(app, 0.6)  # said once, not on every run
     assert not app.warning
 
 

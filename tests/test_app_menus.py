@@ -11,6 +11,7 @@ import pytest
 from PIL import Image
 
 from markup import plain
+from player import player_data
 from anchordiv.explorer.neighbours import GRID_CAPTION_LINE_CHARS, GRID_CAPTION_LINES
 from anchordiv.explorer.page_state import FOLDER, OPEN_CLIP
 from test_app import neighbour_table, pytestmark, start  # noqa: F401  (pytestmark: skipped without the built-in weights)
@@ -56,13 +57,15 @@ def test_the_folder_menus_offer_only_what_the_chosen_source_opens(library, data_
 
 def test_grid_captions_are_whole_when_they_fit_and_else_cut_at_a_word(library):
     app = start()
-    grids = app.get("image")[1:]  # the first is the query's image
+    data = player_data(app)  # the player's grid at the page's p, then the baselines' (cosine)
+    step = data["p"].index(data["p_now"])
+    captions = [f"{head}\n{data['items'][index]['name']}" for head, index in zip(data["heads"][step], data["order"][step])]
+    captions += [tile["caption"] for baseline in data["baselines"] for tile in baseline["tiles"]]
     table = neighbour_table(app)
-    captions = [plain(image.caption) for grid in grids for image in grid.proto.imgs]
     assert len(captions) == len(table) >= 20
     for caption, item in zip(captions, table["gallery_id"]):
-        assert "  \n" in caption, f"the name has no line of its own: {caption!r}"
-        name, full = caption.split("  \n")[1], library["gallery"].caption(item)
+        assert caption.count("\n") == 1, f"the name has no line of its own: {caption!r}"
+        name, full = caption.split("\n")[1], library["gallery"].caption(item)
         fits = len(textwrap.wrap(full, GRID_CAPTION_LINE_CHARS)) <= GRID_CAPTION_LINES
         assert name == full if fits else (name.endswith("…") and full.startswith(name[:-1])
                                           and full[len(name) - 1] == " "), (name, full)

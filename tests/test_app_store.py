@@ -11,6 +11,7 @@ import pytest
 from PIL import Image
 
 from markup import plain
+from player import player_data, release_p
 from anchordiv import explorer as ex
 from anchordiv.builtin.weights import ASSETS_DIR, MANIFEST_NAME, WEIGHTS_NAME
 from anchordiv.embeddings import embed_folder_to_store
@@ -100,33 +101,33 @@ def test_the_page_ranks_the_store_as_the_library_and_reads_only_shown_images(lib
     geometry = library_geometry(library, app, gallery)
     query = int(app.session_state["query_id"])
     vector = gallery.vector(query)
-    slider = geometry.slider(vector, 10, query, "calibrated")
+    path = geometry.p_path(vector, 10, query, "calibrated")
     shown = neighbours(app)
-    values, ids, _ = slider.at(0.5)
-    assert shown == ids.tolist()  # the page's own route: the slider, built as here
+    values, ids = path.values[path.step_of(0.5)], path.ids[path.step_of(0.5)]
+    assert shown == ids.tolist()  # the page's own route: the p path, built as here
     # The exact float32 search over the store, another route: its rounding at s = 10, d = 256.
     assert_same_ranking((values, ids), ex.search_one(geometry.index_at(0.5, "calibrated"), vector, 20, query), rtol=1e-4, atol=1e-5,
                         context="the slider against the store's exact search")
     assert neighbours(app, "cosine") == ex.cosine_top_k(gallery.store, vector, 10, query)[1].tolist()
-    assert "Certified" in messages(app, ("caption",))
-    # One read per image the page can show: the query, both grids, and what every step of the p slider
-    # shows (encoded when the page is drawn, so that no move of p waits for a file); none for the others.
-    steps = np.linspace(0.0, 1.0, 21)
-    drawn = {query, *neighbours(app, "cosine"), *(int(item) for p in steps for item in slider.at(p)[1])}
+    data = player_data(app)
+    assert data["notes"][data["note"][path.step_of(0.5)]].startswith("✓ Certified")
+    # One read per image the page can show: the query, both grids, and what every step of the p path
+    # shows (sent to the browser with the path, so that no move of p waits for a file); none for the others.
+    drawn = {query, *neighbours(app, "cosine"), *path.shown_ids.tolist()}
     assert set(shown) <= drawn
     assert sorted(read) == sorted(Path(gallery.caption(item)).name for item in drawn) and len(read) < len(gallery)
     seen = {tuple(shown)}
     for p in (1.0, 0.0):
-        app.slider(key="p").set_value(p).run()
+        release_p(app, p)
         assert not app.exception
-        assert neighbours(app) == slider.at(p)[1].tolist()
+        assert neighbours(app) == path.ids[path.step_of(p)].tolist()
         seen.add(tuple(neighbours(app)))
         drawn |= set(neighbours(app))
     assert len(seen) > 1  # p moves the neighbours
     # Each image is read and encoded once, however often a move of p shows it again.
     assert sorted(read) == sorted(Path(gallery.caption(item)).name for item in drawn)
     app.radio(key="weighting").set_value("literal").run()
-    assert neighbours(app) == geometry.slider(vector, 10, query, "literal").at(0.0)[1].tolist()
+    assert neighbours(app) == geometry.p_path(vector, 10, query, "literal").ids[0].tolist()
 
 
 def test_name_search_and_row_choose_the_query(library, served):
@@ -177,7 +178,7 @@ def test_a_store_without_images_or_labels_shows_placeholders(library, served, mo
     monkeypatch.setattr(thumbnails, "read_thumbnail", lambda path, size: read.append(path))
     app = open_store(served["root"] / "stores" / "no-images")
     assert not app.exception and not app.error and read == []
-    assert len(neighbours(app)) == 10 and "query labels unknown" in " ".join(block.value for block in app.markdown)
+    assert len(neighbours(app)) == 10 and set(player_data(app)["agreement"]) == {"query labels unknown"}
     table = next(frame.value for frame in app.dataframe if "method" in frame.value.columns)
     assert table["name"].str.fullmatch(r"#\d+").all()  # no labels: items are named by their id
 
@@ -214,7 +215,7 @@ def test_a_shard_edited_in_place_while_the_page_is_open_is_named_not_searched(se
     shard = sorted(copy.glob("shard-*.npy"))[0]
     rows = np.load(shard)
     np.save(shard, -rows[::-1])  # the same shape and dtype: the same header
-    app.slider(key="p").set_value(0.3).run()
+    release_p(app, 0.3)
     assert not app.exception
     assert shard.name in messages(app, ("error",)), messages(app)
     assert not [frame for frame in app.dataframe if "method" in frame.value.columns]

@@ -14,6 +14,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from anchordiv.builtin.weights import ASSETS_DIR, WEIGHTS_NAME
@@ -54,8 +55,12 @@ def store_app_url(app_url, tmp_path_factory):
         yield url, log
 
 
+HOSTILE_NAME = "<img src=x onerror=alert(1)>"
+
+
 def small_store(root: Path) -> Path:
-    """``root`` with 30 coloured squares in images/ and their store (the built-in model) in stores/shapes."""
+    """``root`` with 30 coloured squares and one red square named as markup (:data:`HOSTILE_NAME`)
+    in images/, and their store (the built-in model) in stores/shapes."""
     from PIL import Image
 
     from anchordiv.embeddings import embed_folder_to_store
@@ -66,14 +71,25 @@ def small_store(root: Path) -> Path:
         for i in range(10):
             Image.new("RGB", (40 + 2 * i, 40), tuple(max(0, c - 12 * i) for c in colour)).save(
                 root / "images" / label / f"{label}-{i}.png")
+    # A file name that is markup: the page must show it as the characters it is.
+    Image.new("RGB", (40, 40), (200, 40, 40)).save(root / "images" / "red" / f"{HOSTILE_NAME}.png")
     embed_folder_to_store(root / "images", load_encoder("builtin", device="cpu"), root / "stores" / "shapes",
                           shard_rows=8)
     return root
 
 
+PLAYER_SLIDER = "[data-anchordiv-p]"
+
+
 def neighbour_captions(page) -> list[str]:
-    """Captions of the image grids, the anchor-divergence grid first."""
-    return page.locator('[data-testid="stImageCaption"]').all_inner_texts()
+    """Captions of the neighbour grids, the anchor-divergence grid first (the p player draws them
+    all, each caption with the hook data-anchordiv-caption)."""
+    return page.locator("[data-anchordiv-caption]").all_inner_texts()
+
+
+def player_p(page) -> float:
+    """The p the player's slider shows."""
+    return float(page.locator(PLAYER_SLIDER).get_attribute("aria-valuetext").removeprefix("p = "))
 
 
 def wait_until_idle(page, seconds: float = STARTUP_SECONDS) -> None:
@@ -86,7 +102,7 @@ def wait_until_idle(page, seconds: float = STARTUP_SECONDS) -> None:
 
 def wait_for_grids(page, count: int, seconds: float = STARTUP_SECONDS) -> list[str]:
     """Wait until at least ``count`` neighbour captions are drawn: the heading can come before the images."""
-    page.wait_for_function(f"() => document.querySelectorAll('[data-testid=\"stImageCaption\"]').length >= {count}",
+    page.wait_for_function(f"() => document.querySelectorAll('[data-anchordiv-caption]').length >= {count}",
                            timeout=seconds * 1000)
     return neighbour_captions(page)
 
@@ -148,10 +164,9 @@ def test_browser_types_anchors_moves_p_and_sees_the_grid_change(app_url, tmp_pat
         wait_until_idle(page)
         typed = wait_for_change(page, start)
 
-        slider = page.locator('[data-testid="stSlider"]').filter(has_text="weight of A").get_by_role("slider")
+        slider = page.locator(PLAYER_SLIDER)
         slider.focus()
-        for _ in range(10):  # 0.5 -> 1.0 in steps of 0.05: only A
-            slider.press("ArrowRight")
+        slider.press("End")  # p = 1: only A
         page.get_by_text("p = 1.00").first.wait_for(timeout=60_000)
         wait_until_idle(page)
         moved = wait_for_change(page, typed)
@@ -176,12 +191,6 @@ def test_browser_types_anchors_moves_p_and_sees_the_grid_change(app_url, tmp_pat
             page_report(page, log_path)
 
 
-def slider_value(page, label: str) -> float:
-    """The value a slider shows on its thumb."""
-    slider = page.locator('[data-testid="stSlider"]').filter(has_text=label)
-    return float(slider.locator('[data-testid="stSliderThumbValue"]').inner_text())
-
-
 def test_browser_links_restore_the_view_and_every_page_opens(app_url, tmp_path):
     """Moving p changes the page's URL; that URL in a fresh browser context shows the same p and the
     same neighbour captions; the navigation lists every page, and each opens without a traceback.
@@ -193,9 +202,9 @@ def test_browser_links_restore_the_view_and_every_page_opens(app_url, tmp_path):
         for title in ("Explore", "Compare", "Learn", "Report"):
             assert title in navigation, f"{title} missing from the navigation: {navigation}"
 
-        slider = page.locator('[data-testid="stSlider"]').filter(has_text="weight of A").get_by_role("slider")
+        slider = page.locator(PLAYER_SLIDER)
         slider.focus()
-        for _ in range(6):  # 0.5 -> 0.8
+        for _ in range(30):  # 0.5 -> 0.8, then released: the URL follows
             slider.press("ArrowRight")
         page.wait_for_url("**p=0.8*", timeout=60_000)
         wait_until_idle(page)
@@ -203,7 +212,7 @@ def test_browser_links_restore_the_view_and_every_page_opens(app_url, tmp_path):
         link = page.url
 
         fresh = open_explorer(browser, link, log_path)
-        assert slider_value(fresh, "weight of A") == 0.8, page_report(fresh, log_path)
+        assert player_p(fresh) == 0.8, page_report(fresh, log_path)
         assert neighbour_captions(fresh) == shown, page_report(fresh, log_path)
         fresh.screenshot(path=str(tmp_path / "explore.png"), full_page=True)
 
@@ -281,6 +290,8 @@ def test_browser_opens_a_gallery_store_and_moves_p_on_the_certified_slider(store
     url, log_path = store_app_url
     with chromium() as browser:
         page = open_explorer(browser, url, log_path)
+        dialogs = []
+        page.on("dialog", lambda dialog: dialogs.append(dialog.message) or dialog.dismiss())
         page.get_by_text("Gallery store", exact=True).first.click()
         page.get_by_text("Choose a gallery store in the sidebar").first.wait_for(timeout=60_000)
         page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first.click()
@@ -288,20 +299,25 @@ def test_browser_opens_a_gallery_store_and_moves_p_on_the_certified_slider(store
         page.get_by_text("Certified").first.wait_for(timeout=STARTUP_SECONDS * 1000)
         wait_for_grids(page, 20)
         wait_until_idle(page)
-        assert "gallery store 'shapes' (30 items" in page.locator('[data-testid="stSidebar"]').inner_text()
+        assert "gallery store 'shapes' (31 items" in page.locator('[data-testid="stSidebar"]').inner_text()
         captions = neighbour_captions(page)
         assert any(".png" in caption for caption in captions), page_report(page, log_path)
-        slider = page.locator('[data-testid="stSlider"]').filter(has_text="p: weight").get_by_role("slider")
+        slider = page.locator(PLAYER_SLIDER)
         before = float(re.search(r"\(\w+, p = (\d\.\d\d)\)", page.locator("body").inner_text()).group(1))
         slider.focus()
         slider.press("ArrowLeft")
         slider.press("ArrowLeft")
-        expected = f"p = {before - 0.1:.2f}"
+        expected = f"p = {before - 0.02:.2f}"
         page.get_by_text(expected).first.wait_for(timeout=30_000)
         wait_until_idle(page)
         page.screenshot(path=str(tmp_path / "store.png"), full_page=True)
         text = page.locator("body").inner_text()
         assert "Certified" in text and "Traceback" not in text, page_report(page, log_path)
+        # The markup file name, wherever the player shows it, is text: no element made of it, no alert.
+        assert not dialogs and page.locator('img[src="x"]').count() == 0, page_report(page, log_path)
+        names = page.locator("[data-anchordiv-caption]").all_inner_texts()
+        if any("onerror" in name for name in names):
+            assert any("<img" in name for name in names), names
 
 
 def details_text(page) -> str:
@@ -310,38 +326,110 @@ def details_text(page) -> str:
         "Why this neighbour|Neighbour table")).all_inner_texts())
 
 
-def test_browser_details_follow_p_while_open_and_are_drawn_once_closed(app_url, tmp_path):
-    """Closed, the detail expanders sit outside the p fragment; open, inside it: either way each is
-    drawn once, and an open one shows the view at the current p. Pressed four times in a row, the
-    slider's arrow key reaches p + 0.20: no full run writes an older p back meanwhile."""
+class RunCount:
+    """The script runs whose end has reached the page (Streamlit's script_finished messages)."""
+
+    def __init__(self, page):
+        self.runs = 0
+        page.on("websocket", lambda socket: socket.on("framereceived", self._frame))
+
+    def _frame(self, payload) -> None:
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        if isinstance(payload, bytes) and len(payload) <= 256:
+            message = ForwardMsg.FromString(payload)
+            if message.WhichOneof("type") == "script_finished":
+                self.runs += 1
+
+
+def shown_ids(page, grid: str = "anchor divergence") -> list[int]:
+    """The gallery ids a grid of the player shows, best first."""
+    return [int(i) for i in page.locator(f'[data-anchordiv-grid="{grid}"] [data-anchordiv-id]').evaluate_all(
+        "tiles => tiles.map(tile => tile.getAttribute('data-anchordiv-id'))")]
+
+
+def check_grid_is_the_library_s(page, library, log_path) -> None:
+    """The player's grid at the p it shows is the library's top 10 there, up to ties (the page's
+    float32 values against the library's float32 search, both s = 10: a few 1e-6 apart)."""
+    from test_app import expected_ranking
+    from rankings import assert_same_ranking
+
+    p = player_p(page)
+    presets = library["presets"]
+    values, ids = expected_ranking(library, presets["Gallery object names"], presets["Gallery styles"], p=p)
+    shown = np.array(shown_ids(page))
+    value_of = dict(zip(ids.tolist(), values.tolist()))
+    assert all(item in value_of for item in shown), f"p = {p}: {shown} not in the library's top 20\n{page_report(page, log_path)}"
+    assert_same_ranking((np.array([value_of[item] for item in shown]), shown), (values, ids), atol=1e-4, rtol=1e-4,
+                        context=f"the player's grid at p = {p:.2f}")
+
+
+def test_browser_p_player_plays_in_the_browser_and_one_release_is_one_run(app_url, library, tmp_path):
+    """Keys and a drag move p with no run; each grid is the library's at its p; a burst of key
+    presses is one release and one run, after which the URL and the open "why this neighbour?" follow;
+    Play reaches p = 1 and Pause reports where it stopped; a reload keeps p. At 1500 x 1000 the
+    query, the p control and the first row of the grid are on the first screen."""
     url, log_path = app_url
     with chromium() as browser:
-        page = open_explorer(browser, url, log_path)
-        summaries = page.locator('[data-testid="stExpander"] summary')
-        why = summaries.filter(has_text="Why this neighbour?")
-        assert why.count() == 1 and summaries.filter(has_text="Neighbour table").count() == 1, page_report(page, log_path)
-        why.click()
+        page = browser.new_context(viewport={"width": 1500, "height": 1000}).new_page()
+        dialogs = []
+        page.on("dialog", lambda dialog: dialogs.append(dialog.message) or dialog.dismiss())
+        runs = RunCount(page)
+        page.goto(url)
+        wait_for_grids(page, 20)
+        wait_until_idle(page)
+        slider = page.locator(PLAYER_SLIDER)
+        assert slider.get_attribute("aria-label").startswith("p"), page_report(page, log_path)
+        first_row = page.locator('[data-anchordiv-grid="anchor divergence"] img').first.bounding_box()
+        query = page.locator('[data-testid="stImage"] img').first.bounding_box()
+        for box, what in ((first_row, "the grid's first row"), (slider.bounding_box(), "the p slider"), (query, "the query")):
+            assert box["y"] >= 0 and box["y"] + box["height"] <= 1000, f"{what} is below the fold: {box}"
+        check_grid_is_the_library_s(page, library, log_path)
+
+        page.locator('[data-testid="stExpander"] summary').filter(has_text="Why this neighbour?").click()
         page.get_by_text("Query's tilted anchor distribution").first.wait_for(timeout=60_000)
         wait_until_idle(page)
         opened = details_text(page)
-        slider = page.locator('[data-testid="stSlider"]').filter(has_text="weight of A").get_by_role("slider")
+        before_runs = runs.runs
         slider.focus()
-        for _ in range(4):
+        for _ in range(4):  # one quick burst: four steps, one release
             slider.press("ArrowRight")
-        page.get_by_text("p = 0.70").first.wait_for(timeout=60_000)
+        assert player_p(page) == 0.54
+        check_grid_is_the_library_s(page, library, log_path)
+        page.wait_for_url("**p=0.54*", timeout=60_000)
         wait_until_idle(page)
+        page.wait_for_timeout(800)  # room for any further run, which must not come
+        assert runs.runs == before_runs + 1, f"{runs.runs - before_runs} runs for one release"
         assert details_text(page) != opened, f"'why this neighbour?' did not follow p\n{page_report(page, log_path)}"
-        assert summaries.filter(has_text="Why this neighbour?").count() == 1, page_report(page, log_path)
 
-        summaries.filter(has_text="Why this neighbour?").click()  # closed: a fragment run
+        box = slider.bounding_box()
+        y = box["y"] + box["height"] / 2
+        page.mouse.move(box["x"] + box["width"] * 0.54, y)
+        before_runs = runs.runs
+        page.mouse.down()
+        page.mouse.move(box["x"] + box["width"] * 0.3, y, steps=8)
+        page.wait_for_timeout(500)
+        assert runs.runs == before_runs, "a drag ran the script before its release"
+        dragged = player_p(page)
+        assert dragged < 0.5, dragged
+        check_grid_is_the_library_s(page, library, log_path)
+        page.mouse.up()
+        page.wait_for_url(f"**p={dragged:g}*", timeout=60_000)
         wait_until_idle(page)
-        before = neighbour_captions(page)
-        slider.focus()
-        slider.press("ArrowLeft")  # the next move of p puts the closed details back outside the fragment
-        page.get_by_text("p = 0.65").first.wait_for(timeout=60_000)
+
+        page.get_by_role("button", name="Play").click()
+        page.wait_for_function(f"() => document.querySelector('{PLAYER_SLIDER}').getAttribute('aria-valuetext') === 'p = 1.00'",
+                               timeout=20_000)
+        page.get_by_role("button", name="Pause").click()
+        paused = player_p(page)
+        page.wait_for_url(f"**p={paused:g}*", timeout=60_000)
         wait_until_idle(page)
-        assert wait_for_change(page, before)[:10] != before[:10], page_report(page, log_path)
-        assert summaries.filter(has_text="Why this neighbour?").count() == 1, page_report(page, log_path)
-        assert summaries.filter(has_text="Neighbour table").count() == 1, page_report(page, log_path)
-        assert not page.get_by_text("Query's tilted anchor distribution").count(), page_report(page, log_path)
-        assert not page.get_by_text("Traceback").count(), page_report(page, log_path)
+        check_grid_is_the_library_s(page, library, log_path)
+        page.screenshot(path=str(tmp_path / "player.png"))
+
+        page.reload()
+        wait_for_grids(page, 20)
+        wait_until_idle(page)
+        assert player_p(page) == paused, page_report(page, log_path)
+        check_grid_is_the_library_s(page, library, log_path)
+        assert not dialogs and not page.get_by_text("Traceback").count(), page_report(page, log_path)

@@ -63,12 +63,18 @@ def results():
 
 
 def test_every_measure_has_a_positive_finite_time_for_both_apps(results):
+    """Every measure is known for both apps but the release's run, which only the explorer's p
+    player has (the reference's slider runs the script on each step)."""
     figures, _ = results
     for app in ("explorer", "reference"):
-        assert set(figures[app]) == {*MEASURES, "cpu"}, app
+        assert set(figures[app]) == {*MEASURES, "cpu", "release_cpu", "runs_per_step"}, app
         for measure in MEASURES:
             seconds = figures[app][measure]
+            if app == "reference" and measure == "release_s":
+                assert seconds is None
+                continue
             assert math.isfinite(seconds) and seconds > 0, (app, measure, seconds)
+    assert figures["explorer"]["release_s"] > figures["explorer"]["move_p_rest_s"]
 
 
 def test_a_page_is_at_rest_no_sooner_than_its_grid_changed(results):
@@ -79,17 +85,29 @@ def test_a_page_is_at_rest_no_sooner_than_its_grid_changed(results):
         assert figures[app]["move_p_rest_s"] >= figures[app]["move_p_grid_s"], (app, figures[app])
 
 
-def test_every_cpu_figure_is_known_finite_and_not_negative_for_both_apps(results):
-    """Both apps' runs log their stages (step_clock.timed_run), so no figure is missing; a stage an
-    app does not have (the reference's rerank) is 0."""
+def known(cpu: dict) -> None:
+    assert list(cpu) == list(CPU_FIGURES)
+    for figure, seconds in cpu.items():
+        assert seconds is not None and math.isfinite(seconds) and seconds >= 0, (figure, seconds)
+    assert cpu["in all"] > 0
+    assert sum(cpu[stage] for stage in STAGES) + cpu["other script work"] > 0
+
+
+def test_the_explorer_runs_nothing_per_step_and_one_logged_run_per_release(results):
+    """The p player plays p in the browser: no script run during a step (so only the server's CPU
+    in all is known there), one logged run per release, whose stages are all known."""
     figures, _ = results
-    for app in ("explorer", "reference"):
-        cpu = figures[app]["cpu"]
-        assert list(cpu) == list(CPU_FIGURES), app
-        for figure, seconds in cpu.items():
-            assert seconds is not None and math.isfinite(seconds) and seconds >= 0, (app, figure, seconds)
-        assert cpu["in all"] > 0, app
-        assert sum(cpu[stage] for stage in STAGES) + cpu["other script work"] > 0, app
+    explorer = figures["explorer"]
+    assert explorer["runs_per_step"] == 0
+    assert explorer["cpu"]["in all"] >= 0 and all(explorer["cpu"][figure] is None for figure in CPU_FIGURES[1:])
+    known(explorer["release_cpu"])
+
+
+def test_every_cpu_figure_of_the_reference_is_known_finite_and_not_negative(results):
+    """The reference's runs log their stages (step_clock.timed_run): one run per step."""
+    figures, _ = results
+    assert figures["reference"]["runs_per_step"] == 1 and figures["reference"]["release_cpu"] is None
+    known(figures["reference"]["cpu"])
 
 
 def test_the_cpu_ratios_are_explorer_over_reference_where_the_reference_spent_any(results):
@@ -97,13 +115,15 @@ def test_the_cpu_ratios_are_explorer_over_reference_where_the_reference_spent_an
     assert list(figures["cpu_ratio"]) == list(CPU_FIGURES)
     for figure, ratio in figures["cpu_ratio"].items():
         explorer, reference = figures["explorer"]["cpu"][figure], figures["reference"]["cpu"][figure]
-        assert ratio == (pytest.approx(explorer / reference) if reference else None), figure
+        assert ratio == (pytest.approx(explorer / reference) if reference and explorer is not None else None), figure
 
 
 def test_the_ratios_are_explorer_over_reference(results):
     figures, _ = results
     for measure in MEASURES:
-        assert figures["ratio"][measure] == pytest.approx(figures["explorer"][measure] / figures["reference"][measure])
+        expected = None if figures["reference"][measure] is None else pytest.approx(
+            figures["explorer"][measure] / figures["reference"][measure])
+        assert figures["ratio"][measure] == expected
 
 
 def test_it_prints_the_machine_and_one_line_per_measure(results):
@@ -122,9 +142,9 @@ def test_it_prints_the_machine_and_one_line_per_measure(results):
 def test_a_step_without_logged_runs_has_only_the_servers_cpu():
     """A script not wrapped in step_clock.timed_run logs nothing: its stages are unknown, not 0."""
     assert step_cpu(0.02, []) == {figure: 0.02 if figure == "in all" else None for figure in CPU_FIGURES}
-    runs = [{"cpu_s": 0.010, "stages": {"rerank": 0.004}}, {"cpu_s": 0.002, "stages": {}}]
+    runs = [{"cpu_s": 0.010, "stages": {"captions and tables": 0.004}}, {"cpu_s": 0.002, "stages": {}}]
     cpu = step_cpu(0.020, runs)
-    assert cpu["rerank"] == pytest.approx(0.004) and cpu["image encoding"] == 0
+    assert cpu["captions and tables"] == pytest.approx(0.004) and cpu["image encoding"] == 0
     assert cpu["other script work"] == pytest.approx(0.008)
     assert cpu["Streamlit outside the script"] == pytest.approx(0.008)
 

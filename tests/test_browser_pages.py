@@ -23,7 +23,8 @@ PAGES = {"explore": ("/", "Neighbours"), "compare": ("/compare", "Green frame"),
 CLIPPED_JS = """() => {
   const clipped = [];
   const boxes = document.querySelectorAll(
-    '[data-testid="stImageCaption"], [data-testid="stMarkdownContainer"], [data-testid="stCaptionContainer"], '
+    '[data-testid="stImageCaption"], [data-anchordiv-caption], [data-testid="stMarkdownContainer"], '
+    + '[data-testid="stCaptionContainer"], '
     + '[data-testid="stWidgetLabel"], h1, h2, h3, [data-testid="stExpander"] summary');
   for (const box of boxes) {
     const rect = box.getBoundingClientRect();
@@ -37,10 +38,8 @@ CLIPPED_JS = """() => {
 }"""
 SIDEWAYS_JS = "() => document.documentElement.scrollWidth - window.innerWidth"
 # The top of each neighbour grid's first image (a grid: a list of ten or more captioned images).
-GRID_TOPS_JS = """() => [...document.querySelectorAll('[data-testid="stElementContainer"]')]
-  .filter(box => box.querySelectorAll('[data-testid="stImageCaption"]').length >= 10
-                 && !box.querySelector('[data-testid="stElementContainer"]'))
-  .map(box => box.querySelector('img').getBoundingClientRect().top)"""
+GRID_TOPS_JS = """() => [...document.querySelectorAll('[data-anchordiv-grid]')]
+  .map(grid => grid.querySelector('img').getBoundingClientRect().top)"""
 
 
 @pytest.mark.parametrize("width", WIDTHS)

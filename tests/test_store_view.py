@@ -121,36 +121,36 @@ def test_cosine_over_the_store_is_cosine_over_its_rows(big):
 
 
 @pytest.mark.parametrize("weighting", list(ex.WEIGHTINGS))
-def test_the_slider_and_the_search_give_the_mixture_s_top_k(world, weighting):
+def test_the_p_path_and_the_search_give_the_mixture_s_top_k(world, weighting):
     gallery, objects, styles = world
     geometry = ex.ExplorerGeometry.over_store(gallery.store, [objects, styles], [["o"] * 6, ["s"] * 4], ex.GeometrySpec(scale=12.0),
                                 sample_rows=120)
     query, k = gallery.vector(7), 8
-    slider = geometry.slider(query, k, 7, weighting)
+    path = geometry.p_path(query, k, 7, weighting)
     rows = gallery.store.rows(np.arange(len(gallery)))
-    seen = set()
-    for p in np.linspace(0.0, 1.0, 21):
-        values, ids, certified = ex.neighbours_at(geometry, slider, query, k, float(p), weighting, 7)
-        model = geometry.model_at(float(p), weighting)
+    assert len(path) == 101 and path.certified.dtype == bool
+    for step in range(0, 101, 5):
+        p = float(path.p[step])
+        model = geometry.model_at(p, weighting)
         expected = ex.search_one(AnchorIndex(model, rows), query, 2 * k, exclude=7)
-        assert isinstance(certified, bool)
-        assert_same_ranking((values, ids), expected, **SEARCH_TOL, context=f"slider at p = {p:.2f}")
-        assert_same_ranking(ex.search_one(geometry.index_at(float(p), weighting), query, k, 7), expected, **SEARCH_TOL,
+        assert_same_ranking((path.values[step], path.ids[step]), expected, **SEARCH_TOL, context=f"path at p = {p:.2f}")
+        assert_same_ranking(ex.search_one(geometry.index_at(p, weighting), query, k, 7), expected, **SEARCH_TOL,
                             context=f"sharded search at p = {p:.2f}")
-        seen.add(tuple(ids.tolist()))
-    assert len(seen) > 1  # p moves the neighbours
+    assert len({tuple(ids) for ids in path.ids.tolist()}) > 1  # p moves the neighbours
 
 
-def test_no_slider_for_one_set_or_the_reverse_direction(world):
+def test_without_a_slider_the_path_is_the_exact_search_at_each_step(world):
     gallery, objects, styles = world
     query = gallery.vector(3)
     one = ex.ExplorerGeometry.over_store(gallery.store, [objects, objects[:0]], [["o"] * 6, []], ex.GeometrySpec(), sample_rows=50)
     reverse = ex.ExplorerGeometry.over_store(gallery.store, [objects, styles], [["o"] * 6, ["s"] * 4],
                                ex.GeometrySpec(reverse=True), sample_rows=50)
-    for geometry in (one, reverse):
-        assert geometry.slider(query, 5, 3, "calibrated") is None
-        values, ids, certified = ex.neighbours_at(geometry, None, query, 5, 0.3, "calibrated", 3)
-        assert certified is None and ids.tolist() == ex.search_one(geometry.index_at(0.3, "calibrated"), query, 5, 3)[1].tolist()
+    for geometry, steps in ((one, 101), (reverse, 21)):
+        path = geometry.p_path(query, 5, 3, "calibrated")
+        assert len(path) == steps and not path.certified.any()
+        step = path.step_of(0.3)
+        expected = ex.search_one(geometry.index_at(float(path.p[step]), "calibrated"), query, 5, 3)
+        assert path.ids[step].tolist() == expected[1].tolist()
 
 
 def test_the_neighbour_table_marks_the_query_s_label(world):

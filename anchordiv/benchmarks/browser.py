@@ -43,27 +43,38 @@ CHROMIUM = os.environ.get("ANCHORDIV_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
 VIEWPORT = {"width": 1500, "height": 2600}
-APPS = {"explorer": (EXPLORER_SCRIPT, "weight of A"), "reference": ("reference_grid.py", "weight of grid A")}
+# Each app's script and its p slider: a Streamlit slider by its label, or (None) the explorer's p
+# player, a browser component that plays p without the server (found by its data-anchordiv-p hook).
+APPS = {"explorer": (EXPLORER_SCRIPT, None), "reference": ("reference_grid.py", "weight of grid A")}
+PLAYER_SLIDER = "[data-anchordiv-p]"
 MEASURES = {"start_s": "start the server, disk cache present -> first grid",
             "open_s": "open the app, server running -> first grid",
             "move_p_grid_s": "move p one step -> the grid changes",
-            "move_p_rest_s": "move p one step -> page at rest again"}
+            "move_p_rest_s": "move p one step -> page at rest again",
+            "release_s": "move p one step -> the run its release starts has finished (URL, details)"}
 FIRST_START = "first start, empty cache -> first grid"
 # The server's CPU per p step: in all, in each stage of the logged script runs, the rest of those
 # runs, and the rest of the server: Streamlit outside the script thread (sending the messages,
 # serving the images), and any run not wrapped in step_clock.timed_run.
 CPU_FIGURES = ("in all", *STAGES, "other script work", "Streamlit outside the script")
 CPU_WORDS = "server CPU per p step"
+RELEASE_CPU_WORDS = "server CPU per release of p (one run)"
 STEP_LOG = "ANCHORDIV_STEP_LOG"  # the variable app/step_clock.py reads
 SETTLE_S = 0.05  # after a step is at rest, for the server's event loop to finish sending
 WAIT_S = 180  # per wait in the browser; a first start with a gallery to embed takes longer
 
-# The captions of each st.image grid (an element holding 10 or more), first grid first: the
-# explorer also captions its query image, which is not part of any grid.
-GRIDS_JS = """() => [...document.querySelectorAll('[data-testid="stElementContainer"]')]
-  .filter(box => !box.querySelector('[data-testid="stElementContainer"]'))
-  .map(box => [...box.querySelectorAll('[data-testid="stImageCaption"]')].map(c => c.innerText))
+# The captions of each grid of 10 or more, first grid first: the p player's grids (its own, then
+# the baselines' beside it), then each st.image grid (the explorer also captions its query image,
+# which is not part of any grid).
+GRIDS_JS = """() => [
+  ...[...document.querySelectorAll('[data-anchordiv-grid]')]
+    .map(grid => [...grid.querySelectorAll('[data-anchordiv-caption]')].map(c => c.innerText)),
+  ...[...document.querySelectorAll('[data-testid="stElementContainer"]')]
+    .filter(box => !box.querySelector('[data-testid="stElementContainer"]'))
+    .map(box => [...box.querySelectorAll('[data-testid="stImageCaption"]')].map(c => c.innerText))]
   .filter(captions => captions.length >= 10)"""
+# A step of the p player is at rest once its grids' images are all loaded (no run is involved).
+PLAYER_AT_REST = "() => [...document.querySelectorAll('[data-anchordiv-grid] img')].every(image => image.complete)"
 RUNNING = '[data-testid^="stStatusWidgetRunning"]'
 FIRST_GRIDS = f"() => ({GRIDS_JS})().flat().length >= 20"
 GRID_CHANGED = f"before => ({GRIDS_JS})()[0]?.join('\\n') !== before.join('\\n')"
@@ -174,6 +185,7 @@ class RunWatch:
 
     def __init__(self, page):
         self._finished = asyncio.Event()
+        self.finished_at = None  # perf_counter() when the run's end reached the browser
         page.on("websocket", lambda socket: socket.on("framereceived", self._frame))
 
     def reset(self) -> None:
@@ -196,6 +208,7 @@ class RunWatch:
         message = ForwardMsg.FromString(payload)
         done = (ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY)
         if message.WhichOneof("type") == "script_finished" and message.script_finished in done:
+            self.finished_at = time.perf_counter()
             self._finished.set()
 
 
@@ -266,9 +279,25 @@ async def wait_at_rest(page, watch: RunWatch, start: float) -> float:
     return await wait_until(page, PAGE_AT_REST) - start
 
 
-def p_slider(page, label: str):
-    """The p slider of the app whose slider label contains ``label``."""
+def plays_in_browser(name: str) -> bool:
+    """Whether app ``name``'s p is the explorer's p player (no server run per step)."""
+    return APPS[name][1] is None
+
+
+def p_slider(page, name: str):
+    """App ``name``'s p slider: the p player's range input, or the Streamlit slider by its label."""
+    label = APPS[name][1]
+    if label is None:
+        return page.locator(PLAYER_SLIDER)
     return page.locator('[data-testid="stSlider"]').filter(has_text=label).get_by_role("slider")
+
+
+async def slider_p(page, name: str) -> float:
+    """The p app ``name``'s slider shows (the player's range counts steps; its text says p)."""
+    slider = p_slider(page, name)
+    if plays_in_browser(name):
+        return float((await slider.get_attribute("aria-valuetext")).removeprefix("p = "))
+    return float(await slider.input_value())
 
 
 async def _arrow(slider, previous: str) -> str:
@@ -281,17 +310,19 @@ async def _arrow(slider, previous: str) -> str:
 @dataclass(frozen=True)
 class Step:
     """One arrow key on the p slider: seconds until the first grid's captions differed and until the
-    page was at rest, and the key pressed (the next step goes on the same way)."""
+    page was at rest, the key pressed (the next step goes on the same way) and when it was pressed
+    (``perf_counter``)."""
     grid_s: float
     rest_s: float
     key: str
+    started: float
 
 
 async def step_p(page, watch: RunWatch, name: str, log_path: Path, previous: str = "ArrowRight") -> Step:
     """One step of app ``name``'s p slider on ``page``, on in the direction of ``previous``."""
     from playwright.async_api import Error as PlaywrightError
 
-    slider = p_slider(page, APPS[name][1])
+    slider = p_slider(page, name)
     try:
         key = await _arrow(slider, previous)
         before = (await grids(page))[0]
@@ -300,9 +331,24 @@ async def step_p(page, watch: RunWatch, name: str, log_path: Path, previous: str
         start = time.perf_counter()
         await slider.press(key)
         changed = await wait_until(page, GRID_CHANGED, before) - start
-        return Step(changed, await wait_at_rest(page, watch, start), key)
+        rest = (await wait_until(page, PLAYER_AT_REST) - start if plays_in_browser(name)
+                else await wait_at_rest(page, watch, start))
+        return Step(changed, rest, key, start)
     except (PlaywrightError, TimeoutError) as error:
         raise await _fail(page, name, "a step of p until the grid changed", error, log_path) from error
+
+
+async def wait_release(page, watch: RunWatch, name: str, step: Step, log_path: Path) -> float:
+    """For the p player: seconds from ``step``'s key press until the run its release starts has
+    finished and the page is at rest (its URL and open details then show the new p)."""
+    from playwright.async_api import Error as PlaywrightError
+
+    try:
+        await watch.finished()
+        await wait_until(page, PAGE_AT_REST)
+        return watch.finished_at - step.started
+    except (PlaywrightError, TimeoutError) as error:
+        raise await _fail(page, name, "the run of a release of p", error, log_path) from error
 
 
 async def _open_and_settle(context, url: str, name: str, log_path: Path) -> float:
@@ -364,8 +410,10 @@ def median_known(values: Iterable[float | None]) -> float | None:
 
 async def _steps_with_cpu(page, watch: RunWatch, name: str, process: subprocess.Popen, log_path: Path,
                           step_log: Path, repeats: int) -> tuple[list[Step], dict[str, float | None]]:
-    """``repeats`` p steps, and the medians over them of the server's CPU per step (:data:`CPU_FIGURES`)."""
-    steps, cpu, key = [], [], "ArrowRight"
+    """``repeats`` p steps; the medians over them of the server's CPU per step and per release
+    (:data:`CPU_FIGURES`; ``None`` for an app whose steps have no release); each step's runs; and
+    the seconds from each key press until its release's run finished (empty for such an app)."""
+    steps, cpu, released, release_cpu, step_runs, key = [], [], [], [], [], "ArrowRight"
     for _ in range(repeats):
         offset = step_log.stat().st_size if step_log.is_file() else 0
         # Counted: the server's CPU from just before the key press (the grid read and focus before
@@ -376,10 +424,19 @@ async def _steps_with_cpu(page, watch: RunWatch, name: str, process: subprocess.
         before = cpu_seconds(process)
         step = await step_p(page, watch, name, log_path, key)
         await asyncio.sleep(SETTLE_S)
-        cpu.append(step_cpu(cpu_seconds(process) - before, _runs_logged(step_log, offset)))
+        runs = _runs_logged(step_log, offset)
+        cpu.append(step_cpu(cpu_seconds(process) - before, runs))
+        step_runs.append(len(runs))
+        if plays_in_browser(name):  # then the run of its release, counted apart
+            offset, before = step_log.stat().st_size if step_log.is_file() else 0, cpu_seconds(process)
+            released.append(await wait_release(page, watch, name, step, log_path))
+            await asyncio.sleep(SETTLE_S)
+            release_cpu.append(step_cpu(cpu_seconds(process) - before, _runs_logged(step_log, offset)))
         steps.append(step)
         key = step.key
-    return steps, {figure: median_known(step[figure] for step in cpu) for figure in CPU_FIGURES}
+    medians = {figure: median_known(step[figure] for step in cpu) for figure in CPU_FIGURES}
+    release = {figure: median_known(step[figure] for step in release_cpu) for figure in CPU_FIGURES} if release_cpu else None
+    return steps, medians, release, step_runs, released
 
 
 async def _measure_app(context, name: str, env: dict[str, str], workdir: Path, repeats: int) -> tuple[dict, float]:
@@ -394,7 +451,8 @@ async def _measure_app(context, name: str, env: dict[str, str], workdir: Path, r
         page, watch, _ = await open_page(context, url, name, log_path)
         await wait_at_rest(page, watch, time.perf_counter())
         await wait_drawn(page)
-        steps, cpu = await _steps_with_cpu(page, watch, name, process, log_path, Path(env[STEP_LOG]), repeats)
+        steps, cpu, release_cpu, step_runs, released = await _steps_with_cpu(page, watch, name, process, log_path,
+                                                                             Path(env[STEP_LOG]), repeats)
         await page.close()
     starts = []
     for attempt in range(repeats):
@@ -403,7 +461,9 @@ async def _measure_app(context, name: str, env: dict[str, str], workdir: Path, r
         starts.append(seconds)
     return {"start_s": statistics.median(starts), "open_s": statistics.median(opens),
             "move_p_grid_s": statistics.median(step.grid_s for step in steps),
-            "move_p_rest_s": statistics.median(step.rest_s for step in steps), "cpu": cpu}, first
+            "move_p_rest_s": statistics.median(step.rest_s for step in steps),
+            "release_s": statistics.median(released) if released else None, "cpu": cpu, "release_cpu": release_cpu,
+            "runs_per_step": max(step_runs)}, first
 
 
 def ratio(explorer: float | None, reference: float | None) -> float | None:
@@ -438,9 +498,15 @@ def _report(results: dict) -> None:
         logger.info(ratio_line(f"{CPU_WORDS}, {figure}", results["explorer"]["cpu"][figure],
                                results["reference"]["cpu"][figure], as_milliseconds))
     for name in APPS:
-        if results[name]["cpu"][STAGES[0]] is None:
+        logger.info(f"  {name}: at most {results[name]['runs_per_step']} script run(s) during a p step")
+        if results[name]["runs_per_step"] and results[name]["cpu"][STAGES[0]] is None:
             logger.info(f"  {name}: its runs logged no lines (its script is not wrapped in step_clock.timed_run): "
                         "only its CPU in all is known")
+    release = results["explorer"]["release_cpu"]
+    if release is not None:
+        for figure in CPU_FIGURES:
+            value = release[figure]
+            logger.info(f"{RELEASE_CPU_WORDS}, {figure}: explorer {'n/a' if value is None else as_milliseconds(value)}")
 
 
 async def _browser_benchmark(repeats: int, split: str, limit: int | None, chromium: str) -> dict:

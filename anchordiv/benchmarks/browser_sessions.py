@@ -21,8 +21,9 @@ from typing import Awaitable, Iterable
 
 from ..resources import app_dir
 from .browser import (APPS, CHROMIUM, NOT_RUNNING, VIEWPORT, WAIT_S, RunWatch, Step, as_milliseconds, as_seconds,
-                      check_browser, chromium_browser, cpu_seconds, explorer_env, grids, healthy, open_page, p_slider,
-                      ratio, ratio_line, step_p, streamlit_server, wait_at_rest, wait_drawn, wait_until)
+                      check_browser, chromium_browser, cpu_seconds, explorer_env, grids, healthy, open_page,
+                      plays_in_browser, ratio, ratio_line, slider_p, step_p, streamlit_server, wait_at_rest,
+                      wait_drawn, wait_release, wait_until)
 
 logger = logging.getLogger(__name__)
 SESSION_VIEWPORT = {"width": 1500, "height": 1400}  # shorter than VIEWPORT, so that 16 pages fit in memory
@@ -30,10 +31,11 @@ SESSION_MEASURES = {"median_s": "p step, {sessions} sessions at once -> page at 
                     "worst_s": "p step, {sessions} sessions at once -> page at rest, worst",
                     "grid_s": "p step, {sessions} sessions at once -> the grid changes, median",
                     "solo_s": "p step, one session alone -> page at rest, median",
-                    # The server's CPU over the sessions' walks, per step: a step that takes much
-                    # longer than sessions x this / cores waited on something else (on a small
-                    # machine, mostly Chromium drawing the sessions' pages).
-                    "server_cpu_s": "server CPU per p step while {sessions} sessions step at once"}
+                    # The server's CPU over the sessions' walks, per step (and, for the p player,
+                    # the run of its release): a step that takes much longer than sessions x this /
+                    # cores waited on something else (on a small machine, mostly Chromium drawing
+                    # the sessions' pages).
+                    "server_cpu_s": "server CPU per p step and its release while {sessions} sessions step at once"}
 # A walk of p: its steps, and the p and the first grid's captions each step reached.
 Walk = tuple[list[Step], list[tuple[float, list[str]]]]
 
@@ -55,7 +57,9 @@ async def _walk_p(page, watch: RunWatch, name: str, log_path: Path, repeats: int
     steps, reached, key = [], [], "ArrowRight"
     for _ in range(repeats):
         step = await step_p(page, watch, name, log_path, key)
-        p = float(await p_slider(page, APPS[name][1]).input_value())
+        if plays_in_browser(name):  # as a person would: each step released, its run done, before the next
+            await wait_release(page, watch, name, step, log_path)
+        p = await slider_p(page, name)
         reached.append((p, (await grids(page))[0]))
         steps.append(step)
         key = step.key
@@ -207,7 +211,7 @@ async def _steps_until(page, watch: RunWatch, log_path: Path, most: int, until=N
 
 
 def p_steps() -> int:
-    """The Explore slider's steps from p = 0 to 1, from its setting (20 steps of 0.05)."""
+    """The Explore slider's steps from p = 0 to 1, from its setting (100 steps of 0.01)."""
     from ..explorer.page_state import SETTINGS
 
     p = SETTINGS["p"]

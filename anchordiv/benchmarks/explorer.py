@@ -15,6 +15,7 @@ from ..explorer.geometry import ExplorerGeometry, GeometrySpec
 from ..explorer.neighbours import search_one
 from ..explorer.maps import geometry_projection, projection_key
 from ..gallery import Gallery
+from ..slider import DEFAULT_PATH_STEPS
 
 logger = logging.getLogger(__name__)
 
@@ -25,7 +26,8 @@ def benchmark(gallery_size: int = 20_000, n_anchors: int = 4_000, dim: int = 256
 
     ``gallery_size`` G images, A = ``n_anchors`` object anchors and B = 7 style anchors, softmax
     mixture. Reports seconds to index the gallery, the median milliseconds to re-rank after moving
-    ``p`` and for a new query, seconds for UMAP's one-off numba compile, and seconds for a
+    ``p`` and for a new query, the median milliseconds of a new query's p path (every slider
+    position) against one search pass, seconds for UMAP's one-off numba compile, and seconds for a
     ``umap_points`` UMAP projection after that compile and when cached on disk.
     """
     import statistics
@@ -72,6 +74,22 @@ def benchmark(gallery_size: int = 20_000, n_anchors: int = 4_000, dim: int = 256
     results["new_query_ms"] = 1000 * statistics.median(timings)
     logger.info(f"new query (grad kappa over N anchors + one pass over G): median {results['new_query_ms']:.1f} ms "
         f"(max {1000 * max(timings):.1f} ms) over {repeats}")
+
+    # The p path (every slider position at once, for a new query) against one search pass at one p.
+    path_timings, search_timings = [], []
+    for item in torch.randint(0, gallery_size, (repeats,), generator=generator).tolist():
+        start = time.perf_counter()
+        geometry.p_path(gallery[item].numpy(), k, item, "calibrated")
+        path_timings.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        search_one(geometry.index_at(0.5), gallery[item], k, exclude=item)
+        search_timings.append(time.perf_counter() - start)
+    results["p_path_ms"] = 1000 * statistics.median(path_timings)
+    results["search_pass_ms"] = 1000 * statistics.median(search_timings)
+    results["p_path_over_search"] = results["p_path_ms"] / results["search_pass_ms"]
+    logger.info(f"p path of a new query ({DEFAULT_PATH_STEPS} slider positions, exact): median "
+        f"{results['p_path_ms']:.1f} ms; one search pass at one p: {results['search_pass_ms']:.1f} ms; "
+        f"path / search {results['p_path_over_search']:.2f} over {repeats} queries")
 
     results["umap_compile_s"] = projection.warm_up()
     logger.info(f"UMAP's numba compile (once per process; the app does it in the background at start-up): "

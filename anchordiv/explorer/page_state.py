@@ -147,7 +147,7 @@ _TABLE = (
     Setting("query_text", "a dog in watercolor", "text", VIEW, kept=EVERY_RUN),
     Setting("query_search", "", kept=EVERY_RUN),
     _choice("weighting", "weighting", VIEW, tuple(WEIGHTINGS), EVERY_RUN),
-    _number("p", "p", VIEW, 0.5, 0.0, 1.0, step=0.05, kept=EVERY_RUN),
+    _number("p", "p", VIEW, 0.5, 0.0, 1.0, step=0.01, kept=EVERY_RUN),
     # A preset's choices and an anchor set's default (its preset's list) are the gallery's.
     *(setting for side, default in zip("ab", PRESET_DEFAULTS) for setting in (
         _choice(f"preset_{side}", f"preset_{side}", VIEW, (), EVERY_RUN, default=default),

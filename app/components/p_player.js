@@ -98,6 +98,7 @@ class Player {
     const tile = document.createElement("div");
     tile.className = "adp-tile";
     tile.setAttribute("role", "listitem");
+    tile.setAttribute("data-anchordiv-id", String(Number(item.id)));
     const image = document.createElement("img");
     image.className = "adp-img";
     image.alt = item.name;
@@ -124,6 +125,7 @@ class Player {
       const grid = document.createElement("div");
       grid.className = "adp-grid";
       grid.setAttribute("role", "list");
+      grid.setAttribute("data-anchordiv-grid", baseline.title);
       grid.append(...baseline.tiles.map((item) => {
         const tile = this.makeTile(item);
         tile.caption.textContent = item.caption;
