@@ -43,6 +43,8 @@ class Player {
     this.frame = null;
     this.timer = null;
     this.reported = null;
+    this.places = null;     // each shown tile's place in the grid, as last painted
+    this.placing = null;    // the frame that will read the places
     this.bind();
   }
 
@@ -161,23 +163,37 @@ class Player {
       return tile.element;
     });
     const glide = animate && !window.matchMedia("(prefers-reduced-motion: reduce)").matches;
-    const before = new Map(glide ? [...this.grid.children].map((el) => [el, el.getBoundingClientRect()]) : []);
+    const before = glide ? this.places : null;
     this.grid.replaceChildren(...shown);
-    if (!glide) return;
-    // Each tile that stays in the grid glides from its old place to its new one, so the eye can
-    // follow what moves; a tile that enters fades in.
-    for (const element of shown) {
+    // Where the tiles now stand is read in the next frame, when the browser lays the page out to
+    // paint it anyway: reading it here would lay the whole page out twice in every step.
+    cancelAnimationFrame(this.placing);
+    this.placing = requestAnimationFrame(() => {
+      this.places = this.placesOf(shown);
+      if (before) this.glide(shown, before, this.places);
+    });
+  }
+
+  // Each tile's place in its grid (relative to the grid, so a scroll between two steps moves nothing).
+  placesOf(tiles) {
+    const origin = this.grid.getBoundingClientRect();
+    return new Map(tiles.map((tile) => {
+      const rect = tile.getBoundingClientRect();
+      return [tile, { left: rect.left - origin.left, top: rect.top - origin.top }];
+    }));
+  }
+
+  // Each tile that stays in the grid glides from its old place to its new one, so the eye can
+  // follow what moves; a tile that enters fades in.
+  glide(tiles, before, after) {
+    for (const element of tiles) {
       const old = before.get(element);
-      if (old) {
-        const now = element.getBoundingClientRect();
-        const dx = old.left - now.left;
-        const dy = old.top - now.top;
-        if (dx || dy) {
-          element.animate([{ transform: `translate(${dx}px, ${dy}px)` }, { transform: "none" }],
-                          { duration: MOVE_MS, easing: "ease-out" });
-        }
-      } else {
+      const now = after.get(element);
+      if (!old) {
         element.animate([{ opacity: 0 }, { opacity: 1 }], { duration: MOVE_MS });
+      } else if (old.left !== now.left || old.top !== now.top) {
+        element.animate([{ transform: `translate(${old.left - now.left}px, ${old.top - now.top}px)` },
+                         { transform: "none" }], { duration: MOVE_MS, easing: "ease-out" });
       }
     }
   }
