@@ -157,13 +157,15 @@ class GridPass:
         global positions ``(m, k'')`` over ``blocks`` of ``(start, rows (n, d), factors (n,), kappa
         (n, 2))`` with ``eta_y = factors * rows`` (as ``iter_gallery_terms`` gives them)."""
         best = RunningTopK(self.kept)
+        # The gradients as a transposed (2, d) block: torch's (n, d) @ (d, 2) is several times slower
+        # on the CPU when the right factor is row-major. Made once, for the blocks' device and dtype.
+        grads = None
         for start, rows, factors, kappa in blocks:
             device = rows.device
+            if grads is None or grads.device != device or grads.dtype != rows.dtype:
+                grads = self.grads.T.to(device, rows.dtype).contiguous().T
             # The mat-vec at the gallery's precision (float32: the pass's cost), the rest in float64;
             # MixtureSlider._pass_slack bounds the float32 rounding (and so a float64 gallery's too).
-            # grads as a transposed (2, d) block: torch's (n, d) @ (d, 2) is several times slower on
-            # the CPU when the right factor is row-major (measured: 6 ms against 1 ms at n = 2e4, d = 256).
-            grads = self.grads.T.to(device, rows.dtype).contiguous().T
             ab = (rows @ grads).to(torch.float64) * factors.to(torch.float64)[:, None]
             shifted = kappa.to(torch.float64) - torch.tensor(self.kappa_x, device=device)            # (n, 2)
             grid = [torch.tensor(values, device=device)[:, None] for values in (self.log_r, self.log_1mr)]

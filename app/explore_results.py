@@ -15,11 +15,12 @@ from anchordiv import explorer as ex
 from anchordiv.app import step_clock
 from anchordiv.app.errors import attempt
 from anchordiv.app.explore_details import explain_section
-from anchordiv.app.explore_view import ExploreView, certificate_text, has_slider, neighbours, p_path, path_key
+from anchordiv.app.explore_view import ExploreView, certificate_text, neighbours, p_path, path_key, step_certified
 from anchordiv.app.p_player import p_player
 from anchordiv.app.url_state import publish_link, share_box
 from anchordiv.explorer.page_state import SETTINGS
 from anchordiv.models import anchor_model_kind
+from anchordiv.slider import SliderPath
 
 BASELINE_TITLES = {"cosine": "Cosine similarity", "iti": "ITI (our reading: cosine of anchor profiles)"}
 
@@ -45,22 +46,22 @@ def results_fragment(view: ExploreView) -> None:
     which puts the released p in the URL and redraws the open details at it."""
     with step_clock.timed_run("explorer"):
         p = float(st.session_state.get("p", SETTINGS["p"].default))
-        player_section(view, p)
-        anchor_table, _ = neighbours(view, p)
+        path = player_section(view, p)
+        anchor_table = neighbours(view, p, path)
         publish_link(view.link_fields, view.source)
         downloads(view, {"anchor divergence": anchor_table, **view.baselines}, p)
         if view.source.capabilities.explain:
             explain_section(view, p, anchor_table)
 
 
-def player_section(view: ExploreView, p: float) -> None:
+def player_section(view: ExploreView, p: float) -> SliderPath:
     """The p player on the query's path, titled by its model, with the certificate's note per step
-    where the source shows it and a note where p has no effect, and the baselines' grids beside it."""
+    where the source shows it and a note where p has no effect, and the baselines' grids beside it;
+    the path it plays."""
     geometry, source = view.geometry, view.source
     path = p_path(view)
     if source.capabilities.certificate:
-        certified = path.certified if has_slider(view) else [None] * len(path)
-        notes = [certificate_text(view, None if flag is None else bool(flag)) for flag in certified]
+        notes = [certificate_text(view, step_certified(view, path, step)) for step in range(len(path))]
     elif not geometry.is_mixture:
         notes = [f"Only set {geometry.component_names[0]} has anchors, so p has no effect."] * len(path)
     else:
@@ -70,6 +71,7 @@ def player_section(view: ExploreView, p: float) -> None:
     attempt(lambda: p_player(path, source, view.query_labels, key=path_key(view), title=title, step_notes=notes,
                              enabled=geometry.is_mixture, p=p, baselines=baselines), "Cannot draw the p player",
             stop=True)
+    return path
 
 
 def table_expander():

@@ -45,7 +45,7 @@ def draw_umap(view: ExploreView) -> None:
                     ex.projection_key(view.geometry_key, round(p, 4), view.weighting))]
     if with_cosine:
         projections.append(("cosine", "Cosine", ex.projection_key(source.key, view.encoder.name)))
-    neighbour_ids = neighbours(view, p)[0].gallery_id.tolist()
+    neighbour_ids = neighbours(view, p).gallery_id.tolist()
     for column, (method, title, key) in zip(st.columns(len(projections)), projections):
         ids, xy = attempt(lambda: get_projection(key, method, source, geometry, p, view.weighting, max_points),
                           "Cannot project the gallery") or (None, None)

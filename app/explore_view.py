@@ -48,18 +48,18 @@ def path_key(view: ExploreView) -> str:
     return f"{view.geometry_key}|{query}|{view.query_id}|{view.k}|{view.weighting}"
 
 
-def neighbours(view: ExploreView, p: float) -> tuple[pd.DataFrame, bool | None]:
-    """The anchor-divergence neighbour table at ``p`` (the path's step nearest to it) and whether the
-    slider certified it (``None``: no slider applies, the exact search ran)."""
-    path = p_path(view)
+def neighbours(view: ExploreView, p: float, path: SliderPath | None = None) -> pd.DataFrame:
+    """The anchor-divergence neighbour table at ``p``: the step nearest to it of ``path`` (the
+    query's p path, :func:`p_path`, fetched when not given)."""
+    path = p_path(view) if path is None else path
     step = path.step_of(p)
-    table = view.source.neighbour_table(path.values[step], path.ids[step], view.query_labels, "divergence")
-    return table, bool(path.certified[step]) if has_slider(view) else None
+    return view.source.neighbour_table(path.values[step], path.ids[step], view.query_labels, "divergence")
 
 
-def has_slider(view: ExploreView) -> bool:
-    """Whether the query's path comes through the certified slider (two anchor sets, query first)."""
-    return view.geometry.is_mixture and not view.geometry.spec.reverse
+def step_certified(view: ExploreView, path: SliderPath, step: int) -> bool | None:
+    """Whether the slider certified ``step`` of the query's path (``None``: no slider applies, the
+    exact search ran)."""
+    return bool(path.certified[step]) if view.geometry.has_slider else None
 
 
 def baseline_tables(source: ex.GallerySource, encoder, query: np.ndarray, query_id: int | None, query_labels: Any,

@@ -105,7 +105,7 @@ def clear_marks(source_key: str) -> None:
 def mark_options(view: ExploreView) -> dict[int, str]:
     """The items of the neighbour grids (anchor divergence at the current p, then cosine), each
     with where it is ranked."""
-    tables = {"anchor": neighbours(view, float(st.session_state.get("p", 0.5)))[0], **view.baselines}
+    tables = {"anchor": neighbours(view, float(st.session_state.get("p", 0.5))), **view.baselines}
     where: dict[int, list[str]] = {}
     for method, table in tables.items():
         for rank, item in table[["rank", "gallery_id"]].itertuples(index=False):

@@ -409,7 +409,9 @@ def median_known(values: Iterable[float | None]) -> float | None:
 
 
 async def _steps_with_cpu(page, watch: RunWatch, name: str, process: subprocess.Popen, log_path: Path,
-                          step_log: Path, repeats: int) -> tuple[list[Step], dict[str, float | None]]:
+                          step_log: Path, repeats: int
+                          ) -> tuple[list[Step], dict[str, float | None], dict[str, float | None] | None, list[int],
+                                     list[float]]:
     """``repeats`` p steps; the medians over them of the server's CPU per step and per release
     (:data:`CPU_FIGURES`; ``None`` for an app whose steps have no release); each step's runs; and
     the seconds from each key press until its release's run finished (empty for such an app)."""

@@ -105,8 +105,9 @@ class ExplorerGeometry:
     :class:`~anchordiv.sharded.ShardedAnchorIndex` over a store). Building this is the expensive step
     (fitting and one pass over the gallery, whose per-component ``kappa`` the index keeps and the
     balance and calibration reuse); afterwards :meth:`index_at` costs ``O(G K)`` and a query's
-    :meth:`p_path` every position of the ``p`` slider ``O(C)`` each for its ``C`` candidates. A ``calibration_cache`` (for
-    a gallery in memory) keeps the calibration on disk for the next fit of the same geometry.
+    :meth:`p_path` every position of the ``p`` slider ``O(C)`` each for its ``C`` candidates. A
+    ``calibration_cache`` (for a gallery in memory) keeps the calibration on disk for the next fit of
+    the same geometry.
 
     This object is meant to be shared (cached) across users and threads. Nothing in it changes
     after ``__init__``: :meth:`model_at` and :meth:`index_at` build new objects through the pure
@@ -197,6 +198,12 @@ class ExplorerGeometry:
     def is_mixture(self) -> bool:
         return isinstance(self.model, MixtureAnchors)
 
+    @property
+    def has_slider(self) -> bool:
+        """Whether a query's p path comes through its certified slider: two anchor sets, ranked
+        query first (docs/design.md §10)."""
+        return self.is_mixture and not self.spec.reverse
+
     def weighted_model(self, weighting: str = "calibrated") -> AnchorModel:
         """The shared model whose ``with_weights([p, 1 - p])`` is the model at ``p`` under
         ``weighting`` (a key of :data:`WEIGHTINGS`): what a certified slider slides (docs/design.md
@@ -241,7 +248,7 @@ class ExplorerGeometry:
             values, ids = search_one(self.index, query, k, exclude)
             return SliderPath(positions, np.tile(values, (len(positions), 1)), np.tile(ids, (len(positions), 1)),
                               np.zeros(len(positions), dtype=bool))
-        if self.spec.reverse:
+        if not self.has_slider:  # the reverse direction
             positions = path_positions(min(steps, REVERSE_PATH_STEPS))
             rows = [search_one(self.index_at(float(p), weighting), query, k, exclude) for p in positions]
             return SliderPath(positions, np.stack([values for values, _ in rows]), np.stack([ids for _, ids in rows]),

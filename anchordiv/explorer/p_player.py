@@ -79,4 +79,3 @@ def player_data(path: SliderPath, source: GallerySource, query_labels: Any, *, k
         "notes": notes,
         "note": [notes.index(note) for note in step_notes],
     }
-
