@@ -91,6 +91,12 @@ def grid_png(images: Sequence[Image.Image], captions: Sequence[str], columns: in
     return png_bytes(grid_image(images, captions, columns, cell, title))
 
 
+def ranked_captions(names: Sequence[str], values: Sequence[float], value_name: str) -> list[str]:
+    """Captions of a ranked grid: ``"1. name"`` and, on a line of its own (kept whole by
+    :func:`caption_lines`), the value as ``"d=0.123"`` (``value_name`` then ``=``)."""
+    return [f"{rank}. {name}\n{value_name}={value:.3g}" for rank, (name, value) in enumerate(zip(names, values), 1)]
+
+
 def png_bytes(image: Image.Image) -> bytes:
     buffer = io.BytesIO()
     image.save(buffer, format="PNG")

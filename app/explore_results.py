@@ -19,9 +19,11 @@ from anchordiv.app.explore_view import ExploreView, certificate_text, neighbours
 from anchordiv.app.p_player import p_player
 from anchordiv.app.url_state import publish_link, share_box
 from anchordiv.explorer.page_state import SETTINGS
+from anchordiv.explorer.sweep_files import sweep_gif, sweep_strip_png
 from anchordiv.models import anchor_model_kind
 from anchordiv.slider import SliderPath
 
+SWEEP_K = 5  # neighbours per row of the sweep's files
 BASELINE_TITLES = {"cosine": "Cosine similarity", "iti": "ITI (our reading: cosine of anchor profiles)"}
 
 
@@ -49,7 +51,7 @@ def results_fragment(view: ExploreView) -> None:
         path = player_section(view, p)
         anchor_table = neighbours(view, p, path)
         publish_link(view.link_fields, view.source)
-        downloads(view, {"anchor divergence": anchor_table, **view.baselines}, p)
+        downloads(view, {"anchor divergence": anchor_table, **view.baselines}, p, path)
         if view.source.capabilities.explain:
             explain_section(view, p, anchor_table)
 
@@ -79,9 +81,10 @@ def table_expander():
     return st.expander(TABLE_LABEL, key=TABLE_KEY, on_change="rerun")
 
 
-def downloads(view: ExploreView, tables: dict[str, pd.DataFrame], p: float) -> None:
+def downloads(view: ExploreView, tables: dict[str, pd.DataFrame], p: float, path: SliderPath) -> None:
     """The neighbour table and its downloads (the files built when clicked, on a server thread), in
-    an expander whose content is drawn only while open."""
+    an expander whose content is drawn only while open: the table, the grid at ``p`` and, from the
+    query's p ``path``, the sweep as an animation and as a strip."""
     box = table_expander()
     if not box.open:
         return
@@ -96,3 +99,18 @@ def downloads(view: ExploreView, tables: dict[str, pd.DataFrame], p: float) -> N
         columns[1].download_button("Download neighbour grid (PNG)",
                                    lambda: ex.neighbour_grid_png(tables["anchor divergence"], view.source, title=title),
                                    "neighbours.png", "image/png", key="download_png")
+        if view.geometry.is_mixture:
+            sweep_downloads(box.columns(2), view, path)
+
+
+def sweep_downloads(columns, view: ExploreView, path: SliderPath) -> None:
+    """The p sweep as an animated GIF (p from 0 to 1 and back) and a strip PNG (one row per p), from
+    the path the player plays."""
+    source, k = view.source, min(SWEEP_K, view.k)
+    title = f"Query: {view.query_text}"
+    columns[0].download_button("Download the p sweep (animated GIF)",
+                               lambda: sweep_gif(path, source.thumbnails, source.caption, k=k, title=title),
+                               "p-sweep.gif", "image/gif", key="download_sweep_gif")
+    columns[1].download_button("Download the p sweep as a strip (PNG)",
+                               lambda: sweep_strip_png(path, source.thumbnails, source.caption, k=k, title=title),
+                               "p-sweep.png", "image/png", key="download_sweep_png")

@@ -225,8 +225,8 @@ def test_the_neighbour_to_explain(library):
 
 
 def test_downloads_hold_the_neighbours_shown(library, download_builders):
-    """The CSV and PNG downloads, as the browser would receive them on a click, hold the neighbours
-    on the page. They are deferred: the page registers a builder that the server runs on the click."""
+    """The CSV, PNG and p sweep downloads, as the browser would receive them on a click, hold the
+    neighbours on the page. They are deferred: the page registers a builder that the server runs on the click."""
     builders = download_builders
     app = start()
     files = {name: build() for name, build in builders.items()}
@@ -239,6 +239,11 @@ def test_downloads_hold_the_neighbours_shown(library, download_builders):
     grid = Image.open(io.BytesIO(files["neighbours.png"]))
     caption_height = CAPTION_LINES * LINE_HEIGHT + 4
     assert grid.format == "PNG" and grid.width == 5 * 128 and grid.height == 24 + 2 * (128 + caption_height)  # 5 x 2
+    # The p sweep, from the path the player plays: a looping GIF of 40 frames and a strip of 5 rows of 5.
+    sweep = Image.open(io.BytesIO(files["p-sweep.gif"]))
+    assert sweep.format == "GIF" and sweep.n_frames == 40 and sweep.width == 5 * 128
+    strip = Image.open(io.BytesIO(files["p-sweep.png"]))
+    assert strip.size == (5 * 128, 24 + 5 * (24 + 128 + caption_height))
 
 
 def _png() -> bytes:

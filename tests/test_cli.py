@@ -14,7 +14,7 @@ from anchordiv.cli.logs import progress_bar, progress_shown
 from anchordiv.resources import app_dir
 
 COMMANDS = ("bench", "embed", "train-builtin", "embed-builtin-world", "evaluate-builtin", "explorer-bench", "reproduce",
-            "figure", "demo", "fetch-model", "suggest")
+            "figure", "sweep", "demo", "fetch-model", "suggest")
 
 
 def test_every_command_is_there():

@@ -10,12 +10,12 @@ import argparse
 import sys
 
 from . import (bench, demo, embed, embed_builtin_world, evaluate_builtin, explorer_bench, fetch_model, figure,
-               reproduce, suggest, train_builtin)
+               reproduce, suggest, sweep, train_builtin)
 from .logs import configure_logging
 from .options import Parser, UsageError, add_logging_options
 
 COMMANDS = (bench, embed, train_builtin, embed_builtin_world, evaluate_builtin, explorer_bench, reproduce, figure,
-            demo, fetch_model, suggest)
+            sweep, demo, fetch_model, suggest)
 # How each command needs less memory: a figure's is its dpi and its size, not its number of queries alone.
 MEMORY_FIX = {None: "use smaller sizes (fewer queries, gallery images or anchors)",
               "figure": "draw a smaller figure (a lower --dpi, or PDF or SVG; fewer --queries or --geometries; a "

@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     encoder = load_with_progress(args.model, args.pretrained, args.device, args.allow_download)
     with progress_bar("emoji world") as progress:
         gallery = world_gallery(encoder, split=args.split, limit=args.limit, progress=progress)
-    texts_a, texts_b = (files[name] or _preset(gallery, getattr(args, f"preset_{name}"), f"--preset-{name}")
+    texts_a, texts_b = (files[name] or preset_anchors(gallery, getattr(args, f"preset_{name}"), f"--preset-{name}")
                         for name in ("a", "b"))
     spec = GeometrySpec(kind=args.kind, scale=args.scale, reverse=args.reverse)
     print(f"anchordiv figure: {len(rows)} row(s) x {len(columns)} column(s), top-{args.k}, {gallery.description}, "
@@ -176,7 +176,7 @@ def _column_model(args: argparse.Namespace, model: str, pretrained: str | None):
         return ColumnModel(encoder, world_gallery(encoder, split=args.split, limit=args.limit, progress=progress))
 
 
-def _preset(gallery, name: str, option: str) -> tuple[str, ...]:
+def preset_anchors(gallery, name: str, option: str) -> tuple[str, ...]:
     """The anchors of preset ``name`` for ``gallery``."""
     from ..explorer import anchor_presets
 

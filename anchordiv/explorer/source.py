@@ -19,7 +19,7 @@ import pandas as pd
 import torch
 
 from ..cache import cache_dir
-from ..grids import grid_png
+from ..grids import grid_png, ranked_captions
 from ..search import Index
 from .anchors import anchor_presets, preset_sources
 from .calibration_cache import CalibrationCache
@@ -266,9 +266,9 @@ class MemorySource:
 
 def neighbour_grid_png(table: pd.DataFrame, source: GallerySource, title: str) -> bytes:
     """The anchor-divergence neighbours of a neighbour table of ``source`` as a captioned PNG grid."""
-    captions = [f"{rank}. {source.caption(item)}\nd={value:.3g}"
-                for rank, item, value in table[["rank", "gallery_id", "divergence"]].itertuples(index=False)]
-    return grid_png(source.thumbnails(table["gallery_id"].tolist()), captions, title=title)
+    ids = table["gallery_id"].tolist()
+    captions = ranked_captions([source.caption(item) for item in ids], table["divergence"].tolist(), "d")
+    return grid_png(source.thumbnails(ids), captions, title=title)
 
 
 def p_sweep(geometry: ExplorerGeometry, query: torch.Tensor, k: int, source: GallerySource, query_labels: Any,

@@ -1,0 +1,102 @@
+"""``anchordiv sweep``: one query's neighbours as ``p`` moves from set B to set A, as an animated
+GIF and a strip PNG (the paper's Fig. 3, right), from the exact p path the explorer plays."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..cache import atomic_write
+from .checks import anchor_file, check_device, check_output_file
+from .figure import ANCHOR_SETS, preset_anchors
+from .logs import progress_bar
+from .options import COUNT, POSITIVE, add_device_option, add_encoder_options, add_world_options
+
+
+def add_parser(commands) -> argparse.ArgumentParser:
+    from ..explorer import WEIGHTINGS
+    from ..explorer.sweep_files import MAX_SWEEP_K
+    from ..models import list_anchor_models
+
+    sweep = commands.add_parser("sweep", help="one query's neighbours as p moves from B to A: an animated GIF and a "
+                                              "strip PNG (paper Fig. 3, right)")
+    sweep.add_argument("--query", required=True, metavar="Q",
+                       help="#ID, NAME or name:NAME (first caption containing it), text:TEXT, random, random:SEED")
+    sweep.add_argument("--gif", help="the animation's file (.gif): p from 0 to 1 and back")
+    sweep.add_argument("--strip", help="the strip's file (.png): one row of neighbours per p of --p")
+    sweep.add_argument("--p", nargs="+", type=float, default=[0.0, 0.25, 0.5, 0.75, 1.0], metavar="P",
+                       help="the strip's rows (default 0 0.25 0.5 0.75 1)")
+    for name, role, preset in ANCHOR_SETS:
+        sets = sweep.add_mutually_exclusive_group()
+        sets.add_argument(f"--anchors-{name}", dest=f"anchors_{name}",
+                          help=f"text file of anchor set {role}, one per line")
+        sets.add_argument(f"--preset-{name}", dest=f"preset_{name}", default=preset,
+                          help=f"a preset for set {name.upper()} (default {preset!r})")
+    sweep.add_argument("--kind", choices=list_anchor_models(), default="softmax", help="anchor model (default softmax)")
+    sweep.add_argument("--scale", type=POSITIVE, default=10.0, help="logit scale s (default 10)")
+    sweep.add_argument("--weighting", choices=list(WEIGHTINGS), default="calibrated",
+                       help="how p becomes the weights of A and B (default calibrated)")
+    sweep.add_argument("-k", "--k", type=COUNT, default=5, dest="k",
+                       help=f"neighbours per row or frame (default 5, at most {MAX_SWEEP_K})")
+    add_world_options(sweep, "--split", "--limit")
+    add_encoder_options(sweep)
+    add_device_option(sweep)
+    sweep.set_defaults(handler=run)
+    return sweep
+
+
+def run(args: argparse.Namespace) -> int:
+    from .fetch_model import load_with_progress
+    from ..explorer import ExplorerGeometry, GeometrySpec
+    from ..explorer.sweep_files import MAX_SWEEP_K, sweep_gif, sweep_strip_png
+    from ..figure import parse_query_row, resolve_queries
+    from ..gallery import world_gallery
+    from ..prompts import default_choice, encode_anchors
+
+    row, files = _checked_inputs(args, MAX_SWEEP_K, parse_query_row)
+    encoder = load_with_progress(args.model, args.pretrained, args.device, args.allow_download)
+    with progress_bar("emoji world") as progress:
+        gallery = world_gallery(encoder, split=args.split, limit=args.limit, progress=progress)
+    texts = [files[name] or preset_anchors(gallery, getattr(args, f"preset_{name}"), f"--preset-{name}")
+             for name in ("a", "b")]
+    [query] = resolve_queries([row], gallery, encoder)
+    anchors = [encode_anchors(encoder, set_texts, default_choice(encoder)) for set_texts in texts]
+    geometry = ExplorerGeometry(gallery.embeddings, anchors, texts, GeometrySpec(kind=args.kind, scale=args.scale))
+    path = geometry.p_path(query.vector, args.k, query.gallery_id, args.weighting)
+    title = f"Query: {query.caption}"
+    print(f"anchordiv sweep: {query.caption}, top-{args.k}, A: {len(texts[0])} anchors, B: {len(texts[1])} anchors, "
+          f"{gallery.description}, {encoder.name}", flush=True)
+    def images(ids: list[int]) -> list:
+        return [gallery.image(item) for item in ids]
+
+    for target, draw in ((args.gif, lambda: sweep_gif(path, images, gallery.caption, k=args.k, title=title)),
+                         (args.strip, lambda: sweep_strip_png(path, images, gallery.caption, k=args.k,
+                                                              p_values=args.p, title=title))):
+        if target:
+            data = draw()
+            atomic_write(Path(target), lambda handle: handle.write(data))
+            print(f"wrote {target}")
+    return 0
+
+
+def _checked_inputs(args: argparse.Namespace, most_k: int, parse_row):
+    """What can be checked before a model loads: the files to write (at least one, each with its
+    suffix), -k, the strip's p values, the query (not an image or an upload) and the anchor files."""
+    if not args.gif and not args.strip:
+        raise ValueError("give --gif FILE.gif, --strip FILE.png or both: the files to write")
+    for option, target, suffix in (("--gif", args.gif, ".gif"), ("--strip", args.strip, ".png")):
+        if target and Path(target).suffix.lower() != suffix:
+            raise ValueError(f"{option} {target!r} must end in {suffix}")
+        check_output_file(target, option)
+    if args.k > most_k:
+        raise ValueError(f"-k {args.k}: a sweep shows at most {most_k} neighbours per row")
+    if not all(0.0 <= p <= 1.0 for p in args.p):
+        raise ValueError(f"--p {' '.join(map(str, args.p))}: each p must be from 0 to 1")
+    try:
+        row = parse_row(args.query)
+    except ValueError as error:
+        raise ValueError(f"--query: {error}") from None
+    if row.kind in ("image", "upload"):
+        raise ValueError(f"--query {args.query!r}: give a gallery image (#ID, a name, random) or text:TEXT")
+    files = {name: anchor_file(args, f"--anchors-{name}") for name in ("a", "b")}
+    check_device(args)
+    return row, files

@@ -1,0 +1,97 @@
+"""The p sweep as files (anchordiv.explorer.sweep_files and ``anchordiv sweep``): a strip PNG with
+one row per p and a looping GIF from p = 0 to 1 and back, drawn from a query's p path; each image
+read once; sizes bounded with a message naming the limit."""
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import anchordiv as ad
+from anchordiv.builtin.weights import ASSETS_DIR, MANIFEST_NAME, WEIGHTS_NAME
+from anchordiv.cli import main
+from anchordiv.explorer.sweep_files import CELL, MAX_STRIP_ROWS, MAX_SWEEP_K, sweep_gif, sweep_strip_png
+from anchordiv.grids import CAPTION_LINES, LINE_HEIGHT
+
+from conftest import clustered
+
+
+@pytest.fixture(scope="module")
+def path():
+    """A 101-step path of k = 8 over a seeded world of two anchor sets."""
+    rng = np.random.default_rng(3)
+    centres = rng.standard_normal((6, 16))
+    gallery = clustered(rng, 400, centres, 0.7).astype(np.float32)
+    a = ad.EmpiricalAnchors(scale=15.0).fit(clustered(rng, 30, centres, 0.8).astype(np.float32))
+    b = ad.EmpiricalAnchors(scale=15.0).fit(clustered(rng, 5, centres[:2], 0.3).astype(np.float32))
+    mixture = ad.MixtureAnchors([a, b]).with_calibration(gallery)
+    return ad.AnchorIndex(mixture, gallery, device="cpu").slider(gallery[0], k=8, exclude=0).path(101)
+
+
+class Images:
+    """A tile per gallery id (its colour from the id), counting the ids asked for."""
+
+    def __init__(self):
+        self.asked: list[int] = []
+
+    def __call__(self, ids):
+        self.asked.extend(ids)
+        return [Image.new("RGB", (40, 30), ((37 * item) % 256, 90, 160)) for item in ids]
+
+
+def test_the_strip_has_one_row_per_p_and_reads_each_image_once(path):
+    images = Images()
+    png = sweep_strip_png(path, images, lambda item: f"item {item}", p_values=(0.0, 0.5, 1.0), k=4, title="query 0")
+    strip = Image.open(io.BytesIO(png))
+    row_height = 24 + CELL + CAPTION_LINES * LINE_HEIGHT + 4
+    assert strip.format == "PNG" and strip.size == (4 * CELL, 24 + 3 * row_height)
+    expected = {int(item) for p in (0.0, 0.5, 1.0) for item in path.ids[path.step_of(p), :4]}
+    assert sorted(images.asked) == sorted(expected)  # each shown image once, no other
+
+
+def test_the_animation_loops_from_p_0_to_1_and_back_holding_the_ends(path):
+    images = Images()
+    gif = Image.open(io.BytesIO(sweep_gif(path, images, str, k=3, steps=11, frame_ms=100)))
+    assert gif.format == "GIF" and gif.n_frames == 2 * 11 - 2 and gif.info["loop"] == 0
+    durations = []
+    for frame in range(gif.n_frames):
+        gif.seek(frame)
+        durations.append(gif.info["duration"])
+    assert durations[0] == durations[10] == 300 and set(durations[1:10] + durations[11:]) == {100}
+    expected = {int(item) for p in np.linspace(0, 1, 11) for item in path.ids[path.step_of(p), :3]}
+    assert sorted(images.asked) == sorted(expected)
+
+
+@pytest.mark.parametrize("bad, message", [
+    (dict(k=0), "1 to 8 neighbours"), (dict(k=9), "1 to 8 neighbours"), (dict(k=True), "1 to 8"),
+    (dict(p_values=()), f"1 to {MAX_STRIP_ROWS}"), (dict(p_values=[0.5] * (MAX_STRIP_ROWS + 1)), f"1 to {MAX_STRIP_ROWS}")])
+def test_a_strip_past_its_bounds_is_refused(path, bad, message):
+    with pytest.raises(ValueError, match=message):
+        sweep_strip_png(path, Images(), str, **bad)
+
+
+def test_an_animation_past_its_bounds_is_refused(path):
+    for bad, message in ((dict(steps=1), "2 to 101"), (dict(steps=102), "2 to 101"), (dict(k=MAX_SWEEP_K + 1), "1 to 8")):
+        with pytest.raises(ValueError, match=message):
+            sweep_gif(path, Images(), str, **bad)
+
+
+@pytest.mark.skipif(not (ASSETS_DIR / WEIGHTS_NAME).is_file() or not (ASSETS_DIR / MANIFEST_NAME).is_file(),
+                    reason="the built-in model weights are not there yet")
+def test_the_command_writes_both_files_and_refuses_bad_options_in_one_line(tmp_path, capsys):
+    gif, strip = tmp_path / "sweep.gif", tmp_path / "strip.png"
+    world = ["--split", "heldout", "--limit", "96"]
+    assert main(["sweep", "--query", "#3", "--gif", str(gif), "--strip", str(strip), "-k", "4", "--p", "0", "1",
+                 *world]) == 0
+    assert Image.open(gif).n_frames == 40 and Image.open(strip).size[0] == 4 * CELL
+    out = capsys.readouterr().out
+    assert f"wrote {gif}" in out and f"wrote {strip}" in out
+    for argv, message in ((["--query", "#3"], "give --gif"), (["--query", "#3", "--gif", str(strip)], "must end in .gif"),
+                          (["--query", "#3", "--strip", str(strip), "-k", "11"], "at most 10"),
+                          (["--query", "#3", "--strip", str(strip), "--p", "1.5"], "from 0 to 1"),
+                          (["--query", "image:x.png", "--strip", str(strip)], "gallery image")):
+        assert main(["sweep", *argv, *world]) == 2
+        error = capsys.readouterr().err.strip().splitlines()
+        assert len(error) == 1 and message in error[0] and "Traceback" not in error[0], error
