@@ -20,6 +20,16 @@ LIMITS = (("rows", "query rows"), ("columns", "geometry columns"), ("k", "neighb
           ("dpi", "dpi of a PNG"), ("pixels", "pixels of a PNG (width x height)"))
 
 
+def add_anchor_set_options(parser: argparse.ArgumentParser) -> None:
+    """Per anchor set A and B: ``--anchors-a FILE`` or ``--preset-a NAME`` (one of the two)."""
+    for name, role, preset in ANCHOR_SETS:
+        sets = parser.add_mutually_exclusive_group()
+        sets.add_argument(f"--anchors-{name}", dest=f"anchors_{name}",
+                          help=f"text file of anchor set {role}, one per line")
+        sets.add_argument(f"--preset-{name}", dest=f"preset_{name}", default=preset,
+                          help=f"a preset for set {name.upper()} (default {preset!r})")
+
+
 def add_parser(commands) -> argparse.ArgumentParser:
     from ..explorer import WEIGHTINGS
     from ..figure import DEFAULT_LIMITS
@@ -37,12 +47,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
                              "to rank the same images embedded by another encoder (e.g. 'cosine "
                              "model=open_clip:ViT-B-32 pretrained=laion2b_s34b_b79k'), quoted when it has spaces")
     figure.add_argument("--out", required=True, help="the figure's file: .png, .pdf or .svg")
-    for name, role, preset in ANCHOR_SETS:
-        sets = figure.add_mutually_exclusive_group()
-        sets.add_argument(f"--anchors-{name}", dest=f"anchors_{name}",
-                          help=f"text file of anchor set {role}, one per line")
-        sets.add_argument(f"--preset-{name}", dest=f"preset_{name}", default=preset,
-                          help=f"a preset for set {name.upper()} (default {preset!r})")
+    add_anchor_set_options(figure)
     figure.add_argument("--prior-anchors", dest="prior_anchors",
                         help="text file of prior anchors, one per line, for the posterior kinds")
     figure.add_argument("--templates", default=AUTO, metavar="T",

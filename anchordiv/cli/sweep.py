@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..cache import atomic_write
 from .checks import anchor_file, check_device, check_output_file
-from .figure import ANCHOR_SETS, preset_anchors
+from .figure import add_anchor_set_options, preset_anchors
 from .logs import progress_bar
 from .options import COUNT, POSITIVE, add_device_option, add_encoder_options, add_world_options
 
@@ -25,12 +25,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
     sweep.add_argument("--strip", help="the strip's file (.png): one row of neighbours per p of --p")
     sweep.add_argument("--p", nargs="+", type=float, default=[0.0, 0.25, 0.5, 0.75, 1.0], metavar="P",
                        help="the strip's rows (default 0 0.25 0.5 0.75 1)")
-    for name, role, preset in ANCHOR_SETS:
-        sets = sweep.add_mutually_exclusive_group()
-        sets.add_argument(f"--anchors-{name}", dest=f"anchors_{name}",
-                          help=f"text file of anchor set {role}, one per line")
-        sets.add_argument(f"--preset-{name}", dest=f"preset_{name}", default=preset,
-                          help=f"a preset for set {name.upper()} (default {preset!r})")
+    add_anchor_set_options(sweep)
     sweep.add_argument("--kind", choices=list_anchor_models(), default="softmax", help="anchor model (default softmax)")
     sweep.add_argument("--scale", type=POSITIVE, default=10.0, help="logit scale s (default 10)")
     sweep.add_argument("--weighting", choices=list(WEIGHTINGS), default="calibrated",
