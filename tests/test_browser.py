@@ -49,7 +49,7 @@ def store_app_url(app_url, tmp_path_factory):
     """A second server, started with a data root that holds one small gallery store (the first has
     no data root: one of its tests checks what a server without one says)."""
     workdir = tmp_path_factory.mktemp("browser-store")
-    env = {**explorer_env(workdir, split="heldout", limit=96), "ANCHORDIV_DATA_ROOTS": str(small_store(workdir / "data"))}
+    env = {**explorer_env(workdir, split="heldout", limit=96), "ANCHORDIV_DATA_ROOTS": str(small_store(workdir / "data", markup_name=True))}
     with streamlit_server(ROOT / "app" / "streamlit_app.py", env, workdir / "streamlit.log") as (url, process, log):
         wait_healthy(url, process, log, seconds=60)
         yield url, log
@@ -58,9 +58,9 @@ def store_app_url(app_url, tmp_path_factory):
 HOSTILE_NAME = "<img src=x onerror=alert(1)>"
 
 
-def small_store(root: Path) -> Path:
-    """``root`` with 30 coloured squares and one red square named as markup (:data:`HOSTILE_NAME`)
-    in images/, and their store (the built-in model) in stores/shapes."""
+def small_store(root: Path, markup_name: bool = False) -> Path:
+    """``root`` with 30 coloured squares (and, with ``markup_name``, one more red square named as
+    markup, :data:`HOSTILE_NAME`) in images/, and their store (the built-in model) in stores/shapes."""
     from PIL import Image
 
     from anchordiv.embeddings import embed_folder_to_store
@@ -71,8 +71,8 @@ def small_store(root: Path) -> Path:
         for i in range(10):
             Image.new("RGB", (40 + 2 * i, 40), tuple(max(0, c - 12 * i) for c in colour)).save(
                 root / "images" / label / f"{label}-{i}.png")
-    # A file name that is markup: the page must show it as the characters it is.
-    Image.new("RGB", (40, 40), (200, 40, 40)).save(root / "images" / "red" / f"{HOSTILE_NAME}.png")
+    if markup_name:  # a copy of red-0 named as markup: red-0's nearest neighbour, shown as the characters it is
+        Image.new("RGB", (40, 40), (220, 20, 20)).save(root / "images" / "red" / f"{HOSTILE_NAME}.png")
     embed_folder_to_store(root / "images", load_encoder("builtin", device="cpu"), root / "stores" / "shapes",
                           shard_rows=8)
     return root
@@ -313,11 +313,19 @@ def test_browser_opens_a_gallery_store_and_moves_p_on_the_certified_slider(store
         page.screenshot(path=str(tmp_path / "store.png"), full_page=True)
         text = page.locator("body").inner_text()
         assert "Certified" in text and "Traceback" not in text, page_report(page, log_path)
-        # The markup file name, wherever the player shows it, is text: no element made of it, no alert.
-        assert not dialogs and page.locator('img[src="x"]').count() == 0, page_report(page, log_path)
+
+        # red-0 as the query: its copy named as markup is its nearest neighbour, and the player shows
+        # that name as the characters it is (no element made of it, no alert).
+        page.get_by_label("Search by name").fill("red-0")
+        page.get_by_label("Search by name").press("Enter")
+        wait_until_idle(page)
+        page.locator('[data-testid="stSelectbox"]').filter(has_text="Matches").click()
+        page.get_by_role("option").filter(has_text="red-0.png").first.click()
+        page.get_by_text("onerror").first.wait_for(timeout=60_000)
+        wait_until_idle(page)
         names = page.locator("[data-anchordiv-caption]").all_inner_texts()
-        if any("onerror" in name for name in names):
-            assert any("<img" in name for name in names), names
+        assert any(HOSTILE_NAME in name.replace("\n", " ") for name in names), names
+        assert not dialogs and page.locator('img[src="x"]').count() == 0, page_report(page, log_path)
 
 
 def details_text(page) -> str:
