@@ -31,6 +31,27 @@ SETTINGS = {
 }
 
 
+# Read by Streamlit at the start of every run, so a server started without the flags above (a bare
+# `streamlit run app/streamlit_app.py`) takes it from the entry script, from its first run on:
+# visitors see no "Deploy" menu. (client.showErrorDetails is left to the flags: set from the
+# script, it would also hide an app exception's details from the tests, which run the app in
+# their own process.)
+SCRIPT_APPLIED = ("client.toolbarMode",)
+
+
+def apply_unset_settings() -> bool:
+    """Set the options of :data:`SCRIPT_APPLIED` that the server's command line, environment and
+    config files left unset to :data:`SETTINGS` (Streamlit's own config module: ``st.set_option``
+    refuses these); whether any was set now (then only on a bare server's first run). A value the
+    operator set stays."""
+    from streamlit import config
+
+    unset = [name for name in SCRIPT_APPLIED if not config.is_manually_set(name)]
+    for name in unset:
+        config.set_option(name, SETTINGS[name], where_defined="anchordiv.app.server_settings")
+    return bool(unset)
+
+
 def streamlit_flags() -> list[str]:
     """:data:`SETTINGS` as ``streamlit run`` options, ``--section.name=value``."""
     return [f"--{name}={value}" for name, value in SETTINGS.items()]

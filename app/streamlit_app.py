@@ -61,10 +61,13 @@ _starting.caption("Starting: loading torch, scikit-learn and anchordiv…")
 
 # Torch and the library, imported once under the caption above.
 from anchordiv.app.cached import share_the_cores  # noqa: E402
+from anchordiv.app.server_settings import apply_unset_settings  # noqa: E402
 from anchordiv.app.url_state import keep_values  # noqa: E402
 
 APP_DIR = Path(__file__).resolve().parent
 share_the_cores()
+if apply_unset_settings():  # a bare `streamlit run`'s first run: no Deploy menu for visitors
+    st.rerun()  # this run's first message went out with Streamlit's default; the rerun's has ours
 
 _starting.empty()
 

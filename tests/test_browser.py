@@ -441,3 +441,31 @@ def test_browser_p_player_plays_in_the_browser_and_one_release_is_one_run(app_ur
         assert player_p(page) == paused, page_report(page, log_path)
         check_grid_is_the_library_s(page, library, log_path)
         assert not dialogs and not page.get_by_text("Traceback").count(), page_report(page, log_path)
+
+
+def test_a_bare_streamlit_run_shows_visitors_no_deploy_menu(tmp_path):
+    """Started without the explorer's flags (``streamlit run app/streamlit_app.py``), the server takes
+    its toolbar setting from the entry script: even the first visitor sees no "Deploy" menu."""
+    import subprocess
+    import sys
+
+    from anchordiv.benchmarks.browser import free_port
+
+    if not Path(CHROMIUM).is_file():
+        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install -y chromium)")
+    port = free_port()
+    env = explorer_env(tmp_path, split="heldout", limit=96)
+    with open(tmp_path / "bare.log", "w") as log:
+        process = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "streamlit_app.py"),
+                                    "--server.headless=true", f"--server.port={port}", "--server.address=127.0.0.1"],
+                                   cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_healthy(url, process, tmp_path / "bare.log", seconds=60)
+        with chromium() as browser:
+            for visit in ("first", "second"):
+                page = open_explorer(browser, url, tmp_path / "bare.log")
+                assert page.locator('[data-testid="stAppDeployButton"]').count() == 0, f"{visit} visit: Deploy shown"
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
