@@ -18,6 +18,8 @@ from anchordiv.explorer.page_state import HUB, OPEN_CLIP
 from anchordiv.gallery import folder_gallery
 from loopback_hub import CONFIG_NAME, TINY_REPO, WEIGHTS_NAME, serve_tiny_hub
 from markup import plain
+from streamlit.runtime import Runtime
+from streamlit.testing.v1 import app_test
 from test_app import APP, AppTest, TIMEOUT, messages, shown_table
 
 SPEC = f"open_clip:hf-hub:{TINY_REPO}"
@@ -78,7 +80,30 @@ def test_a_hub_model_is_downloaded_once_on_request_and_ranks_a_folder(hub, tmp_p
     assert len(shown_table(again)) == 10
 
 
-def test_visitors_asking_at_once_share_one_download(hub, tmp_path, monkeypatch):
+@pytest.fixture
+def overlapping_runs(monkeypatch):
+    """AppTest runs that overlap in threads share one runtime. AppTest sets the global
+    ``Runtime._instance`` to a fresh mock when a run starts and clears it when the run ends, so a
+    run that ends first would pull the runtime out from under one still running (which then fails
+    with "Runtime hasn't been created!" wherever it asks for media files). Here the first run's
+    mock stays until the last overlapping run ends; a server has one runtime for every session."""
+    lock, running = threading.Lock(), [0]
+
+    class Counting(type(Runtime)):
+        def __setattr__(cls, name, value):
+            if name != "_instance":
+                return super().__setattr__(name, value)
+            with lock:
+                running[0] += -1 if value is None else 1
+                if value is None and running[0] == 0:
+                    Runtime._instance = None
+                elif value is not None and Runtime._instance is None:
+                    Runtime._instance = value
+
+    monkeypatch.setattr(app_test, "Runtime", Counting("SharedRuntime", (Runtime,), {}))
+
+
+def test_visitors_asking_at_once_share_one_download(hub, tmp_path, monkeypatch, overlapping_runs):
     """A second visitor who picks the model while the first's download runs watches that download:
     the files are fetched once (``fetch_model`` called once), and both pages then rank the folder."""
     import anchordiv.app.model_choice as model_choice
