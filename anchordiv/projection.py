@@ -51,12 +51,13 @@ def knn_graph(index: Index, embeddings: torch.Tensor, n_neighbors: int = DEFAULT
     all_ids, all_dists = [], []
     for start in range(0, n_items, batch):
         block = embeddings[start:start + batch]
-        own = torch.arange(start, start + len(block))
-        values, ids = index.search(block, k - 1, exclude=own)
+        values, ids = index.search(block, k - 1, exclude=torch.arange(start, start + len(block)))
+        own = torch.arange(start, start + len(block), device=ids.device)  # results stay where the index computes
         distances = (1.0 - values) if index.higher_is_closer else values
         all_ids.append(torch.cat([own[:, None], ids], dim=1))
-        all_dists.append(torch.cat([torch.zeros(len(block), 1, dtype=distances.dtype), distances.clamp_min(0)], dim=1))
-    return torch.cat(all_ids).numpy().astype(np.int64), torch.cat(all_dists).numpy().astype(np.float32)
+        all_dists.append(torch.cat([torch.zeros_like(distances[:, :1]), distances.clamp_min(0)], dim=1))
+    # One crossing to the CPU, for UMAP.
+    return torch.cat(all_ids).cpu().numpy().astype(np.int64), torch.cat(all_dists).cpu().numpy().astype(np.float32)
 
 
 def umap_from_knn(indices: np.ndarray, distances: np.ndarray, seed: int = 0, n_epochs: int = DEFAULT_EPOCHS,

@@ -16,6 +16,7 @@ import torch
 
 from anchordiv import explorer as ex
 from anchordiv.cache import cache_dir
+from anchordiv.device import resolve_device
 from anchordiv.encoders import load_encoder, model_catalog
 from anchordiv.explorer.launch import LaunchOptions
 from anchordiv.explorer.p_player import player_data
@@ -55,6 +56,12 @@ def launch_options() -> LaunchOptions:
     return LaunchOptions.from_launch(sys.argv[1:], os.environ)
 
 
+def server_device() -> torch.device:
+    """Where this server encodes, fits, ranks and lays out maps: ``--device`` at launch, else CUDA
+    when available, else the CPU (:func:`anchordiv.device.resolve_device`)."""
+    return resolve_device(launch_options().device, "--device")
+
+
 def data_roots() -> ex.DataRoots:
     """The folders this server may open (:func:`launch_options`)."""
     return launch_options().roots
@@ -73,7 +80,7 @@ def get_encoder(spec: str, pretrained: str | None, allow_download: bool = False)
     """The encoder ``spec`` names, on the server's device (CUDA when available, else CPU), from
     files on this machine (:func:`model_downloads` fetches the weights first); ``allow_download``
     lets a model whose tokenizer lives on the hub fetch it."""
-    return load_encoder(spec, pretrained=pretrained or None, allow_download=allow_download)
+    return load_encoder(spec, pretrained=pretrained or None, allow_download=allow_download, device=server_device())
 
 
 @st.cache_resource(show_spinner="Listing open_clip's models…", ttl=60)
@@ -114,7 +121,7 @@ def get_folder_gallery(encoder, folder: str, labels_csv: str | None) -> Gallery:
 def memory_source(gallery: Gallery) -> ex.MemorySource:
     """The source of a gallery in memory, one per gallery, so that its cosine index is built once
     and every later query and page shares it."""
-    return ex.MemorySource(gallery)
+    return ex.MemorySource(gallery, device=str(server_device()))
 
 
 @st.cache_resource(show_spinner="Opening the gallery store and indexing its names…", max_entries=4)
@@ -122,7 +129,7 @@ def get_store_source(folder: str, stamp: tuple, encoder_name: str, dim: int, roo
     """``stamp`` (:func:`~anchordiv.explorer.store_stamp`: its files' sizes, times and inodes) opens
     a store written again, or with a file edited in place, afresh; ``roots``, where its thumbnails
     may be read."""
-    return ex.StoreSource.open(folder, encoder_name, dim, roots, stamp)
+    return ex.StoreSource.open(folder, encoder_name, dim, roots, stamp, device=str(server_device()))
 
 
 @st.cache_resource(show_spinner=False, max_entries=8, hash_funcs=BY_IDENTITY)
@@ -201,7 +208,8 @@ def get_baseline(kind: str, source: ex.MemorySource, encoder,
     if kind == "cosine":
         return source.cosine_index
     parts = [encode_texts(encoder, texts, templates) for texts, templates in sets if texts]
-    return ex.baseline_index(kind, source.gallery.embeddings, torch.cat(parts) if parts else None)
+    return ex.baseline_index(kind, source.gallery.embeddings, torch.cat(parts) if parts else None,
+                             device=source.device)
 
 
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs=BY_IDENTITY)

@@ -162,7 +162,7 @@ def learn(view: ExploreView, terms: tuple[str, ...], marks: list[QueryMarks]) ->
         if extra.size:
             ids, rows = np.concatenate([ids, extra]), torch.cat([rows, view.source.rows(extra)])
         return learn_weights(anchors, terms, data, ids, rows, view.geometry.spec.scale,
-                             lean_on_main_axes=bool(st.session_state["find_lean"]))
+                             lean_on_main_axes=bool(st.session_state["find_lean"]), device=view.geometry.device)
 
 
 def show_learned(learned: LearnedAnchors) -> None:

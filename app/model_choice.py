@@ -126,7 +126,8 @@ def load_encoder_for(choices: dict[str, Any]):
         encoder = load_checkpoint(choices, launch)
     else:
         encoder = load_named(choices, launch)
-    st.sidebar.caption(f"Encoding on {describe_device(encoder.device)}.")
+    st.sidebar.caption(f"Encoding on {describe_device(encoder.device)}; ranking and maps on "
+                       f"{describe_device(cached.server_device())}.")
     return encoder
 
 

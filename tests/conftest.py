@@ -63,6 +63,18 @@ def seed() -> int:
     return 0
 
 
+# The devices a route comparison runs on: the CPU always, and CUDA where torch sees one. Without
+# one the CUDA run shows as skipped, with this reason, never as passed.
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA device here: this comparison's CUDA run did not happen"))]
+
+
+@pytest.fixture(params=DEVICES)
+def device(request) -> str:
+    """Where the index under test computes (each route comparison runs once per device)."""
+    return request.param
+
+
 def pytest_generate_tests(metafunc):
     config = metafunc.config
     chosen = list(config.getoption("seed"))

@@ -40,9 +40,42 @@ def world():
     return gallery, (object_anchors, style_anchors), texts
 
 
-def geometry(world, kind: str = "softmax", reverse: bool = False) -> ex.ExplorerGeometry:
+def geometry(world, kind: str = "softmax", reverse: bool = False, device: str = "cpu") -> ex.ExplorerGeometry:
     gallery, anchors, texts = world
-    return ex.ExplorerGeometry(gallery.embeddings, anchors, texts, ex.GeometrySpec(kind=kind, scale=SCALE, reverse=reverse))
+    return ex.ExplorerGeometry(gallery.embeddings, anchors, texts, ex.GeometrySpec(kind=kind, scale=SCALE, reverse=reverse),
+                               device=device)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_a_geometry_on_a_device_ranks_as_on_the_cpu(world, device, reverse):
+    """Fitted, balanced, calibrated and indexed on ``device``: its p path, its kNN graph for UMAP
+    and its cosine baseline agree with the CPU geometry's (up to ties), and what comes back is numpy."""
+    gallery = world[0]
+    on_cpu, there = geometry(world, reverse=reverse), geometry(world, reverse=reverse, device=device)
+    assert there.device == torch.device(device) and there.index.device == torch.device(device)
+    curve, expected = there.calibrated_model.calibration_, on_cpu.calibrated_model.calibration_
+    np.testing.assert_allclose(curve.log_odds, expected.log_odds, rtol=1e-5, atol=1e-4)
+    query = gallery.embeddings[7].numpy()
+    path = there.p_path(query, 8, 7, "calibrated")
+    assert isinstance(path.values, np.ndarray) and isinstance(path.ids, np.ndarray)
+    for step, p in enumerate(path.p):
+        # The CPU index at the device's calibrated weights: the calibration's own float32 round-off
+        # is not part of the route compared here.
+        model = there.weighted_model("calibrated").with_weights([p, 1 - p]) if there.is_mixture else there.model
+        search = ad.AnchorIndex(model, gallery.embeddings, reverse=reverse, device="cpu").search(
+            gallery.embeddings[7:8], 16, exclude=[7])
+        assert_same_ranking((path.values[step], path.ids[step]), search, rtol=1e-4, atol=1e-5,
+                            context=f"step {step} (p = {p:.2f})")
+    # The CPU graph with more neighbours, so that a run tied across the 5th place is judged whole.
+    (ids, distances), (cpu_ids, cpu_distances) = (projection.knn_graph(shared.index_at(0.5), gallery.embeddings,
+                                                                      n_neighbors=n)
+                                                  for shared, n in ((there, 5), (on_cpu, 9)))
+    assert isinstance(ids, np.ndarray) and np.array_equal(ids[:, 0], np.arange(len(gallery)))
+    assert_same_ranking((distances[:, 1:], ids[:, 1:]), (cpu_distances[:, 1:], cpu_ids[:, 1:]), rtol=1e-4, atol=1e-5,
+                        context="kNN graph")
+    cosine = [ex.search_one(ex.baseline_index("cosine", gallery.embeddings, device=where), query, k, 7)
+              for where, k in ((device, 8), ("cpu", 12))]
+    assert_same_ranking(*cosine, rtol=1e-5, atol=1e-6, higher_is_closer=True, context="cosine")
 
 
 def test_parse_anchor_text_strips_dedupes_and_counts():

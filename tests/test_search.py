@@ -20,10 +20,10 @@ def assert_matches_brute_force(values, ids, full, k, ascending=True, tol=1e-8):
 
 @pytest.mark.parametrize("reverse", [False, True])
 @pytest.mark.parametrize("name", MODEL_NAMES)
-def test_anchor_index_equals_brute_force(data, models, name, reverse):
+def test_anchor_index_equals_brute_force(data, models, name, reverse, device):
     model = models[name]
     full = model.divergence(data["queries"], data["gallery"], reverse=reverse)
-    values, ids = ad.AnchorIndex(model, data["gallery"], reverse=reverse).search(data["queries"], 10)
+    values, ids = ad.AnchorIndex(model, data["gallery"], reverse=reverse, device=device).search(data["queries"], 10)
     assert values.shape == ids.shape == (9, 10) and ids.dtype == np.int64
     assert_matches_brute_force(values, ids, full, 10)
 

@@ -41,10 +41,11 @@ def full_rows(store):
 @pytest.mark.parametrize("shard_rows", [1, 13, 70])
 @pytest.mark.parametrize("reverse", [False, True])
 @pytest.mark.parametrize("name", NAMES)
-def test_equals_anchor_index(data, models, stores, name, reverse, shard_rows):
+def test_equals_anchor_index(data, models, stores, name, reverse, shard_rows, device):
+    """The sharded search on ``device`` against the in-memory index on the CPU."""
     store, model = stores[shard_rows], models[name]
-    expected_index = ad.AnchorIndex(model, full_rows(store), reverse=reverse)
-    index = ShardedAnchorIndex(model, store, reverse=reverse, block_rows=4)
+    expected_index = ad.AnchorIndex(model, full_rows(store), reverse=reverse, device="cpu")
+    index = ShardedAnchorIndex(model, store, reverse=reverse, block_rows=4, device=device)
     assert isinstance(index, Index) and len(index) == 70 and index.higher_is_closer is False
     queries = data["queries"]
     assert_same(index.search(queries, 10), expected_index.search(queries, 10))

@@ -70,9 +70,9 @@ def certificate_margin(slider, p):
 
 
 @pytest.mark.parametrize("kind", ["literal", "balanced", "calibrated"])
-def test_exact_and_certified_for_random_p(world, mixtures, kind):
+def test_exact_and_certified_for_random_p(world, mixtures, kind, device):
     gallery, mixture = world["gallery"], mixtures[kind]
-    index = ad.AnchorIndex(mixture, gallery, device="cpu")
+    index = ad.AnchorIndex(mixture, gallery, device=device)
     rng = np.random.default_rng(1)
     certified = []
     for query_id in rng.choice(G, 4, replace=False):
@@ -185,12 +185,13 @@ def store(world, tmp_path_factory):
 
 
 @pytest.mark.parametrize("kind", ["literal", "balanced", "calibrated"])
-def test_the_sharded_slider_equals_the_in_memory_slider_and_brute_force(world, mixtures, store, kind):
+def test_the_sharded_slider_equals_the_in_memory_slider_and_brute_force(world, mixtures, store, kind, device):
+    """The store's slider on ``device`` against the in-memory slider on the CPU and brute force."""
     from anchordiv.sharded import ShardedAnchorIndex
 
     gallery, mixture = world["gallery"], mixtures[kind]
     memory = ad.AnchorIndex(mixture, gallery, device="cpu")
-    sharded = ShardedAnchorIndex(mixture, store, device="cpu", block_rows=700)
+    sharded = ShardedAnchorIndex(mixture, store, device=device, block_rows=700)
     rng = np.random.default_rng(2)
     certified = []
     for query_id in rng.choice(G, 3, replace=False):
@@ -240,13 +241,15 @@ def test_both_indexes_offer_what_the_slider_needs(world, mixtures, store):
 
 
 @pytest.mark.parametrize("kind", ["literal", "balanced", "calibrated"])
-def test_the_path_is_the_search_at_every_step(world, mixtures, kind):
-    """Every step of a 101-step path equals the index's exact search at its p (up to ties), whether
-    the certificate held (a coarse grid of 3 interior points, as the explorer builds it) or not."""
+def test_the_path_is_the_search_at_every_step(world, mixtures, kind, device):
+    """Every step of a 101-step path on ``device`` equals the CPU index's exact search at its p (up to
+    ties), whether the certificate held (a coarse grid of 3 interior points, as the explorer builds
+    it) or not."""
     gallery, mixture = world["gallery"], mixtures[kind]
     index = ad.AnchorIndex(mixture, gallery, device="cpu")
+    on_device = ad.AnchorIndex(mixture, gallery, device=device)
     for query_id, grid in ((17, 3), (240, None)):
-        path = index.slider(gallery[query_id], k=K, exclude=query_id, grid=grid).path(101)
+        path = on_device.slider(gallery[query_id], k=K, exclude=query_id, grid=grid).path(101)
         assert path.p.shape == (101,) and path.values.shape == path.ids.shape == (101, K)
         np.testing.assert_allclose(path.p, np.linspace(0, 1, 101), atol=1e-12)
         assert np.all(np.diff(path.values, axis=1) >= 0) and not np.any(path.ids == query_id)
@@ -269,14 +272,16 @@ def test_an_uncertified_step_of_the_path_comes_from_the_exact_search(world, mixt
         np.testing.assert_allclose(path.values[step], values[0])
 
 
-def test_the_path_agrees_with_the_slider_step_by_step_and_over_a_store(world, mixtures, store):
+def test_the_path_agrees_with_the_slider_step_by_step_and_over_a_store(world, mixtures, store, device):
+    """Paths on ``device``, in memory and over a store, against the CPU slider's moves."""
     from anchordiv.sharded import ShardedAnchorIndex
 
     gallery, mixture = world["gallery"], mixtures["calibrated"]
     memory = ad.AnchorIndex(mixture, gallery, device="cpu").slider(gallery[9], k=K, exclude=9)
-    sharded = ShardedAnchorIndex(mixture, store, device="cpu", block_rows=700).slider(gallery[9], k=K, exclude=9)
+    on_device = ad.AnchorIndex(mixture, gallery, device=device).slider(gallery[9], k=K, exclude=9)
+    sharded = ShardedAnchorIndex(mixture, store, device=device, block_rows=700).slider(gallery[9], k=K, exclude=9)
     positions = [0.0, 0.013, 0.5, 0.77, 1.0]
-    for path in (memory.path(positions), sharded.path(positions)):
+    for path in (on_device.path(positions), sharded.path(positions)):
         assert path.shown_ids.tolist() == sorted(set(path.ids.ravel().tolist()))
         for step, p in enumerate(positions):
             values, ids, certified = memory.at(p)

@@ -1,8 +1,8 @@
 """``anchordiv demo``: the Streamlit explorer, started from the installed package (headless: it
 prints the URL to open), on the built-in world or, with ``--folder``, on a folder of images.
 
-``--model``, ``--pretrained``, ``--folder``, ``--labels`` and ``--allow-download`` choose what the
-explorer opens on: the model is loaded (and, with ``--allow-download``, fetched) and the folder
+``--model``, ``--pretrained``, ``--folder``, ``--labels``, ``--device`` and ``--allow-download``
+choose what the explorer opens on and where it computes: the model is loaded (and, with ``--allow-download``, fetched) and the folder
 embedded into the content-hash cache, with a progress bar, before the server starts, so a bad model
 or folder is refused here and the explorer reads the folder's embeddings from the cache. They are
 passed on as the explorer's launch options (:mod:`anchordiv.explorer.launch`), with a
@@ -20,7 +20,8 @@ from .checks import check_input, check_labels
 from .options import COUNT
 
 # The demo's options that are the explorer's launch options too (the option, its args attribute).
-LAUNCH_OPTIONS = (("--model", "model"), ("--pretrained", "pretrained"), ("--folder", "folder"), ("--labels", "labels"))
+LAUNCH_OPTIONS = (("--model", "model"), ("--pretrained", "pretrained"), ("--folder", "folder"), ("--labels", "labels"),
+                  ("--device", "device"))
 
 
 def add_parser(commands) -> argparse.ArgumentParser:
@@ -34,6 +35,8 @@ def add_parser(commands) -> argparse.ArgumentParser:
                                        "model (with progress) before the server starts; it becomes a data root")
     demo.add_argument("--labels", help="with --folder: a CSV with a path (or filename) column and label columns "
                                        "(e.g. style); its folder becomes a data root too")
+    demo.add_argument("--device", help="where the explorer encodes, fits, ranks and lays out maps: cpu, cuda or "
+                                       "cuda:N (default: CUDA when available, else the CPU)")
     demo.add_argument("--allow-download", action="store_true", dest="allow_download",
                       help="let this command and the explorer fetch model weights from their hub (make demo gives it)")
     demo.add_argument("app_args", nargs="*", metavar="APP_ARG",
@@ -95,7 +98,8 @@ def _prepare(args: argparse.Namespace) -> None:
     from .fetch_model import load_with_progress
     from .embed import embed_to_cache
 
-    encoder = load_with_progress(args.model or "builtin", args.pretrained, allow_download=args.allow_download)
+    encoder = load_with_progress(args.model or "builtin", args.pretrained, args.device,
+                                 allow_download=args.allow_download)
     if args.folder is None:
         return
     cache_dir(writable=True)

@@ -55,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
              for name in ("a", "b")]
     [query] = resolve_queries([row], gallery, encoder)
     anchors = [encode_anchors(encoder, set_texts, default_choice(encoder)) for set_texts in texts]
-    geometry = ExplorerGeometry(gallery.embeddings, anchors, texts, GeometrySpec(kind=args.kind, scale=args.scale))
+    geometry = ExplorerGeometry(gallery.embeddings, anchors, texts, GeometrySpec(kind=args.kind, scale=args.scale),
+                                device=encoder.device)
     path = geometry.p_path(query.vector, args.k, query.gallery_id, args.weighting)
     title = f"Query: {query.caption}"
     print(f"anchordiv sweep: {query.caption}, top-{args.k}, A: {len(texts[0])} anchors, B: {len(texts[1])} anchors, "

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..device import resolve_device
 from ..models.feedback import FeedbackAnchors
 from .anchors import WEIGHT_DIGITS
 
@@ -115,7 +116,7 @@ class LearnedAnchors:
 
 def learn_weights(anchors: torch.Tensor, terms: Sequence[str], data: TrainingSet, gallery_ids: np.ndarray,
                   gallery_rows: torch.Tensor, scale: float, seed: int = FIT_SEED,
-                  lean_on_main_axes: bool = True) -> LearnedAnchors:
+                  lean_on_main_axes: bool = True, device: str | torch.device | None = None) -> LearnedAnchors:
     """:class:`~anchordiv.FeedbackAnchors` at ``scale`` with ``seed``, over the vocabulary's
     embeddings ``anchors`` ``(N, d)`` (row ``i`` for ``terms[i]``), on the gallery rows
     ``gallery_rows`` ``(G', d)`` of the distinct ids ``gallery_ids`` ``(G',)`` (a sample of the
@@ -130,7 +131,8 @@ def learn_weights(anchors: torch.Tensor, terms: Sequence[str], data: TrainingSet
     the terms along which the gallery varies most (``spread_weight`` 0.85: few readable terms when
     the marks share the gallery's main axis, such as a style); ``False`` starts from the marks'
     contrast alone (``spread_weight=0``: better when they share something else, such as an object,
-    at the price of weight on many terms). A ``ValueError`` for fewer than 2 terms, a marked id missing from
+    at the price of weight on many terms). The fit runs on ``device`` (``None``: CUDA when available,
+    else CPU). A ``ValueError`` for fewer than 2 terms, a marked id missing from
     ``gallery_ids``, a fit that fails or weights that are not finite.
     """
     if len(terms) < 2 or anchors.shape[0] != len(terms):
@@ -145,7 +147,7 @@ def learn_weights(anchors: torch.Tensor, terms: Sequence[str], data: TrainingSet
 
     try:
         learner = FeedbackAnchors(scale=float(scale), seed=seed, **({} if lean_on_main_axes else {"spread_weight": 0.0}))
-        model = learner.fit(anchors, data.queries, gallery_rows, renumbered(data.positives), renumbered(data.negatives))
+        model = learner.fit(anchors.to(resolve_device(device)), data.queries, gallery_rows, renumbered(data.positives), renumbered(data.negatives))
     except (RuntimeError, FloatingPointError) as error:  # numerical trouble, said as what to try
         raise ValueError(f"the fit failed ({error}); mark other items or choose another list") from None
     weights = np.asarray(model.weights_, dtype=np.float64)

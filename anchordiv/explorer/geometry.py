@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..device import resolve_device
 from ..models import AnchorModel, EmpiricalAnchors, MixtureAnchors, anchor_model_kind, fit_anchor_model
 from ..projection import sample_ids
 from ..search import AnchorIndex, CosineIndex, Index, ITIIndex
@@ -87,9 +88,10 @@ class GeometrySpec:
         return fit_anchor_model(self.kind, anchors, self.scale, prior, **self.parameters())
 
 
-# The index a geometry ranks its gallery with, for its shared model: an AnchorIndex over the
-# gallery in memory, a ShardedAnchorIndex over a store. Both re-weight (with_model) and slide.
-IndexFactory = Callable[[AnchorModel], "AnchorIndex | ShardedAnchorIndex"]
+# The index a geometry ranks its gallery with, for its shared model on the geometry's device: an
+# AnchorIndex over the gallery in memory, a ShardedAnchorIndex over a store. Both re-weight
+# (with_model) and slide.
+IndexFactory = Callable[[AnchorModel, torch.device], "AnchorIndex | ShardedAnchorIndex"]
 
 
 class ExplorerGeometry:
@@ -101,13 +103,15 @@ class ExplorerGeometry:
     empirical model with those weights (:meth:`GeometrySpec.fit`). The mixture is balanced and calibrated on
     ``gallery_embeddings`` ``(n, d)``: the gallery itself, or for a store a fixed sample of its rows
     (:meth:`over_store`). ``index`` ranks the whole gallery: an :class:`AnchorIndex` over
-    ``gallery_embeddings`` by default, else what ``index_over(model)`` builds (a
+    ``gallery_embeddings`` by default, else what ``index_over(model, device)`` builds (a
     :class:`~anchordiv.sharded.ShardedAnchorIndex` over a store). Building this is the expensive step
     (fitting and one pass over the gallery, whose per-component ``kappa`` the index keeps and the
     balance and calibration reuse); afterwards :meth:`index_at` costs ``O(G K)`` and a query's
     :meth:`p_path` every position of the ``p`` slider ``O(C)`` each for its ``C`` candidates. A
     ``calibration_cache`` (for a gallery in memory) keeps the calibration on disk for the next fit of
-    the same geometry.
+    the same geometry. ``device`` is where the fit, the gallery's stored terms, the balance, the
+    calibration and every search and p path run (``None``: :func:`anchordiv.device.default_device`,
+    CUDA when available); results cross to the CPU once, as top-``k`` values and ids.
 
     This object is meant to be shared (cached) across users and threads. Nothing in it changes
     after ``__init__``: :meth:`model_at` and :meth:`index_at` build new objects through the pure
@@ -117,7 +121,7 @@ class ExplorerGeometry:
     Attributes: ``model`` (the shared fitted model: for two sets, the mixture balanced at
     ``p = 1/2``), ``calibrated_model`` (the same components with calibrated ``p``), ``index``,
     ``component_anchors`` and ``component_texts`` (each component's anchors and their texts,
-    row-aligned), ``component_names`` ("A", "B"), ``notes`` for the user.
+    row-aligned), ``component_names`` ("A", "B"), ``notes`` for the user, ``device``.
     """
 
     def __init__(self, gallery_embeddings: torch.Tensor, anchor_sets: Sequence[torch.Tensor],
@@ -125,7 +129,11 @@ class ExplorerGeometry:
                  prior_texts: Sequence[str] = (), names: Sequence[str] = ("A", "B"),
                  index_over: IndexFactory | None = None,
                  anchor_weights: Sequence[Sequence[float] | None] = (),
-                 calibration_cache: CalibrationCache | None = None):
+                 calibration_cache: CalibrationCache | None = None,
+                 device: str | torch.device | None = None):
+        self.device = resolve_device(device)
+        anchor_sets = [anchors.to(self.device) for anchors in anchor_sets]
+        prior = None if prior is None else prior.to(self.device)
         weights = list(anchor_weights) + [None] * (len(anchor_sets) - len(anchor_weights))
         used = [(name, anchors, list(texts), set_weights)
                 for name, anchors, texts, set_weights in zip(names, anchor_sets, anchor_texts, weights)
@@ -164,35 +172,38 @@ class ExplorerGeometry:
             else:
                 kept = calibration_cache.gallery_kappa(
                     key, lambda: self._index(mixture, gallery_embeddings, None).component_kappa)
-                index = AnchorIndex(mixture, gallery_embeddings, device="cpu", component_kappa=kept)
-            kappa = index.component_kappa
-            self.model = mixture.with_balance(gallery_embeddings, component_kappa=kappa)
-            self.calibrated_model = (mixture.with_calibration(gallery_embeddings, component_kappa=kappa) if key is None
-                                     else calibration_cache.calibrated(mixture, gallery_embeddings, kappa, key))
+                index = AnchorIndex(mixture, gallery_embeddings, device=self.device, component_kappa=kept)
+            kappa, reference = index.component_kappa, gallery_embeddings.to(self.device)
+            self.model = mixture.with_balance(reference, component_kappa=kappa)
+            self.calibrated_model = (mixture.with_calibration(reference, component_kappa=kappa) if key is None
+                                     else calibration_cache.calibrated(mixture, reference, kappa, key))
             self.index = index.with_model(self.model)
         else:  # a store: measured on a sample of rows (``gallery_embeddings``), indexed over all of them
-            self.model = mixture.with_balance(gallery_embeddings)
-            self.calibrated_model = mixture.with_calibration(gallery_embeddings)
-            self.index = index_over(self.model)
+            reference = gallery_embeddings.to(self.device)
+            self.model = mixture.with_balance(reference)
+            self.calibrated_model = mixture.with_calibration(reference)
+            self.index = index_over(self.model, self.device)
 
     def _index(self, model: AnchorModel, gallery_embeddings: torch.Tensor,
                index_over: IndexFactory | None) -> AnchorIndex | ShardedAnchorIndex:
-        return (AnchorIndex(model, gallery_embeddings, reverse=self.spec.reverse, device="cpu") if index_over is None
-                else index_over(model))
+        return (AnchorIndex(model, gallery_embeddings, reverse=self.spec.reverse, device=self.device)
+                if index_over is None else index_over(model, self.device))
 
     @classmethod
     def over_store(cls, store: GalleryStore, anchor_sets: Sequence[torch.Tensor],
                    anchor_texts: Sequence[Sequence[str]], spec: GeometrySpec, prior: torch.Tensor | None = None,
                    prior_texts: Sequence[str] = (), sample_rows: int = CALIBRATION_ROWS,
-                   seed: int = 0, anchor_weights: Sequence[Sequence[float] | None] = ()) -> "ExplorerGeometry":
+                   seed: int = 0, anchor_weights: Sequence[Sequence[float] | None] = (),
+                   device: str | torch.device | None = None) -> "ExplorerGeometry":
         """The geometry over a :class:`~anchordiv.store.GalleryStore`: balanced and calibrated on a
         fixed seeded sample of ``sample_rows`` store rows, ranking the whole store with one
         :class:`~anchordiv.sharded.ShardedAnchorIndex` (one pass at build, ``G K`` floats kept);
-        ``anchor_weights`` as for the constructor."""
+        ``anchor_weights`` and ``device`` as for the constructor (the store's blocks are scored there)."""
         sample = store.rows(sample_ids(len(store), sample_rows, seed))
         return cls(sample, anchor_sets, anchor_texts, spec, prior=prior, prior_texts=prior_texts,
-                   index_over=lambda model: ShardedAnchorIndex(model, store, reverse=spec.reverse, device="cpu"),
-                   anchor_weights=anchor_weights)
+                   index_over=lambda model, device: ShardedAnchorIndex(model, store, reverse=spec.reverse,
+                                                                       device=device),
+                   anchor_weights=anchor_weights, device=device)
 
     @property
     def is_mixture(self) -> bool:
@@ -271,12 +282,14 @@ def calibration_frame(geometry: ExplorerGeometry) -> pd.DataFrame | None:
                       for name, values in sides.items()], ignore_index=True)
 
 
-def baseline_index(kind: str, gallery_embeddings: torch.Tensor, anchors: torch.Tensor | None = None) -> Index:
-    """``CosineIndex`` (``kind="cosine"``) or ``ITIIndex`` over ``anchors`` (``kind="iti"``)."""
+def baseline_index(kind: str, gallery_embeddings: torch.Tensor, anchors: torch.Tensor | None = None,
+                   device: str | torch.device | None = None) -> Index:
+    """``CosineIndex`` (``kind="cosine"``) or ``ITIIndex`` over ``anchors`` (``kind="iti"``), on
+    ``device`` (``None``: CUDA when available, else CPU)."""
     if kind == "cosine":
-        return CosineIndex(gallery_embeddings, device="cpu")
+        return CosineIndex(gallery_embeddings, device=device)
     if kind == "iti":
         if anchors is None or len(anchors) == 0:
             raise ValueError("ITI needs at least one anchor")
-        return ITIIndex(anchors, gallery_embeddings, device="cpu")
+        return ITIIndex(anchors, gallery_embeddings, device=device)
     raise ValueError(f"unknown baseline {kind!r}; use 'cosine' or 'iti'")

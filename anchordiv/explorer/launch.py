@@ -10,7 +10,9 @@ environment, and are fixed for the life of the server:
   model's weights from its hub. Off unless given: a server offering its own data folders downloads
   nothing nobody asked it to (``make demo`` gives it);
 * ``--model SPEC`` / ``--pretrained TAG``, ``--folder DIR`` / ``--labels CSV``: what the sidebar
-  shows first (``anchordiv demo --model ... --folder ...`` embeds the folder, then passes them).
+  shows first (``anchordiv demo --model ... --folder ...`` embeds the folder, then passes them);
+* ``--device DEVICE``: where the server encodes, fits, ranks and lays out maps (``cpu``, ``cuda``,
+  ``cuda:1``; default :func:`anchordiv.device.default_device`, CUDA when available).
 """
 from __future__ import annotations
 
@@ -34,21 +36,26 @@ class LaunchOptions:
     pretrained: str | None = None
     folder: str | None = None
     labels_csv: str | None = None
+    device: str | None = None
 
     @classmethod
     def from_launch(cls, argv: Sequence[str], environ: Mapping[str, str]) -> "LaunchOptions":
         """The options in ``argv`` (the script's arguments; others are ignored) and ``environ``.
-        A data root that is not a folder, or a model spec that cannot be parsed, is a ``ValueError``
-        naming it, so a typo shows at start-up."""
+        A data root that is not a folder, a model spec that cannot be parsed, or a device torch does
+        not know or this machine lacks, is a ``ValueError`` naming it, so a typo shows at start-up."""
         parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
         parser.add_argument("--allow-download", action="store_true")
-        for option in ("--model", "--pretrained", "--folder", "--labels"):
+        for option in ("--model", "--pretrained", "--folder", "--labels", "--device"):
             parser.add_argument(option)
         options, _ = parser.parse_known_args(list(argv))
         if options.model is not None:
             from ..encoders.specs import parse_model_spec
 
             parse_model_spec(options.model, options.pretrained)
+        if options.device is not None:
+            from ..device import resolve_device
+
+            resolve_device(options.device, "--device")
         return cls(DataRoots.from_launch(argv, environ),
                    options.allow_download or truthy(environ.get(DOWNLOAD_VARIABLE, "")),
-                   options.model, options.pretrained, options.folder, options.labels)
+                   options.model, options.pretrained, options.folder, options.labels, options.device)

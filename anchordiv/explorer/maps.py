@@ -61,9 +61,10 @@ def project_rows(embeddings: torch.Tensor, method: str, geometry: ExplorerGeomet
     if method == "anchor":
         if geometry is None:
             raise ValueError("an anchor projection needs a geometry")
-        index = AnchorIndex(geometry.model_at(p, weighting), embeddings, reverse=geometry.spec.reverse, device="cpu")
+        index = AnchorIndex(geometry.model_at(p, weighting), embeddings, reverse=geometry.spec.reverse,
+                            device=geometry.device)
     else:
-        index = baseline_index(method, embeddings, iti_anchors)
+        index = baseline_index(method, embeddings, iti_anchors, device=None if geometry is None else geometry.device)
 
     def build() -> np.ndarray:
         return projection.project(index, embeddings, n_neighbors=n_neighbors, seed=seed)

@@ -35,7 +35,7 @@ def search_one(index: Index, query: torch.Tensor, k: int, exclude: int | None = 
         raise ValueError(f"top-k={k} is larger than the {available} gallery images available; lower k")
     excluded = None if exclude is None else torch.tensor([int(exclude)])
     values, ids = index.search(vector, k, exclude=excluded)
-    return values[0].numpy(), ids[0].numpy()
+    return values[0].cpu().numpy(), ids[0].cpu().numpy()
 
 
 def neighbour_table(values: np.ndarray, ids: np.ndarray, gallery: Gallery, query_labels: pd.Series | None,

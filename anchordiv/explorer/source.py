@@ -150,10 +150,12 @@ class MemorySource:
     the page (its labels give the p sweep; its embeddings ITI, "why this neighbour?" and a cosine map).
 
     Its cosine index (:attr:`cosine_index`) is built on first use and kept with the source, so one
-    source per gallery is meant to be shared (the app caches one per gallery).
+    source per gallery is meant to be shared (the app caches one per gallery). ``device`` is where
+    its geometries and indexes compute (``None``: CUDA when available, else CPU).
     """
 
     gallery: Gallery
+    device: str | None = None
     capabilities: ClassVar[Capabilities] = Capabilities(p_sweep=True, explain=True, iti=True, cosine_projection=True,
                                                         grid_png=True)
 
@@ -237,7 +239,7 @@ class MemorySource:
                      anchor_weights: Sequence[Sequence[float] | None] = ()) -> ExplorerGeometry:
         return ExplorerGeometry(self.gallery.embeddings, anchor_sets, anchor_texts, spec, prior=prior,
                                 prior_texts=prior_texts, anchor_weights=anchor_weights,
-                                calibration_cache=self.calibration_cache)
+                                calibration_cache=self.calibration_cache, device=self.device)
 
     @property
     def calibration_cache(self) -> CalibrationCache | None:
@@ -251,7 +253,7 @@ class MemorySource:
     @cached_property
     def cosine_index(self) -> Index:
         """The cosine baseline over the whole gallery, built once (one pass) and then shared."""
-        return baseline_index("cosine", self.gallery.embeddings)
+        return baseline_index("cosine", self.gallery.embeddings, device=self.device)
 
     def cosine_top_k(self, query: np.ndarray, k: int, exclude: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         return search_one(self.cosine_index, query, k, exclude=exclude)

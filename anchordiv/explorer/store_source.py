@@ -129,8 +129,10 @@ class StoreSource:
     encoder, and the files as they were when opened: :func:`store_stamp`), for cache keys and
     links, so that nothing cached over a store is used once one of its files has changed;
     ``label_column`` the labels' column of "same object", or ``None``; ``roots`` the data roots its
-    thumbnails may be read under. A store shows no p sweep (it has no style labels) and says
-    whether the slider certified each move.
+    thumbnails may be read under; ``device`` where its geometries score the store's blocks
+    (``None``: CUDA when available, else CPU; its cosine scan, bound by reading the store, stays on
+    the CPU). A store shows no p sweep (it has no style labels) and says whether the slider
+    certified each move.
     """
 
     store: GalleryStore
@@ -138,16 +140,18 @@ class StoreSource:
     names: NameIndex
     label_column: str | None
     roots: DataRoots = DataRoots()
+    device: str | None = None
     capabilities: ClassVar[Capabilities] = Capabilities(certificate=True, row_numbers=True)
 
     @classmethod
     def open(cls, folder: str | Path, encoder_name: str, dim: int, roots: DataRoots = DataRoots(),
-             stamp: tuple[tuple[str, int, int, int], ...] | None = None) -> "StoreSource":
+             stamp: tuple[tuple[str, int, int, int], ...] | None = None,
+             device: str | None = None) -> "StoreSource":
         """The store in ``folder`` (manifest and file headers checked), for an encoder called
         ``encoder_name`` of dimension ``dim``; ``ValueError`` naming the fix when it cannot be read
         or was embedded by another model. Builds the name index (once per store: cache the result).
         ``stamp`` is :func:`store_stamp` of ``folder`` where the caller has just taken it (for its
-        cache key); ``None`` takes it here."""
+        cache key); ``None`` takes it here. ``device``: see the class."""
         try:
             store = GalleryStore.open(folder)
             digest = hashlib.sha256((store.directory / MANIFEST).read_bytes()).hexdigest()[:20]
@@ -164,7 +168,8 @@ class StoreSource:
         names, label = store_names(store)
         stamp = store_stamp(store.directory) if stamp is None else stamp
         files = hashlib.sha256(repr(stamp).encode()).hexdigest()[:12]
-        return cls(store, f"store|{store.encoder}|{len(store)}|{digest}|{files}", NameIndex(names), label, roots)
+        return cls(store, f"store|{store.encoder}|{len(store)}|{digest}|{files}", NameIndex(names), label, roots,
+                   device)
 
     def __len__(self) -> int:
         return len(self.store)
@@ -266,7 +271,8 @@ class StoreSource:
                      prior_texts: Sequence[str] = (),
                      anchor_weights: Sequence[Sequence[float] | None] = ()) -> ExplorerGeometry:
         return ExplorerGeometry.over_store(self.store, anchor_sets, anchor_texts, spec, prior=prior,
-                                           prior_texts=prior_texts, anchor_weights=anchor_weights)
+                                           prior_texts=prior_texts, anchor_weights=anchor_weights,
+                                           device=self.device)
 
     def cosine_top_k(self, query: np.ndarray, k: int, exclude: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         return cosine_top_k(self.store, query, k, exclude)

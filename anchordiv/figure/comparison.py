@@ -399,14 +399,15 @@ def _fitting_geometries(gallery: Gallery, encoder, settings: CompareSettings) ->
                  if anchor_model_kind(kind).needs_prior else None)
         return ExplorerGeometry(gallery.embeddings, anchors, [settings.texts_a, settings.texts_b],
                                 replace(settings.spec, kind=kind, scale=scale), prior=prior,
-                                prior_texts=settings.prior_texts, anchor_weights=settings.weights)
+                                prior_texts=settings.prior_texts, anchor_weights=settings.weights,
+                                device=encoder.device)
     return fit
 
 
 def _fitting_baselines(gallery: Gallery, encoder, settings: CompareSettings) -> BaselineFactory:
     def fit(kind: str) -> Index:
         anchors = torch.cat(_set_embeddings(encoder, settings)) if kind == "iti" else None
-        return baseline_index(kind, gallery.embeddings, anchors)
+        return baseline_index(kind, gallery.embeddings, anchors, device=encoder.device)
     return fit
 
 

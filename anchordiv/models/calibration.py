@@ -90,15 +90,15 @@ def calibration_curve(models: list[AnchorModel], reference_eta: torch.Tensor, k:
                          "Calibrate on the gallery, or lower k.")
     ids = np.sort(np.random.default_rng(seed).choice(n_items, size=min(queries, n_items), replace=False))
     eta_y = reference_eta.float()
-    eta_x = eta_y[torch.as_tensor(ids)]
+    own = torch.as_tensor(ids, device=eta_y.device)[:, None]                            # (Q, 1)
+    eta_x = eta_y[own[:, 0]]
     kappa_y = (torch.stack([model.cgf_eta(eta_y) for model in models], dim=1) if component_kappa is None
-               else component_kappa.to(eta_y.dtype))                                       # (G, 2)
+               else component_kappa.to(eta_y.device, eta_y.dtype))                                     # (G, 2)
     pairs = [model.cgf_grad_eta(eta_x) for model in models]
     kappa_x = torch.stack([kappa for kappa, _ in pairs], dim=1)                         # (Q, 2)
     scores = torch.stack([grad @ eta_y.T for _, grad in pairs])                          # (2, Q, G)
     conjugate = torch.stack([(grad * eta_x).sum(dim=1) for _, grad in pairs]) - kappa_x.T  # (2, Q)
     divergence = kappa_y.T[:, None, :] - scores + conjugate[:, :, None]                  # D_k(x -> y)
-    own = torch.as_tensor(ids)[:, None]
     divergence.scatter_(2, own.expand(2, -1, -1).contiguous(), float("inf"))  # a query is not its own neighbour
 
     def top_k(ranking: torch.Tensor) -> torch.Tensor:
@@ -123,19 +123,17 @@ def calibration_curve(models: list[AnchorModel], reference_eta: torch.Tensor, k:
         raise ValueError("A and B give every sampled query the same neighbours, so there is nothing to calibrate; "
                          "use anchor sets that differ, or the balanced weights.")
     log_odds = _log_odds_grid(kappa_y)
-    progress_a, progress_b = [], []
+    sides_along = []
     for value in log_odds:
-        log_w = torch.log_softmax(torch.tensor([value / 2, -value / 2], dtype=eta_y.dtype), dim=0)
+        log_w = torch.log_softmax(torch.tensor([value / 2, -value / 2], dtype=eta_y.dtype, device=eta_y.device), dim=0)
         terms_x = kappa_x + log_w
         responsibility = torch.softmax(terms_x, dim=1)                                   # (Q, 2)
         kappa_mix_y = torch.logsumexp(kappa_y + log_w, dim=1)                              # (G,)
         # The mixture's divergence up to a per-query constant: the ranking is all that matters here.
         mixed = kappa_mix_y[None, :] - (responsibility.T[:, :, None] * scores).sum(dim=0)
         mixed = mixed.scatter(1, own, float("inf"))
-        sides = ((neighbour_mean(moved, top_k(mixed)) - at_b) / span)[:, moving].mean(dim=1)
-        progress_a.append(sides[0].item())
-        progress_b.append(sides[1].item())
-    progress_a, progress_b = np.clip(progress_a, 0, 1), np.clip(progress_b, 0, 1)
+        sides_along.append(((neighbour_mean(moved, top_k(mixed)) - at_b) / span)[:, moving].mean(dim=1))
+    progress_a, progress_b = np.clip(torch.stack(sides_along).T.cpu().double().numpy(), 0, 1)  # read once
     progress = np.maximum.accumulate(np.minimum(progress_a, progress_b))
     return CalibrationCurve(log_odds, progress, progress_a, progress_b, len(ids), k)
 
@@ -144,5 +142,5 @@ def _log_odds_grid(kappa_y: torch.Tensor) -> np.ndarray:
     """Log-odds from where B owns every reference item to where A does: the responsibility of A at
     ``y`` is ``sigmoid(lambda + kappa_A(y) - kappa_B(y))``, so the neighbourhoods move while
     ``lambda`` crosses the spread of ``kappa_B - kappa_A``; a margin of 12 nats covers the tails."""
-    gap = (kappa_y[:, 1] - kappa_y[:, 0]).numpy()
+    gap = (kappa_y[:, 1] - kappa_y[:, 0]).cpu().numpy()
     return np.linspace(gap.min() - 12.0, gap.max() + 12.0, GRID_POINTS)

@@ -239,8 +239,10 @@ def _training_groups(q: torch.Tensor, g: torch.Tensor, marked: list[list[int]], 
     """
     n_gallery = g.shape[0]
     n_hard = min(n_hard, n_gallery)
-    hard = [np.argsort(-(g @ query).cpu().numpy(), kind="stable")[:n_hard + len(good) + len(bad)]
-            for query, good, bad in zip(q, marked, unliked)]
+    wanted = [n_hard + len(good) + len(bad) for good, bad in zip(marked, unliked)]
+    # Each query's nearest rows, ranked on the rows' device and read once.
+    nearest = torch.sort(-(q @ g.T), dim=1, stable=True).indices[:, :max(wanted)].cpu().numpy()
+    hard = [row[:count] for row, count in zip(nearest, wanted)]
     drawn = generator.choice(n_gallery, size=min(n_negatives, n_gallery), replace=False)
     used = np.unique(np.concatenate([drawn, *hard, *[np.asarray(ids, np.int64) for ids in marked + unliked]]))
     position = {int(item): row + q.shape[0] for row, item in enumerate(used)}

@@ -220,7 +220,7 @@ class MixtureAnchors(AnchorModel):
             raise ValueError(f"component_kappa has shape {tuple(component_kappa.shape)}; the reference needs "
                              f"({eta.shape[0]}, {len(components)}): one kappa per reference row and component")
         if settings[0] == "balanced":
-            return ReferenceFit(settings, offsets=component_kappa.double().mean(dim=0).numpy())
+            return ReferenceFit(settings, offsets=component_kappa.double().mean(dim=0).cpu().numpy())
         k, queries, seed = settings[1:]
         return ReferenceFit(settings, curve=calibration_curve(components, eta, k, queries, seed, component_kappa))
 
