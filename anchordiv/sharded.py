@@ -48,6 +48,11 @@ ENGINES = ("local", "ray")
 # Rows scored at a time: 16 MB of float32 at d = 512. Larger blocks are no faster here (the scan
 # is bound by reading the store), and each block's float32 copies count in resident memory.
 SCAN_BLOCK_ELEMENTS = 2**22
+# A store whose rows take at most this share of a GPU's free memory is read from its files once and
+# kept on the GPU in the store's own dtype: later passes (a new query's slider, a fallback search)
+# then read GPU memory rather than disk and the host-to-device link. The rest stays free for the
+# passes' own blocks and for other work.
+RESIDENT_SHARE = 0.5
 
 
 class ShardScanner:
@@ -80,6 +85,8 @@ class ShardScanner:
         if kappa_state is not None and fingerprints is None:
             raise ValueError("kappa_state needs the fingerprints of the shards it was computed from: pass the "
                              "earlier scanner's fingerprints= too.")
+        # Shard number -> its blocks on the GPU, filled as they are first read (None: read every pass).
+        self._resident: dict[int, list[tuple[int, torch.Tensor]]] | None = {} if self._fits_on_device() else None
         # Taken before the shards are read, so that a change during the pass below shows at the next read.
         self.fingerprints = (self.store.shard_fingerprints(self.shards) if fingerprints is None
                              else {number: fingerprints[number] for number in self.shards})
@@ -92,6 +99,15 @@ class ShardScanner:
                                               for _, eta in self.eta_blocks(number)]) for number in self.shards}
         self._kappa_state = {number: torch.as_tensor(kappa_state[number]).to(self.device) for number in self.shards}
         self._bias: dict[int, torch.Tensor] | None = None  # -kappa(eta_y) under model's weights, once needed
+
+    def _fits_on_device(self) -> bool:
+        """Whether this scanner's shards can stay on its GPU (:data:`RESIDENT_SHARE`); never on a CPU,
+        whose page cache keeps the files already."""
+        if self.device.type != "cuda":
+            return False
+        rows = sum(self.store.shards[number].shape[0] for number in self.shards)
+        free, _ = torch.cuda.mem_get_info(self.device)
+        return rows * self.store.dim * np.dtype(self.store.dtype).itemsize <= RESIDENT_SHARE * free
 
     def kappa_state(self) -> dict[int, torch.Tensor]:
         """Shard number -> what ``model.gallery_state`` gives without gradients, on the CPU: hand it to
@@ -109,18 +125,28 @@ class ShardScanner:
             yield start, self._eta(block)
 
     def _blocks(self, numbers: Sequence[int]) -> Iterator[tuple[int, int, int, torch.Tensor]]:
-        """``(shard, start, offset, rows)`` for each block of shards ``numbers``: the store's float32 CPU
-        rows ``(n, d)`` from global row ``start``, ``offset`` rows into the shard (where its ``kappa_k`` are).
-        Each shard's fingerprint is checked before and after its blocks are read, so a shard changed
-        before or during the read is refused, never mixed with the terms of the old one."""
+        """``(shard, start, offset, rows)`` for each block of shards ``numbers``: the store's float32
+        rows ``(n, d)`` from global row ``start``, ``offset`` rows into the shard (where its ``kappa_k``
+        are); on the CPU, or on the GPU where the shards stay there (read from the files once).
+        Each shard's fingerprint is checked before and after its blocks are read (and before each
+        pass over kept blocks), so a shard changed before or during the read is refused, never mixed
+        with the terms of the old one."""
         for number in numbers:
             self.store.check_unchanged({number: self.fingerprints[number]})
-            for start, block in self.store.shard_blocks(number, self.block_rows):
-                yield number, start, start - self.store.shard_starts[number], block
+            kept = None if self._resident is None else self._resident.get(number)
+            if kept is None:
+                blocks = self.store.shard_blocks(number, self.block_rows)
+                kept = [(start, block.to(self.device, getattr(torch, self.store.dtype))) for start, block in blocks] \
+                    if self._resident is not None else None
+            for start, block in (kept if kept is not None else self.store.shard_blocks(number, self.block_rows)):
+                yield number, start, start - self.store.shard_starts[number], block.float()
             self.store.check_unchanged({number: self.fingerprints[number]})
+            if kept is not None:
+                self._resident[number] = kept
 
     def _eta(self, block: torch.Tensor) -> torch.Tensor:
-        """``eta`` of a CPU block, computed on the CPU as AnchorIndex computes it, then on ``device``."""
+        """``eta`` of a block, computed where the block is (on the CPU as AnchorIndex computes it,
+        or on the GPU for kept shards), then on ``device``."""
         return self.model.natural_parameters(block, "gallery").to(self.device)
 
     def iter_gallery_terms(self) -> Iterator[tuple[int, torch.Tensor, torch.Tensor, torch.Tensor]]:

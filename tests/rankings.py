@@ -14,8 +14,9 @@ So the expected ranking splits into *tied runs*, maximal runs of consecutive ran
 neighbouring values are within ``2 tol``. Outside them the ids must be equal; inside a run the ids
 must be the same set; a run that crosses the ``k``-th place may hold any of the run's items there,
 and one that reaches the end of the expected list any item not ranked before it.
-:func:`assert_same_ranking` checks exactly this, nothing looser; :func:`check_candidates` does the
-same for a certified slider's candidate set, whose ties sit at each grid point's ``k'``-th place.
+:func:`assert_same_ranking` checks exactly this, nothing looser (with :mod:`anchordiv.rankings`,
+which ``scripts/gpu-check`` uses too); :func:`check_candidates` does the same for a certified
+slider's candidate set, whose ties sit at each grid point's ``k'``-th place.
 """
 from __future__ import annotations
 
@@ -26,67 +27,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from anchordiv.rankings import as_rows, check_row, tied_runs, tolerances  # noqa: F401 (test_rankings imports tied_runs here)
 from anchordiv.slider import log_sigmoid, mixture_scores
-
-
-def as_numpy(array: Any, dtype: Any) -> np.ndarray:
-    """A numpy copy of a numpy array, a tensor (any device) or a list."""
-    if hasattr(array, "detach"):
-        array = array.detach().cpu().numpy()
-    return np.asarray(array, dtype=dtype)
-
-
-def tolerances(values: np.ndarray, atol: float, rtol: float) -> np.ndarray:
-    """Per-rank bound ``atol + rtol |v|`` on one value's rounding difference between the routes."""
-    return atol + rtol * np.abs(values)
-
-
-def tied_runs(values: np.ndarray, tol: np.ndarray) -> list[tuple[int, int]]:
-    """Maximal ``[start, stop)`` runs of ranks whose neighbouring values differ by at most the sum of
-    their tolerances (``2 tol`` for a constant ``tol``): the only ranks two routes may reorder."""
-    runs, start = [], 0
-    for rank in range(1, len(values) + 1):
-        if rank == len(values) or abs(values[rank] - values[rank - 1]) > tol[rank] + tol[rank - 1]:
-            runs.append((start, rank))
-            start = rank
-    return runs
-
-
-def check_row(values: np.ndarray, ids: np.ndarray, expected_values: np.ndarray, expected_ids: np.ndarray,
-              atol: float, rtol: float, higher_is_closer: bool) -> list[str]:
-    """What is wrong with one query's ranking (``[]``: nothing)."""
-    k = len(ids)
-    if values.shape != (k,) or len(expected_ids) < k or expected_values.shape != expected_ids.shape:
-        return [f"shapes: got {values.shape} values for {k} ids, expected {expected_values.shape} for "
-                f"{len(expected_ids)} ids (the expected ranking must be at least k long)"]
-    problems = []
-    if len(set(ids.tolist())) != k:
-        problems.append(f"repeated ids {ids.tolist()}")
-    tol = tolerances(expected_values, atol, rtol)
-    off = np.abs(values - expected_values[:k]) > tol[:k]
-    if off.any():
-        problems.append(f"values differ beyond the tolerance at ranks {np.flatnonzero(off).tolist()}: "
-                        f"got {values[off].tolist()}, expected {expected_values[:k][off].tolist()}")
-    steps = np.diff(values) * (-1 if higher_is_closer else 1)
-    if (steps < -(tol[1:k] + tol[:k - 1])).any():
-        problems.append(f"values not sorted {'descending' if higher_is_closer else 'ascending'}: {values.tolist()}")
-    for start, stop in tied_runs(expected_values, tol):
-        if start >= k:
-            break
-        got, allowed = set(ids[start:min(stop, k)].tolist()), set(expected_ids[start:stop].tolist())
-        if stop >= len(expected_ids):
-            # The run reaches the end of the expected list, so items not listed may be tied in it.
-            ranked_before = got & set(expected_ids[:start].tolist())
-            if ranked_before:
-                problems.append(f"ranks {start}..{k - 1}: ids {sorted(ranked_before)} were ranked before this "
-                                "run in the expected list")
-        elif stop <= k:
-            if got != allowed:
-                problems.append(f"ranks {start}..{stop - 1}: got ids {sorted(got)}, expected {sorted(allowed)}")
-        elif not got <= allowed:
-            problems.append(f"ranks {start}..{k - 1} (a run tied past k): got ids {sorted(got)}, expected a subset "
-                            f"of {sorted(allowed)}")
-    return problems
 
 
 def record(values: np.ndarray, ids: np.ndarray, expected_values: np.ndarray, expected_ids: np.ndarray, atol: float,
@@ -116,12 +58,7 @@ def assert_same_ranking(got: tuple[Any, Any], expected: tuple[Any, Any], *, atol
     place). ``atol + rtol |value|`` bounds the difference between the two routes' values for one
     item; the caller states why next to the call. ``higher_is_closer`` gives the sort direction.
     """
-    values, ids = as_numpy(got[0], np.float64), as_numpy(got[1], np.int64)
-    expected_values, expected_ids = as_numpy(expected[0], np.float64), as_numpy(expected[1], np.int64)
-    if ids.ndim == 1:
-        values, ids = values[None, :], ids[None, :]
-    if expected_ids.ndim == 1:
-        expected_values, expected_ids = expected_values[None, :], expected_ids[None, :]
+    values, ids, expected_values, expected_ids = as_rows(got, expected)
     if values.shape[0] != expected_values.shape[0]:
         raise AssertionError(f"{context}: {values.shape[0]} query rows against {expected_values.shape[0]}")
     for row in range(values.shape[0]):

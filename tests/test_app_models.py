@@ -88,17 +88,19 @@ def overlapping_runs(monkeypatch):
     with "Runtime hasn't been created!" wherever it asks for media files). Here the first run's
     mock stays until the last overlapping run ends; a server has one runtime for every session."""
     lock, running = threading.Lock(), [0]
+    INSTANCE = "_instance"  # AppTest's only handle on the runtime: streamlit has no public one
 
     class Counting(type(Runtime)):
+        """What AppTest assigns on its runtime class goes to streamlit's Runtime, except that the
+        clearing waits for the last overlapping run."""
+
         def __setattr__(cls, name, value):
-            if name != "_instance":
-                return super().__setattr__(name, value)
             with lock:
-                running[0] += -1 if value is None else 1
-                if value is None and running[0] == 0:
-                    Runtime._instance = None
-                elif value is not None and Runtime._instance is None:
-                    Runtime._instance = value
+                if name == INSTANCE:
+                    running[0] += -1 if value is None else 1
+                    if (value is None and running[0] > 0) or (value is not None and getattr(Runtime, name)):
+                        return
+                type.__setattr__(Runtime, name, value)
 
     monkeypatch.setattr(app_test, "Runtime", Counting("SharedRuntime", (Runtime,), {}))
 

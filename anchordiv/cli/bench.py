@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
             setattr(config, field.name, tuple(value) if isinstance(value, list) else value)
     config.validate(labels_for(args))
     print(f"anchordiv bench: Q={config.queries} queries, G={config.gallery} gallery, d={config.dim}, "
-          f"k={config.k}, scale={config.scale}, warm-up {config.warmup}, best of {config.repeats}", flush=True)
+          f"k={config.k}, scale={config.scale}, warm-up {config.warmup}, {config.statistic} of {config.repeats}", flush=True)
     result = run_benchmark(config)
     for line in [*result_lines(result), *summary(result)]:
         print(line)
