@@ -44,8 +44,8 @@ def _component_log_tilt(model: AnchorModel, anchors: ArrayLike, eta: torch.Tenso
     """Unnormalised ``log p(anchor_i | eta)`` within one component ``(N,)`` and whether it is exact;
     ``name`` names ``anchors`` in errors."""
     if isinstance(model, EmpiricalAnchors):
-        unit = model.anchors_.to(eta.dtype)
-        return unit @ eta + model.log_weights_.to(eta.dtype), True
+        unit = model.anchors_.to(device=eta.device, dtype=eta.dtype)  # fitted wherever the geometry computes
+        return unit @ eta + model.log_weights_.to(device=eta.device, dtype=eta.dtype), True
     matrix = as_matrix(anchors, name)
     check_dimension(matrix, eta.shape[0], name, against="the model's embeddings")
     unit = unit_rows(matrix, name).to(device=eta.device, dtype=eta.dtype)
@@ -93,7 +93,7 @@ def tilted_distribution(model: AnchorModel, component_anchors: Sequence[torch.Te
     if isinstance(model, MixtureAnchors):
         responsibilities = torch.log(model.responsibilities(row)[0])
         logs = [log + responsibilities[k] for k, log in enumerate(logs)]
-    probabilities = torch.exp(torch.cat(logs)).double().numpy()
+    probabilities = torch.exp(torch.cat(logs)).double().cpu().numpy()
     texts = tuple(text for group in component_texts for text in group)
     names = tuple(name for name, group in zip(component_names, component_texts) for _ in group)
     if len(texts) != len(probabilities):

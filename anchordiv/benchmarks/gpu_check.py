@@ -13,7 +13,8 @@ Four steps, each printing its figures as it goes and adding rows to one Markdown
    (:mod:`.scale`), compared with the CPU's path;
 4. the explorer on the device: the built-in world's geometry (objects against styles), its p path
    and search compared with the CPU's, and the real explorer page (Streamlit's ``AppTest``) started
-   with ``--device``, timed for its first page and for a new query.
+   with ``--device``, timed for its first page and for a new query;
+5. the built-in encoder's images per second on the device and on the CPU.
 
 Rankings are compared up to ties (:mod:`anchordiv.rankings`) with each comparison's rounding bound
 stated beside it; any mismatch, or a step that fails, makes the exit status 1. ``--dry-run`` runs
@@ -50,7 +51,8 @@ TABLE4_METHODS = ("cosine", "softmax", "gaussian")
 @dataclass(frozen=True)
 class CheckSize:
     """The sizes of one run: Table 4's (``table4``), the store's rows and dimension, the world's
-    image limit (``None``: all of it), the square matmul's side, and the timing repeats."""
+    image limit (``None``: all of it), the square matmul's side, the timing repeats and the images
+    encoded."""
 
     table4: BenchConfig
     store_rows: int
@@ -58,16 +60,17 @@ class CheckSize:
     world_limit: int | None
     matmul_side: int
     repeats: int
+    images: int
 
 
 def full_size() -> CheckSize:
-    return CheckSize(BenchConfig.paper(), 10**6, 512, None, 8192, 5)
+    return CheckSize(BenchConfig.paper(), 10**6, 512, None, 8192, 5, 2048)
 
 
 def dry_size() -> CheckSize:
     table4 = BenchConfig(queries=200, gallery=1500, dim=64, anchors=(64, 256), repeats=3, warmup=1,
                          statistic="median")
-    return CheckSize(table4, 20_000, 64, 400, 512, 2)
+    return CheckSize(table4, 20_000, 64, 400, 512, 2, 64)
 
 
 class Report:
@@ -265,8 +268,22 @@ def check_explorer_page(report: Report, device: torch.device, size: CheckSize, s
                "AppTest, the real script")
 
 
+def check_encoding(report: Report, device: torch.device, size: CheckSize, scratch: Path) -> None:
+    """The built-in encoder on the world's first images, on the device and on the CPU (model loaded
+    first; images drawn before the clock starts)."""
+    from ..datasets.emoji import load_emoji_world
+    from ..encoders import load_encoder
+
+    world = load_emoji_world("all")
+    images = [world.images[i] for i in range(min(size.images, len(world.labels)))]
+    for where in dict.fromkeys((device, torch.device("cpu"))):
+        encoder = load_encoder("builtin", device=where)
+        seconds = median_seconds(lambda: encoder.encode_images(images), where, 1)
+        report.add(f"built-in encoder on {where.type}", f"{len(images) / seconds:,.0f} images/s", f"{len(images):,} images")
+
+
 STEPS = (("device", check_device), ("Table 4", check_table4), ("store p path", check_store_path),
-         ("explorer", check_explorer))
+         ("explorer", check_explorer), ("encoding", check_encoding))
 
 
 def main(argv: list[str] | None = None) -> int:
