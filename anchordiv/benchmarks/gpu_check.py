@@ -202,8 +202,8 @@ def compare_paths(report: Report, what: str, got: Any, expected: Any, atol: floa
 
 def check_explorer(report: Report, device: torch.device, size: CheckSize, scratch: Path) -> None:
     """The built-in world's geometry as the explorer builds it (objects A against styles B), on the
-    device and on the CPU (each with a cache of its own, so neither reads the other's calibration),
-    then the explorer's page itself."""
+    device and on the CPU (each calibrated on its own: no calibration cache), then the explorer's
+    page itself."""
     from .. import explorer as ex
     from ..encoders import load_encoder
     from ..gallery import world_gallery
@@ -217,9 +217,8 @@ def check_explorer(report: Report, device: torch.device, size: CheckSize, scratc
     query_ids = np.random.default_rng(0).choice(len(gallery), 3, replace=False)
     paths = {}
     for where in dict.fromkeys((device, torch.device("cpu"))):
-        os.environ["ANCHORDIV_CACHE"] = str(scratch / f"cache-{where.type}")
         started = time.perf_counter()
-        geometry = ex.MemorySource(gallery, device=str(where)).fit_geometry(anchors, texts, ex.GeometrySpec())
+        geometry = ex.ExplorerGeometry(gallery.embeddings, anchors, texts, ex.GeometrySpec(), device=where)
         build = time.perf_counter() - started
         query = gallery.embeddings[query_ids[0]].numpy()
         paths[where.type] = geometry.p_path(query, K, int(query_ids[0]), "calibrated")
@@ -245,7 +244,6 @@ def check_explorer_page(report: Report, device: torch.device, size: CheckSize, s
     script = app_dir() / "streamlit_app.py"
     saved = sys.argv
     sys.argv = [str(script), "--device", str(device)]
-    os.environ["ANCHORDIV_CACHE"] = str(scratch / "cache-page")
     if size.world_limit is not None:
         os.environ["ANCHORDIV_APP_GALLERY_LIMIT"] = str(size.world_limit)
     try:
