@@ -134,10 +134,11 @@ class ShardScanner:
         for number in numbers:
             self.store.check_unchanged({number: self.fingerprints[number]})
             kept = None if self._resident is None else self._resident.get(number)
-            if kept is None:
-                blocks = self.store.shard_blocks(number, self.block_rows)
-                kept = [(start, block.to(self.device, getattr(torch, self.store.dtype))) for start, block in blocks] \
-                    if self._resident is not None else None
+            if kept is None and self._resident is not None:
+                # One tensor per shard: on a GPU a pass is a few large products, not many small launches.
+                dtype = getattr(torch, self.store.dtype)
+                rows = [block.to(self.device, dtype) for _, block in self.store.shard_blocks(number, self.block_rows)]
+                kept = [(self.store.shard_starts[number], torch.cat(rows))]
             for start, block in (kept if kept is not None else self.store.shard_blocks(number, self.block_rows)):
                 yield number, start, start - self.store.shard_starts[number], block.float()
             self.store.check_unchanged({number: self.fingerprints[number]})

@@ -39,6 +39,9 @@ from .models.base import AnchorModel
 from .models.mixture import MixtureAnchors
 from .topk import RunningTopK, check_top_k, merge_top_k
 
+# The p path's coarse grid (query_path): on the built-in world it left no step of 4,040 uncovered
+# and costs a third of the default grid's pass (docs/benchmarks.md has the measurement behind 3).
+PATH_GRID = 3
 DEFAULT_GRID = 31            # interior grid points, uniform in log-odds; r = 0 and r = 1 are added
 DEFAULT_TAIL = 1e-3          # the default grid spans the log-odds of p in [TAIL, 1 - TAIL]
 MIN_CANDIDATES = 256         # default k' = max(4 k, MIN_CANDIDATES): at G = 10^6, 64 certified 72-92% of moves, 256 all
@@ -436,20 +439,11 @@ class MixtureSlider:
             cross once per step).
         """
         positions = path_positions(p)
-        log_odds = self._log_odds_of(self.model.log_weights_along(positions))
-        log_r, log_1mr = log_sigmoid(log_odds)[:, None], log_sigmoid(-log_odds)[:, None]
-        scores = mixture_scores(log_r, log_1mr, self._a[None], self._b[None], self._alpha[None], self._beta[None])
+        log_r, top, best, certified = self._candidate_tops(positions)
         steps, k = len(positions), self.k
         values = np.empty((steps, k), dtype=torch.empty((), dtype=self._dtype).numpy().dtype)
         ids = np.empty((steps, k), dtype=np.int64)
-        certified = np.zeros(steps, dtype=bool)
-        if scores.shape[1] >= k:
-            top = np.argpartition(-scores, k - 1, axis=1)[:, :k]
-            top = np.take_along_axis(top, np.argsort(-np.take_along_axis(scores, top, 1), axis=1, kind="stable"), 1)
-            best = np.take_along_axis(scores, top, 1)                                        # (S, k)
-            bounds = self._bounds(log_odds)
-            with np.errstate(invalid="ignore"):  # the slack of an infinite bound is NaN; isneginf decides there
-                certified = (best[:, -1] >= bounds + CERTIFICATE_RTOL * (1.0 + np.abs(bounds))) | np.isneginf(bounds)
+        if top is not None:
             r = np.exp(log_r)
             offsets = r * self._self_scores[0] + (1.0 - r) * self._self_scores[1]           # c(r), (S, 1)
             values[certified] = (offsets - best)[certified]
@@ -458,6 +452,30 @@ class MixtureSlider:
             exact_values, exact_ids = self._exact(float(positions[step]))
             values[step], ids[step] = _numpy(exact_values), _numpy(exact_ids)
         return SliderPath(positions, values, ids, certified)
+
+    def certified_along(self, p: int | ArrayLike = DEFAULT_PATH_STEPS) -> np.ndarray:
+        """``(S,)`` whether the certificate covers each position of :meth:`path` (``p`` as there):
+        ``O(S C)``, no search. Each position it does not cover costs :meth:`path` one exact search,
+        so a caller may first choose a finer grid (one pass) where several are not covered."""
+        return self._candidate_tops(path_positions(p))[3]
+
+    def _candidate_tops(self, positions: np.ndarray) -> tuple[np.ndarray, Any, Any, np.ndarray]:
+        """At each position: ``log r (S, 1)``, the candidates' top-``k`` as indices into them ``(S, k)``
+        and their scores ``f`` ``(S, k)`` (both ``None`` with fewer than ``k`` candidates), and
+        whether the certificate holds ``(S,)``."""
+        log_odds = self._log_odds_of(self.model.log_weights_along(positions))
+        log_r, log_1mr = log_sigmoid(log_odds)[:, None], log_sigmoid(-log_odds)[:, None]
+        scores = mixture_scores(log_r, log_1mr, self._a[None], self._b[None], self._alpha[None], self._beta[None])
+        k = self.k
+        if scores.shape[1] < k:
+            return log_r, None, None, np.zeros(len(positions), dtype=bool)
+        top = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+        top = np.take_along_axis(top, np.argsort(-np.take_along_axis(scores, top, 1), axis=1, kind="stable"), 1)
+        best = np.take_along_axis(scores, top, 1)                                            # (S, k)
+        bounds = self._bounds(log_odds)
+        with np.errstate(invalid="ignore"):  # the slack of an infinite bound is NaN; isneginf decides there
+            certified = (best[:, -1] >= bounds + CERTIFICATE_RTOL * (1.0 + np.abs(bounds))) | np.isneginf(bounds)
+        return log_r, top, best, certified
 
     def _exact(self, p: float) -> tuple[Any, Any]:
         """The fallback: the index's exact search at ``p`` for this query."""
@@ -473,6 +491,19 @@ class MixtureSlider:
             return (torch.as_tensor(values, dtype=self._dtype, device=self._index.device),
                     torch.as_tensor(ids, dtype=torch.long, device=self._index.device))
         return values.astype(torch.empty((), dtype=self._dtype).numpy().dtype), ids.astype(np.int64)
+
+
+def query_path(index: Any, query: ArrayLike, k: int, exclude: Any, p: int | ArrayLike = DEFAULT_PATH_STEPS
+               ) -> SliderPath:
+    """A query's exact top-``k`` at every slider position (``p`` as :meth:`MixtureSlider.path`) through
+    its certified slider on ``index`` (an index with a ``slider`` method: an ``AnchorIndex`` or a
+    ``ShardedAnchorIndex`` over a two-component mixture), on the coarse grid of :data:`PATH_GRID` points; where that grid
+    leaves more than one position uncovered, on the default grid instead (one more pass, against one
+    exact search per uncovered position: a large store or a tight anchor set needs it)."""
+    slider = index.slider(query, k=k, exclude=exclude, grid=PATH_GRID)
+    if np.count_nonzero(~slider.certified_along(p)) > 1:
+        slider = index.slider(query, k=k, exclude=exclude)
+    return slider.path(p)
 
 
 def _numpy(array: Any) -> np.ndarray:

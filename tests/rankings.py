@@ -75,8 +75,8 @@ def assert_same_ranking(got: tuple[Any, Any], expected: tuple[Any, Any], *, atol
 def grid_scores(slider, index):
     """Every item's f_y(r_j) at the slider's grid points, in float64 from the in-memory index's
     float32 eta: ``(m + 2, G)``, the query's own position at -inf."""
-    eta, kappa = index.gallery_eta.to(torch.float64), index.component_kappa.to(torch.float64)
-    ab = (eta @ slider._grads).numpy()
+    eta, kappa = index.gallery_eta.cpu().double(), index.component_kappa.cpu().double()
+    ab = (eta @ slider._grads.cpu()).numpy()  # the slider's gradients live on its index's device
     shifted = kappa.numpy() - slider._kappa_x
     log_odds = slider._log_odds_grid[:, None]
     scores = mixture_scores(log_sigmoid(log_odds), log_sigmoid(-log_odds), ab[:, 0], ab[:, 1], shifted[:, 0],

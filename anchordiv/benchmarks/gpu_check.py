@@ -165,6 +165,7 @@ def compare_table4(report: Report, config: BenchConfig, device: torch.device) ->
 
 def check_store_path(report: Report, device: torch.device, size: CheckSize, scratch: Path) -> None:
     from ..sharded import ShardedAnchorIndex
+    from ..slider import query_path
     from .scale import ScaleConfig, build_synthetic_store, synthetic_mixture
 
     config = ScaleConfig(gallery=size.store_rows, dim=size.store_dim, engines=("local",)).validate()
@@ -181,7 +182,7 @@ def check_store_path(report: Report, device: torch.device, size: CheckSize, scra
         started = time.perf_counter()
         index = ShardedAnchorIndex(mixture, store, device=where)
         build = time.perf_counter() - started
-        path = lambda: index.slider(query, k=K, exclude=query_id, grid=3).path(101)  # noqa: E731 (the explorer's grid)
+        path = lambda: query_path(index, query, K, query_id)  # noqa: E731 (the explorer's route)
         paths[where.type] = path()
         seconds = median_seconds(path, where, size.repeats)
         report.figures[f"store_path_{where.type}_seconds"] = seconds
@@ -280,7 +281,7 @@ def check_encoding(report: Report, device: torch.device, size: CheckSize, scratc
         report.add(f"built-in encoder on {where.type}", f"{len(images) / seconds:,.0f} images/s", f"{len(images):,} images")
 
 
-STEPS = (("device", check_device), ("Table 4", check_table4), ("store p path", check_store_path),
+STEPS = (("device", check_device), ("table4", check_table4), ("store", check_store_path),
          ("explorer", check_explorer), ("encoding", check_encoding))
 
 
@@ -289,6 +290,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dry-run", action="store_true", help="the whole sequence on the CPU at a small size")
     parser.add_argument("--device", help="where to check (default: cuda; with --dry-run, cpu)")
     parser.add_argument("--out", default="gpu-check-out", help="folder for gpu-check.md and gpu-check.json")
+    parser.add_argument("--steps", nargs="+", choices=[name for name, _ in STEPS], metavar="STEP",
+                        help=f"only these steps, e.g. to measure one again (default: all of {[n for n, _ in STEPS]})")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="gpu-check: %(message)s")
     device = resolve_device(args.device or ("cpu" if args.dry_run else "cuda"), "--device")
@@ -298,6 +301,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="gpu-check-") as scratch:
         for name, step in STEPS:
+            if args.steps and name not in args.steps:
+                continue
             print(f"gpu-check: -- {name} ({time.perf_counter() - started:.0f} s in)", flush=True)
             try:
                 step(report, device, size, Path(scratch))

@@ -17,7 +17,7 @@ from ..models import AnchorModel, EmpiricalAnchors, MixtureAnchors, anchor_model
 from ..projection import sample_ids
 from ..search import AnchorIndex, CosineIndex, Index, ITIIndex
 from ..sharded import ShardedAnchorIndex
-from ..slider import DEFAULT_PATH_STEPS, SliderPath, path_positions
+from ..slider import DEFAULT_PATH_STEPS, SliderPath, path_positions, query_path
 from .calibration_cache import CalibrationCache
 from .neighbours import search_one
 
@@ -28,10 +28,6 @@ if TYPE_CHECKING:
 # the whole store at float32 would be 2 GB at 10^6 x 512.
 CALIBRATION_ROWS = 20_000
 
-# The p path's slider grid (interior points): each step is certified by the candidates kept at these
-# few points or comes from the exact search, so the grid trades the one pass's cost for certified
-# steps (docs/benchmarks.md has the measurement behind 3).
-PATH_GRID = 3
 # Steps of a path where no slider applies and each step is an exact search of its own.
 REVERSE_PATH_STEPS = 21
 
@@ -247,9 +243,10 @@ class ExplorerGeometry:
         """The exact top-``k`` of ``query`` ``(d,)`` at every position of the ``p`` slider: ``steps``
         evenly spaced ``p`` from 0 to 1 under ``weighting`` (a key of :data:`WEIGHTINGS`).
 
-        Through the query's certified slider (docs/design.md §10) on a grid of :data:`PATH_GRID`
-        points: one pass over the gallery, then ``O(steps C)`` for its ``C`` candidates, and the
-        exact search for a step the certificate does not cover. Where no slider applies: one
+        Through the query's certified slider (:func:`~anchordiv.slider.query_path`, docs/design.md
+        §10): one pass over the gallery (two where the coarse grid leaves steps uncovered), then
+        ``O(steps C)`` for its ``C`` candidates, and the exact search for a step the certificate
+        does not cover. Where no slider applies: one
         search repeated (one anchor set, ``p`` has no effect) or one exact search per step of the
         coarser :data:`REVERSE_PATH_STEPS` (the reverse direction, whose divergences are not convex
         in the responsibility). ``exclude``: the query's own gallery id, or ``None``.
@@ -264,9 +261,7 @@ class ExplorerGeometry:
             rows = [search_one(self.index_at(float(p), weighting), query, k, exclude) for p in positions]
             return SliderPath(positions, np.stack([values for values, _ in rows]), np.stack([ids for _, ids in rows]),
                               np.zeros(len(positions), dtype=bool))
-        slider = self.index.with_model(self.weighted_model(weighting)).slider(query, k=k, exclude=exclude,
-                                                                             grid=PATH_GRID)
-        return slider.path(steps)
+        return query_path(self.index.with_model(self.weighted_model(weighting)), query, k, exclude, steps)
 
 
 def calibration_frame(geometry: ExplorerGeometry) -> pd.DataFrame | None:
