@@ -294,6 +294,7 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"only these steps, e.g. to measure one again (default: all of {[n for n, _ in STEPS]})")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="gpu-check: %(message)s")
+    logging.getLogger("streamlit").setLevel(logging.WARNING)  # AppTest's runs log every media file
     device = resolve_device(args.device or ("cpu" if args.dry_run else "cuda"), "--device")
     size = dry_size() if args.dry_run else full_size()
     report, out = Report(), Path(args.out)
