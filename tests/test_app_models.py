@@ -62,7 +62,7 @@ def test_a_hub_model_is_downloaded_once_on_request_and_ranks_a_folder(hub, tmp_p
     app.button(key="model_download").click().run()
     assert not app.exception, app.exception
     assert len(hub.gets(WEIGHTS_NAME)) == 1 and len(hub.gets(CONFIG_NAME)) == 1
-    assert "Encoding on CPU" in messages(app)
+    assert "Encoding on CPU" in messages(app) and "ranking and maps on CPU" in messages(app)
     assert app.query_params["encoder"] == SPEC
 
     # The page ranks the folder as the library does with the same model and files.

@@ -62,6 +62,11 @@ def test_a_folder_inside_a_given_data_root_gets_no_second_root(photos, no_server
     assert app_args(no_server[0]) == ["--data-root", str(photos.parent), "--folder", str(photos.resolve())]
 
 
+def test_the_device_is_passed_to_the_explorer(no_server):
+    assert main(["demo", "--device", "cpu"]) == 0
+    assert app_args(no_server[0]) == ["--device", "cpu"]
+
+
 def test_plain_demo_passes_only_what_follows_the_double_dash(no_server):
     assert main(["demo", "--allow-download"]) == 0
     assert app_args(no_server[0]) == ["--allow-download"]
@@ -73,6 +78,7 @@ def test_plain_demo_passes_only_what_follows_the_double_dash(no_server):
     (["--model", "open_clip:no-such-architecture-xyz"], "no-such-architecture-xyz"),
     (["--labels", "{photos}/../labels.csv"], "--labels .* labels the images of --folder; give --folder too"),
     (["--pretrained", "laion2b_s34b_b79k"], "--pretrained 'laion2b_s34b_b79k' needs --model"),
+    (["--device", "tpu"], "--device='tpu' is not a device torch knows"),
 ])
 def test_bad_choices_are_refused_before_the_server_starts(photos, monkeypatch, capsys, options, message):
     monkeypatch.setattr(subprocess, "call", lambda argv: pytest.fail("the server started"))

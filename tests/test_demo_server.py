@@ -54,6 +54,18 @@ def test_roots_come_from_the_launch_line_and_the_environment(tree, tmp_path):
         ex.DataRoots.from_launch(["--data-root", str(tmp_path / "nowhere")], {})
 
 
+def test_the_device_comes_from_the_launch_line_and_a_missing_one_is_refused_at_start(monkeypatch):
+    from anchordiv.explorer.launch import LaunchOptions
+
+    assert LaunchOptions.from_launch(["--device", "cpu"], {}).device == "cpu"
+    assert LaunchOptions.from_launch([], {}).device is None  # CUDA when available, else the CPU
+    with pytest.raises(ValueError, match=r"--device='tpu' is not a device torch knows"):
+        LaunchOptions.from_launch(["--device", "tpu"], {})
+    monkeypatch.setattr("torch.cuda.is_available", lambda: False)
+    with pytest.raises(ValueError, match=r"--device='cuda' asks for CUDA, but torch.cuda.is_available\(\) is False"):
+        LaunchOptions.from_launch(["--device", "cuda"], {})
+
+
 @pytest.mark.parametrize("relative, message", [
     ("out", r"outside the data folders"),                     # a link out of the root
     ("out/secret.csv", r"outside the data folders"),
