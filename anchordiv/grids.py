@@ -3,8 +3,9 @@ neighbour grids of the explorer's downloads and of the reproduction report."""
 from __future__ import annotations
 
 import io
-from typing import Sequence
+from typing import Any, Sequence
 
+import numpy as np
 from PIL import Image, ImageDraw
 
 CAPTION_LINES = 3  # lines of caption under each image
@@ -91,10 +92,33 @@ def grid_png(images: Sequence[Image.Image], captions: Sequence[str], columns: in
     return png_bytes(grid_image(images, captions, columns, cell, title))
 
 
+# A KL divergence is never negative, and the float32 search puts one within about 2 d u s ||g|| of
+# its value (docs/design.md §9: up to 6e-4 at d = 512, s = 10); one below this is shown as 0.
+DIVERGENCE_ZERO = 1e-4
+
+
+def readable_value(value: float, divergence: bool = False) -> str:
+    """``value`` as people read it: 3 significant digits, never in scientific notation (1,234 for a
+    thousand and more, 0 for a magnitude below 1e-4); a ``divergence`` below
+    :data:`DIVERGENCE_ZERO` (a negative one included: only rounding makes it) is 0."""
+    value = float(value)
+    if (divergence and value < DIVERGENCE_ZERO) or abs(value) < 1e-4:
+        return "0"
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+
+
+def shown_divergences(values: Any) -> np.ndarray:
+    """Divergences as a table shows them: those below :data:`DIVERGENCE_ZERO` as 0."""
+    values = np.asarray(values, dtype=np.float64)
+    return np.where(values < DIVERGENCE_ZERO, 0.0, values)
+
+
 def ranked_captions(names: Sequence[str], values: Sequence[float], value_name: str) -> list[str]:
     """Captions of a ranked grid: ``"1. name"`` and, on a line of its own (kept whole by
-    :func:`caption_lines`), the value as ``"d=0.123"`` (``value_name`` then ``=``)."""
-    return [f"{rank}. {name}\n{value_name}={value:.3g}" for rank, (name, value) in enumerate(zip(names, values), 1)]
+    :func:`caption_lines`), the value as ``"d=0.123"`` (``value_name`` then ``=``;
+    :func:`readable_value`, a divergence for ``"d"``)."""
+    return [f"{rank}. {name}\n{value_name}={readable_value(value, value_name == 'd')}"
+            for rank, (name, value) in enumerate(zip(names, values), 1)]
 
 
 def png_bytes(image: Image.Image) -> bytes:

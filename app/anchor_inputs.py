@@ -13,6 +13,7 @@ from anchordiv import explorer as ex
 from anchordiv.app.cached import get_geometry
 from anchordiv.app.errors import ERROR_CHARS, attempt
 from anchordiv.app.url_state import follow_view_link
+from anchordiv.explorer.anchors import preset_label
 from anchordiv.explorer.links import LinkField
 from anchordiv.explorer.literal import markdown_literal
 from anchordiv.explorer.page_state import SETTINGS, TEMPLATE_OPTIONS
@@ -31,8 +32,11 @@ def anchor_column(column, name: str, label: str, presets: dict[str, tuple[str, .
     def apply_preset() -> None:
         st.session_state[text_key] = "\n".join(presets[st.session_state[preset_key]])
 
-    source = sources.get(st.session_state.get(preset_key))
+    chosen = st.session_state.get(preset_key)
+    source = sources.get(chosen)
+    shown = preset_label(chosen, st.session_state.get(text_key, ""), presets)  # "Your own" once edited
     column.selectbox(f"Preset for {label}", list(presets), key=preset_key, on_change=apply_preset,
+                     format_func=lambda name: shown if name == chosen else name,
                      help=f"Read from {markdown_literal(source)}." if source else None)
     column.text_area(f"Anchor set {label} (one per line)", key=text_key, height=160,
                      max_chars=SETTINGS[text_key].max_chars,

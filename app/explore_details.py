@@ -14,6 +14,7 @@ from anchordiv.app.explore_view import ExploreView
 from anchordiv.app.find_anchors import pair_terms_section
 from anchordiv.app.query_inputs import caption_of
 from anchordiv.explorer.literal import markdown_literal
+from anchordiv.grids import readable_value
 
 
 EXPLAIN_LABEL = "Why this neighbour? Its tilted anchor distribution beside the query's, and the terms between them"
@@ -53,11 +54,11 @@ def explain_neighbour(view: ExploreView, p: float, table: pd.DataFrame) -> None:
     right.markdown(f"**Neighbour {rank}'s tilted anchor distribution**")
     right.table(tilt_table(neighbour_tilt))
     middle.image(source.thumbnails([neighbour])[0], width=96)
-    middle.metric("Anchor divergence (model)", f"{divergence:.4f}")
+    middle.metric("Anchor divergence (model)", readable_value(divergence, divergence=True))
     if query_tilt.exact:
         middle.caption("Exact tilted distributions p(anchor | x) ∝ w · exp(s γ·x); their KL equals the divergence.")
     else:
-        middle.metric("KL of the shown tilts", f"{shown:.4f}")
+        middle.metric("KL of the shown tilts", readable_value(shown, divergence=True))
         middle.caption("This model is not supported on the anchors: the tables show the empirical tilt over the "
                        "anchors in use (a stand-in); the divergence above is the model's own.")
     pair_terms_section(view, neighbour, rank)

@@ -89,7 +89,9 @@ def downloads(view: ExploreView, tables: dict[str, pd.DataFrame], p: float, path
     if not box.open:
         return
     with box, step_clock.stage("captions and tables"):
-        st.dataframe(ex.combined_table(tables), hide_index=True)
+        # One format per column, never scientific notation (divergences are >= 0, similarities in [-1, 1]).
+        st.dataframe(ex.combined_table(tables), hide_index=True, column_config={
+            name: st.column_config.NumberColumn(format="%.4f") for name in ("divergence", "similarity")})
     columns = box.columns(2)
     columns[0].download_button("Download neighbour table (CSV)",
                                lambda: ex.combined_table(tables).to_csv(index=False).encode(),

@@ -20,6 +20,7 @@ from anchordiv.encoders.base import Encoder
 from anchordiv.gallery import Gallery, folder_gallery
 from anchordiv.grids import grid_png
 from anchordiv.images import ImageLoadError
+from anchordiv.explorer.anchors import preset_sources
 from anchordiv.explorer.neighbours import GRID_CAPTION_LINE_CHARS, GRID_CAPTION_LINES
 
 from conftest import object_style_world
@@ -88,6 +89,36 @@ def test_parse_anchor_text_strips_dedupes_and_counts():
     assert len(many) == ex.MAX_ANCHORS and many.truncated == 1000 and "limit" in many.summary()
 
 
+@pytest.mark.parametrize("text, anchors, split_at", [
+    ("cat, dog, rocket, coffee cup", ("cat", "dog", "rocket", "coffee cup"), "commas"),
+    ("red; green ;blue", ("red", "green", "blue"), "semicolons"),
+    ("\n  a, b  \n\n", ("a", "b"), "commas"),
+    ("a, b; c", ("a", "b; c"), "commas"),               # commas first: a semicolon stays inside
+    ("cat, dog\nrocket", ("cat, dog", "rocket"), None),  # several lines: each line is one anchor
+    ("a photo,", ("a photo,",), None),                   # nothing after the comma: one anchor
+    ("cat", ("cat",), None),
+])
+def test_a_typed_list_on_one_line_is_split_with_a_note(text, anchors, split_at):
+    parsed = ex.parse_anchor_text(text)
+    assert parsed.anchors == anchors and parsed.split_at == split_at
+    if split_at:
+        assert parsed.summary().endswith(f"split at its {split_at} (one anchor per line keeps a {split_at[:-1]} "
+                                         "inside an anchor)")
+        assert ex.parse_anchor_text(parsed.text()).anchors == anchors  # an export reads back as the same set
+    with pytest.raises(ValueError, match="line 1"):  # a weighted line is never split
+        ex.parse_anchor_text("cat\t0.5, dog")
+
+
+def test_the_preset_menu_says_your_own_once_the_text_is_no_preset():
+    from anchordiv.explorer.anchors import preset_label
+
+    presets = {"Animals": ("cat", "dog"), "Food": ("rice",)}
+    assert preset_label("Animals", "cat\ndog", presets) == "Animals"
+    assert preset_label("Animals", "rice\n", presets) == "Animals"  # another preset's list: still a preset
+    assert preset_label("Animals", "cat\ndog\nhippo", presets) == "Your own (from Animals)"
+    assert preset_label("Food", "bad\tweight", presets) == "Your own (from Food)"
+
+
 def test_presets_include_gallery_and_paper_examples(world):
     presets = ex.anchor_presets(world[0])
     assert presets["Gallery object names"][:2] == ("object 0", "object 1")
@@ -95,6 +126,18 @@ def test_presets_include_gallery_and_paper_examples(world):
     assert "Pleural Effusion" in presets["Paper: CheXpert pathologies (Table 2)"]
     assert "husky" in presets["Paper: dog breeds"]
     assert presets["Animals"] and presets["Food"] and presets["Vehicles"]
+
+
+def test_the_style_preset_leaves_out_who_drew_the_image(world):
+    """The built-in world's 'google' and 'twitter' styles are the vendors' own drawings (its
+    'source' column): labels, not styles to rank by."""
+    gallery = world[0]
+    labels = gallery.labels.assign(sty=["google" if i % 7 == 0 else style for i, style in enumerate(gallery.labels.sty)],
+                                   source="google")
+    drawn = Gallery(embeddings=gallery.embeddings, labels=labels, load=gallery.load, object_column="obj",
+                    name_column="obj", style_column="sty", key="drawn", description="drawn")
+    assert "google" not in ex.anchor_presets(drawn)["Gallery styles"]
+    assert "google" in set(labels.sty) and "without google" in preset_sources(drawn)["Gallery styles"]
 
 
 @pytest.mark.parametrize("reverse", [False, True])

@@ -46,3 +46,16 @@ def test_the_grid_leaves_room_for_every_caption_line():
     image = Image.new("RGB", (20, 20), "red")
     canvas = grid_image([image] * 3, ["a caption long enough to take three lines under the image"] * 3, columns=3)
     assert canvas.size == (3 * 128, 128 + CAPTION_LINES * LINE_HEIGHT + 4)
+
+
+@pytest.mark.parametrize("value, divergence, shown", [
+    (-9.54e-07, True, "0"), (3e-5, True, "0"), (-0.02, True, "0"), (0.000123, True, "0.000123"),
+    (0.5, True, "0.5"), (12.3456, True, "12.3"), (1234.5, True, "1,234"), (-0.25, False, "-0.25"),
+    (2e-5, False, "0"), (0.98765, False, "0.988"),
+])
+def test_values_read_as_people_read_them(value, divergence, shown):
+    from anchordiv.grids import readable_value, shown_divergences
+
+    assert readable_value(value, divergence) == shown and "e" not in shown
+    if divergence:
+        assert shown_divergences([value])[0] == (0.0 if shown == "0" else value)

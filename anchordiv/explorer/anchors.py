@@ -41,7 +41,8 @@ class AnchorText:
 
     ``anchors`` are the texts in use; ``weights`` their weights ``(N,)`` (row-aligned, positive,
     not normalised: the model normalises them), or ``None`` for an unweighted set;
-    ``blank_lines``, ``duplicates`` and ``truncated`` count what was dropped, so the app can say so.
+    ``blank_lines``, ``duplicates`` and ``truncated`` count what was dropped, so the app can say so;
+    ``split_at`` names the separator ("commas", "semicolons") a one-line list was split at, or ``None``.
     """
 
     anchors: tuple[str, ...]
@@ -49,6 +50,7 @@ class AnchorText:
     duplicates: int = 0
     truncated: int = 0
     weights: tuple[float, ...] | None = None
+    split_at: str | None = None
 
     def __len__(self) -> int:
         return len(self.anchors)
@@ -67,7 +69,9 @@ class AnchorText:
             dropped.append(f"{self.blank_lines} blank line{'s' * (self.blank_lines != 1)}")
         if self.truncated:
             dropped.append(f"{self.truncated:,} beyond the {MAX_ANCHORS:,}-anchor limit")
-        return count + (f" ({', '.join(dropped)} ignored)" if dropped else "")
+        split = (f"; the line was split at its {self.split_at} (one anchor per line keeps a "
+                 f"{self.split_at[:-1]} inside an anchor)" if self.split_at else "")
+        return count + (f" ({', '.join(dropped)} ignored)" if dropped else "") + split
 
     def text(self) -> str:
         """The set in use as text, one anchor a line (:func:`weighted_anchor_text` for a weighted
@@ -88,16 +92,21 @@ def parse_anchor_text(text: str | None, max_anchors: int = MAX_ANCHORS) -> Ancho
     blank lines and repeats (after stripping) are dropped (a repeat's weight with it: the first
     is kept), and anything past ``max_anchors`` is cut off. Order is kept.
 
+    A text of one unweighted line holding commas (or, without commas, semicolons) is read as the
+    list people type ("cat, dog, rocket"): one anchor per part, said by ``split_at``. One anchor
+    alone has no geometry (every divergence is 0), so a comma there was never meant to stay.
+
     ``ValueError`` naming the lines when a weight is not a positive number of at most
     :data:`MAX_WEIGHT` or has no
     anchor, or when some lines of a weighted set have none: such a set is not used.
     """
+    lines, split_at = _typed_list((text or "").splitlines())
     seen: dict[str, float | None] = {}
     blank = duplicates = 0
     bad: list[tuple[int, str]] = []  # (line number, weight text) of weights that are not usable
     orphans: list[int] = []  # lines with a weight but no anchor
     unweighted: list[int] = []
-    for number, line in enumerate((text or "").splitlines(), start=1):
+    for number, line in enumerate(lines, start=1):
         term, weight_text = _split_weight(line)
         anchor = " ".join(term.split())  # also collapses inner runs of whitespace
         if not _visible(anchor):
@@ -118,7 +127,25 @@ def parse_anchor_text(text: str | None, max_anchors: int = MAX_ANCHORS) -> Ancho
     _check_weights(bad, orphans, unweighted if weighted else [])
     anchors = tuple(seen)
     weights = tuple(seen.values())[:max_anchors] if weighted else None
-    return AnchorText(anchors[:max_anchors], blank, duplicates, max(0, len(anchors) - max_anchors), weights)
+    return AnchorText(anchors[:max_anchors], blank, duplicates, max(0, len(anchors) - max_anchors), weights,
+                      split_at)
+
+
+# What a one-line list is split at, in order of preference, and what the note calls it.
+LIST_SEPARATORS = ((",", "commas"), (";", "semicolons"))
+
+
+def _typed_list(lines: list[str]) -> tuple[list[str], str | None]:
+    """``lines``, or the parts of the one visible unweighted line that holds a separator of
+    :data:`LIST_SEPARATORS` (and the separator's name)."""
+    visible = [line for line in lines if _visible(line)]
+    if len(visible) != 1 or WEIGHT_SEPARATOR in visible[0]:
+        return lines, None
+    for separator, name in LIST_SEPARATORS:
+        parts = [part for part in visible[0].split(separator) if _visible(part)]
+        if len(parts) > 1:
+            return parts, name
+    return lines, None
 
 
 def _split_weight(line: str) -> tuple[str, str]:
@@ -246,7 +273,8 @@ def anchor_presets(gallery: "Gallery | None" = None) -> dict[str, tuple[str, ...
 
     From the gallery's label columns: "Gallery object names" (its name column, e.g. a folder's
     ``label``: the subfolders or the labels CSV's label column) and "Gallery styles" (its style
-    column, e.g. a labels CSV's ``style``; absent without one, never another gallery's list),
+    column, e.g. a labels CSV's ``style``, without the values of a ``source`` column; absent without
+    one, never another gallery's list),
     said by :func:`preset_sources`; its animals, food and vehicles by emoji subcategory, else
     generic lists. Always: generic styles and the paper's examples (dog breeds, backgrounds,
     clothing, the CheXpert pathologies of Table 2).
@@ -256,7 +284,8 @@ def anchor_presets(gallery: "Gallery | None" = None) -> dict[str, tuple[str, ...
     if gallery is not None:
         presets[GALLERY_NAMES] = _distinct(labels[gallery.name_column])
         if gallery.style_column is not None:
-            presets[GALLERY_STYLES] = _distinct(labels[gallery.style_column])
+            presets[GALLERY_STYLES] = tuple(style for style in _distinct(labels[gallery.style_column])
+                                            if style not in _sources(labels))
     presets[GENERIC] = GENERIC_STYLES
     for theme, fallback in (("Animals", ANIMALS), ("Food", FOOD), ("Vehicles", VEHICLES)):
         themed: tuple[str, ...] = ()
@@ -271,6 +300,13 @@ def anchor_presets(gallery: "Gallery | None" = None) -> dict[str, tuple[str, ...
     return presets
 
 
+def _sources(labels) -> set[str]:
+    """The values of a ``source`` label column: where a style is one of them (the built-in world's
+    ``google`` and ``twitter``: the emoji vendors' own drawings) it names who drew the image, not a
+    style, so the style preset leaves it out (it stays a label)."""
+    return set(labels["source"].dropna().astype(str)) if "source" in labels.columns else set()
+
+
 def _distinct(values) -> tuple[str, ...]:
     """The distinct values of a label column, as text, in order of first appearance."""
     return tuple(dict.fromkeys(values.dropna().astype(str)))
@@ -282,7 +318,27 @@ def preset_sources(gallery: "Gallery") -> dict[str, str]:
     sources = {GALLERY_NAMES: f"the {gallery.name_column!r} column of the gallery's labels"}
     if gallery.style_column is not None:
         sources[GALLERY_STYLES] = f"the {gallery.style_column!r} column of the gallery's labels"
+        left_out = sorted(set(_distinct(gallery.labels[gallery.style_column])) & _sources(gallery.labels))
+        if left_out:
+            sources[GALLERY_STYLES] += (f", without {', '.join(left_out)}: those name who drew the image (the "
+                                        "'source' column), not a style")
     return sources
+
+
+OWN_LIST = "Your own"
+
+
+def preset_label(name: str, text: str, presets: Mapping[str, Sequence[str]]) -> str:
+    """What a preset menu shows for its chosen preset ``name`` while its text area holds ``text``:
+    the name while the text is some preset's list (as :func:`parse_anchor_text` reads it), else
+    "Your own (from NAME)"."""
+    try:
+        typed = parse_anchor_text(text).anchors
+    except ValueError:  # weights that are not usable: no preset's list either
+        typed = None
+    if any(typed == tuple(values) for values in presets.values()):
+        return name
+    return f"{OWN_LIST} (from {name})"
 
 
 def preset_in(presets: Mapping[str, Sequence[str]], name: str) -> str:

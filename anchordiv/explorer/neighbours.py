@@ -12,6 +12,7 @@ import pandas as pd
 import torch
 
 from .._validation import as_matrix, check_positive_int
+from ..grids import readable_value, shown_divergences
 from ..search import Index
 
 if TYPE_CHECKING:
@@ -116,7 +117,8 @@ def caption_heads(table: pd.DataFrame, value_name: str) -> list[str]:
     rows = zip(*(table[column].tolist() for column in ("rank", value_name, "same_object", "same_style")))
     for rank, value, same_object, same_style in rows:
         marks = ("✓obj " if same_object is True else "") + ("✓sty" if same_style is True else "")
-        heads.append(f"{rank}. {value_name[0]}={value:.3g} {marks}".rstrip())
+        shown = readable_value(value, divergence=value_name == "divergence")
+        heads.append(f"{rank}. {value_name[0]}={shown} {marks}".rstrip())
     return heads
 
 
@@ -162,4 +164,8 @@ def _wrapped_lines(text: str, line_chars: int) -> int:
 def combined_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """The neighbour tables of several methods (``{method: table}``) as one, with a ``method``
     column: the explorer's neighbour table, and as CSV its "Download neighbour table"."""
-    return pd.concat([table.assign(method=name) for name, table in tables.items()], ignore_index=True)
+    combined = pd.concat([table.assign(method=name) for name, table in tables.items()], ignore_index=True)
+    if "divergence" in combined.columns:  # a KL within rounding of 0 is 0 (anchordiv.grids.DIVERGENCE_ZERO)
+        known = combined["divergence"].notna()
+        combined.loc[known, "divergence"] = shown_divergences(combined.loc[known, "divergence"])
+    return combined

@@ -112,7 +112,7 @@ def _softmax(anchors: torch.Tensor, _prior, scale: float, _params: dict) -> tupl
     notes = []
     if _one_direction(anchors):
         notes.append("With one anchor (or copies of one) every image tilts to the same distribution, so every "
-                     "softmax divergence is 0 and the ranking is arbitrary; add anchors.")
+                     "softmax divergence is 0 and the ranking is arbitrary; add anchors, one per line.")
     return EmpiricalAnchors(scale=scale).fit(anchors), notes
 
 
