@@ -4,12 +4,13 @@ where the source offers one."""
 from __future__ import annotations
 
 import streamlit as st
+import torch
 
 from anchordiv import explorer as ex
 from anchordiv.app.cached import get_projection
 from anchordiv.app.errors import attempt
 from anchordiv.app.explore_view import ExploreView, neighbours
-from anchordiv.app.maps_ui import pinned_projection_p, projection_caption, projection_chart
+from anchordiv.app.maps_ui import pinned_projection_p, projection_caption, projection_chart, with_query_point
 
 
 @st.fragment
@@ -51,8 +52,13 @@ def draw_umap(view: ExploreView) -> None:
                           "Cannot project the gallery") or (None, None)
         if ids is None:
             return
-        if len(ids) < len(source):
-            title += f", {len(ids):,} of {len(source):,} items"
-        frame = source.projection_frame(ids, xy, view.query_id, neighbour_ids, colour)
+        sampled = len(ids)
+        if sampled < len(source):
+            title += f", {sampled:,} of {len(source):,} items"
+        ids, xy, query_xy, placed = ex.with_query_and_neighbours(source, ids, xy, view.query_id, neighbour_ids,
+                                                                torch.as_tensor(view.query), method, geometry, p,
+                                                                view.weighting)
+        frame = with_query_point(source.projection_frame(ids, xy, view.query_id, neighbour_ids, colour), query_xy,
+                                 colour, source.name_column)
         projection_chart(column, frame, colour, source.name_column, title, f"umap_chart_{method}")
-    projection_caption(ids, view.query_id, neighbour_ids, p)
+    projection_caption(sampled, placed, p)

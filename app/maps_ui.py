@@ -7,8 +7,8 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from anchordiv import explorer as ex
 from anchordiv.explorer.literal import plotly_literal
+from anchordiv.explorer.maps import PLACING_NEIGHBOURS
 from anchordiv.explorer.page_state import GALLERY_QUERY
 
 
@@ -16,7 +16,7 @@ def use_projection_pick(chart_key: str) -> None:
     """on_select callback of a projection chart: the clicked image becomes the query. It runs before
     the page is drawn, so it may still set the query-mode radio."""
     points = st.session_state[chart_key].selection.points
-    if points:
+    if points and int(points[0]["customdata"][0]) >= 0:  # -1: a query that is no gallery image
         st.session_state.query_id = int(points[0]["customdata"][0])
         st.session_state.query_mode = GALLERY_QUERY
 
@@ -39,12 +39,23 @@ def pinned_projection_p(column, show: bool, is_mixture: bool) -> float | None:
     return float(st.session_state.umap_p)
 
 
-def projection_caption(ids: np.ndarray, query_id: int | None, neighbour_ids: list[int], p: float) -> None:
-    """Says at which p the neighbours are marked, and how many of them the sampled projection leaves out."""
-    missing = ex.outside_sample(ids, query_id, neighbour_ids)
+def projection_caption(sampled: int, placed: int, p: float) -> None:
+    """Says at which p the neighbours are marked, and how the query and neighbours outside the
+    sample of ``sampled`` points came onto the map (``placed`` of them)."""
     st.caption(f"Neighbours marked at p = {p:.2f}; moving p does not re-project (press “Project at the current p”)."
-               + (f" {missing} of the query and its neighbours are outside the sampled {len(ids):,} points."
-                  if missing else ""))
+               + (f" {placed} of the query and its neighbours were not among the {sampled:,} sampled points: each is "
+                  f"placed at the mean position of its {PLACING_NEIGHBOURS} nearest sampled images, where UMAP "
+                  "would start it." if placed else ""))
+
+
+def with_query_point(frame: pd.DataFrame, query_xy: np.ndarray | None, colour: str, name: str) -> pd.DataFrame:
+    """``frame`` with a point for a query that is not a gallery image (an upload, a text) at
+    ``query_xy``, named "your query"."""
+    if query_xy is None:
+        return frame
+    point = {"x": float(query_xy[0]), "y": float(query_xy[1]), "role": "query", "gallery_id": -1,
+             colour: "your query", name: "your query"}
+    return pd.concat([frame, pd.DataFrame([point])], ignore_index=True)
 
 
 def plotly_text(frame: pd.DataFrame, *columns: str) -> tuple[pd.DataFrame, ...]:

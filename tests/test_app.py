@@ -394,6 +394,11 @@ def test_umap_layout_and_p_sweep(library):
     assert not app.exception and not app.error
     app.checkbox(key="umap_cosine").check().run()
     assert not app.exception and not app.error
+    # A small sample leaves the query and its neighbours out: they are placed on the map all the same.
+    app.number_input(key="umap_points").set_value(30).run()
+    charts = [element.proto.spec for element in app.get("plotly_chart")]
+    assert len(charts) == 2 and all("role=query" in spec and "role=neighbour" in spec for spec in charts)
+    assert any("were not among the 30 sampled points" in plain(caption.value) for caption in app.caption)
     # The projection stays at the p it was made at until asked for the geometry at the current p.
     assert app.session_state["umap_p"] == 0.5
     release_p(app, 0.8)

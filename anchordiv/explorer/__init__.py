@@ -21,7 +21,7 @@ imported as modules):
   :func:`grid_captions` and :func:`combined_table` (also the CSV download); over a source,
   :func:`neighbour_grid_png` and :func:`p_sweep` (:mod:`.source`);
 * :mod:`.maps`: UMAP maps of a sample, :func:`geometry_projection`, :func:`projection_key`,
-  :func:`point_roles` and :func:`outside_sample`;
+  :func:`point_roles` and :func:`with_query_and_neighbours`;
 * :mod:`.store_source` and :mod:`.thumbnails`: :class:`NameIndex`, :func:`cosine_top_k`,
   :func:`store_stamp` and the images of a store read for the shown items only;
 * :mod:`.page_state`: every setting of the pages, declared once (key, URL parameter, default,
@@ -50,7 +50,7 @@ from .anchors import (
     weighted_anchor_text,
 )
 from .geometry import WEIGHTINGS, ExplorerGeometry, GeometrySpec, baseline_index, calibration_frame
-from .maps import geometry_projection, outside_sample, point_roles, project_rows, projection_key
+from .maps import geometry_projection, point_roles, project_rows, projection_key, with_query_and_neighbours
 from .neighbours import (
     agreement,
     agreement_text,
@@ -71,7 +71,7 @@ __all__ = [
     "GallerySource", "GeometrySpec", "MemorySource", "NameIndex", "BackgroundJobs", "SharedBuilds", "StoreSource",
     "agreement", "agreement_text", "anchor_file_text", "anchor_presets", "baseline_index", "calibration_frame",
     "combined_table", "cosine_top_k", "default_query_id", "geometry_projection", "grid_captions",
-    "neighbour_grid_png", "neighbour_table", "outside_sample", "p_sweep", "parse_anchor_text",
+    "neighbour_grid_png", "neighbour_table", "p_sweep", "parse_anchor_text",
     "point_roles", "project_rows", "projection_key", "query_image_from_upload", "search_one", "store_stamp",
-    "weighted_anchor_text",
+    "weighted_anchor_text", "with_query_and_neighbours",
 ]

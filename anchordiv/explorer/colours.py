@@ -12,8 +12,8 @@ NEARLY_UNIQUE = 0.9
 
 def label_colour(labels: pd.DataFrame, columns: Sequence[str], preferred: Sequence[str | None]) -> str:
     """The first of ``preferred`` (then of ``columns``) that is one of ``columns`` and groups the
-    ``labels`` rows: fewer distinct values than :data:`NEARLY_UNIQUE` of the rows (one row, or
-    none: any). ``columns[0]`` when none does.
+    ``labels`` rows: more than one distinct value (a map in one colour tells nothing) and fewer
+    than :data:`NEARLY_UNIQUE` of the rows (one row, or none: any). ``columns[0]`` when none does.
 
     Parameters
     ----------
@@ -27,6 +27,6 @@ def label_colour(labels: pd.DataFrame, columns: Sequence[str], preferred: Sequen
     """
     rows = len(labels)
     for column in dict.fromkeys([*preferred, *columns]):
-        if column in columns and (rows < 2 or labels[column].nunique() < NEARLY_UNIQUE * rows):
+        if column in columns and (rows < 2 or 1 < labels[column].nunique() < NEARLY_UNIQUE * rows):
             return column
     return columns[0]

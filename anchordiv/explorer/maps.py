@@ -1,6 +1,7 @@
 """2-D maps of a gallery: a UMAP of a fixed sample of its rows under a geometry
 (:func:`geometry_projection`), the cache key of one (:func:`projection_key`), and the roles its
-points play in a plot (:func:`point_roles`, :func:`outside_sample`). UMAP itself is imported (by
+points play in a plot (:func:`point_roles`), with the query and its neighbours always on it
+(:func:`with_query_and_neighbours`). UMAP itself is imported (by
 :mod:`anchordiv.projection`) only when used."""
 from __future__ import annotations
 
@@ -58,13 +59,7 @@ def project_rows(embeddings: torch.Tensor, method: str, geometry: ExplorerGeomet
     The kNN graph is the geometry's exact top-``n_neighbors`` among these rows; with ``cache_key``
     (naming the rows and the geometry) the layout is stored on disk (see
     :func:`anchordiv.projection.cached_projection`)."""
-    if method == "anchor":
-        if geometry is None:
-            raise ValueError("an anchor projection needs a geometry")
-        index = AnchorIndex(geometry.model_at(p, weighting), embeddings, reverse=geometry.spec.reverse,
-                            device=geometry.device)
-    else:
-        index = baseline_index(method, embeddings, iti_anchors, device=None if geometry is None else geometry.device)
+    index = projection_index(embeddings, method, geometry, p, weighting, iti_anchors)
 
     def build() -> np.ndarray:
         return projection.project(index, embeddings, n_neighbors=n_neighbors, seed=seed)
@@ -75,6 +70,36 @@ def project_rows(embeddings: torch.Tensor, method: str, geometry: ExplorerGeomet
         f"{cache_key}|{method}|{len(embeddings)}|{seed}|{n_neighbors}|{projection.DEFAULT_EPOCHS}", build)
 
 
+def projection_index(embeddings: torch.Tensor, method: str, geometry: ExplorerGeometry | None = None,
+                     p: float = 0.5, weighting: str = "calibrated", iti_anchors: torch.Tensor | None = None):
+    """The index a map of ``embeddings`` ``(n, d)`` is laid out by ("anchor": ``geometry`` at ``p``;
+    "cosine" or "iti"), on the geometry's device."""
+    if method == "anchor":
+        if geometry is None:
+            raise ValueError("an anchor projection needs a geometry")
+        return AnchorIndex(geometry.model_at(p, weighting), embeddings, reverse=geometry.spec.reverse,
+                           device=geometry.device)
+    return baseline_index(method, embeddings, iti_anchors, device=None if geometry is None else geometry.device)
+
+
+# Sampled items whose mean position places a point outside the sample (UMAP starts a new point there).
+PLACING_NEIGHBOURS = 5
+
+
+def place_outside(gallery: Rows, ids: np.ndarray, xy: np.ndarray, rows: torch.Tensor, method: str,
+                  geometry: ExplorerGeometry | None = None, p: float = 0.5, weighting: str = "calibrated",
+                  iti_anchors: torch.Tensor | None = None) -> np.ndarray:
+    """Positions ``(m, 2)`` on a map of the sampled ``ids`` (laid out at ``xy`` ``(n, 2)``) for
+    ``rows`` ``(m, d)`` outside the sample (the query, its neighbours): each the mean position of its
+    :data:`PLACING_NEIGHBOURS` nearest sampled items under the map's own geometry, which is where
+    UMAP starts a new point, so the fixed layout is kept and nothing is projected again."""
+    if len(rows) == 0:
+        return np.zeros((0, 2))
+    index = projection_index(gallery.rows(np.asarray(ids)), method, geometry, p, weighting, iti_anchors)
+    _, nearest = index.search(rows.numpy(), min(PLACING_NEIGHBOURS, len(ids)))
+    return np.asarray(xy)[nearest].mean(axis=1)
+
+
 def point_roles(ids: np.ndarray, query_id: int | None, neighbour_ids: Sequence[int]) -> np.ndarray:
     """``(n,)`` the role of each projected id: "query", "neighbour" or "gallery"."""
     ids = np.asarray(ids)
@@ -82,8 +107,26 @@ def point_roles(ids: np.ndarray, query_id: int | None, neighbour_ids: Sequence[i
                     np.where(np.isin(ids, np.asarray(list(neighbour_ids), dtype=np.int64)), "neighbour", "gallery"))
 
 
-def outside_sample(ids: np.ndarray, query_id: int | None, neighbour_ids: Sequence[int]) -> int:
-    """How many of the query and its neighbours are not among the projected ``ids``."""
+def with_query_and_neighbours(gallery: Rows, ids: np.ndarray, xy: np.ndarray, query_id: int | None,
+                              neighbour_ids: Sequence[int], query_row: torch.Tensor | None, method: str,
+                              geometry: ExplorerGeometry | None = None, p: float = 0.5,
+                              weighting: str = "calibrated", iti_anchors: torch.Tensor | None = None
+                              ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, int]:
+    """A map of the sampled ``ids`` ``(n,)`` at ``xy`` ``(n, 2)`` with the query and its neighbours
+    always on it: those of the query (``query_id``) and ``neighbour_ids`` outside the sample are
+    placed by :func:`place_outside` and appended. A query that is not a gallery item
+    (``query_id`` ``None``; ``query_row`` its embedding ``(d,)``) is placed too, as the returned
+    ``query_xy`` ``(2,)`` (else ``None``). Returns ``(ids, xy, query_xy, placed)``, ``placed``
+    counting the points placed."""
     shown = set(np.asarray(ids).tolist())
-    wanted = ({query_id} if query_id is not None else set()) | set(neighbour_ids)
-    return len(wanted - shown)
+    wanted = ([query_id] if query_id is not None else []) + [int(item) for item in neighbour_ids]
+    missing = np.asarray([item for item in dict.fromkeys(wanted) if item not in shown], dtype=np.int64)
+    rows = gallery.rows(missing) if len(missing) else torch.zeros((0, 0))
+    alone = query_id is None and query_row is not None
+    if alone:
+        query = torch.as_tensor(query_row, dtype=torch.float32).reshape(1, -1)
+        rows = torch.cat([rows, query]) if len(missing) else query
+    placed = place_outside(gallery, ids, xy, rows, method, geometry, p, weighting, iti_anchors)
+    ids = np.concatenate([np.asarray(ids), missing])
+    xy = np.concatenate([np.asarray(xy), placed[:len(missing)]])
+    return ids, xy, (placed[-1] if alone else None), len(placed)
