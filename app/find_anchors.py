@@ -73,8 +73,8 @@ def vocabulary_widgets(encoder) -> tuple[str, ...] | None:
                          index=None, key="find_file", placeholder="choose a .txt file", format_func=display_name)
     terms = attempt(lambda: chosen_terms(encoder), "This vocabulary cannot be used")
     if terms is not None:
-        st.caption(f"{len(terms):,} terms · encoded as {markdown_literal(default_choice(encoder).label)} "
-                   "(the model's default templates)")
+        st.caption(f"{len(terms):,} terms, encoded with this model's default prompt: "
+                   f"{markdown_literal(default_choice(encoder).label)}")
     return terms
 
 
@@ -110,8 +110,9 @@ def suggestions(view: ExploreView, terms: tuple[str, ...]) -> None:
     tilt_col, apart_col = st.columns(2)
     tilt = attempt(lambda: cached.suggested_terms(view.encoder, terms, view.query, SUGGESTED), "Cannot rank the terms")
     if tilt is not None:
-        tilt_col.caption(f"Most probable under the query's tilted distribution p(term | s x) (s = the model's "
-                         f"logit scale, {view.encoder.logit_scale:.1f}).")
+        tilt_col.caption("The terms this image is most about.",
+                         help=f"The most probable terms under the query's tilted distribution p(term | s x), s the "
+                              f"model's logit scale ({view.encoder.logit_scale:.1f}).")
         tilt_col.dataframe(tilt, hide_index=True, key="find_tilt_table")
         use_buttons(tilt_col, tilt["term"].tolist(), "tilt")
     neighbours = tuple(int(item) for item in view.baselines["cosine"]["gallery_id"])
@@ -119,10 +120,10 @@ def suggestions(view: ExploreView, terms: tuple[str, ...]) -> None:
                     "Cannot contrast the neighbourhood")
     if apart is not None:
         rows = len(cached.vocabulary_gallery(view.source)[0])
-        apart_col.caption(f"Setting the query's cosine top-{len(neighbours)} apart from the gallery "
-                          f"({rows:,} rows{'' if rows == len(view.source) else ', a fixed sample'}): each term's "
-                          "part m log(m / g) of KL(m ‖ g), m and g the neighbourhood's and the gallery's mean "
-                          "tilted distributions.")
+        apart_col.caption(f"The terms that set its {len(neighbours)} nearest images apart from the rest of the "
+                          f"gallery ({rows:,} images{'' if rows == len(view.source) else ', a fixed sample'}).",
+                          help="Each term's part m log(m / g) of KL(m ‖ g), m and g the mean tilted distributions "
+                               "of the query's cosine top-k and of the gallery.")
         apart_col.dataframe(apart, hide_index=True, key="find_apart_table")
         use_buttons(apart_col, apart["term"].tolist(), "apart")
 

@@ -40,10 +40,10 @@ def folder_outside_world(encoder, gallery) -> bool:
 def upload_notice(encoder, data: bytes, name: str) -> None:
     """A warning by the query when the upload lies outside the built-in model's world."""
     if upload_outside_world(encoder, data, name):
-        st.warning(UPLOAD_NOTICE, icon="📷")
+        st.warning(UPLOAD_NOTICE, icon=":material/photo_camera:")
 
 
 def folder_notice(encoder, gallery) -> None:
     """One warning in the sidebar when most of a folder gallery lies outside the built-in model's world."""
     if folder_outside_world(encoder, gallery):
-        st.sidebar.warning(FOLDER_NOTICE, icon="📷")
+        st.sidebar.warning(FOLDER_NOTICE, icon=":material/photo_camera:")
