@@ -16,6 +16,7 @@ from anchordiv.app import step_clock
 from anchordiv.app.errors import attempt
 from anchordiv.app.explore_details import explain_section
 from anchordiv.app.explore_view import ExploreView, certificate_text, neighbours, p_path, path_key, step_certified
+from anchordiv.app.learn_anchors import player_marks, rerun_after_marks, take_player_marks
 from anchordiv.app.p_player import p_player
 from anchordiv.app.url_state import publish_link, share_box
 from anchordiv.explorer.page_state import SETTINGS
@@ -71,8 +72,9 @@ def player_section(view: ExploreView, p: float) -> SliderPath:
     title = f"Anchor divergence ({anchor_model_kind(geometry.spec.kind).short}, p = {{p}})"
     baselines = {BASELINE_TITLES[method]: table for method, table in view.baselines.items()}
     attempt(lambda: p_player(path, source, view.query_labels, key=path_key(view), title=title, step_notes=notes,
-                             enabled=geometry.is_mixture, p=p, baselines=baselines), "Cannot draw the p player",
-            stop=True)
+                             enabled=geometry.is_mixture, p=p, baselines=baselines, marks=player_marks(view),
+                             on_marks=take_player_marks), "Cannot draw the p player", stop=True)
+    rerun_after_marks()
     return path
 
 

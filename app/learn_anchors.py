@@ -15,6 +15,7 @@ import torch
 from anchordiv.app import cached
 from anchordiv.app.errors import attempt
 from anchordiv.app.explore_view import ExploreView, neighbours
+from anchordiv.app.p_player import PLAYER_KEY
 from anchordiv.app.query_inputs import caption_of
 from anchordiv.explorer.anchors import weighted_anchor_text
 from anchordiv.explorer.feedback import (MAX_MARKED_QUERIES, MAX_MARKS, LearnedAnchors, QueryMarks, learn_weights,
@@ -100,6 +101,51 @@ def clear_marks(source_key: str) -> None:
     gallery_marks(source_key).clear()
     for key in ("find_like", "find_unlike"):
         st.session_state[key] = []
+
+
+def player_marks(view: ExploreView) -> dict:
+    """What the p player's toggles show for this query: its "like" marks and whether more may be
+    made (fewer than :data:`~anchordiv.explorer.feedback.MAX_MARKS`, and the query may have marks);
+    kept in the session, with the query, for :func:`take_player_marks`."""
+    state, kept = st.session_state, gallery_marks(view.source.key)
+    key = marks_key(view.query_id, view.query)
+    current = kept.get(key) or QueryMarks(np.asarray(view.query, dtype=np.float32), view.query_id, view.query_text)
+    state["_player_marks_for"] = (view.source.key, key, current, len(view.source))
+    full = key not in kept and len(kept) >= MAX_MARKED_QUERIES
+    return {"like": [int(item) for item in current.like], "enabled": not full and len(current.like) < MAX_MARKS}
+
+
+def take_player_marks() -> None:
+    """The p player's toggle callback: the reported list of gallery ids becomes this query's "like"
+    marks (ids of this gallery only, each once, at most :data:`~anchordiv.explorer.feedback.MAX_MARKS`;
+    anything else a client might send is ignored), and the page runs again whole so that Find
+    anchors shows them."""
+    state = st.session_state
+    reported, target = (state.get(PLAYER_KEY) or {}).get("marks"), state.get("_player_marks_for")
+    if not isinstance(reported, list) or target is None:
+        return
+    source_key, key, current, n_items = target
+    kept = gallery_marks(source_key)
+    if key not in kept and len(kept) >= MAX_MARKED_QUERIES:
+        return
+    like = [item for item in reported if isinstance(item, int) and not isinstance(item, bool) and 0 <= item < n_items]
+    like = list(dict.fromkeys(like))[:MAX_MARKS]
+    marks = replace(kept.get(key) or current, like=tuple(like),
+                    unlike=tuple(item for item in (kept.get(key) or current).unlike if item not in like))
+    if marks.marked:
+        kept[key] = marks
+    else:
+        kept.pop(key, None)
+    state["find_like"], state["find_unlike"] = list(marks.like), list(marks.unlike)
+    state["_find_marks_of"] = (source_key, key)
+    state["_player_marks_taken"] = True
+
+
+def rerun_after_marks() -> None:
+    """After a run started by a toggle (inside the results fragment), the whole page once more:
+    Find anchors, outside the fragment, shows the marks."""
+    if st.session_state.pop("_player_marks_taken", False):
+        st.rerun()
 
 
 def mark_options(view: ExploreView) -> dict[int, str]:

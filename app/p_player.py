@@ -55,16 +55,20 @@ def image_addresses(source: ex.GallerySource, ids: list[int]) -> list[str]:
 
 
 def p_player(path: SliderPath, source: ex.GallerySource, query_labels: Any, *, key: str, title: str,
-             step_notes: list[str], enabled: bool, p: float, baselines: dict[str, pd.DataFrame]) -> None:
+             step_notes: list[str], enabled: bool, p: float, baselines: dict[str, pd.DataFrame],
+             marks: dict[str, Any], on_marks: Any) -> None:
     """Mount the player on ``path`` at the page's ``p`` (the browser keeps its own ``p`` afterwards,
     for as long as ``key`` names the same path), with ``baselines`` (title: neighbour table of
-    similarities) drawn beside its grid; a release reruns the fragment it is in."""
+    similarities) drawn beside its grid and each image's "like the query" toggle showing ``marks``
+    (``like``: gallery ids; ``enabled``: whether more may be marked). A release reruns the fragment
+    it is in; a toggle calls ``on_marks`` first (it reads the reported list from the state)."""
     shared = get_player_data(key, path, source, query_labels, title, tuple(step_notes), enabled)
     addresses = image_addresses(source, [item["id"] for item in shared["items"]])
     data = {**shared, "items": [{**item, "src": src} for item, src in zip(shared["items"], addresses)],
             "p_now": float(path.p[path.step_of(p)]), "label": P_LABEL, "help": P_HELP,
-            "baselines": [baseline_panel(name, table, source) for name, table in baselines.items()]}
-    P_PLAYER(key=PLAYER_KEY, data=data, on_p_change=take_released_p)
+            "baselines": [baseline_panel(name, table, source) for name, table in baselines.items()],
+            "marks": marks}
+    P_PLAYER(key=PLAYER_KEY, data=data, on_p_change=take_released_p, on_marks_change=on_marks)
 
 
 def baseline_panel(title: str, table: pd.DataFrame, source: ex.GallerySource) -> dict[str, Any]:

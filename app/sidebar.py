@@ -84,7 +84,7 @@ def sidebar() -> dict[str, Any]:
     """Every sidebar choice as plain values. The geometry settings follow the page's link."""
     linked = follow_link(sidebar_fields(), "sidebar")
     bar = st.sidebar
-    bar.title(":material/anchor: anchordiv explorer")
+    bar.title("anchordiv explorer")
     bar.subheader("Data and model")
     launch = attempt(cached.launch_options, "This server's launch options are misconfigured", stop=True)
     follow_launch(launch)

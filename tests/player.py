@@ -25,13 +25,18 @@ def player_data(app) -> dict:
 
 
 def release_p(app, p: float):
-    """Run the app as after a release of the player at ``p``: the component's state and every other
-    widget's, through AppTest's run step (a private method of streamlit.testing; the only way in
-    for an element it cannot drive)."""
+    """Run the app as after a release of the player at ``p``."""
+    return report_state(app, p=p)
+
+
+def report_state(app, **values):
+    """Run the app as after the player reported ``values`` (``p=...``, ``marks=[...]``): the
+    component's state and every other widget's, through AppTest's run step (a private method of
+    streamlit.testing; the only way in for an element it cannot drive)."""
     from streamlit.proto.WidgetStates_pb2 import WidgetState
 
     states = app._tree.get_widget_states()
-    states.widgets.append(WidgetState(id=player_element(app).proto.id, json_value=json.dumps({"p": p})))
+    states.widgets.append(WidgetState(id=player_element(app).proto.id, json_value=json.dumps(values)))
     return app._run(states)
 
 

@@ -12,6 +12,7 @@ import pytest
 import anchordiv as ad
 from anchordiv.app import cached
 from anchordiv.builtin.weights import ASSETS_DIR, WEIGHTS_NAME
+from anchordiv.explorer.feedback import MAX_MARKS
 from markup import plain
 from test_app import AppTest, TIMEOUT, APP, neighbours
 
@@ -119,6 +120,25 @@ def test_marks_of_one_style_teach_a_geometry_on_that_style(library):
     assert neighbours(app) != before
 
 
+def test_a_click_on_an_image_of_the_player_marks_it(library):
+    """The player's toggles report the query's "like" list; it becomes the marks Find anchors shows
+    (the page runs again whole) and the player's toggles show; what a client might send beyond gallery
+    ids is ignored, and one more than the most marks is cut."""
+    from player import player_data, report_state
+
+    app = start()
+    grid = [item["id"] for item in player_data(app)["items"]][:3]
+    report_state(app, marks=grid)
+    assert not app.exception and app.multiselect(key="find_like").value == grid
+    assert player_data(app)["marks"] == {"like": grid, "enabled": True}
+    report_state(app, marks=[grid[0], "7", -1, True, 10**9, 2.5, grid[0]])
+    assert not app.exception and app.multiselect(key="find_like").value == [grid[0]]
+    report_state(app, marks=list(range(100)))
+    assert len(player_data(app)["marks"]["like"]) == MAX_MARKS and not player_data(app)["marks"]["enabled"]
+    report_state(app, marks=[])
+    assert app.multiselect(key="find_like").value == [] and player_data(app)["marks"]["like"] == []
+
+
 def test_marks_are_kept_per_query_and_cleared(library):
     app = start()
     first = marked_options(app)[:2]
@@ -213,7 +233,7 @@ def test_on_a_gallery_store_a_file_from_the_data_roots_suggests_and_learns_on_a_
     app.selectbox(key="find_file").set_value(str((root / "lists" / "colours.txt").resolve())).run()
     assert not app.exception and not app.error, (app.exception, errors(app))
     assert set(table(app, "probability")["term"]) == {"red", "blue", "green", "yellow"}
-    assert "(10 rows, a fixed sample)" in " ".join(caption.value for caption in app.caption)
+    assert "(10 images, a fixed sample)" in " ".join(caption.value for caption in app.caption)
     labels = [re.match(r"#\d+ (\w+)", label).group(1) for label in app.multiselect(key="find_like").options]
     blue = [item for item, label in zip(marked_options(app), labels) if label.startswith("blue")][:3]
     assert len(blue) == 3 and max(blue) < 20

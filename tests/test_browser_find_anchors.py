@@ -1,4 +1,5 @@
-"""Find anchors in a real browser: headless Chromium marks five neighbours of one style, learns a
+"""Find anchors in a real browser: headless Chromium marks five neighbours of one style (a click on
+each image's toggle in the p player), learns a
 geometry, uses it as anchor set A and sees the grid change; the page's link, opened in a fresh
 browser context, shows the same grid. Skipped without Chromium, as tests/test_browser.py is."""
 from __future__ import annotations
@@ -14,19 +15,18 @@ __all__ = ["app_url"]  # the server fixture, shared with tests/test_browser.py
 QUERY, K, STYLE = 7, 20, "oil painting"  # smiling face with halo, an oil painting
 
 
-def mark(page, key: str, text: str, count: int, log_path) -> None:
-    """Choose ``count`` options of the multiselect ``key`` whose labels hold ``text``, one run each."""
-    box = page.locator(f".st-key-{key}")
+def mark(page, text: str, count: int, log_path) -> None:
+    """Click the "like the query" toggle on ``count`` images of the player's grids whose captions hold
+    ``text`` (one run each); Find anchors' "Like the query" box then lists them."""
     for _ in range(count):
-        box.locator("input").click()
-        box.locator("input").fill(text)
-        option = page.get_by_role("option").filter(has_text=text).first
-        option.wait_for(timeout=60_000)
-        option.click()
-        page.keyboard.press("Escape")
+        toggle = page.locator('[data-anchordiv-mark][aria-pressed="false"]')
+        tile = page.locator("[data-anchordiv-grid] [data-anchordiv-id]").filter(has_text=text).filter(has=toggle).first
+        tile.locator("[data-anchordiv-mark]").click()
         wait_until_idle(page)
-    chosen = box.inner_text()
-    assert chosen.count(text) >= count, f"{chosen}\n{page_report(page, log_path)}"
+    marked = page.locator('[data-anchordiv-mark][aria-pressed="true"]').evaluate_all(
+        "buttons => new Set(buttons.map(button => button.getAttribute('data-anchordiv-mark'))).size")
+    chosen = page.locator(".st-key-find_like").inner_text()
+    assert marked == count and chosen.count(text) >= count, f"{marked}: {chosen}\n{page_report(page, log_path)}"
 
 
 def test_browser_learns_a_geometry_from_marks_uses_it_as_a_and_its_link_reopens_it(app_url, tmp_path):
@@ -35,7 +35,7 @@ def test_browser_learns_a_geometry_from_marks_uses_it_as_a_and_its_link_reopens_
         page = open_explorer(browser, f"{url}/?query={QUERY}&k={K}", log_path)
         page.get_by_text("Find anchors: suggested terms").first.click()  # collapsed until opened
         page.get_by_text("Suggested anchors").first.wait_for(timeout=60_000)
-        mark(page, "find_like", STYLE, 5, log_path)
+        mark(page, STYLE, 5, log_path)
         page.locator(".st-key-find_learn button").click()
         page.get_by_text("Learned from the marks of 1 query").first.wait_for(timeout=120_000)
         wait_until_idle(page)

@@ -4,6 +4,9 @@
 // grid here, with no request to the server; on release (and on pause after Play) the new p is
 // reported once, as the state value "p", and the server's one run updates the URL and the details.
 //
+// Each image carries a toggle that marks it "like the query" (for Find anchors' learned geometry);
+// a click reports the query's marks at once, as the state value "marks" (a list of gallery ids).
+//
 // Every text from the server is set with textContent (or as an attribute), never as markup.
 // Streamlit calls this function again whenever the data changes; one Player per host element
 // keeps the visitor's p and the image elements across those calls.
@@ -20,6 +23,7 @@ export default function ({ data, parentElement, setStateValue }) {
     PLAYERS.set(parentElement, player);
   }
   player.report = (p) => setStateValue("p", p);
+  player.reportMarks = (ids) => setStateValue("marks", ids);
   player.show(data);
   return () => {
     player.pause(false);
@@ -45,6 +49,7 @@ class Player {
     this.reported = null;
     this.places = null;     // each shown tile's place in the grid, as last painted
     this.placing = null;    // the frame that will read the places
+    this.like = new Set();  // the gallery ids marked like the query
     this.bind();
   }
 
@@ -84,6 +89,9 @@ class Player {
       this.key = data.key;
       this.tiles = data.items.map((item) => this.makeTile(item));
     }
+    const marks = data.marks || { like: [], enabled: false };
+    this.like = new Set(marks.like.map(Number));
+    this.markable = Boolean(marks.enabled);
     const baselines = JSON.stringify(data.baselines);
     if (baselines !== this.baselines) {
       this.baselines = baselines;
@@ -109,7 +117,13 @@ class Player {
     const caption = document.createElement("div");
     caption.className = "adp-caption";
     caption.setAttribute("data-anchordiv-caption", "");
-    tile.append(image, caption);
+    const mark = document.createElement("button");
+    mark.type = "button";
+    mark.className = "adp-mark";
+    mark.setAttribute("data-anchordiv-mark", String(Number(item.id)));
+    mark.setAttribute("data-name", item.name);
+    mark.addEventListener("click", () => this.toggleMark(Number(item.id)));
+    tile.append(image, mark, caption);
     return { element: tile, caption, name: item.name };
   }
 
@@ -141,6 +155,29 @@ class Player {
     this.root.style.setProperty("--adp-panels", String(baselines.length + 1));
   }
 
+  toggleMark(id) {
+    if (this.like.has(id)) this.like.delete(id);
+    else if (this.markable) this.like.add(id);
+    else return;
+    this.drawMarks();
+    this.reportMarks([...this.like]);
+  }
+
+  // Every toggle on the page shows whether its image is marked (an image may be in several grids).
+  drawMarks() {
+    for (const button of this.root.querySelectorAll("[data-anchordiv-mark]")) {
+      const on = this.like.has(Number(button.getAttribute("data-anchordiv-mark")));
+      const name = button.getAttribute("data-name");
+      button.textContent = on ? "✓" : "+";
+      button.setAttribute("aria-pressed", String(on));
+      button.setAttribute("aria-label", `${on ? "Unmark" : "Mark"} ${name} as like the query`);
+      button.title = on ? "Marked like the query: click to unmark"
+        : this.markable ? "Mark as like the query (Find anchors learns a geometry from your marks)"
+        : "No more marks for this query (Find anchors says why)";
+      button.disabled = !on && !this.markable;
+    }
+  }
+
   moveTo(step, animate = true) {
     const data = this.data;
     step = Math.max(0, Math.min(data.p.length - 1, step));
@@ -165,6 +202,7 @@ class Player {
     const glide = animate && !window.matchMedia("(prefers-reduced-motion: reduce)").matches;
     const before = glide ? this.places : null;
     this.grid.replaceChildren(...shown);
+    this.drawMarks();
     // Where the tiles now stand is read in the next frame, when the browser lays the page out to
     // paint it anyway: reading it here would lay the whole page out twice in every step.
     cancelAnimationFrame(this.placing);
