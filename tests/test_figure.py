@@ -194,7 +194,7 @@ def test_a_weighted_set_is_ranked_and_written_as_the_empirical_model_with_its_we
                       anchor_weights=([1.0] * len(texts_a), weights_b))
     assert any(line.startswith("Anchor model empirical with each set's weights, s = 10")
                for line in both.settings.lines())
-    with pytest.raises(ValueError, match=re.escape("set B has 7 anchors but 2 weights")):
+    with pytest.raises(ValueError, match=re.escape("set B has 5 anchors but 2 weights")):
         fg.compare(gallery, encoder, ["#5"], ["B"], texts_a, texts_b, k=4, anchor_weights=(None, [1.0, 2.0]))
 
 

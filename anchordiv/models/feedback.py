@@ -10,6 +10,10 @@ from .._validation import ArrayLike, as_matrix, check_dimension, check_non_negat
 from .empirical import EmpiricalAnchors
 
 
+# The starts "auto" descends from: the gallery's main axes with the contrast, and the contrast alone.
+AUTO_SPREAD_WEIGHTS = (0.85, 0.0)
+
+
 class FeedbackAnchors(EmpiricalAnchors):
     """The empirical anchor model with weights ``w`` learned so that marked items rank near their queries.
 
@@ -74,12 +78,14 @@ class FeedbackAnchors(EmpiricalAnchors):
         Adam's step size on ``theta``.
     init_sharpness : float, default 3.0
         The factor of the start direction in the starting ``theta`` (0: start from uniform weights).
-    spread_weight : float, default 0.85
+    spread_weight : float or "auto", default 0.85
         The weight of ``z_spread`` in the start direction (``>= 0``). It leans the learner towards the
         terms along which the gallery varies most, which keeps the learned weight on few, readable
         terms when that is what the marked items share (a style in the built-in world); 0 starts from
         the contrast alone, which ranks better when the marked items share something else (the same
-        emoji) at the price of weight spread over many terms (docs/benchmarks.md).
+        emoji) at the price of weight spread over many terms (docs/benchmarks.md). ``"auto"``
+        descends from both (:data:`AUTO_SPREAD_WEIGHTS`) and keeps the weights of lower ``L(w)``:
+        the marks decide (twice the descent's cost).
     threshold : float, default 0.001
         Weights below ``threshold * max(w)`` become 0 after the descent (in ``[0, 1)``).
     pairwise : bool, default True
@@ -99,13 +105,16 @@ class FeedbackAnchors(EmpiricalAnchors):
         ``log w_i`` on the support.
     loss_ : float
         ``L(w)`` at the learned (thresholded) weights.
+    spread_weight_ : float
+        The start's ``spread_weight`` the weights descend from (with ``"auto"``, the one chosen).
     n_features_in_ : int
         ``d``.
     """
 
     def __init__(self, scale: float = 100.0, temperature: float = 1.0, top_fraction: float = 0.1,
                  smoothing: float = 0.05, sparsity: float = 0.0, n_negatives: int = 4096, n_hard: int = 256,
-                 max_iter: int = 60, learning_rate: float = 0.1, init_sharpness: float = 3.0, spread_weight: float = 0.85,
+                 max_iter: int = 60, learning_rate: float = 0.1, init_sharpness: float = 3.0,
+                 spread_weight: float | str = 0.85,
                  threshold: float = 0.001, pairwise: bool = True, seed: int = 0):
         self.scale = scale
         self.temperature = temperature
@@ -160,7 +169,9 @@ class FeedbackAnchors(EmpiricalAnchors):
         max_iter = check_positive_int(self.max_iter, "max_iter", minimum=0)
         lr = check_non_negative(self.learning_rate, "learning_rate", "e.g. learning_rate=0.1")
         sharpness = check_non_negative(self.init_sharpness, "init_sharpness", "e.g. init_sharpness=2.0")
-        spread_weight = check_non_negative(self.spread_weight, "spread_weight", "e.g. spread_weight=1.0 (0 for none)")
+        starts = (AUTO_SPREAD_WEIGHTS if isinstance(self.spread_weight, str) and self.spread_weight == "auto" else
+                  (check_non_negative(self.spread_weight, "spread_weight", 'e.g. spread_weight=1.0 (0 for none, "auto" '
+                                      "to let the marks choose)"),))
         threshold = check_non_negative(self.threshold, "threshold", "e.g. threshold=1e-3")
         if threshold >= 1:
             raise ValueError(f"threshold must be below 1 (a fraction of the largest weight); got {self.threshold!r}.")
@@ -195,9 +206,10 @@ class FeedbackAnchors(EmpiricalAnchors):
         g = unit_rows(gallery_rows.to(device), "gallery").to(torch.float64)
         generator = np.random.default_rng(seed)
         batch = _training_groups(q, g, marked, unliked, n_negatives, n_hard, bool(self.pairwise), generator)
-        weights, self.loss_ = _descend(_prepared(a, batch, scale), dict(tau=tau, lam=lam, alpha=alpha, beta=beta),
-                                       steps=max_iter, lr=lr, sharpness=sharpness, spread_weight=spread_weight,
-                                       threshold=threshold)
+        prepared, terms = _prepared(a, batch, scale), dict(tau=tau, lam=lam, alpha=alpha, beta=beta)
+        weights, self.loss_, self.spread_weight_ = min(
+            (_descend(prepared, terms, steps=max_iter, lr=lr, sharpness=sharpness, spread_weight=weight,
+                      threshold=threshold) + (weight,) for weight in starts), key=lambda fitted: fitted[1])
         support = torch.nonzero(weights > 0).flatten()
         self.weights_ = weights.to(unit_anchors.dtype).cpu().numpy()
         self.support_ = support.cpu().numpy()
