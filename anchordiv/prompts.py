@@ -21,8 +21,8 @@ import torch
 NONE, PHOTO, IMAGENET80, CUSTOM = "none", "photo", "imagenet80", "custom"
 # The template sets by name, with what a menu calls them; "auto" (the model's default) is the
 # caller's word for default_choice(encoder), never a set of its own.
-TEMPLATE_SETS = {NONE: "none (anchors as typed)", PHOTO: "a photo of a {}.",
-                 IMAGENET80: "ImageNet 80-template ensemble", CUSTOM: "my own…"}
+TEMPLATE_SETS = {NONE: "none (as typed)", PHOTO: "a photo of a {}.",
+                 IMAGENET80: "80 ImageNet templates", CUSTOM: "my own…"}
 AUTO = "auto"
 NAMED_SETS = (NONE, PHOTO, IMAGENET80)  # the sets whose templates are fixed
 SLOT = "{}"  # where the anchor goes in a template

@@ -106,9 +106,9 @@ def template_widgets(column, name: str, label: str, encoder) -> TemplateChoice |
     one's own, a text area (one template per line, ``{}`` where the anchor goes); the choice, or
     ``None`` and an error box under them when one's own templates are not usable."""
     menu_key, own_key = f"templates_{name}", f"own_templates_{name}"
-    default = default_choice(encoder).label
+    default = TEMPLATE_SETS[default_choice(encoder).name]  # short: a menu shows its value on one line
     column.selectbox(f"Prompt templates for {label}", TEMPLATE_OPTIONS, key=menu_key,
-                     format_func=lambda option: f"auto: {default}" if option == AUTO else TEMPLATE_SETS[option],
+                     format_func=lambda option: f"auto = {default}" if option == AUTO else TEMPLATE_SETS[option],
                      help="Each anchor is encoded through these templates, and the unit embeddings averaged and "
                           "normalised, as CLIP zero-shot does. auto: none for the built-in model (its own captions), "
                           "'a photo of a {}.' for CLIP models.")

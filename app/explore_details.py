@@ -47,20 +47,24 @@ def explain_neighbour(view: ExploreView, p: float, table: pd.DataFrame) -> None:
         geometry.model_at(p, view.weighting), geometry.component_anchors, geometry.component_texts,
         geometry.component_names, torch.as_tensor(view.query), source.rows([neighbour])[0],
         reverse=geometry.spec.reverse)
-    left, middle, right = st.columns([2, 1, 2])
+    # The neighbour and the divergence on a row of their own, above the two tables: a narrow middle
+    # column between the tables cut the value short in a window 1000 px wide.
+    image_col, value_col, note_col = st.columns([1, 3, 3], vertical_alignment="center")
+    image_col.image(source.thumbnails([neighbour])[0], width=96)
+    value_col.metric("Anchor divergence", readable_value(divergence, divergence=True),
+                     help="The model's own divergence D(x → y) of the query and this neighbour.")
+    if query_tilt.exact:
+        note_col.caption("Exact tilted distributions p(anchor | x) ∝ w · exp(s γ·x); their KL equals the divergence.")
+    else:
+        value_col.metric("KL of the shown tilts", readable_value(shown, divergence=True))
+        note_col.caption("This model is not supported on the anchors: the tables show the empirical tilt over the "
+                         "anchors in use (a stand-in); the divergence beside it is the model's own.")
+    left, right = st.columns(2)
     left.markdown("**Query's tilted anchor distribution**")
     # Static tables: eight rows need no scrolling or sorting, and they draw faster on every move of p.
     left.table(tilt_table(query_tilt))
     right.markdown(f"**Neighbour {rank}'s tilted anchor distribution**")
     right.table(tilt_table(neighbour_tilt))
-    middle.image(source.thumbnails([neighbour])[0], width=96)
-    middle.metric("Anchor divergence (model)", readable_value(divergence, divergence=True))
-    if query_tilt.exact:
-        middle.caption("Exact tilted distributions p(anchor | x) ∝ w · exp(s γ·x); their KL equals the divergence.")
-    else:
-        middle.metric("KL of the shown tilts", readable_value(shown, divergence=True))
-        middle.caption("This model is not supported on the anchors: the tables show the empirical tilt over the "
-                       "anchors in use (a stand-in); the divergence above is the model's own.")
     pair_terms_section(view, neighbour, rank)
 
 

@@ -55,13 +55,20 @@ def data_choices(bar, roots: ex.DataRoots) -> dict[str, Any]:
     return choices
 
 
+def capitalised(text: str) -> str:
+    """``text`` with its first letter upper case (a menu entry), the rest as it is ("GMM" stays)."""
+    return text[:1].upper() + text[1:]
+
+
 def geometry_choices(bar) -> dict[str, Any]:
     """The anchor model, its settings, the direction, top-k and ITI. The linked widgets take their
     values from the session state (:func:`~anchordiv.app.url_state.follow_link`), their bounds from the table."""
     choices: dict[str, Any] = {}
     setting = SETTINGS
+    kinds = [anchor_model_kind(name) for name in setting["model_kind"].options]
     choices["kind"] = bar.selectbox("Anchor model", setting["model_kind"].options, key="model_kind",
-                                    format_func=lambda name: anchor_model_kind(name).label)
+                                    format_func=lambda name: capitalised(anchor_model_kind(name).short),
+                                    help="  \n".join(f"{capitalised(kind.short)}: {kind.label}" for kind in kinds))
     kind = anchor_model_kind(choices["kind"])
     choices["scale"] = bar.slider("Scale s (inverse temperature)", *setting["scale"].bounds,
                                   step=setting["scale"].step, key="scale")

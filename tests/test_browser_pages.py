@@ -1,5 +1,6 @@
 """What a demo audience sees, in a real browser at two window widths (1500 and 1000 px): on the
-Explore, Compare and Learn pages no text is clipped without a way to read it, and nothing runs past
+Explore (with "Why this neighbour?" and Find anchors open), Compare and Learn pages no text, menu
+value or metric is clipped without a way to read it, and nothing runs past
 the page's column or makes the page scroll sideways. (The Report page has its own such test in
 tests/test_report_page.py.) Skipped without Chromium, as tests/test_browser.py is."""
 from __future__ import annotations
@@ -18,14 +19,16 @@ PAGES = {"explore": ("/", "Neighbours"), "compare": ("/compare", "Green frame"),
          "learn": ("/learn", "On the real gallery")}
 
 # Text boxes whose content is cut off by their own box (overflow other than visible, and more content
-# than room): captions, Markdown, widget labels, headings. A menu's shown value is left out: opening
-# the menu reads it whole.
+# than room): captions, Markdown, widget labels, headings, a metric's value, and the value a menu
+# shows (the element inside the menu that ends in an ellipsis when cut).
 CLIPPED_JS = """() => {
   const clipped = [];
-  const boxes = document.querySelectorAll(
+  const menus = [...document.querySelectorAll('[data-testid="stSelectbox"] [data-baseweb="select"] *')]
+    .filter(element => getComputedStyle(element).textOverflow === 'ellipsis');
+  const boxes = [...document.querySelectorAll(
     '[data-testid="stImageCaption"], [data-anchordiv-caption], [data-testid="stMarkdownContainer"], '
-    + '[data-testid="stCaptionContainer"], '
-    + '[data-testid="stWidgetLabel"], h1, h2, h3, [data-testid="stExpander"] summary');
+    + '[data-testid="stCaptionContainer"], [data-testid="stMetricValue"], [data-testid="stMetricValue"] *, '
+    + '[data-testid="stWidgetLabel"], h1, h2, h3, [data-testid="stExpander"] summary'), ...menus];
   for (const box of boxes) {
     const rect = box.getBoundingClientRect();
     if (rect.width === 0 || rect.height === 0) continue;  // not shown
@@ -53,6 +56,11 @@ def test_no_page_clips_its_text_or_runs_past_its_column(app_url, width, tmp_path
             wait_until_idle(page)
             if name == "explore":
                 wait_for_grids(page, 20)
+                for section in ("Why this neighbour?", "Find anchors: suggested terms"):  # their values too
+                    page.get_by_text(section).first.click()
+                    wait_until_idle(page)
+                page.get_by_text("Anchor divergence", exact=True).first.wait_for(timeout=60_000)
+                page.get_by_text("Suggested anchors").first.wait_for(timeout=60_000)
                 # The p slider stands over the anchor-divergence grid only; cosine's grid starts level with it.
                 tops = page.evaluate(GRID_TOPS_JS)
                 assert len(tops) == 2 and abs(tops[0] - tops[1]) <= 2, f"grid tops {tops}\n{page_report(page, log_path)}"
