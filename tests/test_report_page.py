@@ -41,6 +41,20 @@ def test_each_experiment_has_its_verdict():
     assert verdicts["1. Object vs style anchors: the p sweep (paper Fig. 3, left)"].startswith("Holds:")
     assert sum(verdict is not None for verdict in verdicts.values()) >= 6
     assert not any(verdict and "**" in verdict for verdict in verdicts.values())
+    outcomes = {section.short_title: section.outcome for section in sections}
+    assert outcomes["1. Object vs style anchors"] == "Holds" and outcomes["2. Anchor budget"] == "Partly holds"
+    assert outcomes["Study"] is None and all(len(title) <= 40 for title in outcomes)
+
+
+def test_the_page_opens_with_the_outcomes_before_the_figures(library):
+    from test_app import AppTest, TIMEOUT, APP
+
+    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    app.switch_page("views/report.py").run()
+    assert not app.exception
+    glance = app.table[0].value
+    assert app.subheader[0].value == "At a glance" and list(glance.columns) == ["experiment", "on the built-in world"]
+    assert ["1. Object vs style anchors", "Holds"] in glance.values.tolist()
 
 
 def test_a_figure_or_table_the_report_cannot_use_is_refused_alone(tmp_path):

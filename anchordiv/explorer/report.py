@@ -43,6 +43,18 @@ class ReportSection:
     blocks: tuple[ReportBlock, ...]
 
     @property
+    def short_title(self) -> str:
+        """The title up to its first colon or parenthesis ("1. Object vs style anchors"), for a tab."""
+        return re.split(r"[:(]", self.title, maxsplit=1)[0].strip() or self.title
+
+    @property
+    def outcome(self) -> str | None:
+        """The verdict's first words, up to its first colon ("Holds", "Partly holds", "Does not show
+        the ImageNet trend (...)"), or ``None`` without a verdict."""
+        verdict = self.verdict
+        return None if verdict is None else verdict.split(":", 1)[0].strip()
+
+    @property
     def verdict(self) -> str | None:
         """The section's verdict (its first paragraph when that is in bold), without the bold."""
         first = next((block.text for block in self.blocks if block.kind == "text"), "")

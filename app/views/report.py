@@ -25,12 +25,13 @@ def figure(path):
 
 
 def at_a_glance(sections) -> None:
-    """Each experiment's verdict, one line each, before the study's details."""
-    verdicts = [(section.title, section.verdict) for section in sections if section.verdict]
-    if verdicts:
+    """Each experiment's outcome (holds, partly holds, does not hold) first, one row each; the
+    figures behind it are in its tab."""
+    rows = [(section.short_title, section.outcome) for section in sections if section.outcome]
+    if rows:
         st.subheader("At a glance")
-        st.markdown("\n".join(f"- **{title}**: {verdict}" for title, verdict in verdicts))
-        st.caption("Each tab holds the experiment's figure, its table and its data.")
+        st.table(pd.DataFrame(rows, columns=["experiment", "on the built-in world"]), hide_index=True)
+        st.caption("Each tab below holds the experiment's verdict in full, its figure, its table and its data.")
 
 
 def main() -> None:
@@ -38,8 +39,11 @@ def main() -> None:
     st.title(title)
     st.caption("Written by `python -m anchordiv reproduce --out docs/reproduction/builtin-world` on the built-in "
                "world and model; every figure below is read from that folder.")
-    for number, (tab, section) in enumerate(zip(st.tabs([section.title for section in sections]), sections)):
+    at_a_glance(sections)
+    for tab, section in zip(st.tabs([section.short_title for section in sections]), sections):
         with tab:
+            if section.short_title != section.title:
+                st.subheader(section.title)
             for index, block in enumerate(section.blocks):
                 if block.kind == "text":
                     st.markdown(block.text)
@@ -59,8 +63,6 @@ def main() -> None:
                         st.dataframe(table, hide_index=True, width="stretch")
                         st.download_button(f"Download {block.text}", table.to_csv(index=False).encode(),
                                            block.path.name, "text/csv", key=f"report_{section.title}_{index}")
-            if number == 0:
-                at_a_glance(sections)
 
 
 main()
