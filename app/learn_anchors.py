@@ -19,7 +19,7 @@ from anchordiv.app.p_player import PLAYER_KEY
 from anchordiv.app.query_inputs import caption_of
 from anchordiv.explorer.anchors import weighted_anchor_text
 from anchordiv.explorer.feedback import (MAX_MARKED_QUERIES, MAX_MARKS, LearnedAnchors, QueryMarks, learn_weights,
-                                         marks_key, training_set, weight_summary)
+                                         marks_key, start_summary, training_set, weight_summary)
 from anchordiv.explorer.literal import markdown_literal
 from anchordiv.explorer.page_state import SETTINGS
 from anchordiv.prompts import default_choice
@@ -60,12 +60,6 @@ def marks_section(view: ExploreView, terms: tuple[str, ...]) -> None:
     kept = gallery_marks(view.source.key)
     st.caption(f"Marks kept for {len(kept)} quer{'y' if len(kept) == 1 else 'ies'} on this gallery "
                f"(this one {'included' if marks.marked else 'not marked yet'}); each query keeps its own.")
-    st.session_state.setdefault("find_lean", SETTINGS["find_lean"].default)
-    st.checkbox("Lean on the gallery's main axes", key="find_lean",
-                help="On: the learner starts from the terms along which the gallery varies most, and keeps "
-                     "the weight on few terms when your marks share such an axis (a style, say). Off: it starts "
-                     "from what your marks share alone, which ranks better when that is something else (the "
-                     "same object, say), with the weight spread over many terms.")
     request = learn_request(view, terms, kept)
     learn_col, clear_col = st.columns(2)
     if learn_col.button("Learn a geometry", key="find_learn", type="primary"):
@@ -79,17 +73,15 @@ def marks_section(view: ExploreView, terms: tuple[str, ...]) -> None:
     if kept_learned[0] == request:
         show_learned(kept_learned[1])
     else:  # neither shown nor offered as a set: it is not the geometry of what the page now holds
-        st.info("The vocabulary, scale, start or marks changed since these weights were learned: press Learn again.")
+        st.info("The vocabulary, scale or marks changed since these weights were learned: press Learn again.")
 
 
 def learn_request(view: ExploreView, terms: tuple[str, ...], kept: dict[str, QueryMarks]) -> tuple:
     """What a geometry is learned from, to tell a learned one that is out of date: the gallery's
-    key (first), the encoder, a hash of the vocabulary, the sidebar's scale, the learner's start
-    and every query's marks."""
+    key (first), the encoder, a hash of the vocabulary, the sidebar's scale and every query's marks."""
     vocabulary = hashlib.sha256("\n".join(terms).encode("utf-8")).hexdigest()
     marks = tuple(sorted((key, query.like, query.unlike) for key, query in kept.items()))
-    return (view.source.key, view.encoder.name, vocabulary, float(view.geometry.spec.scale),
-            bool(st.session_state["find_lean"]), marks)
+    return (view.source.key, view.encoder.name, vocabulary, float(view.geometry.spec.scale), marks)
 
 
 def gallery_marks(source_key: str) -> dict[str, QueryMarks]:
@@ -207,14 +199,13 @@ def learn(view: ExploreView, terms: tuple[str, ...], marks: list[QueryMarks]) ->
         extra = np.setdiff1d(data.marked_ids, ids)
         if extra.size:
             ids, rows = np.concatenate([ids, extra]), torch.cat([rows, view.source.rows(extra)])
-        return learn_weights(anchors, terms, data, ids, rows, view.geometry.spec.scale,
-                             lean_on_main_axes=bool(st.session_state["find_lean"]), device=view.geometry.device)
+        return learn_weights(anchors, terms, data, ids, rows, view.geometry.spec.scale, device=view.geometry.device)
 
 
 def show_learned(learned: LearnedAnchors) -> None:
     """The learned anchors as the geometry's explanation: a sentence, the table and the chart of
     the weights, "Use as A" / "Use as B" and the download."""
-    st.markdown(markdown_literal(weight_summary(learned)))
+    st.markdown(markdown_literal(f"{weight_summary(learned)} {start_summary(learned)}"))
     table = learned.table()
     table_col, chart_col = st.columns([2, 3])
     table_col.dataframe(table, hide_index=True, key="find_learned_table")

@@ -353,5 +353,3 @@ def test_a_learned_geometry_out_of_date_is_said_and_not_offered(library):
     assert not current(app)
     app.selectbox(key="find_vocabulary").set_value("auto").run()
     assert current(app)
-    app.checkbox(key="find_lean").uncheck().run()  # another start is another geometry
-    assert not current(app)

@@ -106,7 +106,7 @@ def test_learning_on_a_sample_renumbers_the_marks_and_matches_the_whole_gallery_
     whole = learn_weights(anchors, terms, data, np.arange(len(images)), images, scale=10.0)
     order = np.random.default_rng(1).permutation(len(images))  # the same rows in another order
     shuffled = learn_weights(anchors, terms, data, order, images[order], scale=10.0)
-    direct = ad.FeedbackAnchors(scale=10.0, seed=0).fit(anchors, images[[query]], images, [same])
+    direct = ad.FeedbackAnchors(scale=10.0, seed=0, spread_weight="auto").fit(anchors, images[[query]], images, [same])
     expected = {terms[i]: w for i, w in enumerate(direct.weights_) if w > 0}
     assert dict(zip(whole.terms, whole.weights)) == pytest.approx(expected)
     assert dict(zip(shuffled.terms, shuffled.weights)) == pytest.approx(expected, abs=1e-6)
@@ -114,16 +114,25 @@ def test_learning_on_a_sample_renumbers_the_marks_and_matches_the_whole_gallery_
     assert whole.table().columns.tolist() == ["term", "weight"]
 
 
-def test_learning_without_the_lean_on_the_main_axes_is_the_contrast_start():
+def test_a_fixed_start_is_feedbackanchors_own_and_auto_keeps_the_start_that_fits_the_marks_better():
     images, rows, anchors, terms = style_world()
     query = 0
     same = [i for i in range(len(images)) if rows[i][1] == rows[query][1] and rows[i][0] != rows[query][0]][:3]
     data = training_set([QueryMarks(images[query].numpy(), query, "q", tuple(same))], len(images))
-    plain = learn_weights(anchors, terms, data, np.arange(len(images)), images, scale=10.0, lean_on_main_axes=False)
+    plain = learn_weights(anchors, terms, data, np.arange(len(images)), images, scale=10.0, spread_weight=0.0)
     direct = ad.FeedbackAnchors(scale=10.0, seed=0, spread_weight=0.0).fit(anchors, images[[query]], images, [same])
     assert dict(zip(plain.terms, plain.weights)) == pytest.approx({terms[i]: w for i, w in enumerate(direct.weights_) if w > 0})
-    leaning = learn_weights(anchors, terms, data, np.arange(len(images)), images, scale=10.0)
+    leaning = learn_weights(anchors, terms, data, np.arange(len(images)), images, scale=10.0, spread_weight=0.85)
     assert dict(zip(plain.terms, plain.weights)) != pytest.approx(dict(zip(leaning.terms, leaning.weights)))
+    # "auto" keeps one of the two, the one whose weight sits more on what the marks share: a style here.
+    chosen = learn_weights(anchors, terms, data, np.arange(len(images)), images, scale=10.0)
+    kept, other = (leaning, plain) if chosen.spread_weight > 0 else (plain, leaning)
+    assert dict(zip(chosen.terms, chosen.weights)) == pytest.approx(dict(zip(kept.terms, kept.weights)))
+
+    def on_styles(learned):
+        return sum(weight for term, weight in zip(learned.terms, learned.weights) if term.startswith("style"))
+
+    assert on_styles(chosen) >= on_styles(other)
 
 
 def test_learning_refuses_one_term_and_a_sample_without_the_marks():

@@ -99,12 +99,15 @@ def check_marks(query: QueryMarks, n_items: int) -> None:
 @dataclass(frozen=True)
 class LearnedAnchors:
     """A learned geometry's anchors: the terms with positive weight and their weights, largest
-    first (summing to 1), how many queries it was learned from, and its final loss."""
+    first (summing to 1), how many queries it was learned from, its final loss, and the start the
+    weights descended from (``spread_weight``: > 0 leans on the gallery's main axes, 0 is the
+    marks' contrast alone)."""
 
     terms: tuple[str, ...]
     weights: np.ndarray
     queries: int
     loss: float
+    spread_weight: float = 0.0
 
     def table(self) -> pd.DataFrame:
         """``term`` and ``weight``, one row per term, the weight to :data:`~anchordiv.explorer.anchors.WEIGHT_DIGITS`
@@ -116,7 +119,7 @@ class LearnedAnchors:
 
 def learn_weights(anchors: torch.Tensor, terms: Sequence[str], data: TrainingSet, gallery_ids: np.ndarray,
                   gallery_rows: torch.Tensor, scale: float, seed: int = FIT_SEED,
-                  lean_on_main_axes: bool = True, device: str | torch.device | None = None) -> LearnedAnchors:
+                  spread_weight: float | str = "auto", device: str | torch.device | None = None) -> LearnedAnchors:
     """:class:`~anchordiv.FeedbackAnchors` at ``scale`` with ``seed``, over the vocabulary's
     embeddings ``anchors`` ``(N, d)`` (row ``i`` for ``terms[i]``), on the gallery rows
     ``gallery_rows`` ``(G', d)`` of the distinct ids ``gallery_ids`` ``(G',)`` (a sample of the
@@ -127,11 +130,11 @@ def learn_weights(anchors: torch.Tensor, terms: Sequence[str], data: TrainingSet
     items marked "not like it", its 256 cosine-nearest unmarked rows and 4,096 unmarked rows drawn
     with the seed), a smoothed rank penalty that costs nothing once it does (the marked items also
     serve as queries of one another); 60 Adam steps on the weights, after which those below 0.1% of
-    the largest become 0. ``lean_on_main_axes`` keeps FeedbackAnchors' start, which leans towards
-    the terms along which the gallery varies most (``spread_weight`` 0.85: few readable terms when
-    the marks share the gallery's main axis, such as a style); ``False`` starts from the marks'
-    contrast alone (``spread_weight=0``: better when they share something else, such as an object,
-    at the price of weight on many terms). The fit runs on ``device`` (``None``: CUDA when available,
+    the largest become 0. ``spread_weight`` is FeedbackAnchors' start: ``"auto"`` (the default)
+    descends both from the terms along which the gallery varies most and from the marks' contrast
+    alone, and keeps the weights that rank the marks better, so what the marks share (a style, an
+    object) decides where the weight goes (docs/benchmarks.md has the figures); a number fixes the
+    start. The fit runs on ``device`` (``None``: CUDA when available,
     else CPU). A ``ValueError`` for fewer than 2 terms, a marked id missing from
     ``gallery_ids``, a fit that fails or weights that are not finite.
     """
@@ -146,7 +149,7 @@ def learn_weights(anchors: torch.Tensor, terms: Sequence[str], data: TrainingSet
         return [[position[int(item)] for item in items] for items in lists]
 
     try:
-        learner = FeedbackAnchors(scale=float(scale), seed=seed, **({} if lean_on_main_axes else {"spread_weight": 0.0}))
+        learner = FeedbackAnchors(scale=float(scale), seed=seed, spread_weight=spread_weight)
         model = learner.fit(anchors.to(resolve_device(device)), data.queries, gallery_rows, renumbered(data.positives), renumbered(data.negatives))
     except (RuntimeError, FloatingPointError) as error:  # numerical trouble, said as what to try
         raise ValueError(f"the fit failed ({error}); mark other items or choose another list") from None
@@ -155,7 +158,17 @@ def learn_weights(anchors: torch.Tensor, terms: Sequence[str], data: TrainingSet
         raise ValueError("the fit did not converge (weights are not finite); mark other items or choose another list")
     order = np.argsort(-weights, kind="stable")
     order = order[weights[order] > 0]
-    return LearnedAnchors(tuple(terms[i] for i in order), weights[order], len(data.queries), float(model.loss_))
+    return LearnedAnchors(tuple(terms[i] for i in order), weights[order], len(data.queries), float(model.loss_),
+                          float(model.spread_weight_))
+
+
+def start_summary(learned: LearnedAnchors) -> str:
+    """Which start the weights came from, in words: the one that ranked the marks better."""
+    if learned.spread_weight > 0:
+        return ("These weights lean on the terms along which the gallery varies most, as your marks do: that "
+                "ranked them better than what they share alone.")
+    return ("These weights come from what your marks share alone: that ranked them better than leaning on the "
+            "terms along which the gallery varies most.")
 
 
 def weight_summary(learned: LearnedAnchors) -> str:

@@ -160,7 +160,6 @@ _TABLE = (
     Setting("find_vocabulary", FIND_AUTO, kind="choice", options=FIND_VOCABULARIES, kept=EVERY_RUN),
     Setting("find_own_terms", "", max_chars=FIND_TERMS * (MAX_TERM_CHARS + 1), kept=EVERY_RUN),
     Setting("find_file", None, kept=EVERY_RUN), Setting("find_file_path", "", kept=EVERY_RUN),
-    Setting("find_lean", True, kind="flag", kept=EVERY_RUN),
     # -- the Compare figure --
     Setting("compare_rows", [], "rows", COMPARE, "list", local_prefix="upload:", max_items=DEFAULT_LIMITS.rows,
             kept=EVERY_RUN),  # its default names the gallery's first query

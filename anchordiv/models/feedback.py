@@ -84,8 +84,10 @@ class FeedbackAnchors(EmpiricalAnchors):
         terms when that is what the marked items share (a style in the built-in world); 0 starts from
         the contrast alone, which ranks better when the marked items share something else (the same
         emoji) at the price of weight spread over many terms (docs/benchmarks.md). ``"auto"``
-        descends from both (:data:`AUTO_SPREAD_WEIGHTS`) and keeps the weights of lower ``L(w)``:
-        the marks decide (twice the descent's cost).
+        descends from both (:data:`AUTO_SPREAD_WEIGHTS`) and keeps the weights that sit most on what
+        the marked items share, ``sum_i w_i c_i`` with ``c_i`` the marked items' mean logit of anchor
+        ``i`` minus the comparison items', over the latter's standard deviation: the marks decide
+        (twice the descent's cost).
     threshold : float, default 0.001
         Weights below ``threshold * max(w)`` become 0 after the descent (in ``[0, 1)``).
     pairwise : bool, default True
@@ -207,9 +209,11 @@ class FeedbackAnchors(EmpiricalAnchors):
         generator = np.random.default_rng(seed)
         batch = _training_groups(q, g, marked, unliked, n_negatives, n_hard, bool(self.pairwise), generator)
         prepared, terms = _prepared(a, batch, scale), dict(tau=tau, lam=lam, alpha=alpha, beta=beta)
-        weights, self.loss_, self.spread_weight_ = min(
-            (_descend(prepared, terms, steps=max_iter, lr=lr, sharpness=sharpness, spread_weight=weight,
-                      threshold=threshold) + (weight,) for weight in starts), key=lambda fitted: fitted[1])
+        fits = [_descend(prepared, terms, steps=max_iter, lr=lr, sharpness=sharpness, spread_weight=weight,
+                         threshold=threshold) + (weight,) for weight in starts]
+        # Of several starts, the weights that sit most on what the marked items share.
+        shared = _shared(prepared)[0]
+        weights, self.loss_, self.spread_weight_ = max(fits, key=lambda fitted: float((fitted[0] * shared).sum()))
         support = torch.nonzero(weights > 0).flatten()
         self.weights_ = weights.to(unit_anchors.dtype).cpu().numpy()
         self.support_ = support.cpu().numpy()
@@ -319,12 +323,19 @@ def _start(prepared: dict, spread_weight: float) -> torch.Tensor:
     built-in world, its styles). ``z_contrast``: the absolute difference of the marked items' mean
     logit (the groups' anchors) and the comparison items', in units of the latter's standard
     deviation: the terms on which the marked items stand out, by having them or by lacking them."""
+    shared, spread = _shared(prepared)
+    return spread_weight * _standardised(spread.log()) + shared.abs()
+
+
+def _shared(prepared: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(shared (N,), spread (N,))``: how much more the marked items (the groups' anchors) have each
+    term than the comparison items, their mean logits' difference in units of the comparison items'
+    standard deviation (``spread``)."""
     logits = prepared["logits"]
     members = logits[torch.unique(prepared["anchors"])]
     others = logits[torch.unique(torch.cat([group[2] for group in prepared["groups"]]))]
     spread = others.std(dim=0).clamp_min(1e-12)
-    contrast = ((members.mean(dim=0) - others.mean(dim=0)) / spread).abs()
-    return spread_weight * _standardised(spread.log()) + contrast
+    return (members.mean(dim=0) - others.mean(dim=0)) / spread, spread
 
 
 def _standardised(values: torch.Tensor) -> torch.Tensor:
