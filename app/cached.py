@@ -233,8 +233,9 @@ def embed_text_query(encoder, text: str) -> np.ndarray:
 
 
 # -- projections ------------------------------------------------------------------------------------
-@st.cache_data(show_spinner="Projecting a fixed sample of the gallery with UMAP (cached per geometry; a server's "
-                            "first projection also compiles UMAP, about 10 s)…",
+@st.cache_data(show_spinner="Laying out the map: first each sampled image's nearest neighbours under this geometry "
+                            "(seconds), then UMAP's layout (a server's first one also compiles UMAP: about 10 s more "
+                            "on 2 cores; then cached per geometry)…",
                max_entries=16, hash_funcs=BY_IDENTITY)
 def get_projection(key: str, method: str, source: ex.GallerySource, _geometry, p: float, weighting: str,
                    max_points: int) -> tuple[np.ndarray, np.ndarray]:
