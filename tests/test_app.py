@@ -633,7 +633,7 @@ def test_the_report_page_shows_the_shipped_report(library):
     app.switch_page("views/report.py").run()
     assert not app.exception and not app.error
     title, sections = read_report()
-    assert [tab.label for tab in app.tabs] == [section.title for section in sections]
+    assert [tab.label for tab in app.tabs] == [section.short_title for section in sections]
     images = [block for section in sections for block in section.blocks if block.kind == "image"]
     assert len(app.get("image")) == len(images) >= 5
     assert app.title[0].value == title
