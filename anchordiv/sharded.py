@@ -133,17 +133,20 @@ class ShardScanner:
         with the terms of the old one."""
         for number in numbers:
             self.store.check_unchanged({number: self.fingerprints[number]})
-            kept = None if self._resident is None else self._resident.get(number)
-            if kept is None and self._resident is not None:
-                # One tensor per shard: on a GPU a pass is a few large products, not many small launches.
-                dtype = getattr(torch, self.store.dtype)
-                rows = [block.to(self.device, dtype) for _, block in self.store.shard_blocks(number, self.block_rows)]
-                kept = [(self.store.shard_starts[number], torch.cat(rows))]
-            for start, block in (kept if kept is not None else self.store.shard_blocks(number, self.block_rows)):
+            blocks = (self.store.shard_blocks(number, self.block_rows) if self._resident is None
+                      else self._resident.get(number) or self._read_to_device(number))
+            for start, block in blocks:
                 yield number, start, start - self.store.shard_starts[number], block.float()
             self.store.check_unchanged({number: self.fingerprints[number]})
-            if kept is not None:
-                self._resident[number] = kept
+            if self._resident is not None:  # kept once the shard is known unchanged through the read
+                self._resident[number] = blocks
+
+    def _read_to_device(self, number: int) -> list[tuple[int, torch.Tensor]]:
+        """Shard ``number`` as one tensor on the device in the store's dtype, ``[(start, rows)]``: on a
+        GPU a pass is then a few large products, not many small launches."""
+        rows = [block.to(self.device, getattr(torch, self.store.dtype))
+                for _, block in self.store.shard_blocks(number, self.block_rows)]
+        return [(self.store.shard_starts[number], torch.cat(rows))]
 
     def _eta(self, block: torch.Tensor) -> torch.Tensor:
         """``eta`` of a block, computed where the block is (on the CPU as AnchorIndex computes it,

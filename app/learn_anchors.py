@@ -95,16 +95,37 @@ def clear_marks(source_key: str) -> None:
         st.session_state[key] = []
 
 
+def this_query(view: ExploreView) -> tuple[dict[str, QueryMarks], str, QueryMarks]:
+    """The session's marks on this gallery, this query's key among them, and its marks (none yet:
+    empty marks of this query)."""
+    kept, key = gallery_marks(view.source.key), marks_key(view.query_id, view.query)
+    return kept, key, kept.get(key) or QueryMarks(np.asarray(view.query, dtype=np.float32), view.query_id,
+                                                  view.query_text)
+
+
+def no_room(kept: dict[str, QueryMarks], key: str) -> bool:
+    """Whether query ``key`` may not be marked: it has no marks and
+    :data:`~anchordiv.explorer.feedback.MAX_MARKED_QUERIES` queries have."""
+    return key not in kept and len(kept) >= MAX_MARKED_QUERIES
+
+
+def store_marks(kept: dict[str, QueryMarks], key: str, marks: QueryMarks) -> QueryMarks:
+    """``marks`` kept as query ``key``'s (or the query dropped from ``kept`` when they mark nothing)."""
+    if marks.marked:
+        kept[key] = marks
+    else:
+        kept.pop(key, None)
+    return marks
+
+
 def player_marks(view: ExploreView) -> dict:
     """What the p player's toggles show for this query: its "like" marks and whether more may be
     made (fewer than :data:`~anchordiv.explorer.feedback.MAX_MARKS`, and the query may have marks);
     kept in the session, with the query, for :func:`take_player_marks`."""
-    state, kept = st.session_state, gallery_marks(view.source.key)
-    key = marks_key(view.query_id, view.query)
-    current = kept.get(key) or QueryMarks(np.asarray(view.query, dtype=np.float32), view.query_id, view.query_text)
-    state["_player_marks_for"] = (view.source.key, key, current, len(view.source))
-    full = key not in kept and len(kept) >= MAX_MARKED_QUERIES
-    return {"like": [int(item) for item in current.like], "enabled": not full and len(current.like) < MAX_MARKS}
+    kept, key, current = this_query(view)
+    st.session_state["_player_marks_for"] = (view.source.key, key, current, len(view.source))
+    return {"like": [int(item) for item in current.like],
+            "enabled": not no_room(kept, key) and len(current.like) < MAX_MARKS}
 
 
 def take_player_marks() -> None:
@@ -118,16 +139,13 @@ def take_player_marks() -> None:
         return
     source_key, key, current, n_items = target
     kept = gallery_marks(source_key)
-    if key not in kept and len(kept) >= MAX_MARKED_QUERIES:
+    if no_room(kept, key):
         return
     like = [item for item in reported if isinstance(item, int) and not isinstance(item, bool) and 0 <= item < n_items]
     like = list(dict.fromkeys(like))[:MAX_MARKS]
-    marks = replace(kept.get(key) or current, like=tuple(like),
-                    unlike=tuple(item for item in (kept.get(key) or current).unlike if item not in like))
-    if marks.marked:
-        kept[key] = marks
-    else:
-        kept.pop(key, None)
+    current = kept.get(key) or current
+    marks = store_marks(kept, key, replace(current, like=tuple(like),
+                                           unlike=tuple(item for item in current.unlike if item not in like)))
     state["find_like"], state["find_unlike"] = list(marks.like), list(marks.unlike)
     state["_find_marks_of"] = (source_key, key)
     state["_player_marks_taken"] = True
@@ -156,10 +174,9 @@ def query_marks(view: ExploreView) -> QueryMarks:
     when the query (or the page) changes, and written back to them. Once
     :data:`~anchordiv.explorer.feedback.MAX_MARKED_QUERIES` queries have marks, a query without
     any gets none (its menus are off and say why), so Learn never refuses their number."""
-    state, kept = st.session_state, gallery_marks(view.source.key)
-    key = marks_key(view.query_id, view.query)
-    full = key not in kept and len(kept) >= MAX_MARKED_QUERIES
-    current = kept.get(key) or QueryMarks(np.asarray(view.query, dtype=np.float32), view.query_id, view.query_text)
+    state = st.session_state
+    kept, key, current = this_query(view)
+    full = no_room(kept, key)
     shown_for = (view.source.key, key)
     if state.get("_find_marks_of") != shown_for or "find_like" not in state or "find_unlike" not in state:
         state["find_like"], state["find_unlike"] = list(current.like), list(current.unlike)
@@ -181,11 +198,7 @@ def query_marks(view: ExploreView) -> QueryMarks:
                    "one cannot be marked, and theirs are kept. Learn from them, or clear the marks to start again.")
         return current
     marks = replace(current, like=tuple(int(i) for i in like), unlike=tuple(int(i) for i in unlike))
-    if marks.marked:
-        kept[key] = marks
-    else:
-        kept.pop(key, None)
-    return marks
+    return store_marks(kept, key, marks)
 
 
 def learn(view: ExploreView, terms: tuple[str, ...], marks: list[QueryMarks]) -> LearnedAnchors:

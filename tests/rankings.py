@@ -1,22 +1,8 @@
-"""Two routes to one ranking, compared up to ties (docs/design.md §9, *Ties and tolerances*).
-
-Two routes to the same top-``k`` (the slider and the exact search, a store and its rows, Ray and the
-local engine, the GPU and the CPU, float64 brute force and a float32 index) compute the same values
-with different rounding. If each item's value differs between the routes by at most ``tol`` (the
-routes' combined rounding bound, stated by the caller with its reason), then:
-
-* rank by rank, the two lists of values differ by at most ``tol`` (sorting is 1-Lipschitz in the
-  max norm);
-* two items can come in the other order only if their values differ by at most ``2 tol``: if
-  ``e_x < e_y`` but ``g_x > g_y`` then ``e_y - e_x <= (g_y + tol) - (g_x - tol) < 2 tol``.
-
-So the expected ranking splits into *tied runs*, maximal runs of consecutive ranks whose
-neighbouring values are within ``2 tol``. Outside them the ids must be equal; inside a run the ids
-must be the same set; a run that crosses the ``k``-th place may hold any of the run's items there,
-and one that reaches the end of the expected list any item not ranked before it.
-:func:`assert_same_ranking` checks exactly this, nothing looser (with :mod:`anchordiv.rankings`,
-which ``scripts/gpu-check`` uses too); :func:`check_candidates` does the same for a certified
-slider's candidate set, whose ties sit at each grid point's ``k'``-th place.
+"""Two routes to one ranking, compared up to ties, for the tests: :func:`assert_same_ranking`
+asserts what :mod:`anchordiv.rankings` states (the tied runs and why they are the only ranks two
+routes may reorder; docs/design.md §9), naming the ids and values when it fails, and with
+``ANCHORDIV_TIE_LOG`` records how close each comparison came; :func:`check_candidates` does the same
+for a certified slider's candidate set, whose ties sit at each grid point's ``k'``-th place.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """``scripts/gpu-check``: what a GPU does for anchordiv, measured in one command and judged against
 the CPU.
 
-Four steps, each printing its figures as it goes and adding rows to one Markdown table (written to
+Five steps, each printing its figures as it goes and adding rows to one Markdown table (written to
 ``OUT/gpu-check.md``, with every figure in ``OUT/gpu-check.json``):
 
 1. the device, and its measured bf16 and fp32 matmul throughput;
@@ -27,7 +27,6 @@ import argparse
 import json
 import logging
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -41,7 +40,7 @@ import torch
 
 from ..device import describe_device, resolve_device
 from ..rankings import ranking_differences
-from .search import BenchConfig, clustered_unit_vectors, matmul_throughput, run_benchmark
+from .search import BenchConfig, clustered_unit_vectors, matmul_throughput, run_benchmark, time_on
 
 FLOAT32_UNIT = 2.0**-24  # float32's unit round-off
 CHECK_QUERIES, K = 64, 10
@@ -97,19 +96,6 @@ class Report:
         lines += [f"| {check} | {figure} | {note} |" for check, figure, note in self.rows]
         verdict = "no mismatch against the CPU" if not self.problems else "; ".join(self.problems)
         return "\n".join([*lines, "", f"Rankings against the CPU's: {verdict}.", ""])
-
-
-def median_seconds(function: Callable[[], Any], device: torch.device, repeats: int, warmup: int = 1) -> float:
-    """The median wall time of ``function`` over ``repeats`` runs after ``warmup``, synchronised."""
-    def once() -> float:
-        start = time.perf_counter()
-        function()
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        return time.perf_counter() - start
-    for _ in range(warmup):
-        once()
-    return statistics.median(once() for _ in range(repeats))
 
 
 def check_device(report: Report, device: torch.device, size: CheckSize, scratch: Path) -> None:
@@ -174,7 +160,8 @@ def check_store_path(report: Report, device: torch.device, size: CheckSize, scra
     started = time.perf_counter()
     store = build_synthetic_store(config, scratch, centres, generator)
     mixture = synthetic_mixture(config, store, centres, generator)
-    report.add(f"store of {len(store):,} float16 rows, d={store.dim}", f"built in {time.perf_counter() - started:.1f} s")
+    built = time.perf_counter() - started
+    report.add(f"store of {len(store):,} float16 rows, d={store.dim}", f"built in {built:.1f} s")
     query_id = len(store) // 3
     query = store.rows([query_id])[0].numpy()
     paths = {}
@@ -184,7 +171,7 @@ def check_store_path(report: Report, device: torch.device, size: CheckSize, scra
         build = time.perf_counter() - started
         path = lambda: query_path(index, query, K, query_id)  # noqa: E731 (the explorer's route)
         paths[where.type] = path()
-        seconds = median_seconds(path, where, size.repeats)
+        seconds = time_on(where, path, size.repeats, statistic="median")
         report.figures[f"store_path_{where.type}_seconds"] = seconds
         report.add(f"store p path, 101 steps, on {where.type}", f"{seconds * 1e3:.1f} ms",
                    f"index built in {build:.1f} s; certified {paths[where.type].certified.mean():.0%}"
@@ -223,10 +210,10 @@ def check_explorer(report: Report, device: torch.device, size: CheckSize, scratc
         build = time.perf_counter() - started
         query = gallery.embeddings[query_ids[0]].numpy()
         paths[where.type] = geometry.p_path(query, K, int(query_ids[0]), "calibrated")
-        seconds = median_seconds(lambda: [geometry.p_path(gallery.embeddings[i].numpy(), K, int(i), "calibrated")
-                                          for i in query_ids], where, size.repeats) / len(query_ids)
-        search = median_seconds(lambda: ex.search_one(geometry.index_at(0.5), query, K, int(query_ids[0])), where,
-                                size.repeats)
+        seconds = time_on(where, lambda: [geometry.p_path(gallery.embeddings[i].numpy(), K, int(i), "calibrated")
+                                          for i in query_ids], size.repeats, statistic="median") / len(query_ids)
+        search = time_on(where, lambda: ex.search_one(geometry.index_at(0.5), query, K, int(query_ids[0])),
+                         size.repeats, statistic="median")
         report.add(f"explorer on {where.type}: {len(gallery):,} images", f"p path {seconds * 1e3:.1f} ms",
                    f"geometry fitted, calibrated and indexed in {build:.2f} s; one search {search * 1e3:.1f} ms")
     # The calibrated weights come from each device's own calibration; with the scale 10 of the
@@ -277,8 +264,9 @@ def check_encoding(report: Report, device: torch.device, size: CheckSize, scratc
     images = [world.images[i] for i in range(min(size.images, len(world.labels)))]
     for where in dict.fromkeys((device, torch.device("cpu"))):
         encoder = load_encoder("builtin", device=where)
-        seconds = median_seconds(lambda: encoder.encode_images(images), where, 1)
-        report.add(f"built-in encoder on {where.type}", f"{len(images) / seconds:,.0f} images/s", f"{len(images):,} images")
+        seconds = time_on(where, lambda: encoder.encode_images(images), 1)
+        report.add(f"built-in encoder on {where.type}", f"{len(images) / seconds:,.0f} images/s",
+                   f"{len(images):,} images")
 
 
 STEPS = (("device", check_device), ("table4", check_table4), ("store", check_store_path),

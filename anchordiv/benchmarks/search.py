@@ -159,6 +159,15 @@ def _synchronised(device: torch.device, function: Callable[[], object]) -> objec
     return result
 
 
+def time_on(device: torch.device, function: Callable[[], object], repeats: int, warmup: int = 1,
+            statistic: str = "best") -> float:
+    """Seconds of ``function`` on ``device`` (synchronised), after ``warmup`` runs: the ``statistic``
+    (a key of :data:`STATISTICS`) of ``repeats`` runs."""
+    for _ in range(warmup):
+        _synchronised(device, function)
+    return STATISTICS[statistic]([_seconds(lambda: _synchronised(device, function)) for _ in range(repeats)])
+
+
 def _seconds(function: Callable[[], object]) -> float:
     start = time.perf_counter()
     function()
@@ -226,10 +235,7 @@ def run_benchmark(config: BenchConfig) -> dict:
     logger.info(throughput_line(machine, config))
 
     def timed(function: Callable[[], object]) -> float:
-        for _ in range(config.warmup):
-            _synchronised(device, function)
-        times = [_seconds(lambda: _synchronised(device, function)) for _ in range(config.repeats)]
-        return STATISTICS[config.statistic](times)
+        return time_on(device, function, config.repeats, config.warmup, config.statistic)
 
     em_rates: dict[int, float] = {}
 

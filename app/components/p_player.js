@@ -48,6 +48,7 @@ class Player {
     this.timer = null;
     this.reported = null;
     this.places = null;     // each shown tile's place in the grid, as last painted
+    this.baselineTiles = [];
     this.placing = null;    // the frame that will read the places
     this.like = new Set();  // the gallery ids marked like the query
     this.bind();
@@ -102,6 +103,7 @@ class Player {
     // is still on its way back.
     this.step = -1;
     this.moveTo(nearestStep(data.p, previousP), false);
+    this.drawMarks();
   }
 
   makeTile(item) {
@@ -124,12 +126,13 @@ class Player {
     mark.setAttribute("data-name", item.name);
     mark.addEventListener("click", () => this.toggleMark(Number(item.id)));
     tile.append(image, mark, caption);
-    return { element: tile, caption, name: item.name };
+    return { element: tile, caption, name: item.name, mark };
   }
 
   // The baselines' grids (cosine, ITI): p does not move them, so they are drawn once per query.
   drawBaselines(baselines) {
     for (const element of this.panels.querySelectorAll('[data-panel]:not([data-panel="0"])')) element.remove();
+    this.baselineTiles = [];
     baselines.forEach((baseline, index) => {
       const panel = String(index + 1);
       const title = document.createElement("div");
@@ -142,11 +145,13 @@ class Player {
       grid.className = "adp-grid";
       grid.setAttribute("role", "list");
       grid.setAttribute("data-anchordiv-grid", baseline.title);
-      grid.append(...baseline.tiles.map((item) => {
+      const tiles = baseline.tiles.map((item) => {
         const tile = this.makeTile(item);
         tile.caption.textContent = item.caption;
-        return tile.element;
-      }));
+        return tile;
+      });
+      this.baselineTiles.push(...tiles);
+      grid.append(...tiles.map((tile) => tile.element));
       for (const element of [title, agreement, grid]) {
         element.setAttribute("data-panel", panel);
         this.panels.append(element);
@@ -163,9 +168,11 @@ class Player {
     this.reportMarks([...this.like]);
   }
 
-  // Every toggle on the page shows whether its image is marked (an image may be in several grids).
+  // Every toggle shows whether its image is marked (an image may be in several grids), including
+  // the player's tiles not shown at this step. Drawn when the marks or the tiles change, never per
+  // step of p.
   drawMarks() {
-    for (const button of this.root.querySelectorAll("[data-anchordiv-mark]")) {
+    for (const { mark: button } of [...this.tiles, ...this.baselineTiles]) {
       const on = this.like.has(Number(button.getAttribute("data-anchordiv-mark")));
       const name = button.getAttribute("data-name");
       button.textContent = on ? "✓" : "+";
@@ -202,7 +209,6 @@ class Player {
     const glide = animate && !window.matchMedia("(prefers-reduced-motion: reduce)").matches;
     const before = glide ? this.places : null;
     this.grid.replaceChildren(...shown);
-    this.drawMarks();
     // Where the tiles now stand is read in the next frame, when the browser lays the page out to
     // paint it anyway: reading it here would lay the whole page out twice in every step.
     cancelAnimationFrame(this.placing);
