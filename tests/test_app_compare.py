@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import io
+import re
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
@@ -68,6 +69,12 @@ def shown_table(app: AppTest) -> pd.DataFrame:
     return app.dataframe[0].value
 
 
+def shown_figure_url(app: AppTest) -> str:
+    """The ``src`` of the preview's image (the page's one HTML block)."""
+    (body,) = [element.proto.body for element in app.get("html")]
+    return re.search(r'<img [^>]*src="([^"]+)"', body).group(1)
+
+
 def assert_page_shows(app: AppTest, result: fg.CompareResult) -> None:
     """The page's neighbour table and settings are the library's, and the figure is drawn: as SVG
     (sharp at the page's width), its footer naming ITI only with an ITI column."""
@@ -77,8 +84,8 @@ def assert_page_shows(app: AppTest, result: fg.CompareResult) -> None:
         want[["query", "geometry", "rank", "gallery_id"]].values.tolist()
     value = "divergence" if "divergence" in want else "similarity"
     pd.testing.assert_series_equal(table[value], want[value], check_exact=False, rtol=1e-5)
-    assert len(app.get("image")) == 1
-    (url,) = app.get("image")[0].value
+    assert len(app.get("html")) == 1
+    url = shown_figure_url(app)
     assert url.startswith("data:image/svg+xml;base64,"), url[:40]
     drawn = " ".join(ElementTree.fromstring(base64.b64decode(url.split(",", 1)[1])).itertext())
     assert f"top-{result.settings.k}" in drawn
@@ -282,3 +289,27 @@ def folder_figure(builtin, folder, columns):
                       presets["Generic styles (not from the gallery)"], 5, ex.GeometrySpec(scale=10.0),
                       model_for=lambda spec, pretrained: fg.ColumnModel(
                           tiny := load_encoder(spec, pretrained, "cpu"), folder_gallery(folder, tiny)))
+
+
+def shown_text_pixels(app: AppTest, column_width: float) -> float:
+    """The smallest text of the preview in CSS pixels, the page's column ``column_width`` px wide."""
+    body = app.get("html")[0].proto.body
+    svg = base64.b64decode(shown_figure_url(app).split(",", 1)[1]).decode()
+    units = float(re.search(r'<svg[^>]*\bwidth="([0-9.]+)pt"', svg).group(1))  # its user units are points
+    sizes = [float(size) for size in re.findall(r"font-size: ([0-9.]+)px", svg)]
+    pixels = re.search(r"width:([0-9.]+)px", body)
+    shown = float(pixels.group(1)) if pixels else column_width
+    return min(sizes) * shown / units
+
+
+def test_the_preview_is_readable_unless_asked_to_fit_the_page(library):
+    """The figure is drawn for print; the page shows its smallest text at 10 px and lets it scroll
+    sideways, or fits it to the column when asked (where a four-column figure's text is tiny)."""
+    app = open_compare()
+    body = app.get("html")[0].proto.body
+    assert "overflow-x:auto" in body and "<script" not in body
+    assert shown_text_pixels(app, column_width=700) >= 9.9
+    app.radio(key="compare_preview_size").set_value("Fit to the page's width").run()
+    assert not app.exception, app.exception
+    assert "width:100%" in app.get("html")[0].proto.body
+    assert shown_text_pixels(app, column_width=700) < 9

@@ -49,6 +49,8 @@ CIRCLE, SPHERE = "2-D: directions on a circle", "3-D: directions on a sphere"
 TEMPLATE_OPTIONS = (AUTO, *TEMPLATE_SETS)
 # Fig. 1: the baseline, each set alone, and their mixture.
 DEFAULT_COLUMNS = ("cosine", "A", "B", "mix p=0.5")
+# How large the Compare page shows its figure (the downloads are the same either way).
+PREVIEW_SIZES = ("Readable (scroll sideways)", "Fit to the page's width")
 # The Find anchors panel's vocabulary menu: the model's default list, the named lists, one's own.
 FIND_AUTO, FIND_OWN, FIND_FILE = AUTO, "own list (typed)", "own list (a text file)"
 FIND_VOCABULARIES = (FIND_AUTO, *list_vocabularies(), FIND_OWN, FIND_FILE)
@@ -168,6 +170,7 @@ _TABLE = (
     _number("compare_k", "cell_k", COMPARE, 5, 1, DEFAULT_LIMITS.k, integer=True, kept=EVERY_RUN),
     _choice("compare_weighting", "mix_weighting", COMPARE, tuple(WEIGHTINGS), EVERY_RUN),
     Setting("compare_search", "", kept=EVERY_RUN), Setting("compare_text", "", kept=EVERY_RUN),
+    Setting("compare_preview_size", PREVIEW_SIZES[0], kind="choice", options=PREVIEW_SIZES, kept=EVERY_RUN),
     # -- the Learn page's toy world (its parameters start with toy_: the page also carries the others) --
     _choice("learn_world", "toy_world", LEARN, (CIRCLE, SPHERE), words={"circle": CIRCLE, "sphere": SPHERE}),
     _choice("learn_kind", "toy_model", LEARN, TOY_KINDS),

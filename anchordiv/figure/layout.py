@@ -26,6 +26,11 @@ class FigureLayout:
     font: float = 6.0
     min_cell: float = 1.3
 
+    @property
+    def small_font(self) -> float:
+        """The smallest text's size in points: a neighbour's caption and its marks."""
+        return self.font - 1.5
+
     def cell_width(self, k: int) -> float:
         """A column's width: its ``k`` thumbnails, or room for the header and counts when ``k`` is small."""
         return max(k * self.thumb + (k - 1) * self.gap, self.min_cell)

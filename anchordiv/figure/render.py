@@ -262,7 +262,7 @@ def _draw_query(page: _Page, query: Query, left: float, top: float, layout: Figu
 
 def _draw_cell(page: _Page, table: pd.DataFrame, name_column: str, thumbnail: Callable[[int], np.ndarray],
                left: float, top: float, layout: FigureLayout) -> None:
-    small = layout.font - 1.5
+    small = layout.small_font
     marks = top + layout.thumb + layout.caption - layout.mark_line  # under the caption's lines
     inset = 0.035  # the style frame sits inside the object frame, so both show when both are shared
     for position, row in enumerate(table.itertuples(index=False)):

@@ -8,7 +8,9 @@ the Explore page's; the model, scale and direction are the sidebar's, and a colu
 model and scale (``A model=gaussian s=20``)."""
 from __future__ import annotations
 
+import base64
 import hashlib
+import re
 
 import numpy as np
 import streamlit as st
@@ -24,13 +26,17 @@ from anchordiv.app.url_state import follow_link, link_notes, publish_link, share
 from anchordiv.encoders.specs import parse_model_spec
 from anchordiv.explorer import limits, links
 from anchordiv.explorer.literal import markdown_literal
-from anchordiv.explorer.page_state import SETTINGS
+from anchordiv.explorer.page_state import PREVIEW_SIZES, SETTINGS
 from anchordiv.models import list_anchor_models
 from anchordiv.prompts import AUTO
 
 ROWS, COLUMNS, UPLOADS = "compare_rows", "compare_columns", "compare_uploads"
 LIMITS = fg.DEFAULT_LIMITS  # rows, columns and top-k per cell; a link past them opens with the defaults
 COMMON_COLUMNS = ["cosine", "iti", "A", "B", "mix p=0.25", "mix p=0.5", "mix p=0.75"]
+# The figure is drawn for print (its neighbours' captions are a few points high); the page shows it
+# large enough that that text is this many CSS pixels high, scrolling sideways where it is wider
+# than the column, unless the visitor asks for the whole figure at the column's width.
+READABLE_TEXT_PX = 10.0
 
 
 # -- rows -----------------------------------------------------------------------------------------
@@ -206,6 +212,25 @@ def preview_svg(key: str, _result: fg.CompareResult) -> str:
     return fg.render_figure(_result, "svg").decode("utf-8")
 
 
+def preview_html(svg: str, fit: bool) -> str:
+    """The figure ``svg`` as an ``<img>`` (its SVG cannot run script there) in a box that scrolls
+    sideways: at the column's width when ``fit``, else at the size where its smallest text is
+    :data:`READABLE_TEXT_PX` high."""
+    points = float(re.search(r'<svg[^>]*\bwidth="([0-9.]+)pt"', svg).group(1))
+    zoom = READABLE_TEXT_PX / (fg.FigureLayout().small_font * 4 / 3)  # 1 pt is 4/3 CSS pixels
+    width = "width:100%" if fit else f"width:{points * 4 / 3 * zoom:.0f}px;max-width:none"
+    source = base64.b64encode(svg.encode("utf-8")).decode("ascii")
+    return (f'<div data-anchordiv-figure style="overflow-x:auto"><img alt="The figure as it will download" '
+            f'src="data:image/svg+xml;base64,{source}" style="{width};height:auto;display:block"></div>')
+
+
+def show_preview(result: fg.CompareResult) -> None:
+    """The figure on the page, readable by default (:func:`preview_html`)."""
+    size = st.radio("Preview", PREVIEW_SIZES, horizontal=True, key="compare_preview_size",
+                    help="The downloads are the same either way: this only sets how large the page shows the figure.")
+    st.html(preview_html(preview_svg(figure_key(result), result), fit=size == PREVIEW_SIZES[1]))
+
+
 def downloads(result: fg.CompareResult) -> None:
     """The figure as PNG (200 dpi), PDF and SVG (vector), and its neighbours as CSV; each built when clicked."""
     kinds = {"png": ("PNG", "image/png"), "pdf": ("PDF", "application/pdf"), "svg": ("SVG", "image/svg+xml")}
@@ -265,7 +290,7 @@ def main() -> None:
         "Cannot build the figure")
     if result is None:
         return
-    st.image(preview_svg(figure_key(result), result), width="stretch")
+    show_preview(result)
     st.caption("Green frame (obj): same object as the query · orange frame (sty): same style. "
                + " · ".join(markdown_literal(line) for line in result.settings.lines()))
     downloads(result)
