@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import warnings
+import time
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
@@ -17,12 +18,19 @@ import torch
 from ._validation import check_positive_int
 
 if TYPE_CHECKING:
+    from .gallery import ProgressCallback
     from .search import Index
 
 DEFAULT_NEIGHBOURS = 15
 # UMAP's own default for graphs over 10,000 items. It uses 500 below that, which costs 2.5x as long
 # at 10,000 points (14 s against 6 s on 2 cores) for a projection that is not visibly better.
 DEFAULT_EPOCHS = 200
+# What a layout costs on this project's 2-core reference machine (docs/benchmarks.md): about 6 s
+# for 10,000 points at DEFAULT_EPOCHS, and about 10 s more the first time in a process, which
+# compiles umap-learn's kernels. Only an estimate to tell the visitor; nothing waits on it.
+LAYOUT_SECONDS_PER_POINT = 6.0 / 10_000
+COMPILE_SECONDS = 10.0
+_compiled = False  # whether this process has laid out a graph (and so compiled the kernels)
 
 
 def sample_ids(n_items: int, limit: int, seed: int = 0) -> np.ndarray:
@@ -36,12 +44,13 @@ def sample_ids(n_items: int, limit: int, seed: int = 0) -> np.ndarray:
 
 
 def knn_graph(index: Index, embeddings: torch.Tensor, n_neighbors: int = DEFAULT_NEIGHBOURS,
-              batch: int = 2048) -> tuple[np.ndarray, np.ndarray]:
+              batch: int = 2048, progress: ProgressCallback | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Each item's ``n_neighbors`` nearest items (itself first), from ``index`` built over
     ``embeddings`` ``(n, d)``: ``(indices (n, n_neighbors) int64, distances (n, n_neighbors) float32)``.
 
     Distances are the index's divergences (clamped at 0 against round-off) or ``1 - similarity``
-    for similarity indexes, so that smaller is closer, as UMAP expects.
+    for similarity indexes, so that smaller is closer, as UMAP expects. ``progress(fraction, text)``
+    hears after each ``batch`` of rows.
     """
     n_items = len(embeddings)
     if n_items < 3:
@@ -56,6 +65,9 @@ def knn_graph(index: Index, embeddings: torch.Tensor, n_neighbors: int = DEFAULT
         distances = (1.0 - values) if index.higher_is_closer else values
         all_ids.append(torch.cat([own[:, None], ids], dim=1))
         all_dists.append(torch.cat([torch.zeros_like(distances[:, :1]), distances.clamp_min(0)], dim=1))
+        if progress is not None:
+            done = start + len(block)
+            progress(done / n_items, f"{done:,} of {n_items:,} points")
     # One crossing to the CPU, for UMAP.
     return torch.cat(all_ids).cpu().numpy().astype(np.int64), torch.cat(all_dists).cpu().numpy().astype(np.float32)
 
@@ -76,14 +88,39 @@ def umap_from_knn(indices: np.ndarray, distances: np.ndarray, seed: int = 0, n_e
                             random_state=seed, n_epochs=n_epochs, precomputed_knn=(indices, distances, None),
                             n_jobs=1, init="spectral" if n_items > k + 1 else "random")
         points = reducer.fit_transform(np.zeros((n_items, 1), dtype=np.float32))
+    global _compiled
+    _compiled = True
     return np.asarray(points, dtype=np.float32)
 
 
+def layout_estimate(n_items: int, n_epochs: int = DEFAULT_EPOCHS) -> float:
+    """Roughly how many seconds :func:`umap_from_knn` will take for ``n_items`` points on the reference
+    machine, the kernels' compilation included when this process has not laid out a graph yet."""
+    return n_items * LAYOUT_SECONDS_PER_POINT * n_epochs / DEFAULT_EPOCHS + (0.0 if _compiled else COMPILE_SECONDS)
+
+
+# The share of a projection's progress bar its kNN graph fills; UMAP's layout, which reports nothing
+# while it runs, fills the rest.
+GRAPH_SHARE = 0.5
+
+
 def project(index: Index, embeddings: torch.Tensor, n_neighbors: int = DEFAULT_NEIGHBOURS, seed: int = 0,
-           n_epochs: int = DEFAULT_EPOCHS) -> np.ndarray:
+            n_epochs: int = DEFAULT_EPOCHS, progress: ProgressCallback | None = None) -> np.ndarray:
     """UMAP projection ``(n, 2)`` of ``embeddings`` ``(n, d)`` under the geometry of ``index`` (built
-    over the same ``embeddings``)."""
-    indices, distances = knn_graph(index, embeddings, n_neighbors)
+    over the same ``embeddings``). ``progress(fraction, text)`` names the step: the kNN graph as
+    its batches finish, then the layout with an estimate of its time (:func:`layout_estimate`)."""
+    n_items, k = len(embeddings), min(n_neighbors, len(embeddings))
+
+    def graph_step(fraction: float, done: str) -> None:
+        progress(GRAPH_SHARE * fraction, f"Step 1 of 2: each point's {k} nearest under this geometry ({done})")
+
+    started = time.perf_counter()
+    indices, distances = knn_graph(index, embeddings, n_neighbors, batch=512,
+                                   progress=None if progress is None else graph_step)
+    if progress is not None:
+        progress(GRAPH_SHARE, f"Step 2 of 2: UMAP's layout of {n_items:,} points, about "
+                              f"{layout_estimate(n_items, n_epochs):.0f} s (step 1 took "
+                              f"{time.perf_counter() - started:.1f} s)")
     return umap_from_knn(indices, distances, seed=seed, n_epochs=n_epochs)
 
 
@@ -93,8 +130,6 @@ def warm_up() -> float:
     The first projection in a process spends about 10 s compiling (2 cores), whatever its size, and the
     kernels it compiles are the ones every later projection runs: run this once in the background at
     start-up so that the first real projection costs only its own work."""
-    import time
-
     start = time.perf_counter()
     rng = np.random.default_rng(0)
     n_items, k = 40, 5

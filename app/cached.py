@@ -232,17 +232,6 @@ def embed_text_query(encoder, text: str) -> np.ndarray:
     return encoder.encode_texts([text])[0].numpy()
 
 
-# -- projections ------------------------------------------------------------------------------------
-@st.cache_data(show_spinner="Laying out the map: first each sampled image's nearest neighbours under this geometry "
-                            "(seconds), then UMAP's layout (a server's first one also compiles UMAP: about 10 s more "
-                            "on 2 cores; then cached per geometry)…",
-               max_entries=16, hash_funcs=BY_IDENTITY)
-def get_projection(key: str, method: str, source: ex.GallerySource, _geometry, p: float, weighting: str,
-                   max_points: int) -> tuple[np.ndarray, np.ndarray]:
-    """``_geometry`` is not hashed: ``key`` names it (anchors, model, encoder)."""
-    return ex.geometry_projection(source, method, _geometry, p, weighting, None, max_points, cache_key=key)
-
-
 # -- finding anchors (the Explore page's "Find anchors" and the pull/push terms of "why this neighbour?") --
 @st.cache_resource(show_spinner="Reading the gallery rows the vocabulary is contrasted with…", max_entries=4,
                    hash_funcs=BY_IDENTITY)

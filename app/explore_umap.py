@@ -7,7 +7,6 @@ import streamlit as st
 import torch
 
 from anchordiv import explorer as ex
-from anchordiv.app.cached import get_projection
 from anchordiv.app.errors import attempt
 from anchordiv.app.explore_view import ExploreView, neighbours
 from anchordiv.app.maps_ui import pinned_projection_p, projection_caption, projection_chart, with_query_point
@@ -22,6 +21,24 @@ def umap_section(view: ExploreView) -> None:
     if box.open:
         with box:
             draw_umap(view)
+
+
+def projected(column, key: str, method: str, source: ex.GallerySource, geometry: ex.ExplorerGeometry, p: float,
+              weighting: str, max_points: int):
+    """``(ids, xy)`` of the map ``key`` names: read from the disk cache, or laid out under a progress
+    bar that names each step (drawn only when there is work to show)."""
+    slot, bar = column.empty(), []
+
+    def progress(fraction: float, text: str) -> None:
+        if not bar:
+            bar.append(slot.progress(0.0))
+        bar[0].progress(min(fraction, 1.0), text=text)
+
+    try:
+        return ex.geometry_projection(source, method, geometry, p, weighting, None, max_points, cache_key=key,
+                                      progress=progress)
+    finally:
+        slot.empty()
 
 
 def draw_umap(view: ExploreView) -> None:
@@ -48,7 +65,7 @@ def draw_umap(view: ExploreView) -> None:
         projections.append(("cosine", "Cosine", ex.projection_key(source.key, view.encoder.name)))
     neighbour_ids = neighbours(view, p).gallery_id.tolist()
     for column, (method, title, key) in zip(st.columns(len(projections)), projections):
-        ids, xy = attempt(lambda: get_projection(key, method, source, geometry, p, view.weighting, max_points),
+        ids, xy = attempt(lambda: projected(column, key, method, source, geometry, p, view.weighting, max_points),
                           "Cannot project the gallery") or (None, None)
         if ids is None:
             return

@@ -339,6 +339,20 @@ def test_default_query_prefers_a_recognisable_image(world):
     assert gallery.find("object 5")[:2] == [50, 51]
 
 
+class CountedRows:
+    """A gallery's rows, noting each read."""
+
+    def __init__(self, gallery, reads: list):
+        self.gallery, self.reads = gallery, reads
+
+    def __len__(self) -> int:
+        return len(self.gallery)
+
+    def rows(self, ids):
+        self.reads.append(ids)
+        return self.gallery.rows(ids)
+
+
 def test_knn_graph_and_projection(world, tmp_path, monkeypatch):
     monkeypatch.setenv("ANCHORDIV_CACHE", str(tmp_path))
     gallery = world[0]
@@ -351,10 +365,18 @@ def test_knn_graph_and_projection(world, tmp_path, monkeypatch):
                                                             gallery.embeddings, n_neighbors=5)
     assert np.all(np.diff(cosine_distances, axis=1) >= -1e-6)
     key = ex.projection_key("synthetic", 0.5)
-    ids, xy = ex.geometry_projection(gallery, "anchor", shared, p=0.5, max_points=40, n_neighbors=5, cache_key=key)
+    heard = []
+    ids, xy = ex.geometry_projection(gallery, "anchor", shared, p=0.5, max_points=40, n_neighbors=5, cache_key=key,
+                                     progress=lambda fraction, text: heard.append((fraction, text)))
     assert ids.shape == (40,) and xy.shape == (40, 2) and np.all(np.isfinite(xy))
-    again = ex.geometry_projection(gallery, "anchor", shared, p=0.5, max_points=40, n_neighbors=5, cache_key=key)
+    # Each step named as it starts, the graph's batches counted, the layout with its estimate.
+    assert [fraction for fraction, _ in heard] == [0.5, 0.5] and heard[0][1].startswith("Step 1 of 2")
+    assert "(40 of 40 points)" in heard[0][1] and heard[1][1].startswith("Step 2 of 2: UMAP's layout of 40 points")
+    rows_read = []
+    again = ex.geometry_projection(CountedRows(gallery, rows_read), "anchor", shared, p=0.5, max_points=40,
+                                   n_neighbors=5, cache_key=key, progress=lambda *args: heard.append(args))
     np.testing.assert_array_equal(again[1], xy)  # read back from the disk cache
+    assert len(heard) == 2 and not rows_read  # without reading a row or showing progress
     assert projection.sample_ids(10, 20).tolist() == list(range(10))
 
 

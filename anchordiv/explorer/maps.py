@@ -16,6 +16,7 @@ from ..search import AnchorIndex
 from .geometry import baseline_index
 
 if TYPE_CHECKING:
+    from ..gallery import ProgressCallback
     from .geometry import ExplorerGeometry
 
 
@@ -40,34 +41,43 @@ def projection_key(*parts: object) -> str:
 
 def geometry_projection(gallery: Rows, method: str, geometry: ExplorerGeometry | None = None, p: float = 0.5,
                         weighting: str = "calibrated", iti_anchors: torch.Tensor | None = None, max_points: int = 10_000,
-                        seed: int = 0, n_neighbors: int = 15, cache_key: str | None = None
-                        ) -> tuple[np.ndarray, np.ndarray]:
+                        seed: int = 0, n_neighbors: int = 15, cache_key: str | None = None,
+                        progress: ProgressCallback | None = None) -> tuple[np.ndarray, np.ndarray]:
     """UMAP projection of a fixed seeded sample of at most ``max_points`` rows of ``gallery`` under
     ``method`` ("anchor" with ``geometry`` at ``p``, "cosine" or "iti"): ``(ids (n,), xy (n, 2))``,
-    as :func:`project_rows` lays out their embeddings. Only the sample's rows are read."""
+    as :func:`project_rows` lays out their embeddings. Only the sample's rows are read, and only
+    when the layout is not already cached under ``cache_key``; ``progress`` hears only then."""
     ids = projection.sample_ids(len(gallery), max_points, seed)
-    return ids, project_rows(gallery.rows(ids), method, geometry, p, weighting, iti_anchors, seed, n_neighbors,
-                             cache_key)
+    return ids, _layout(lambda: gallery.rows(ids), len(ids), method, geometry, p, weighting, iti_anchors, seed,
+                        n_neighbors, cache_key, progress)
 
 
 def project_rows(embeddings: torch.Tensor, method: str, geometry: ExplorerGeometry | None = None, p: float = 0.5,
                  weighting: str = "calibrated", iti_anchors: torch.Tensor | None = None, seed: int = 0,
-                 n_neighbors: int = 15, cache_key: str | None = None) -> np.ndarray:
+                 n_neighbors: int = 15, cache_key: str | None = None,
+                 progress: ProgressCallback | None = None) -> np.ndarray:
     """UMAP layout ``xy`` ``(n, 2)`` of ``embeddings`` ``(n, d)`` under ``method`` ("anchor" with
     ``geometry`` at ``p``, "cosine" or "iti").
 
     The kNN graph is the geometry's exact top-``n_neighbors`` among these rows; with ``cache_key``
     (naming the rows and the geometry) the layout is stored on disk (see
-    :func:`anchordiv.projection.cached_projection`)."""
-    index = projection_index(embeddings, method, geometry, p, weighting, iti_anchors)
+    :func:`anchordiv.projection.cached_projection`). ``progress(fraction, text)`` names each step
+    as :func:`anchordiv.projection.project` does."""
+    return _layout(lambda: embeddings, len(embeddings), method, geometry, p, weighting, iti_anchors, seed,
+                   n_neighbors, cache_key, progress)
 
+
+def _layout(read_rows, n_rows: int, method: str, geometry, p: float, weighting: str, iti_anchors, seed: int,
+            n_neighbors: int, cache_key: str | None, progress: ProgressCallback | None) -> np.ndarray:
     def build() -> np.ndarray:
-        return projection.project(index, embeddings, n_neighbors=n_neighbors, seed=seed)
+        embeddings = read_rows()
+        index = projection_index(embeddings, method, geometry, p, weighting, iti_anchors)
+        return projection.project(index, embeddings, n_neighbors=n_neighbors, seed=seed, progress=progress)
 
     if cache_key is None:
         return build()
     return projection.cached_projection(
-        f"{cache_key}|{method}|{len(embeddings)}|{seed}|{n_neighbors}|{projection.DEFAULT_EPOCHS}", build)
+        f"{cache_key}|{method}|{n_rows}|{seed}|{n_neighbors}|{projection.DEFAULT_EPOCHS}", build)
 
 
 def projection_index(embeddings: torch.Tensor, method: str, geometry: ExplorerGeometry | None = None,
