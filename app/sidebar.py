@@ -60,15 +60,20 @@ def capitalised(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
+def model_menu(names) -> dict[str, Any]:
+    """An anchor-model menu's short entries (whole at any width) and the help that spells each out."""
+    kinds = [anchor_model_kind(name) for name in names]
+    return {"format_func": lambda name: capitalised(anchor_model_kind(name).short),
+            "help": "  \n".join(f"{capitalised(kind.short)}: {kind.label}" for kind in kinds)}
+
+
 def geometry_choices(bar) -> dict[str, Any]:
     """The anchor model, its settings, the direction, top-k and ITI. The linked widgets take their
     values from the session state (:func:`~anchordiv.app.url_state.follow_link`), their bounds from the table."""
     choices: dict[str, Any] = {}
     setting = SETTINGS
-    kinds = [anchor_model_kind(name) for name in setting["model_kind"].options]
     choices["kind"] = bar.selectbox("Anchor model", setting["model_kind"].options, key="model_kind",
-                                    format_func=lambda name: capitalised(anchor_model_kind(name).short),
-                                    help="  \n".join(f"{capitalised(kind.short)}: {kind.label}" for kind in kinds))
+                                    **model_menu(setting["model_kind"].options))
     kind = anchor_model_kind(choices["kind"])
     choices["scale"] = bar.slider("Scale s (inverse temperature)", *setting["scale"].bounds,
                                   step=setting["scale"].step, key="scale")

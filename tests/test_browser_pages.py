@@ -5,6 +5,8 @@ the page's column or makes the page scroll sideways. (The Report page has its ow
 tests/test_report_page.py.) Skipped without Chromium, as tests/test_browser.py is."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from test_browser import app_url, chromium, page_report, wait_for_grids, wait_until_idle  # noqa: F401
@@ -25,6 +27,12 @@ CLIPPED_JS = """() => {
   const clipped = [];
   const menus = [...document.querySelectorAll('[data-testid="stSelectbox"] [data-baseweb="select"] *')]
     .filter(element => getComputedStyle(element).textOverflow === 'ellipsis');
+  // A menu drawn as a text box (Streamlit's searchable select) shows its value in an input, which
+  // cuts whatever is wider than itself.
+  for (const input of document.querySelectorAll('[data-testid="stSelectbox"] input[role="combobox"]')) {
+    if (input.getBoundingClientRect().width > 0 && input.scrollWidth > input.clientWidth + 1)
+      clipped.push(`menu value: ${input.value.slice(0, 60)}`);
+  }
   const boxes = [...document.querySelectorAll(
     '[data-testid="stImageCaption"], [data-anchordiv-caption], [data-testid="stMarkdownContainer"], '
     + '[data-testid="stCaptionContainer"], [data-testid="stMetricValue"], [data-testid="stMetricValue"] *, '
@@ -70,3 +78,47 @@ def test_no_page_clips_its_text_or_runs_past_its_column(app_url, width, tmp_path
             assert not page.evaluate(PAST_THE_COLUMN_JS), report
             assert not page.evaluate(CLIPPED_JS), f"{page.evaluate(CLIPPED_JS)}\n{report}"
             assert not page.get_by_text("Traceback").count(), report
+
+
+# The map's legend entries (Plotly draws one per colour and symbol: "style, role").
+LEGEND_JS = """() => [...document.querySelectorAll('.js-plotly-plot .legendtext')].map(text => text.textContent)"""
+
+
+def test_a_newcomer_types_a_comma_list_and_sees_the_query_on_the_map(app_url, tmp_path):
+    """Issue 39's items 2 to 4 where a newcomer meets them, in a 1000 px window: a typed comma list
+    becomes anchors with a note and the preset menu says "Your own"; the style preset holds no
+    emoji vendor; every divergence reads as a plain non-negative number; the map shows the query
+    and its neighbours, coloured by a column with more than one value."""
+    url, log_path = app_url
+    with chromium() as browser:
+        page = browser.new_context(viewport={"width": 1000, "height": 1400}).new_page()
+        page.goto(url)
+        wait_for_grids(page, 20)
+        wait_until_idle(page)
+        styles = page.get_by_role("textbox", name="Anchor set B (style) (one per line)").input_value().splitlines()
+        assert styles and not {"google", "twitter"} & set(styles), styles
+
+        objects = page.get_by_role("textbox", name="Anchor set A (object) (one per line)")
+        objects.fill("cat, dog, rocket, coffee cup")
+        objects.press("Control+Enter")
+        page.get_by_text("4 anchors in use").first.wait_for(timeout=60_000)
+        wait_until_idle(page)
+        report = page_report(page, log_path)
+        assert page.get_by_text("split at its commas").count(), report
+        preset = page.get_by_role("combobox", name="Preset for A (object)").input_value()
+        assert "Your own" in preset, f"{preset}\n{report}"
+        captions = " ".join(page.evaluate("() => [...document.querySelectorAll('[data-anchordiv-caption]')]"
+                                          ".map(caption => caption.textContent)"))
+        assert "d=" in captions and "d=-" not in captions and not re.search(r"\de[-+]\d", captions), captions
+
+        page.get_by_text("UMAP of the geometry").first.click()
+        page.get_by_text("Show the projection").first.click()
+        page.wait_for_function(f"() => ({LEGEND_JS})().length > 0", timeout=240_000)
+        wait_until_idle(page, 240)
+        legend = page.evaluate(LEGEND_JS)
+        page.screenshot(path=str(tmp_path / "map-1000.png"), full_page=True)
+        report = f"legend {legend}\n{page_report(page, log_path)}"
+        assert any(entry.endswith("query") for entry in legend), report  # in the sample, or added as "your query"
+        assert any("neighbour" in entry for entry in legend), report
+        assert len({entry.split(",")[0] for entry in legend if "gallery" in entry}) > 1, report  # colours
+        assert not page.get_by_text("Traceback").count(), report

@@ -15,7 +15,7 @@ from anchordiv import lesson
 from anchordiv.app.errors import ERROR_CHARS, attempt
 from anchordiv.app.learn_gallery import SET_COLOURS, gallery_section
 from anchordiv.app.learn_weights import weights_lesson
-from anchordiv.app.sidebar import sidebar
+from anchordiv.app.sidebar import model_menu, sidebar
 from anchordiv.app.url_state import follow_link, link_notes, publish_link, sidebar_fields
 from anchordiv.explorer import links
 from anchordiv.explorer.literal import markdown_literal
@@ -37,7 +37,7 @@ def toy_controls(choices: dict) -> dict:
     settings = {
         "world": world.radio("World", SETTINGS["learn_world"].options, key="learn_world"),
         "kind": kind.selectbox("Toy anchor model", SETTINGS["learn_kind"].options, key="learn_kind",
-                               format_func=lambda name: anchor_model_kind(name).label),
+                               **model_menu(SETTINGS["learn_kind"].options)),
         "weighting": weighting.radio("Toy weights of A and B", SETTINGS["learn_weighting"].options,
                                      key="learn_weighting", format_func=str.capitalize, horizontal=True),
     }
