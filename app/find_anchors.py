@@ -12,7 +12,7 @@ import streamlit as st
 from anchordiv.app import cached
 from anchordiv.app.errors import attempt
 from anchordiv.app.explore_view import ExploreView
-from anchordiv.app.learn_anchors import marks_section, use_buttons
+from anchordiv.app.learn_anchors import marks_section, show_term_table, use_buttons
 from anchordiv.explorer.literal import markdown_literal, shown
 from anchordiv.explorer.page_state import FIND_AUTO, FIND_FILE, FIND_OWN, SETTINGS
 from anchordiv.explorer.vocabulary import FIND_TERMS, default_vocabulary, file_terms, typed_terms, vocabulary_files
@@ -95,7 +95,7 @@ def chosen_terms(encoder) -> tuple[str, ...]:
     return tuple(load_vocabulary(default_vocabulary(encoder.name) if choice == FIND_AUTO else choice))
 
 
-@st.cache_data(show_spinner=False, max_entries=4)
+@st.cache_data(show_spinner=False, max_entries=4, hash_funcs=cached.BY_IDENTITY)
 def vocabulary_file_terms(roots, path: str, mtime_ns: int, size: int) -> tuple[str, ...]:
     """:func:`~anchordiv.explorer.vocabulary.file_terms` of ``path``, read once per version of the
     file (its modification time ``mtime_ns`` and ``size`` in bytes are in the cache key): a file
@@ -113,7 +113,7 @@ def suggestions(view: ExploreView, terms: tuple[str, ...]) -> None:
         tilt_col.caption("The terms this image is most about.",
                          help=f"The most probable terms under the query's tilted distribution p(term | s x), s the "
                               f"model's logit scale ({view.encoder.logit_scale:.1f}).")
-        tilt_col.dataframe(tilt, hide_index=True, key="find_tilt_table")
+        show_term_table(tilt_col, tilt, "find_tilt_table")
         use_buttons(tilt_col, tilt["term"].tolist(), "tilt")
     neighbours = tuple(int(item) for item in view.baselines["cosine"]["gallery_id"])
     apart = attempt(lambda: cached.separating_terms(view.encoder, terms, view.source, neighbours, SUGGESTED),
@@ -124,7 +124,7 @@ def suggestions(view: ExploreView, terms: tuple[str, ...]) -> None:
                           f"gallery ({rows:,} images{'' if rows == len(view.source) else ', a fixed sample'}).",
                           help="Each term's part m log(m / g) of KL(m ‖ g), m and g the mean tilted distributions "
                                "of the query's cosine top-k and of the gallery.")
-        apart_col.dataframe(apart, hide_index=True, key="find_apart_table")
+        show_term_table(apart_col, apart, "find_apart_table")
         use_buttons(apart_col, apart["term"].tolist(), "apart")
 
 

@@ -9,6 +9,7 @@ import hashlib
 from dataclasses import replace
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 import torch
 
@@ -215,13 +216,22 @@ def learn(view: ExploreView, terms: tuple[str, ...], marks: list[QueryMarks]) ->
         return learn_weights(anchors, terms, data, ids, rows, view.geometry.spec.scale, device=view.geometry.device)
 
 
+def show_term_table(column, frame: pd.DataFrame, key: str) -> None:
+    """A table of terms and their numbers that keeps the numbers in view in a narrow column: the
+    numbers first and narrow, then the term, which a long one may fill to the column's edge
+    (hovering a cell shows it whole)."""
+    numbers = [name for name in frame.columns if name != "term"]
+    column.dataframe(frame[[*numbers, "term"]], hide_index=True, key=key,
+                     column_config={name: st.column_config.NumberColumn(width="small") for name in numbers})
+
+
 def show_learned(learned: LearnedAnchors) -> None:
     """The learned anchors as the geometry's explanation: a sentence, the table and the chart of
     the weights, "Use as A" / "Use as B" and the download."""
     st.markdown(markdown_literal(f"{weight_summary(learned)} {start_summary(learned)}"))
     table = learned.table()
     table_col, chart_col = st.columns([2, 3])
-    table_col.dataframe(table, hide_index=True, key="find_learned_table")
+    show_term_table(table_col, table, "find_learned_table")
     chart_col.vega_lite_chart(table.head(CHART_TERMS), {
         "mark": "bar", "height": 16 * min(len(table), CHART_TERMS) + 20,
         "encoding": {"y": {"field": "term", "type": "nominal", "sort": "-x", "title": None},
