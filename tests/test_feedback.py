@@ -90,7 +90,9 @@ def test_on_the_built_in_world_marked_same_style_items_put_the_weight_on_the_sty
     same = np.flatnonzero((styles == styles[query]) & (gallery.labels["emoji_id"].to_numpy()
                                                        != gallery.labels["emoji_id"].to_numpy()[query]))
     marked = rng.choice(same, size=5, replace=False).tolist()
-    model = FeedbackAnchors(scale=encoder.logit_scale).fit(encode_texts_cached(encoder, terms),
+    # The start that leans on the gallery's main axes (the default "auto" keeps it only where the
+    # marks' own style dominates: docs/benchmarks.md).
+    model = FeedbackAnchors(scale=encoder.logit_scale, spread_weight=0.85).fit(encode_texts_cached(encoder, terms),
                                                            gallery.embeddings[[query]], gallery.embeddings, [marked])
     is_style = np.isin(terms, anchordiv.load_vocabulary("builtin-world-styles"))
     assert model.weights_[is_style].sum() > 0.5

@@ -78,7 +78,7 @@ class FeedbackAnchors(EmpiricalAnchors):
         Adam's step size on ``theta``.
     init_sharpness : float, default 3.0
         The factor of the start direction in the starting ``theta`` (0: start from uniform weights).
-    spread_weight : float or "auto", default 0.85
+    spread_weight : float or "auto", default "auto"
         The weight of ``z_spread`` in the start direction (``>= 0``). It leans the learner towards the
         terms along which the gallery varies most, which keeps the learned weight on few, readable
         terms when that is what the marked items share (a style in the built-in world); 0 starts from
@@ -116,7 +116,7 @@ class FeedbackAnchors(EmpiricalAnchors):
     def __init__(self, scale: float = 100.0, temperature: float = 1.0, top_fraction: float = 0.1,
                  smoothing: float = 0.05, sparsity: float = 0.0, n_negatives: int = 4096, n_hard: int = 256,
                  max_iter: int = 60, learning_rate: float = 0.1, init_sharpness: float = 3.0,
-                 spread_weight: float | str = 0.85,
+                 spread_weight: float | str = "auto",
                  threshold: float = 0.001, pairwise: bool = True, seed: int = 0):
         self.scale = scale
         self.temperature = temperature
