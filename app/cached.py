@@ -27,7 +27,7 @@ from anchordiv.prompts import AS_TYPED, TemplateChoice, encode_anchors
 from anchordiv.slider import SliderPath
 
 # Cached functions take encoders and sources themselves; Streamlit hashes them by the strings that
-# identify their content. It matches hash_funcs on the exact type, so each encoder class is named
+# identify their content, and texts by their bytes. It matches hash_funcs on the exact type, so each encoder class is named
 # (by its qualified name, which spares importing open_clip at start-up).
 BY_IDENTITY = {
     "anchordiv.encoders.builtin.BuiltinEncoder": lambda encoder: encoder.name,
@@ -35,6 +35,9 @@ BY_IDENTITY = {
     Gallery: lambda gallery: gallery.key,
     ex.MemorySource: lambda source: source.key,
     ex.StoreSource: lambda source: source.key,
+    # Streamlit hashes a str as UTF-8, which a path whose name was not UTF-8 (held with lone
+    # surrogates, as Python decodes it) cannot be; surrogatepass keeps distinct texts distinct.
+    str: lambda text: text.encode("utf-8", "surrogatepass"),
 }
 
 
@@ -124,7 +127,8 @@ def memory_source(gallery: Gallery) -> ex.MemorySource:
     return ex.MemorySource(gallery, device=str(server_device()))
 
 
-@st.cache_resource(show_spinner="Opening the gallery store and indexing its names…", max_entries=4)
+@st.cache_resource(show_spinner="Opening the gallery store and indexing its names…", max_entries=4,
+                   hash_funcs=BY_IDENTITY)
 def get_store_source(folder: str, stamp: tuple, encoder_name: str, dim: int, roots: ex.DataRoots) -> ex.StoreSource:
     """``stamp`` (:func:`~anchordiv.explorer.store_stamp`: its files' sizes, times and inodes) opens
     a store written again, or with a file edited in place, afresh; ``roots``, where its thumbnails

@@ -178,13 +178,18 @@ def test_a_folder_whose_name_is_not_utf8_is_offered_with_a_replacement_character
     root = tmp_path / "data"
     odd = os.fsencode(root) + b"/caf\xe9"
     os.makedirs(odd)
-    Image.new("RGB", (8, 8), (200, 10, 10)).save(os.fsdecode(odd + b"/red.png"))
+    for shade in range(12):  # enough images to calibrate p on
+        Image.new("RGB", (8, 8), (20 * shade, 10, 200 - 10 * shade)).save(os.fsdecode(odd + b"/%d.png" % shade))
     monkeypatch.setenv("ANCHORDIV_DATA_ROOTS", str(root))
     app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
     app.radio(key="gallery_source").set_value("Image folder").run()
     menu = app.selectbox(key="folder_choice")
     assert any(option.endswith("caf\ufffd") for option in menu.options), menu.options
     assert not app.exception
+    # Chosen, it opens: Streamlit's cache used to fail to hash its name ("surrogates not allowed").
+    menu.set_value(next(option for option in menu.options if "caf" in option)).run()
+    assert not app.exception and not app.error, [error.value for error in app.error]
+    assert "12 images" in " ".join(caption.value for caption in app.caption), [c.value for c in app.caption]
 
 
 @pytest.mark.parametrize("text, expected", [
