@@ -14,6 +14,7 @@ import anchordiv.cli.demo as demo
 from anchordiv.benchmarks.browser import free_port, wait_healthy
 from anchordiv.cli import main
 from anchordiv.embeddings import embed_folder
+from anchordiv.explorer.launch import LaunchOptions
 from anchordiv.encoders import load_encoder
 from conftest import stop_process_group
 
@@ -51,8 +52,13 @@ def test_demo_embeds_the_folder_then_opens_the_explorer_on_it(photos, no_server,
     assert "embedded 6 images: 0 reused from the cache, 6 newly encoded" in capsys.readouterr().out
     passed = app_args(no_server[0])
     assert passed == ["--model", "builtin", "--folder", str(photos.resolve()), "--labels", str(labels.resolve()),
-                      "--allow-download", "--data-root", str(photos.resolve()), "--data-root",
-                      str(photos.parent.resolve())]
+                      "--allow-download", "--data-root", str(photos.resolve())]
+    # The CSV beside the folder is the one file the server may open there, not its whole folder.
+    roots = LaunchOptions.from_launch(passed, {}).roots
+    assert roots.confine(labels) == labels.resolve()
+    (photos.parent / "secret.txt").write_text("not for visitors")
+    with pytest.raises(ValueError, match="outside the data folders"):
+        roots.confine(photos.parent / "secret.txt")
     # The explorer's own embedding of the folder is then read from the cache.
     assert embed_folder(photos, load_encoder("builtin"), labels_csv=labels, progress=False).reused == 6
 

@@ -6,8 +6,8 @@ choose what the explorer opens on and where it computes: the model is loaded (an
 embedded into the content-hash cache, with a progress bar, before the server starts, so a bad model
 or folder is refused here and the explorer reads the folder's embeddings from the cache. They are
 passed on as the explorer's launch options (:mod:`anchordiv.explorer.launch`), with a
-``--data-root`` for a folder (and a labels CSV) outside every data root given. What follows ``--``
-goes to the explorer itself, e.g. ``anchordiv demo -- --data-root DIR``."""
+``--data-root`` for a folder outside every data root given (the labels CSV opens as that one
+file). What follows ``--`` goes to the explorer itself, e.g. ``anchordiv demo -- --data-root DIR``."""
 from __future__ import annotations
 
 import argparse
@@ -69,8 +69,9 @@ def _check_choices(args: argparse.Namespace) -> None:
 
 def explorer_args(args: argparse.Namespace, roots) -> list[str]:
     """The explorer's launch options: those after ``--``, the demo's own (paths made absolute), and
-    a ``--data-root`` for the folder and for the labels CSV's folder unless ``roots`` (the
-    :class:`~anchordiv.explorer.paths.DataRoots` given after ``--``) already let the server open them."""
+    a ``--data-root`` for the folder unless ``roots`` (the :class:`~anchordiv.explorer.paths.DataRoots`
+    given after ``--``) already let the server open it. The labels CSV needs none: the server opens
+    the one file its ``--labels`` names, not the folder it is in."""
     from ..explorer.paths import DataRoots
 
     passed = list(args.app_args)
@@ -81,7 +82,6 @@ def explorer_args(args: argparse.Namespace, roots) -> list[str]:
     if args.allow_download and "--allow-download" not in passed:
         passed.append("--allow-download")
     needed = [Path(args.folder)] if args.folder else []
-    needed += [Path(args.labels).parent] if args.labels else []
     for folder in dict.fromkeys(path.expanduser().resolve() for path in needed):
         try:
             roots.confine(folder)

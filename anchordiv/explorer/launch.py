@@ -56,6 +56,9 @@ class LaunchOptions:
             from ..device import resolve_device
 
             resolve_device(options.device, "--device")
-        return cls(DataRoots.from_launch(argv, environ),
+        roots = DataRoots.from_launch(argv, environ)
+        if options.labels is not None:  # the owner named this one file: it opens, its folder does not
+            roots = roots.with_file(options.labels, "--labels")
+        return cls(roots,
                    options.allow_download or truthy(environ.get(DOWNLOAD_VARIABLE, "")),
                    options.model, options.pretrained, options.folder, options.labels, options.device)

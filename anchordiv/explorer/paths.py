@@ -15,7 +15,7 @@ import itertools
 import os
 import stat
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -44,10 +44,12 @@ def truthy(value: str) -> bool:
 
 @dataclass(frozen=True)
 class DataRoots:
-    """The folders a server may open (resolved), and whether free paths are allowed (local use)."""
+    """The folders a server may open (resolved), single files it may open besides (the launch's
+    own labels CSV), and whether free paths are allowed (local use)."""
 
     roots: tuple[Path, ...] = ()
     allow_any_path: bool = False
+    files: tuple[Path, ...] = ()
 
     @classmethod
     def from_launch(cls, argv: Sequence[str], environ: Mapping[str, str]) -> "DataRoots":
@@ -67,6 +69,14 @@ class DataRoots:
         allow = options.allow_any_path or truthy(environ.get(ANY_PATH_VARIABLE, ""))
         return cls(tuple(dict.fromkeys(roots)), allow)
 
+    def with_file(self, path: str | os.PathLike, what: str) -> "DataRoots":
+        """These roots and the one file ``path`` (resolved; ``ValueError`` naming it as ``what`` when
+        it is not an existing file), not its folder."""
+        resolved = Path(path).expanduser().resolve()
+        if not resolved.is_file():
+            raise ValueError(f"{what} {str(path)!r} is not an existing file")
+        return replace(self, files=tuple(dict.fromkeys((*self.files, resolved))))
+
     @property
     def opens_nothing(self) -> bool:
         """No root and no free paths: only the built-in world can be shown."""
@@ -79,7 +89,7 @@ class DataRoots:
             resolved = Path(path).expanduser().resolve(strict=True)
         except (OSError, RuntimeError) as error:  # missing, unreadable, or a symlink loop
             raise ValueError(f"{what} {str(path)!r} does not exist or cannot be resolved") from error
-        if self.allow_any_path or any(resolved.is_relative_to(root) for root in self.roots):
+        if self.allow_any_path or resolved in self.files or any(resolved.is_relative_to(root) for root in self.roots):
             return resolved
         raise ValueError(f"{what} {str(path)!r} is outside the data folders this server was started with; "
                          "choose one of the offered folders, or restart the server with --data-root")
