@@ -15,7 +15,7 @@ from anchordiv.app.errors import ERROR_CHARS, attempt
 from anchordiv.app.url_state import follow_view_link
 from anchordiv.explorer.anchors import preset_label
 from anchordiv.explorer.links import LinkField
-from anchordiv.explorer.literal import markdown_literal
+from anchordiv.explorer.literal import markdown_literal, without_joiners
 from anchordiv.explorer.page_state import SETTINGS, TEMPLATE_OPTIONS
 from anchordiv.prompts import AUTO, CUSTOM, TEMPLATE_SETS, TemplateChoice, default_choice, template_choice
 
@@ -126,7 +126,7 @@ def set_templates(name: str, encoder) -> TemplateChoice:
     """The templates of set ``name`` (``"a"`` or ``"b"``) as the session state holds them;
     ``ValueError`` for unusable own templates."""
     state = st.session_state
-    return template_choice(state[f"templates_{name}"], state[f"own_templates_{name}"], encoder)
+    return template_choice(state[f"templates_{name}"], without_joiners(state[f"own_templates_{name}"]), encoder)
 
 
 def anchor_templates(encoder, shown: bool = False) -> tuple[TemplateChoice, TemplateChoice]:

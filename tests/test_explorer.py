@@ -420,3 +420,16 @@ def test_grid_captions_shorten_at_a_word_boundary(world):
         assert full.startswith(shown[:-1]) and full[len(shown) - 1] == " ", (shown, full)
         assert len(textwrap.wrap(shown, GRID_CAPTION_LINE_CHARS)) <= GRID_CAPTION_LINES < len(
             textwrap.wrap(full, GRID_CAPTION_LINE_CHARS))
+
+
+def test_a_value_copied_out_of_a_shown_message_reads_back_as_itself():
+    """What the page shows passes through markdown_literal, which puts invisible word joiners after
+    colons and at signs; text pasted back from it must be the value that was shown."""
+    from anchordiv.explorer.literal import WORD_JOINER, markdown_literal, without_joiners
+    from anchordiv.explorer.vocabulary import typed_terms
+
+    copied = "".join(char for char in markdown_literal("face: cat @ www.x") if char != "\\")
+    assert WORD_JOINER in copied
+    assert ex.parse_anchor_text(copied + "\ndog").anchors == ("face: cat @ www.x", "dog")
+    assert typed_terms(copied) == ("face: cat @ www.x",)
+    assert without_joiners(copied) == "face: cat @ www.x"

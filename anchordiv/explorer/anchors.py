@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 from ..datasets.layouts import CHEXPERT_CONDITIONS
+from .literal import without_joiners
 
 if TYPE_CHECKING:
     from ..gallery import Gallery
@@ -100,7 +101,7 @@ def parse_anchor_text(text: str | None, max_anchors: int = MAX_ANCHORS) -> Ancho
     :data:`MAX_WEIGHT` or has no
     anchor, or when some lines of a weighted set have none: such a set is not used.
     """
-    lines, split_at = _typed_list((text or "").splitlines())
+    lines, split_at = _typed_list(without_joiners(text or "").splitlines())
     seen: dict[str, float | None] = {}
     blank = duplicates = 0
     bad: list[tuple[int, str]] = []  # (line number, weight text) of weights that are not usable

@@ -71,6 +71,12 @@ def markdown_literal(text: object, limit: int = SHOWN_CHARS) -> str:
     return _WWW.sub(r"\1" + WORD_JOINER + r"\2", escaped)
 
 
+def without_joiners(text: str) -> str:
+    """``text`` as a person typed or pasted it, less the word joiners :func:`markdown_literal` writes:
+    a value copied out of a caption or an error box and pasted back is the value that was shown."""
+    return text.replace(WORD_JOINER, "")
+
+
 def plotly_literal(text: object, limit: int = SHOWN_CHARS) -> str:
     """``text`` (:func:`shown`) for Plotly's labels and hover text, which read ``<a>``, ``<b>``, ``<br>``."""
     return html.escape(shown(text, limit), quote=False)

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..projection import sample_ids
 from ..vocabularies import parse_vocabulary, read_vocabulary_file
+from .literal import without_joiners
 from .paths import MENU_LIMIT, SCAN_LIMIT, DataRoots
 
 # The panel's vocabularies: the issue's budget is a fit over 2,000 terms on the whole world in 2 s.
@@ -43,7 +44,7 @@ def bounded_terms(terms: Sequence[str], source: str) -> tuple[str, ...]:
 def typed_terms(text: str) -> tuple[str, ...]:
     """A person's own list, one term per line (:func:`~anchordiv.vocabularies.parse_vocabulary`),
     bounded by :func:`bounded_terms`."""
-    return bounded_terms(parse_vocabulary(text, source="your list"), "your list")
+    return bounded_terms(parse_vocabulary(without_joiners(text), source="your list"), "your list")
 
 
 def file_terms(roots: DataRoots, path: str | os.PathLike) -> tuple[str, ...]:
