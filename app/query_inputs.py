@@ -11,7 +11,7 @@ from anchordiv import explorer as ex
 from anchordiv.app.cached import embed_text_query, embed_upload, encoded_thumbnails
 from anchordiv.app.errors import attempt
 from anchordiv.app.photo_notice import upload_notice
-from anchordiv.explorer.literal import shown
+from anchordiv.explorer.literal import shown, without_joiners
 from anchordiv.explorer.page_state import SETTINGS, TEXT_QUERY, UPLOAD_QUERY
 from anchordiv.explorer.query import distinct_captions
 
@@ -31,6 +31,31 @@ def distinct_caption_of(source: ex.GallerySource, items: list[int]) -> Callable[
     items sharing a caption get the labels that differ and their id), one line each."""
     captions = dict(zip(map(int, items), distinct_captions(source, items)))
     return lambda item: shown(captions[int(item)])
+
+
+# The labels the match menus showed, for reading back a pick (at most this many kept).
+MENU_LABELS = 2000
+
+
+def match_menu(column, label: str, source: ex.GallerySource, options: list[int], *, key: str, on_change,
+               placeholder: str) -> None:
+    """A menu of gallery matches whose pick :func:`picked_item` reads. Its labels are remembered: a
+    person may click a match of the last search while the run for a new one is on its way, and
+    Streamlit then returns the clicked label, which the new options no longer hold."""
+    format_func = distinct_caption_of(source, options)
+    labels = {**st.session_state.get(f"_{key}_labels", {}), **{format_func(item): int(item) for item in options}}
+    st.session_state[f"_{key}_labels"] = dict(list(labels.items())[-MENU_LABELS:])
+    column.selectbox(label, options, index=None, format_func=format_func, key=key, on_change=on_change,
+                     placeholder=placeholder)
+
+
+def picked_item(key: str) -> int | None:
+    """The gallery id the menu ``key`` (:func:`match_menu`) holds: its option, or the id of a label
+    it showed; ``None`` when nothing known is picked."""
+    value = st.session_state.get(key)
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return int(value)
+    return st.session_state.get(f"_{key}_labels", {}).get(value) if isinstance(value, str) else None
 
 
 def source_item(source: ex.GallerySource, item: int) -> Query:
@@ -71,16 +96,18 @@ def pick_query(source: ex.GallerySource, encoder) -> Query:
     # few letters of its placeholder.
     needle = st.text_input("Search by name", key="query_search", placeholder="e.g. cat, rocket, pizza",
                            max_chars=SETTINGS["query_search"].max_chars)
+    needle = without_joiners(needle)
     options = source.find(needle) if needle.strip() else []
     if needle.strip() and not options:
         st.caption("No gallery image matches.")
 
     def picked() -> None:
-        if state.get("query_pick") is not None:
-            state.query_id = int(state.query_pick)
+        item = picked_item("query_pick")
+        if item is not None and 0 <= item < len(source):
+            state.query_id = item
 
-    st.selectbox("Matches", options, index=None, format_func=distinct_caption_of(source, options), key="query_pick",
-                 on_change=picked, placeholder=f"{len(options)} match(es)" if options else "search first")
+    match_menu(st, "Matches", source, options, key="query_pick", on_change=picked,
+               placeholder=f"{len(options)} match(es)" if options else "search first")
 
     def draw_random() -> None:
         state.query_id = int(np.random.default_rng().integers(len(source)))
@@ -114,7 +141,8 @@ def upload_query(encoder) -> tuple[np.ndarray | None, None, None, Any, str]:
 
 def text_query(encoder) -> tuple[np.ndarray | None, None, None, None, str]:
     """The typed text query as ``(embedding (d,), None, None, None, description)``; :data:`NO_QUERY` while blank."""
-    text = st.text_input("Text query", key="query_text", max_chars=SETTINGS["query_text"].max_chars).strip()
+    typed = st.text_input("Text query", key="query_text", max_chars=SETTINGS["query_text"].max_chars)
+    text = without_joiners(typed).strip()
     if not text:
         st.warning("Type a text query.")
         return NO_QUERY

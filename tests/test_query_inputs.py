@@ -51,3 +51,31 @@ def test_the_emoji_worlds_duplicate_names_name_their_vendor(library):
     assert len(set(shown)) == len(shown) == len(items)
     repeated = [text for item, text in zip(items, shown) if f"#{item}" in text]
     assert repeated and all("source " in text for text in repeated)
+
+
+def test_a_match_clicked_after_a_new_search_is_read_back_from_its_label(monkeypatch):
+    """A person clicks a match of the last search while the run for a new search is on its way:
+    Streamlit hands back the clicked label, which the new options do not hold (eight visitors on one
+    server crashed the page this way). The menu remembers the labels it showed."""
+    import streamlit as st
+
+    from anchordiv.app import query_inputs
+
+    source = labelled_source(["dog face", "cat face", "rocket"], ["google", "google", "twitter"])
+    state: dict = {}
+    monkeypatch.setattr(st, "session_state", state)
+    monkeypatch.setattr(query_inputs.st, "session_state", state)
+
+    class Column:
+        def selectbox(self, *args, **kwargs):
+            pass
+
+    query_inputs.match_menu(Column(), "Matches", source, [0, 1], key="query_pick", on_change=None, placeholder="")
+    query_inputs.match_menu(Column(), "Matches", source, [2], key="query_pick", on_change=None, placeholder="")
+    state["query_pick"] = "cat face"  # the label of a pick from the first search's menu
+    assert query_inputs.picked_item("query_pick") == 1
+    state["query_pick"] = 2
+    assert query_inputs.picked_item("query_pick") == 2
+    for unknown in ("no such label", True, None, 2.5):
+        state["query_pick"] = unknown
+        assert query_inputs.picked_item("query_pick") is None

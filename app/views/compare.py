@@ -21,11 +21,11 @@ from anchordiv.app import cached, sidebar
 from anchordiv.app.anchor_inputs import (anchor_sets, anchor_templates, fitted_geometry, geometry_for, geometry_spec,
                                          prior_texts)
 from anchordiv.app.errors import ERROR_CHARS, attempt
-from anchordiv.app.query_inputs import distinct_caption_of
+from anchordiv.app.query_inputs import match_menu, picked_item
 from anchordiv.app.url_state import follow_link, link_notes, publish_link, share_box, sidebar_fields
 from anchordiv.encoders.specs import parse_model_spec
 from anchordiv.explorer import limits, links
-from anchordiv.explorer.literal import markdown_literal
+from anchordiv.explorer.literal import markdown_literal, without_joiners
 from anchordiv.explorer.page_state import PREVIEW_SIZES, SETTINGS
 from anchordiv.models import list_anchor_models
 from anchordiv.prompts import AUTO
@@ -55,14 +55,14 @@ def add_random() -> None:
 
 
 def add_picked() -> None:
-    picked = st.session_state.compare_pick
+    picked = picked_item("compare_pick")
     if picked is not None:
-        add_row(str(fg.QueryRow("id", int(picked))))
-        st.session_state.compare_pick = None
+        add_row(str(fg.QueryRow("id", picked)))
+    st.session_state.compare_pick = None
 
 
 def add_text() -> None:
-    text = " ".join(st.session_state.compare_text.split())
+    text = " ".join(without_joiners(st.session_state.compare_text).split())
     if text:
         add_row(str(fg.QueryRow("text", text)))
         st.session_state.compare_text = ""
@@ -87,10 +87,10 @@ def row_controls(source: ex.MemorySource) -> None:
     by_name, by_text, by_file = st.columns(3)
     needle = by_name.text_input("Find a gallery image by name", key="compare_search",
                                 placeholder="e.g. kissing, halo", max_chars=SETTINGS["compare_search"].max_chars)
+    needle = without_joiners(needle)
     matches = source.find(needle) if needle.strip() else []
-    by_name.selectbox("Add a match", matches, index=None, format_func=distinct_caption_of(source, matches),
-                      key="compare_pick", on_change=add_picked,
-                      placeholder=f"{len(matches)} match(es)" if matches else "search first")
+    match_menu(by_name, "Add a match", source, matches, key="compare_pick", on_change=add_picked,
+               placeholder=f"{len(matches)} match(es)" if matches else "search first")
     by_name.button("Add a random image", key="compare_add_random", on_click=add_random,
                    help="Add a random gallery image as a row")
     by_text.text_input("Text query", key="compare_text", placeholder="a dog in watercolor",
