@@ -1,0 +1,109 @@
+"""Eight visitors at once on one server each see their own page (issue 40): in real headless
+Chromium, eight sessions each pick a gallery query by name, type their own style anchors and step
+p with the arrow keys, twice over, without waiting for one another or for the page to settle
+between steps; then each one's page (query caption, p, neighbour captions) must be the one the
+same steps give a visitor alone on the server. Skipped without Chromium, as tests/test_browser.py is."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from test_browser import app_url  # noqa: F401  (the server: a small held-out gallery, a private cache)
+
+pytestmark = [pytest.mark.slow]
+
+STYLES = ("pixel art", "neon on black", "watercolor painting", "oil painting", "pencil sketch")
+ROUNDS = 2
+RUNNING = '[data-testid^="stStatusWidgetRunning"]'
+CAPTIONS_JS = "() => [...document.querySelectorAll('[data-anchordiv-caption]')].map(c => c.textContent)"
+WAIT_MS = 180_000
+
+
+def plans(names: list[str]) -> list[list[tuple[str, str, int]]]:
+    """Per visitor, per round: (the name searched, set B's text, arrow presses): all different."""
+    return [[(names[(2 * visitor + round_) % len(names)],
+              "\n".join((STYLES[(visitor + round_) % 5], STYLES[(visitor + round_ + 2) % 5])), 1 + (visitor + round_) % 3)
+             for round_ in range(ROUNDS)] for visitor in range(8)]
+
+
+async def settled(page) -> None:
+    await page.wait_for_timeout(400)
+    await page.wait_for_function(f"() => !document.querySelector('{RUNNING}')", timeout=WAIT_MS)
+    await page.wait_for_timeout(400)
+
+
+async def one_round(page, name: str, styles: str, presses: int) -> dict:
+    """The round's steps as a person makes them: each as soon as what it needs is on the page."""
+    search = page.get_by_role("textbox", name="Search by name")
+    await search.fill(name)
+    await search.press("Enter")
+    menu = page.get_by_role("combobox", name="Matches")
+    await page.wait_for_function("() => !document.querySelector('input[aria-label=\"Matches\"]')"
+                                 "?.placeholder.startsWith('search first')", timeout=WAIT_MS)
+    await menu.click()
+    await page.get_by_role("option").first.click()
+    box = page.get_by_role("textbox", name="Anchor set B (style) (one per line)")
+    await box.fill(styles)
+    await box.press("Control+Enter")
+    try:
+        await page.get_by_text("2 anchors in use").first.wait_for(timeout=WAIT_MS)
+    except Exception as error:
+        raise AssertionError(f"set B never took {styles!r} (it holds {await box.input_value()!r}); the page says:\n"
+                             f"{(await page.locator('body').inner_text())[:2000]}") from error
+    slider = page.locator("[data-anchordiv-p]")
+    await slider.focus()
+    for _ in range(presses):
+        await slider.press("ArrowRight")
+    await page.wait_for_timeout(1000)  # the player reports p once keys rest (300 ms)
+    await settled(page)
+    return {"query": await page.locator('[data-testid="stImageCaption"]').first.text_content(),
+            "anchors": await box.input_value(),
+            "p": await slider.input_value(),
+            "neighbours": (await page.evaluate(CAPTIONS_JS))[:20]}
+
+
+async def visit(browser, url: str, plan: list[tuple[str, str, int]]) -> list[dict]:
+    context = await browser.new_context(viewport={"width": 1500, "height": 2600})
+    page = await context.new_page()
+    try:
+        await page.goto(url)
+        await page.wait_for_function("() => document.querySelectorAll('[data-anchordiv-caption]').length >= 20",
+                                     timeout=WAIT_MS)
+        seen = []
+        for step in plan:
+            try:
+                seen.append(await one_round(page, *step))
+            except Exception as error:
+                body = (await page.locator("body").inner_text())[-2500:]
+                raise AssertionError(f"round {len(seen)} {step!r} stopped ({error!r:.300}); the page says:\n{body}") from error
+        return seen
+    finally:
+        await context.close()
+
+
+async def crowd_and_alone(url: str, visitors: list[list[tuple[str, str, int]]]) -> tuple[list, list]:
+    from anchordiv.benchmarks.browser import chromium_browser
+
+    async with chromium_browser() as browser:
+        together = await asyncio.gather(*(visit(browser, url, plan) for plan in visitors))
+        alone = [await visit(browser, url, plan) for plan in visitors]
+    return together, alone
+
+
+def test_eight_visitors_at_once_each_see_the_page_their_own_steps_give(app_url):
+    from anchordiv.encoders.builtin import load_builtin_encoder
+    from anchordiv.gallery import world_gallery
+
+    url, log_path = app_url
+    gallery = world_gallery(load_builtin_encoder(), "heldout", limit=96)  # the server's gallery
+    names = list(dict.fromkeys(gallery.labels["name"].astype(str)))[:16]
+    visitors = plans(names)
+    together, alone = asyncio.run(crowd_and_alone(url, visitors))
+    for visitor, (crowded, single, plan) in enumerate(zip(together, alone, visitors)):
+        for round_, (seen, expected, (name, styles, presses)) in enumerate(zip(crowded, single, plan)):
+            where = f"visitor {visitor}, round {round_} ({name!r}, {presses} presses)"
+            assert name in expected["query"] and expected["anchors"] == styles, f"{where}: alone {expected}"
+            assert expected["p"] != "50", f"{where}: the arrow keys did not move p alone"
+            assert seen == expected, f"{where}:\nwith seven others {seen}\nalone {expected}"
+    assert "Traceback" not in log_path.read_text(errors="replace")
