@@ -141,3 +141,36 @@ def test_relative_links_and_backticked_paths_resolve(markdown):
 def test_no_tracked_file_mentions(pattern):
     result = subprocess.run(["git", "-C", str(ROOT), "grep", "-n", "-e", pattern], capture_output=True, text=True)
     assert result.returncode == 1, f"git grep {pattern!r} (exit {result.returncode}):\n{result.stdout}{result.stderr}"
+
+
+def imported_top_modules(folder: Path) -> set[str]:
+    """The top-level names of every module a Python file under ``folder`` imports (absolute imports)."""
+    names = set()
+    for path in folder.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module.split(".")[0])
+    return names
+
+
+def test_every_package_the_code_imports_is_declared():
+    """A module the package imports comes from a distribution pyproject.toml names, as a dependency
+    or in an extra (a lean install must not lean on what another package happens to pull in)."""
+    import importlib.metadata
+    import sys
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = [*project["dependencies"], *(item for extra in project["optional-dependencies"].values() for item in extra)]
+    declared = {re.split(r"[\[<>=!~; ]", item)[0].lower().replace("_", "-") for item in declared}
+    providers = importlib.metadata.packages_distributions()
+    missing = {}
+    for module in sorted(imported_top_modules(ROOT / "anchordiv") | imported_top_modules(ROOT / "app")):
+        if module in sys.stdlib_module_names or module in ("anchordiv", "step_clock") or module not in providers:
+            continue  # the standard library, this project, or a module this environment lacks (skipped below)
+        names = {name.lower().replace("_", "-") for name in providers[module]}
+        if not names & declared:
+            missing[module] = sorted(names)
+    assert not missing, f"imported but not declared in pyproject.toml: {missing}"
