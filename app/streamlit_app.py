@@ -62,7 +62,7 @@ _starting.caption("Starting: loading torch, scikit-learn and anchordiv…")
 # Torch and the library, imported once under the caption above.
 from anchordiv.app.cached import share_the_cores  # noqa: E402
 from anchordiv.app.server_settings import apply_unset_settings  # noqa: E402
-from anchordiv.app.url_state import keep_values  # noqa: E402
+from anchordiv.app.url_state import keep_values, run_finished  # noqa: E402
 
 APP_DIR = Path(__file__).resolve().parent
 share_the_cores()
@@ -80,3 +80,4 @@ PAGES = [
 page = st.navigation(PAGES)
 keep_values(page.url_path)
 page.run()
+run_finished()

@@ -17,38 +17,47 @@ from anchordiv.cache import cache_dir
 from anchordiv.explorer import limits, links
 from anchordiv.explorer.anchors import preset_in
 from anchordiv.explorer.literal import markdown_literal
-from anchordiv.explorer.page_state import PRESET_DEFAULTS, kept_keys
+from anchordiv.explorer.page_state import EVERY_RUN, ON_ARRIVAL, PRESET_DEFAULTS, kept_keys
 
-# The widget values that outlive a run or page that does not draw them: every page's link fields and
-# the data and model choices (a folder not chosen yet stops the run before the widgets after it).
-KEPT_KEYS = kept_keys()
+# The widget values that outlive a page that does not draw them: every page's link fields and the
+# data and model choices. Those drawn after the gallery (a folder not chosen yet stops the run
+# before them) are kept on every run, the others when a page is arrived at.
+ON_ARRIVAL_KEYS, EVERY_RUN_KEYS = kept_keys(ON_ARRIVAL), kept_keys(EVERY_RUN)
 
 
 def keep_values(page: str) -> None:
     """Called at the start of every full run, with the page about to run.
 
-    Streamlit forgets a widget's value when a completed run does not draw the widget (another page,
-    or a run that stopped early): the server drops it, and the browser shows the default when the
-    widget comes back. So a value missing now is restored from the copy the last run left, and
-    written back, which makes the server send it with its widget; on arriving from another page
-    every kept value is written back (the sidebar's widgets are each page's own). Nothing else is
-    written: a value written back makes the browser replace what its widget holds, and a person
-    typing into a text area or stepping a slider while a run is on its way would lose what they
-    did (eight visitors on one 2-core server lost their typed anchors that way).
+    Streamlit forgets a widget's value when a run does not draw the widget (another page, or a run
+    that stopped early): the server may drop it, and the browser shows the default when the widget
+    comes back. A widget drawn by another page starts from its default too. So a value missing now
+    is restored from the copy the last run left, and values are written back, which makes the
+    server send them with their widgets: all of them on a page's first run, and those after the
+    gallery when the last full run did not finish (:func:`run_finished`), so may not have drawn
+    them. No more: a value written back replaces what the browser's widget holds, and a person
+    typing or stepping p while a run is on its way would lose it (on a busy server, typed anchors
+    were overwritten this way by the run a query pick had started: tests/test_browser_crowd.py).
     """
     state = st.session_state
     kept = state.get("_kept", {})
     arrived = state.get("_page") != page
-    for key in KEPT_KEYS:
+    whole = state.pop("_run_finished", False)
+    for key in ON_ARRIVAL_KEYS + EVERY_RUN_KEYS:
         if key not in state and key in kept:
             state[key] = kept[key]
-        elif key in state and arrived:
+        elif key in state and (arrived or (key in EVERY_RUN_KEYS and not whole)):
             # Deleted first: the key may still name the last page's widget, which would take the value.
             value = state[key]
             del state[key]
             state[key] = value
     state["_page"] = page
-    state["_kept"] = {key: state[key] for key in KEPT_KEYS if key in state}
+    state["_kept"] = {key: state[key] for key in ON_ARRIVAL_KEYS + EVERY_RUN_KEYS if key in state}
+
+
+def run_finished() -> None:
+    """Called at the end of a full run that drew its whole page (one stopped early, by an error or
+    a rerun, never gets here): the next run need not write back what this one drew."""
+    st.session_state["_run_finished"] = True
 
 
 def linked_texts() -> links.LinkedTexts:

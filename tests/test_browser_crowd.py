@@ -1,11 +1,12 @@
 """Eight visitors at once on one server each see their own page (issue 40): in real headless
 Chromium, eight sessions each pick a gallery query by name, type their own style anchors and step
-p with the arrow keys, twice over, without waiting for one another or for the page to settle
-between steps; then each one's page (query caption, p, neighbour captions) must be the one the
+p with the arrow keys, twice over, without waiting for one another or (after the matches have
+come) for the page to settle between steps; then each one's page (query caption, p, neighbour captions) must be the one the
 same steps give a visitor alone on the server. Skipped without Chromium, as tests/test_browser.py is."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
@@ -34,15 +35,15 @@ async def settled(page) -> None:
 
 
 async def one_round(page, name: str, styles: str, presses: int) -> dict:
-    """The round's steps as a person makes them: each as soon as what it needs is on the page."""
+    """The round's steps as a person makes them: each as soon as what it needs is on the page (the
+    matches of the new search; then the anchors are typed and p stepped while runs are on their way)."""
     search = page.get_by_role("textbox", name="Search by name")
     await search.fill(name)
     await search.press("Enter")
-    menu = page.get_by_role("combobox", name="Matches")
-    await page.wait_for_function("() => !document.querySelector('input[aria-label=\"Matches\"]')"
-                                 "?.placeholder.startsWith('search first')", timeout=WAIT_MS)
-    await menu.click()
-    await page.get_by_role("option").first.click()
+    # The person waits for the new matches (the last search's stay until they come) and picks the name.
+    await settled(page)
+    await page.get_by_role("combobox", name="Matches").click()
+    await page.get_by_role("option").filter(has_text=name).first.click(timeout=WAIT_MS)
     box = page.get_by_role("textbox", name="Anchor set B (style) (one per line)")
     await box.fill(styles)
     await box.press("Control+Enter")
@@ -63,9 +64,13 @@ async def one_round(page, name: str, styles: str, presses: int) -> dict:
             "neighbours": (await page.evaluate(CAPTIONS_JS))[:20]}
 
 
-async def visit(browser, url: str, plan: list[tuple[str, str, int]]) -> list[dict]:
+async def visit(browser, url: str, plan: list[tuple[str, str, int]], shot: Path) -> list[dict]:
     context = await browser.new_context(viewport={"width": 1500, "height": 2600})
     page = await context.new_page()
+    problems = []  # what the browser said went wrong: script errors, console errors, lost connections
+    page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+    page.on("console", lambda message: problems.append(f"console: {message.text}") if message.type == "error" else None)
+    page.on("websocket", lambda socket: socket.on("close", lambda *_: problems.append(f"websocket closed: {socket.url}")))
     try:
         await page.goto(url)
         await page.wait_for_function("() => document.querySelectorAll('[data-anchordiv-caption]').length >= 20",
@@ -76,22 +81,27 @@ async def visit(browser, url: str, plan: list[tuple[str, str, int]]) -> list[dic
                 seen.append(await one_round(page, *step))
             except Exception as error:
                 body = (await page.locator("body").inner_text())[-2500:]
-                raise AssertionError(f"round {len(seen)} {step!r} stopped ({error!r:.300}); the page says:\n{body}") from error
+                markup = await page.evaluate("() => document.body.innerHTML.length")
+                await page.screenshot(path=str(shot), full_page=True)
+                raise AssertionError(f"round {len(seen)} {step!r} stopped ({error!r:.300}) at {page.url} "
+                                     f"({markup:,} characters of markup; {shot.name}); the browser said {problems[-8:]}; "
+                                     f"the page says:\n{body}") from error
         return seen
     finally:
         await context.close()
 
 
-async def crowd_and_alone(url: str, visitors: list[list[tuple[str, str, int]]]) -> tuple[list, list]:
+async def crowd_and_alone(url: str, visitors: list[list[tuple[str, str, int]]], shots: Path) -> tuple[list, list]:
     from anchordiv.benchmarks.browser import chromium_browser
 
     async with chromium_browser() as browser:
-        together = await asyncio.gather(*(visit(browser, url, plan) for plan in visitors))
-        alone = [await visit(browser, url, plan) for plan in visitors]
+        together = await asyncio.gather(*(visit(browser, url, plan, shots / f"crowd-{number}.png")
+                                          for number, plan in enumerate(visitors)))
+        alone = [await visit(browser, url, plan, shots / f"alone-{number}.png") for number, plan in enumerate(visitors)]
     return together, alone
 
 
-def test_eight_visitors_at_once_each_see_the_page_their_own_steps_give(app_url):
+def test_eight_visitors_at_once_each_see_the_page_their_own_steps_give(app_url, tmp_path):
     from anchordiv.encoders.builtin import load_builtin_encoder
     from anchordiv.gallery import world_gallery
 
@@ -99,7 +109,7 @@ def test_eight_visitors_at_once_each_see_the_page_their_own_steps_give(app_url):
     gallery = world_gallery(load_builtin_encoder(), "heldout", limit=96)  # the server's gallery
     names = list(dict.fromkeys(gallery.labels["name"].astype(str)))[:16]
     visitors = plans(names)
-    together, alone = asyncio.run(crowd_and_alone(url, visitors))
+    together, alone = asyncio.run(crowd_and_alone(url, visitors, tmp_path))
     for visitor, (crowded, single, plan) in enumerate(zip(together, alone, visitors)):
         for round_, (seen, expected, (name, styles, presses)) in enumerate(zip(crowded, single, plan)):
             where = f"visitor {visitor}, round {round_} ({name!r}, {presses} presses)"

@@ -28,6 +28,10 @@ from .vocabulary import FIND_TERMS
 # sidebar's geometry, the Explore view (query, anchors, p; the Learn and Compare pages use it too),
 # the Compare figure and the Learn page's toy world. ``None``: a setting no link carries.
 SIDEBAR, VIEW, COMPARE, LEARN = "sidebar", "view", "compare", "learn"
+# When the app writes a kept value back to its widget: on arriving at a page (ON_ARRIVAL, for widgets
+# drawn on every run), or also after a run that did not finish (EVERY_RUN, for widgets drawn after
+# the gallery has loaded, which a run that stops early does not draw).
+ON_ARRIVAL, EVERY_RUN = "on arrival", "every run"
 
 WORLD, FOLDER, STORE = "Built-in emoji world", "Image folder", "Gallery store"
 # The model menu: the built-in model, an open_clip pretrained tag, an open_clip model on the Hugging
@@ -64,8 +68,8 @@ class Setting:
     the widget's options and ``words`` maps a link's word to the option it names (by default each
     option names itself; an option without a word, such as an upload, travels in no link).
     ``max_chars`` / ``max_items`` bound a text or a list, ``long_texts`` sends a text too long for
-    a URL to the server's store, ``local_prefix`` marks list items a link leaves out. ``kept``:
-    whether the app keeps its value for a run or page that does not draw its widget.
+    a URL to the server's store, ``local_prefix`` marks list items a link leaves out. ``kept`` is
+    when the app keeps its value (:data:`ON_ARRIVAL`, :data:`EVERY_RUN`, or ``None``).
     """
 
     key: str
@@ -82,7 +86,7 @@ class Setting:
     max_items: int = 1
     long_texts: bool = False
     local_prefix: str | None = None
-    kept: bool = True
+    kept: str | None = ON_ARRIVAL
 
     @property
     def bounds(self) -> tuple[Any, Any]:
@@ -102,13 +106,13 @@ def _data(key: str, default: Any = None, options: tuple = ()) -> Setting:
     return Setting(key, default, options=options)
 
 
-def _choice(key: str, param: str, link: str, options: tuple, **more: Any) -> Setting:
+def _choice(key: str, param: str, link: str, options: tuple, kept: str = ON_ARRIVAL, **more: Any) -> Setting:
     return Setting(key, more.pop("default", options[0] if options else None), param, link, "choice",
-                   options=tuple(options), **more)
+                   options=tuple(options), kept=kept, **more)
 
 
 def _number(key: str, param: str, link: str, default: float, low: float, high: float, step: float | None = None,
-            integer: bool = False, kept: bool = True) -> Setting:
+            integer: bool = False, kept: str = ON_ARRIVAL) -> Setting:
     return Setting(key, default, param, link, "integer" if integer else "number", low, high, step, kept=kept)
 
 
@@ -126,8 +130,8 @@ _TABLE = (
     _data("openclip_arch", "ViT-B-32"), _data("openclip_checkpoint", ""), _data("checkpoint_choice"),
     # The model as its spec string (anchordiv.encoders.specs), which links carry; a checkpoint
     # file's path travels in none. Written by the sidebar on every run, not a widget.
-    Setting("encoder", "builtin", "encoder", SIDEBAR, kept=False),
-    Setting("encoder_pretrained", "", "pretrained", SIDEBAR, kept=False),
+    Setting("encoder", "builtin", "encoder", SIDEBAR, kept=None),
+    Setting("encoder_pretrained", "", "pretrained", SIDEBAR, kept=None),
     # -- the geometry (the sidebar, in every page's link) --
     _choice("model_kind", "model", SIDEBAR, tuple(list_anchor_models())),
     _number("scale", "scale", SIDEBAR, 10.0, 1.0, 100.0, step=1.0),
@@ -139,31 +143,34 @@ _TABLE = (
     _number("top_k", "k", SIDEBAR, 10, 1, limits.TOP_K, integer=True),
     Setting("show_iti", False, "iti", SIDEBAR, "flag"),
     # -- the Explore view: query, anchors and p (drawn once the gallery has loaded) --
-    _choice("query_mode", "mode", VIEW, QUERY_MODES,
+    _choice("query_mode", "mode", VIEW, QUERY_MODES, EVERY_RUN,
             words={"gallery": GALLERY_QUERY, "text": TEXT_QUERY}),
-    Setting("query_id", 0, "query", VIEW, "integer", low=0),  # its default and bound: the gallery's
-    Setting("query_text", "a dog in watercolor", "text", VIEW),
-    Setting("query_search", ""),
-    _choice("weighting", "weighting", VIEW, tuple(WEIGHTINGS)),
-    _number("p", "p", VIEW, 0.5, 0.0, 1.0, step=0.01),
+    Setting("query_id", 0, "query", VIEW, "integer", low=0, kept=EVERY_RUN),  # its default and bound: the gallery's
+    Setting("query_text", "a dog in watercolor", "text", VIEW, kept=EVERY_RUN),
+    Setting("query_search", "", kept=EVERY_RUN),
+    _choice("weighting", "weighting", VIEW, tuple(WEIGHTINGS), EVERY_RUN),
+    _number("p", "p", VIEW, 0.5, 0.0, 1.0, step=0.01, kept=EVERY_RUN),
     # A preset's choices and an anchor set's default (its preset's list) are the gallery's.
     *(setting for side, default in zip("ab", PRESET_DEFAULTS) for setting in (
-        _choice(f"preset_{side}", f"preset_{side}", VIEW, (), default=default),
-        Setting(f"anchors_{side}", "", f"anchors_{side}", VIEW, long_texts=True, max_chars=limits.ANCHOR_TEXT_CHARS),
-        _choice(f"templates_{side}", f"templates_{side}", VIEW, TEMPLATE_OPTIONS),
+        _choice(f"preset_{side}", f"preset_{side}", VIEW, (), EVERY_RUN, default=default),
+        Setting(f"anchors_{side}", "", f"anchors_{side}", VIEW, long_texts=True, max_chars=limits.ANCHOR_TEXT_CHARS,
+                kept=EVERY_RUN),
+        _choice(f"templates_{side}", f"templates_{side}", VIEW, TEMPLATE_OPTIONS, EVERY_RUN),
         Setting(f"own_templates_{side}", PHOTO_TEMPLATE, f"own_templates_{side}", VIEW, long_texts=True,
-                max_chars=MAX_TEMPLATES * (MAX_TEMPLATE_CHARS + 1)))),
+                max_chars=MAX_TEMPLATES * (MAX_TEMPLATE_CHARS + 1), kept=EVERY_RUN))),
     # -- the Explore page's Find anchors (in no link: what it finds travels as set A's or B's text) --
-    Setting("find_vocabulary", FIND_AUTO, kind="choice", options=FIND_VOCABULARIES),
-    Setting("find_own_terms", "", max_chars=FIND_TERMS * (MAX_TERM_CHARS + 1)),
-    Setting("find_file", None), Setting("find_file_path", ""),
+    Setting("find_vocabulary", FIND_AUTO, kind="choice", options=FIND_VOCABULARIES, kept=EVERY_RUN),
+    Setting("find_own_terms", "", max_chars=FIND_TERMS * (MAX_TERM_CHARS + 1), kept=EVERY_RUN),
+    Setting("find_file", None, kept=EVERY_RUN), Setting("find_file_path", "", kept=EVERY_RUN),
     # -- the Compare figure --
-    Setting("compare_rows", [], "rows", COMPARE, "list", local_prefix="upload:", max_items=DEFAULT_LIMITS.rows),  # its default names the gallery's first query
-    Setting("compare_columns", list(DEFAULT_COLUMNS), "columns", COMPARE, "list", max_items=DEFAULT_LIMITS.columns),
-    _number("compare_k", "cell_k", COMPARE, 5, 1, DEFAULT_LIMITS.k, integer=True),
-    _choice("compare_weighting", "mix_weighting", COMPARE, tuple(WEIGHTINGS)),
-    Setting("compare_search", ""), Setting("compare_text", ""),
-    Setting("compare_preview_size", PREVIEW_SIZES[0], kind="choice", options=PREVIEW_SIZES),
+    Setting("compare_rows", [], "rows", COMPARE, "list", local_prefix="upload:", max_items=DEFAULT_LIMITS.rows,
+            kept=EVERY_RUN),  # its default names the gallery's first query
+    Setting("compare_columns", list(DEFAULT_COLUMNS), "columns", COMPARE, "list", max_items=DEFAULT_LIMITS.columns,
+            kept=EVERY_RUN),
+    _number("compare_k", "cell_k", COMPARE, 5, 1, DEFAULT_LIMITS.k, integer=True, kept=EVERY_RUN),
+    _choice("compare_weighting", "mix_weighting", COMPARE, tuple(WEIGHTINGS), EVERY_RUN),
+    Setting("compare_search", "", kept=EVERY_RUN), Setting("compare_text", "", kept=EVERY_RUN),
+    Setting("compare_preview_size", PREVIEW_SIZES[0], kind="choice", options=PREVIEW_SIZES, kept=EVERY_RUN),
     # -- the Learn page's toy world (its parameters start with toy_: the page also carries the others) --
     _choice("learn_world", "toy_world", LEARN, (CIRCLE, SPHERE), words={"circle": CIRCLE, "sphere": SPHERE}),
     _choice("learn_kind", "toy_model", LEARN, TOY_KINDS),
@@ -186,11 +193,11 @@ _TABLE = (
       for angle in HAND_ANCHORS),
     Setting("learn_weights_marks", [], "toy_marks", LEARN, "list", max_chars=8, max_items=len(toy_points())),
     # The gallery neighbour the Learn page explains: one of the sidebar's top-k.
-    _number("learn_neighbour", "neighbour", LEARN, 1, 1, limits.TOP_K, integer=True),
+    _number("learn_neighbour", "neighbour", LEARN, 1, 1, limits.TOP_K, integer=True, kept=EVERY_RUN),
 )
 SETTINGS: dict[str, Setting] = {setting.key: setting for setting in _TABLE}
 
 
-def kept_keys() -> tuple[str, ...]:
-    """The keys whose values the app keeps for a run or page that does not draw their widgets."""
-    return tuple(key for key, setting in SETTINGS.items() if setting.kept)
+def kept_keys(when: str) -> tuple[str, ...]:
+    """The keys whose values the app keeps ``when`` (:data:`ON_ARRIVAL` or :data:`EVERY_RUN`)."""
+    return tuple(key for key, setting in SETTINGS.items() if setting.kept == when)

@@ -12,6 +12,12 @@
 // keeps the visitor's p and the image elements across those calls.
 
 const PLAYERS = new WeakMap();
+// The visitor's own p for each path (its key), and the path whose slider last had the keyboard:
+// kept outside the players because a busy server can redraw the player between two key presses
+// (a new host element), and the new one must neither fall back to the server's p nor drop the keys.
+const VISITOR_P = new Map();
+const KEYBOARD = { key: null, at: 0 };
+const KEYBOARD_MS = 3000;      // a redraw this soon after a key on the slider gives the keyboard back
 const REPORT_DELAY_MS = 300;   // quick key presses in a row are one release: one run, not one per step
 const SWEEP_SECONDS = 2.5;     // Play: from p = 0 to p = 1 (or back) in this long
 const MOVE_MS = 160;           // how long a tile takes to glide to its new rank
@@ -78,7 +84,8 @@ class Player {
   show(data) {
     if (!this.root.isConnected) this.bind();
     const first = this.data === null;
-    const previousP = first ? data.p_now : this.data.p[this.step];
+    const ownP = first ? VISITOR_P.get(data.key) : undefined;  // a redrawn player: the visitor's p
+    const previousP = first ? (ownP ?? data.p_now) : this.data.p[this.step];
     this.data = data;
     this.label.textContent = data.label;
     this.label.title = data.help;
@@ -104,6 +111,12 @@ class Player {
     this.step = -1;
     this.moveTo(nearestStep(data.p, previousP), false);
     this.drawMarks();
+    if (ownP !== undefined) this.released();  // reported unless the server has it already
+    const active = document.activeElement;
+    if (KEYBOARD.key === data.key && performance.now() - KEYBOARD.at < KEYBOARD_MS && active !== this.range
+        && (active === null || active === document.body)) {
+      this.range.focus({ preventScroll: true });
+    }
   }
 
   makeTile(item) {
@@ -243,6 +256,7 @@ class Player {
   }
 
   onKey(event) {
+    if (event.target === this.range) [KEYBOARD.key, KEYBOARD.at] = [this.key, performance.now()];
     if (event.key === " " || event.code === "Space") {
       if (event.target === this.playButton) return;  // the button's own click plays or pauses
       event.preventDefault();
@@ -286,6 +300,7 @@ class Player {
   }
 
   released() {
+    VISITOR_P.set(this.key, this.data.p[this.step]);
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       const p = this.data.p[this.step];
