@@ -469,3 +469,31 @@ def test_a_bare_streamlit_run_shows_visitors_no_deploy_menu(tmp_path):
     finally:
         process.terminate()
         process.wait(timeout=20)
+
+
+def test_steps_of_p_are_one_history_entry_and_a_new_query_another(app_url):
+    """Back leaves a run of p steps in one go: Streamlit pushes a history entry for every change of
+    the query string, and the player makes a change of the same one parameter replace it; a new
+    query (another parameter) still pushes one, and Back returns to the view before it."""
+    url, log_path = app_url
+    with chromium() as browser:
+        page = open_explorer(browser, url, log_path)
+        slider = page.locator(PLAYER_SLIDER)
+        slider.focus()
+        slider.press("ArrowRight")
+        page.wait_for_function("() => location.search.includes('p=0.51')", timeout=60_000)
+        wait_until_idle(page)
+        entries = page.evaluate("() => history.length")
+        for step in ("0.52", "0.53"):
+            slider.focus()
+            slider.press("ArrowRight")
+            page.wait_for_function(f"() => location.search.includes('p={step}')", timeout=60_000)
+            wait_until_idle(page)
+        assert page.evaluate("() => history.length") == entries, page_report(page, log_path)
+        before = page.url
+        page.get_by_role("button", name="Random image").click()
+        page.wait_for_function("before => location.href !== before", arg=before, timeout=60_000)
+        wait_until_idle(page)
+        assert page.evaluate("() => history.length") == entries + 1, page_report(page, log_path)
+        page.go_back()
+        page.wait_for_function("before => location.href === before", arg=before, timeout=60_000)

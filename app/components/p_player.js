@@ -23,6 +23,7 @@ const SWEEP_SECONDS = 2.5;     // Play: from p = 0 to p = 1 (or back) in this lo
 const MOVE_MS = 160;           // how long a tile takes to glide to its new rank
 
 export default function ({ data, parentElement, setStateValue }) {
+  keepOneEntryPerControl();
   let player = PLAYERS.get(parentElement);
   if (!player) {
     player = new Player(parentElement);
@@ -38,6 +39,37 @@ export default function ({ data, parentElement, setStateValue }) {
 }
 
 const formatP = (p) => p.toFixed(2);
+
+// Streamlit pushes a browser history entry whenever a run changes the page's query string, so each
+// release of p (each move of any one control) was one more step for Back. Installed once for the
+// page: a change of the same one parameter as the last entry's, or of none, replaces that entry; a
+// change of anything else (another control, another page: a new view) pushes one.
+function keepOneEntryPerControl() {
+  if (window.anchordivHistory) return;
+  const push = history.pushState.bind(history);
+  let last = null;  // the one parameter the current entry changed
+  window.anchordivHistory = (state, unused, url) => {
+    const changed = changedParameters(location.href, url);
+    if (changed.length === 0 || (changed.length === 1 && changed[0] === last)) {
+      history.replaceState(state, unused, url);
+      return;
+    }
+    last = changed.length === 1 ? changed[0] : null;
+    push(state, unused, url);
+  };
+  history.pushState = window.anchordivHistory;
+}
+
+// The query-string parameters whose values differ between two addresses; "gallery" only when it
+// was there before: the app adds it beside a view's first parameter, to name the gallery it means.
+function changedParameters(from, to) {
+  const before = new URL(from);
+  const after = new URL(to ?? from, from);
+  if (before.pathname !== after.pathname) return ["(page)", "(path)"];
+  const names = new Set([...before.searchParams.keys(), ...after.searchParams.keys()]);
+  if (!before.searchParams.has("gallery")) names.delete("gallery");
+  return [...names].filter((name) => before.searchParams.getAll(name).join("\n") !== after.searchParams.getAll(name).join("\n"));
+}
 
 // Only the server's own addresses (no scheme: a path such as /media/...) or inline PNG data.
 const safeSource = (src) =>
