@@ -342,3 +342,24 @@ def test_cli_embed_downloads_caches_and_fails_in_one_line_offline(tmp_path):
     assert elapsed < 15, f"the offline refusal took {elapsed:.1f} s"  # the issue's bound (Python's start included)
     assert CONFIG_NAME in lines[0] and f"{endpoint['HF_ENDPOINT']}/{TINY_REPO}/resolve/main/" in lines[0]
     assert "hf-hub" in lines[0] and "fetch-model" in lines[0]
+
+
+@pytest.mark.parametrize("route", ["hub", "url"])
+def test_a_server_that_drips_is_given_up_in_one_deadline(hub, tmp_path, monkeypatch, route):
+    """A server that answers, then sends a few bytes a second (the client's own retries included)
+    is given up once the transfer moves less than the slowest rate over one window (here 1 s and
+    8 kB/s instead of 60 s and 16 kB/s), with a message naming the address."""
+    from anchordiv.encoders import transfers
+    from anchordiv.encoders.hub_client import hub_file
+
+    monkeypatch.setattr(transfers, "STALL_WINDOW", 1.0)
+    monkeypatch.setattr(transfers, "SLOWEST_RATE", 8_000)
+    hub.throttle = 200.0  # bytes a second
+    start = time.monotonic()
+    with pytest.raises(Unreachable, match="could not be reached .*fewer than 8.0 kB/s over 1 s"):
+        if route == "hub":
+            hub_file(TINY_REPO, WEIGHTS_NAME, cache_dir=tmp_path / "hf")
+        else:
+            url_file(hub.serve_plain("slow.bin", os.urandom(300_000)), tmp_path / "slow.bin")
+    assert time.monotonic() - start < 10
+    hub.throttle = None  # let the abandoned transfer's thread finish

@@ -3,7 +3,9 @@
 Its lock keeps processes from fetching one file twice, and a connection lost mid-file is resumed with
 a ``Range`` request. Before it, one ``HEAD`` without retries decides whether the hub is reachable at
 all (within :data:`~anchordiv.encoders.transfers.CONNECT_TIMEOUT`), so that a machine without network
-fails in seconds instead of huggingface_hub's minute of retries. Every file is verified against its
+fails in seconds instead of huggingface_hub's minute of retries; after it, the transfer is given up
+once it moves too little for too long (:func:`~anchordiv.encoders.transfers.watched`), whatever
+huggingface_hub retries inside. Every file is verified against its
 ETag (:func:`~anchordiv.encoders.downloads.verify_hub_file`), from the cache and after a download.
 """
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .downloads import ProgressCallback, Unreachable, verify_hub_file
-from .transfers import CONNECT_TIMEOUT, SHARED, Meter, bounded, check_size
+from .transfers import CONNECT_TIMEOUT, SHARED, Meter, bounded, check_size, watched
 
 
 def hub_url(repo_id: str, filename: str) -> str:
@@ -74,11 +76,12 @@ def _download_hub_file(repo_id: str, filename: str, cache_dir, report: ProgressC
         meter = Meter(filename, url, model, report)
         meter.begin(0, metadata.size)
         try:
-            path = Path(hf_hub_download(repo_id, filename, cache_dir=cache_dir, etag_timeout=CONNECT_TIMEOUT,
-                                        tqdm_class=_hub_bar(meter)))
+            path = Path(watched(meter, lambda: hf_hub_download(repo_id, filename, cache_dir=cache_dir,
+                                                               etag_timeout=CONNECT_TIMEOUT,
+                                                               tqdm_class=_hub_bar(meter))))
         except (RemoteEntryNotFoundError, RepositoryNotFoundError):
             return None  # gone between the two requests
-        except (httpx2.HTTPError, OSError) as error:
+        except (httpx2.HTTPError, OSError) as error:  # TimeoutError included: a stalled transfer
             raise Unreachable(url, error) from None
     meter.emit(force=True)
     verify_hub_file(path, filename)

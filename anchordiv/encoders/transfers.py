@@ -19,6 +19,11 @@ T = TypeVar("T")
 CONNECT_TIMEOUT = 8.0
 #: Largest file anchordiv downloads (the biggest open_clip checkpoints are about 10 GB).
 MAX_DOWNLOAD_BYTES = 32 * 1024**3
+#: A transfer is given up when, over the last this many seconds, it moved fewer than
+#: :data:`SLOWEST_RATE` bytes a second: one deadline for the whole fetch, retries included, so a
+#: server that stalls or sends a byte now and then cannot hold a caller (or a visitor's page).
+STALL_WINDOW = 60.0
+SLOWEST_RATE = 16_000
 _REPORT_EVERY = 0.1  # seconds between progress reports
 
 
@@ -29,6 +34,7 @@ class Meter:
         self.filename, self.url, self.model, self._report = filename, url, model, report
         self.done, self.total = 0, None
         self._start_time, self._start_bytes, self._last = time.monotonic(), 0, 0.0
+        self._window = (time.monotonic(), 0)  # (since, bytes moved since then) for :meth:`stalled`
 
     def begin(self, done: int, total: int | None) -> None:
         """A (re)started transfer: ``done`` bytes already on disk, ``total`` announced."""
@@ -38,7 +44,25 @@ class Meter:
 
     def add(self, count: int) -> None:
         self.done += count
+        since, moved = self._window
+        self._window = (since, moved + max(count, 0))
         self.emit()
+
+    def watch_from_now(self) -> None:
+        """Start :meth:`stalled`'s window now."""
+        self._window = (time.monotonic(), 0)
+
+    def stalled(self) -> bool:
+        """Whether the last :data:`STALL_WINDOW` seconds moved fewer than :data:`SLOWEST_RATE` bytes a
+        second (checked once per window: a new window starts each time one passes)."""
+        since, moved = self._window
+        elapsed = time.monotonic() - since
+        if elapsed < STALL_WINDOW:
+            return False
+        if moved < SLOWEST_RATE * elapsed:
+            return True
+        self._window = (time.monotonic(), 0)
+        return False
 
     def emit(self, force: bool = False) -> None:
         now = time.monotonic()
@@ -131,6 +155,29 @@ def bounded(seconds: float, call: Callable[[], T]) -> T:
     worker.join(seconds)
     if worker.is_alive():
         raise TimeoutError(f"no answer within {seconds:g} s")
+    if "error" in outcome:
+        raise outcome["error"]  # type: ignore[misc]
+    return outcome["value"]  # type: ignore[return-value]
+
+
+def watched(meter: Meter, call: Callable[[], T]) -> T:
+    """``call()`` (a transfer feeding ``meter``) in a helper thread, given up with :class:`TimeoutError`
+    as soon as ``meter`` has :meth:`~Meter.stalled`, however the transfer retries inside."""
+    meter.watch_from_now()
+    outcome: dict[str, object] = {}
+
+    def target():
+        try:
+            outcome["value"] = call()
+        except BaseException as error:  # handed to the caller's thread
+            outcome["error"] = error
+
+    worker = threading.Thread(target=target, daemon=True, name="anchordiv-transfer")
+    worker.start()
+    while worker.is_alive():
+        worker.join(min(1.0, STALL_WINDOW / 4))
+        if worker.is_alive() and meter.stalled():
+            raise TimeoutError(f"fewer than {format_bytes(SLOWEST_RATE)}/s over {STALL_WINDOW:g} s")
     if "error" in outcome:
         raise outcome["error"]  # type: ignore[misc]
     return outcome["value"]  # type: ignore[return-value]

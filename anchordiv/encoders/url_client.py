@@ -13,7 +13,7 @@ import urllib.request
 from pathlib import Path
 
 from .downloads import ProgressCallback, Unreachable, verify_file
-from .transfers import CONNECT_TIMEOUT, MAX_DOWNLOAD_BYTES, SHARED, Meter, bounded, check_size
+from .transfers import CONNECT_TIMEOUT, MAX_DOWNLOAD_BYTES, SHARED, Meter, bounded, check_size, watched
 
 #: Seconds a started transfer may stall before it counts as interrupted.
 READ_TIMEOUT = 30.0
@@ -24,11 +24,20 @@ def url_file(url: str, destination: Path, *, sha256: str | None = None, progress
              model: str = "") -> Path:
     """The file at ``url`` saved as ``destination``, through ``<destination>.part`` (resumed with ``Range``
     after an interruption, also by a later process) and checked against ``sha256`` (a digest or prefix)
-    before it is moved into place. Raises :class:`Unreachable` when the server cannot be reached or
-    the transfer keeps failing, ``ValueError`` for an HTTP error or a file that fails verification."""
+    before it is moved into place. Raises :class:`Unreachable` when the server cannot be reached, the
+    transfer keeps failing or it crawls, ``ValueError`` for an HTTP error or a file that fails verification."""
     key = ("url", str(destination))
-    return SHARED.run(key, lambda report: _download_url(url, destination, sha256, Meter(
+    return SHARED.run(key, lambda report: _watched_download(url, destination, sha256, Meter(
         destination.name, url, model, report)), progress)
+
+
+def _watched_download(url: str, destination: Path, sha256: str | None, meter: Meter) -> Path:
+    """:func:`_download_url` given up once it moves too little for too long (one deadline for the
+    whole fetch, its retries included: :func:`~anchordiv.encoders.transfers.watched`)."""
+    try:
+        return watched(meter, lambda: _download_url(url, destination, sha256, meter))
+    except TimeoutError as error:
+        raise Unreachable(url, error) from None
 
 
 def _download_url(url: str, destination: Path, sha256: str | None, meter: Meter) -> Path:
@@ -83,7 +92,7 @@ def _fetch_into(url: str, part: Path, meter: Meter) -> None:
         check_size(total, url)
         meter.begin(have if resumed else 0, total)
         with open(part, "ab" if resumed else "wb") as out:
-            while chunk := response.read(1 << 20):
+            while chunk := response.read1(1 << 16):  # what has come, so the meter sees a slow link move
                 out.write(chunk)
                 meter.add(len(chunk))
                 if total is not None and meter.done > total or meter.done > MAX_DOWNLOAD_BYTES:
