@@ -142,28 +142,31 @@ SHARED = SharedTransfers()
 def bounded(seconds: float, call: Callable[[], T]) -> T:
     """``call()`` in a helper thread, given up after ``seconds`` (:class:`TimeoutError`): a name lookup
     without network can block longer than any socket timeout."""
-    outcome: dict[str, object] = {}
+    def wait(worker: threading.Thread) -> None:
+        worker.join(seconds)
+        if worker.is_alive():
+            raise TimeoutError(f"no answer within {seconds:g} s")
 
-    def target():
-        try:
-            outcome["value"] = call()
-        except BaseException as error:  # handed to the caller's thread
-            outcome["error"] = error
-
-    worker = threading.Thread(target=target, daemon=True, name="anchordiv-connect")
-    worker.start()
-    worker.join(seconds)
-    if worker.is_alive():
-        raise TimeoutError(f"no answer within {seconds:g} s")
-    if "error" in outcome:
-        raise outcome["error"]  # type: ignore[misc]
-    return outcome["value"]  # type: ignore[return-value]
+    return _in_helper_thread(call, "anchordiv-connect", wait)
 
 
 def watched(meter: Meter, call: Callable[[], T]) -> T:
     """``call()`` (a transfer feeding ``meter``) in a helper thread, given up with :class:`TimeoutError`
     as soon as ``meter`` has :meth:`~Meter.stalled`, however the transfer retries inside."""
     meter.watch_from_now()
+
+    def wait(worker: threading.Thread) -> None:
+        while worker.is_alive():
+            worker.join(min(1.0, STALL_WINDOW / 4))
+            if worker.is_alive() and meter.stalled():
+                raise TimeoutError(f"fewer than {format_bytes(SLOWEST_RATE)}/s over {STALL_WINDOW:g} s")
+
+    return _in_helper_thread(call, "anchordiv-transfer", wait)
+
+
+def _in_helper_thread(call: Callable[[], T], name: str, wait: Callable[[threading.Thread], None]) -> T:
+    """``call()`` in a daemon thread named ``name``: ``wait(thread)`` returns once it has ended or
+    raises to give it up (the thread is left to finish on its own); its error is raised here."""
     outcome: dict[str, object] = {}
 
     def target():
@@ -172,12 +175,9 @@ def watched(meter: Meter, call: Callable[[], T]) -> T:
         except BaseException as error:  # handed to the caller's thread
             outcome["error"] = error
 
-    worker = threading.Thread(target=target, daemon=True, name="anchordiv-transfer")
+    worker = threading.Thread(target=target, daemon=True, name=name)
     worker.start()
-    while worker.is_alive():
-        worker.join(min(1.0, STALL_WINDOW / 4))
-        if worker.is_alive() and meter.stalled():
-            raise TimeoutError(f"fewer than {format_bytes(SLOWEST_RATE)}/s over {STALL_WINDOW:g} s")
+    wait(worker)
     if "error" in outcome:
         raise outcome["error"]  # type: ignore[misc]
     return outcome["value"]  # type: ignore[return-value]
