@@ -132,8 +132,8 @@ def learn_weights(anchors: torch.Tensor, terms: Sequence[str], data: TrainingSet
     serve as queries of one another); 60 Adam steps on the weights, after which those below 0.1% of
     the largest become 0. ``spread_weight`` is FeedbackAnchors' start: ``"auto"`` (the default)
     descends both from the terms along which the gallery varies most and from the marks' contrast
-    alone, and keeps the weights that rank the marks better, so what the marks share (a style, an
-    object) decides where the weight goes (docs/benchmarks.md has the figures); a number fixes the
+    alone, and keeps the weights that sit more on what the marks share (a style, an object), so the
+    marks decide where the weight goes (docs/benchmarks.md has the figures); a number fixes the
     start. The fit runs on ``device`` (``None``: CUDA when available,
     else CPU). A ``ValueError`` for fewer than 2 terms, a marked id missing from
     ``gallery_ids``, a fit that fails or weights that are not finite.
@@ -163,12 +163,13 @@ def learn_weights(anchors: torch.Tensor, terms: Sequence[str], data: TrainingSet
 
 
 def start_summary(learned: LearnedAnchors) -> str:
-    """Which start the weights came from, in words: the one that ranked the marks better."""
+    """Which start the weights came from, in words: of the two, the one whose weights sit more on
+    what the marks share."""
     if learned.spread_weight > 0:
-        return ("These weights lean on the terms along which the gallery varies most, as your marks do: that "
-                "ranked them better than what they share alone.")
-    return ("These weights come from what your marks share alone: that ranked them better than leaning on the "
-            "terms along which the gallery varies most.")
+        return ("These weights lean on the terms along which the gallery varies most: of the two starts tried, "
+                "they sit more on what your marks share.")
+    return ("These weights come from what your marks share alone: of the two starts tried, they sit more on it "
+            "than leaning on the terms along which the gallery varies most.")
 
 
 def weight_summary(learned: LearnedAnchors) -> str:
