@@ -27,8 +27,8 @@ from anchordiv.prompts import AS_TYPED, TemplateChoice, encode_anchors
 from anchordiv.slider import SliderPath
 
 # Cached functions take encoders and sources themselves; Streamlit hashes them by the strings that
-# identify their content, and texts by their bytes. It matches hash_funcs on the exact type, so each encoder class is named
-# (by its qualified name, which spares importing open_clip at start-up).
+# identify their content, and texts by their bytes. It matches hash_funcs on the exact type, so
+# each encoder class is named (by its qualified name, which spares importing open_clip at start-up).
 BY_IDENTITY = {
     "anchordiv.encoders.builtin.BuiltinEncoder": lambda encoder: encoder.name,
     "anchordiv.encoders.open_clip_encoder.OpenClipEncoder": lambda encoder: encoder.name,

@@ -15,13 +15,13 @@ from pathlib import Path
 from PIL import Image
 
 from ..resources import app_dir
-from .browser import CHROMIUM, CHROMIUM_ARGS, EXPLORER_SCRIPT, explorer_env, streamlit_server, wait_healthy
+from .browser import (CHROMIUM, CHROMIUM_ARGS, EXPLORER_SCRIPT, NOT_RUNNING, explorer_env, streamlit_server,
+                      wait_healthy)
 
 WINDOWS = ((1500, 1000), (1000, 900))
 # Each page: its path, and a text on it once its first run has drawn it.
 PAGES = {"explore": ("/", "Neighbours"), "compare": ("/compare", "Green frame"),
          "learn": ("/learn", "On the real gallery"), "report": ("/report", "At a glance")}
-RUNNING = '[data-testid^="stStatusWidgetRunning"]'
 WAIT_MS = 240_000
 MAX_HEIGHT = 2400
 CONTENT_HEIGHT_JS = """() => Math.max(...['stMain', 'stAppViewContainer', 'stMainBlockContainer']
@@ -31,7 +31,7 @@ CONTENT_HEIGHT_JS = """() => Math.max(...['stMain', 'stAppViewContainer', 'stMai
 def at_rest(page) -> None:
     """Wait until the page's run has ended and its images have loaded."""
     page.wait_for_timeout(500)
-    page.wait_for_function(f"() => !document.querySelector('{RUNNING}')", timeout=WAIT_MS)
+    page.wait_for_function(NOT_RUNNING, timeout=WAIT_MS)
     page.wait_for_function("() => [...document.images].every(image => image.complete)", timeout=WAIT_MS)
     page.wait_for_timeout(800)
 
@@ -73,7 +73,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
         workdir = Path(folder)
-        with streamlit_server(app_dir() / EXPLORER_SCRIPT, explorer_env(workdir), workdir / "streamlit.log") as (url, process, log):
+        server = streamlit_server(app_dir() / EXPLORER_SCRIPT, explorer_env(workdir), workdir / "streamlit.log")
+        with server as (url, process, log):
             wait_healthy(url, process, log, seconds=120)
             for path in shoot(url, args.out):
                 print(f"{path}  {path.stat().st_size / 1024:.0f} KiB")
