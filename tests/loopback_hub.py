@@ -10,7 +10,10 @@ from :attr:`LoopbackHub.other_repos` the same way. A plain-URL route,
 digest in the URL, as open_clip expects). Switches: :meth:`LoopbackHub.cut_once` (drop the connection
 after N bytes, once), :attr:`LoopbackHub.corrupt` (serve damaged bytes), and every request recorded
 in :attr:`LoopbackHub.requests`; :attr:`LoopbackHub.hold_gets` holds GETs (of :attr:`LoopbackHub.held`
-files only, when set) until released.
+files only, when set) until released. Misbehaviours per file name: :attr:`LoopbackHub.fail_with`
+(an HTTP status for every request), :attr:`LoopbackHub.redirect` (a ``302`` to another address),
+:attr:`LoopbackHub.oversize` (a ``GET`` that sends far more than announced) and
+:attr:`LoopbackHub.truncate` (a ``GET`` that sends half and closes, every time).
 
 Use :func:`serve_tiny_hub` (a context manager), then point huggingface_hub at ``hub.endpoint``: in
 this process :meth:`LoopbackHub.patch_endpoint` (huggingface_hub reads ``HF_ENDPOINT`` at import), in
@@ -36,6 +39,7 @@ from tiny_open_clip import TINY_CONFIG, make_tiny_checkpoint
 TINY_REPO = "anchordiv-test/tiny-open-clip"
 CONFIG_NAME, WEIGHTS_NAME = "open_clip_config.json", "open_clip_model.safetensors"
 PLAIN_PREFIX = "/openaipublic/clip/models/"
+OVERSIZE_FACTOR = 20
 PREPROCESS = {"mean": [0.5, 0.5, 0.5], "std": [0.25, 0.25, 0.25], "interpolation": "bicubic",
               "resize_mode": "shortest"}
 
@@ -70,6 +74,16 @@ class LoopbackHub:
     plain_etags: bool = False
     #: bytes per second a GET's body is sent at (``None``: at once), so that a page's progress bar moves
     throttle: float | None = None
+    #: file name -> HTTP status every request for it is answered with (e.g. 500)
+    fail_with: dict[str, int] = field(default_factory=dict)
+    #: file name -> the address a request for it is sent to (``302``), e.g. another host or ``file://``
+    redirect: dict[str, str] = field(default_factory=dict)
+    #: files whose GET announces and sends :data:`OVERSIZE_FACTOR` times their bytes (the HEAD tells the truth)
+    oversize: set[str] = field(default_factory=set)
+    #: files whose every GET announces the whole file, sends half of it and closes the connection
+    truncate: set[str] = field(default_factory=set)
+    #: file name -> bytes of it written to clients so far (bodies only)
+    sent: dict[str, int] = field(default_factory=dict)
     _cuts: dict[str, int] = field(default_factory=dict)
     _server: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -148,6 +162,7 @@ def serve_tiny_hub(tmp_path: Path, repo_id: str = TINY_REPO, files: dict[str, by
                       other_repos=dict(other_repos or {}))
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(hub))
     server.daemon_threads = True
+    server.handle_error = lambda request, address: None  # a client that hangs up is no news here
     hub._server = server
     hub.endpoint = f"http://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, daemon=True, name="loopback-hub")
@@ -183,6 +198,14 @@ def _handler(hub: LoopbackHub) -> type[BaseHTTPRequestHandler]:
             if found is None:
                 return
             filename, data, headers = found
+            if filename in hub.fail_with:
+                self._send(hub.fail_with[filename], {"Content-Length": "0"})
+                return
+            if filename in hub.redirect:  # with the file's headers, as the hub's redirects to its CDN carry
+                self._send(302, {**headers, "Location": hub.redirect[filename], "Content-Length": "0"})
+                return
+            if body and filename in hub.oversize:
+                data = data + bytes(len(data) * (OVERSIZE_FACTOR - 1))
             start = _range_start(self.headers.get("Range"), len(data))
             if start is not None and start >= len(data):
                 self._send(416, {"Content-Range": f"bytes */{len(data)}", "Content-Length": "0"})
@@ -200,19 +223,21 @@ def _handler(hub: LoopbackHub) -> type[BaseHTTPRequestHandler]:
             payload = data[start:]
             if filename in hub.corrupt:
                 payload = bytes(b ^ 0xFF for b in payload[:64]) + payload[64:]
-            cut = hub._cuts.pop(filename, None) if body else None
+            cut = len(payload) // 2 if filename in hub.truncate else hub._cuts.pop(filename, None)
             if cut is not None:
                 self.wfile.write(payload[:cut])
                 self.wfile.flush()
                 self.connection.shutdown(socket.SHUT_RDWR)  # the transfer dies mid-file
                 self.close_connection = True
                 return
-            self._write(payload)
+            self._write(filename, payload)
 
-        def _write(self, payload: bytes) -> None:
-            step = max(1, int(hub.throttle / 10)) if hub.throttle else len(payload)
+        def _write(self, filename: str, payload: bytes) -> None:
+            step = max(1, int(hub.throttle / 10)) if hub.throttle else 1 << 16
             for start in range(0, len(payload), step):
                 self.wfile.write(payload[start:start + step])
+                with hub._lock:
+                    hub.sent[filename] = hub.sent.get(filename, 0) + len(payload[start:start + step])
                 if hub.throttle:
                     self.wfile.flush()
                     time.sleep(0.1)

@@ -36,7 +36,7 @@ class Unreachable(OSError):
 
     def __init__(self, url: str, reason: BaseException | str):
         detail = " ".join(str(reason).split())[:160] or type(reason).__name__
-        super().__init__(f"{url} could not be reached ({detail})")
+        super().__init__(f"{url} could not be reached ({detail}); check the network and the address, and try again")
         self.url = url
 
 

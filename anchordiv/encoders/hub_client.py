@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .downloads import ProgressCallback, Unreachable, verify_hub_file
-from .transfers import CONNECT_TIMEOUT, SHARED, Meter, bounded, check_size, watched
+from .transfers import CONNECT_TIMEOUT, SHARED, Meter, OversizedTransfer, bounded, check_size, watched
 
 
 def hub_url(repo_id: str, filename: str) -> str:
@@ -73,7 +73,7 @@ def _download_hub_file(repo_id: str, filename: str, cache_dir, report: ProgressC
         except (httpx2.HTTPError, OSError) as error:
             raise Unreachable(url, error) from None
         check_size(metadata.size, url)
-        meter = Meter(filename, url, model, report)
+        meter = Meter(filename, url, model, report, limit=metadata.size)
         meter.begin(0, metadata.size)
         try:
             path = Path(watched(meter, lambda: hf_hub_download(repo_id, filename, cache_dir=cache_dir,
@@ -81,11 +81,24 @@ def _download_hub_file(repo_id: str, filename: str, cache_dir, report: ProgressC
                                                                tqdm_class=_hub_bar(meter))))
         except (RemoteEntryNotFoundError, RepositoryNotFoundError):
             return None  # gone between the two requests
+        except OversizedTransfer:
+            _discard_partial(repo_id, cache_dir, metadata.etag)  # else the next try would resume from it
+            raise
         except (httpx2.HTTPError, OSError) as error:  # TimeoutError included: a stalled transfer
             raise Unreachable(url, error) from None
     meter.emit(force=True)
     verify_hub_file(path, filename)
     return path
+
+
+def _discard_partial(repo_id: str, cache_dir, etag: str | None) -> None:
+    """Delete huggingface_hub's partial file of the blob ``etag`` of ``repo_id``."""
+    from huggingface_hub import constants
+
+    if etag:
+        blobs = Path(cache_dir or constants.HF_HUB_CACHE) / f"models--{repo_id.replace('/', '--')}" / "blobs"
+        with contextlib.suppress(OSError):
+            (blobs / f"{etag}.incomplete").unlink()
 
 
 def _status(error) -> str:

@@ -27,11 +27,20 @@ SLOWEST_RATE = 16_000
 _REPORT_EVERY = 0.1  # seconds between progress reports
 
 
-class Meter:
-    """Counts one transfer's bytes and turns them into :class:`DownloadStatus` reports, a few a second."""
+class OversizedTransfer(ValueError):
+    """A server sent more bytes than it announced for a file."""
 
-    def __init__(self, filename: str, url: str, model: str, report: ProgressCallback):
-        self.filename, self.url, self.model, self._report = filename, url, model, report
+
+class Meter:
+    """Counts one transfer's bytes and turns them into :class:`DownloadStatus` reports, a few a second.
+
+    ``limit`` is the size the server announced before the transfer (``None``: not said): a transfer
+    that moves past it is stopped with :class:`OversizedTransfer` at that byte, whatever later
+    responses announce, so a lying server cannot fill the disk.
+    """
+
+    def __init__(self, filename: str, url: str, model: str, report: ProgressCallback, limit: int | None = None):
+        self.filename, self.url, self.model, self._report, self.limit = filename, url, model, report, limit
         self.done, self.total = 0, None
         self._start_time, self._start_bytes, self._last = time.monotonic(), 0, 0.0
         self._window = (time.monotonic(), 0)  # (since, bytes moved since then) for :meth:`stalled`
@@ -44,6 +53,10 @@ class Meter:
 
     def add(self, count: int) -> None:
         self.done += count
+        if self.limit is not None and self.done > self.limit:
+            raise OversizedTransfer(f"{self.url} sent more than the {format_bytes(self.limit)} it announced for "
+                                    f"{self.filename}; the transfer was stopped there. Try again later, or fetch "
+                                    "the file by hand from a source you trust")
         since, moved = self._window
         self._window = (since, moved + max(count, 0))
         self.emit()

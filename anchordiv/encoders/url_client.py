@@ -13,7 +13,8 @@ import urllib.request
 from pathlib import Path
 
 from .downloads import ProgressCallback, Unreachable, verify_file
-from .transfers import CONNECT_TIMEOUT, MAX_DOWNLOAD_BYTES, SHARED, Meter, bounded, check_size, watched
+from .transfers import (CONNECT_TIMEOUT, MAX_DOWNLOAD_BYTES, SHARED, Meter, OversizedTransfer, bounded, check_size,
+                        watched)
 
 #: Seconds a started transfer may stall before it counts as interrupted.
 READ_TIMEOUT = 30.0
@@ -96,7 +97,7 @@ def _fetch_into(url: str, part: Path, meter: Meter) -> None:
                 out.write(chunk)
                 meter.add(len(chunk))
                 if total is not None and meter.done > total or meter.done > MAX_DOWNLOAD_BYTES:
-                    raise ValueError(f"{url} sent more bytes than it announced; fetch it again")
+                    raise OversizedTransfer(f"{url} sent more bytes than it announced; fetch it again")
     if total is not None and meter.done < total:
         raise http.client.IncompleteRead(b"", total - meter.done)
 
