@@ -144,7 +144,8 @@ def load_image(source: str | os.PathLike | bytes, name: str | None = None) -> Im
     except UnidentifiedImageError as error:
         raise ImageLoadError(label, f"not an image in an accepted format ({ACCEPTED})") from error
     except Exception as error:  # Pillow's decoders raise OSError, SyntaxError, ValueError, struct.error, ...
-        raise ImageLoadError(label, f"the image data is damaged or cut off ({error})") from error
+        raise ImageLoadError(label, f"the image data is damaged or cut off ({error}); save or download the image "
+                                    "again") from error
     return to_rgb(image)
 
 

@@ -99,21 +99,22 @@ def check_templates(templates: Sequence[str]) -> tuple[str, ...]:
     if not kept:
         raise ValueError("no templates: type one per line, each with {} where the anchor goes (e.g. 'a photo of a {}.')")
     if len(kept) > MAX_TEMPLATES:
-        raise ValueError(f"{len(kept):,} templates, but at most {MAX_TEMPLATES} are taken")
+        raise ValueError(f"{len(kept):,} templates, but at most {MAX_TEMPLATES} are taken; keep the ones that matter")
     for number, template in enumerate(kept, 1):
         if len(template) > MAX_TEMPLATE_CHARS:
-            raise ValueError(f"template {number} has {len(template):,} characters; at most {MAX_TEMPLATE_CHARS}")
+            raise ValueError(f"template {number} has {len(template):,} characters; shorten it to at most "
+                             f"{MAX_TEMPLATE_CHARS}")
         if template.count(SLOT) != 1:
             raise ValueError(f"template {number} ({template[:60]!r}) has {template.count(SLOT)} {{}} where the "
-                             "anchor goes; each template needs exactly one (e.g. 'a photo of a {}.')")
+                             "anchor goes; write exactly one in each template (e.g. 'a photo of a {}.')")
     return kept
 
 
 def parse_templates(text: str) -> tuple[str, ...]:
     """A person's own templates, one per line (:func:`check_templates`)."""
     if len(text) > MAX_TEMPLATES * (MAX_TEMPLATE_CHARS + 1):
-        raise ValueError(f"a text of {len(text):,} characters; {MAX_TEMPLATES} templates of at most "
-                         f"{MAX_TEMPLATE_CHARS} characters are taken")
+        raise ValueError(f"{len(text.splitlines()):,} lines, {len(text):,} characters; {MAX_TEMPLATES} templates of at "
+                         f"most {MAX_TEMPLATE_CHARS} characters are taken: keep the ones that matter")
     return check_templates(text.splitlines())
 
 

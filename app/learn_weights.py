@@ -10,7 +10,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from anchordiv import FeedbackAnchors, lesson, lesson_weights
-from anchordiv.app.errors import attempt
+from anchordiv.app.errors import ERROR_CHARS, attempt
+from anchordiv.explorer.literal import markdown_literal
 from anchordiv.explorer.page_state import SETTINGS
 
 NEAR, FAR, MARKED, ANCHOR = "#2ca02c", "lightgrey", "#ff7f0e", "#1f77b4"
@@ -119,8 +120,7 @@ def learner_section(query: float, k: int, scale: float) -> None:
                 "other marked points). A marked point that does costs nothing more: the unmarked points are not "
                 "pushed behind the marked ones, since many of them may be like the query too.")
     state = st.session_state
-    if any(label not in POINT_LABELS for label in state.get("learn_weights_marks", [])):  # from a link
-        state["learn_weights_marks"] = [label for label in state["learn_weights_marks"] if label in POINT_LABELS]
+    keep_known_marks(state)
     labels = st.multiselect("Points like the query", list(POINT_LABELS), key="learn_weights_marks",
                             max_selections=len(POINT_LABELS))
     marks = [POINT_LABELS[label] for label in labels]
@@ -139,6 +139,21 @@ def learner_section(query: float, k: int, scale: float) -> None:
     if request != (query, marks, scale):
         st.info("The query, the marks or the scale changed since the weights were learned: press Learn again.")
     show_learned(learned, request, k)
+
+
+def keep_known_marks(state) -> None:
+    """The marks a link gave, each once, without those that are not points of the lesson (said)."""
+    marks = state.get("learn_weights_marks", [])
+    known = list(dict.fromkeys(label for label in marks if label in POINT_LABELS))
+    if known != marks:
+        dropped = [label for label in dict.fromkeys(marks) if label not in POINT_LABELS]
+        state["learn_weights_marks"] = known
+        said = ", ".join(repr(label) for label in dropped[:5]) + (f" and {len(dropped) - 5:,} more"
+                                                                   if len(dropped) > 5 else "")
+        st.warning(markdown_literal(
+            f"The link's marks {said} are not points of this lesson and were left out; repeats count once. "
+            f"Its points are {next(iter(POINT_LABELS))} to {list(POINT_LABELS)[-1]}: mark them below."
+            if dropped else "The link marked a point more than once; it counts once.", ERROR_CHARS))
 
 
 def _remember(query: float, marks: list[float], scale: float) -> None:

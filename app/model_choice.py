@@ -75,10 +75,34 @@ def follow_model(linked: dict[str, Any], launch: LaunchOptions) -> None:
     wanted = ((linked["encoder"], linked.get("encoder_pretrained") or None) if from_link
               else (launch.model, launch.pretrained))
     if wanted[0]:
-        spec = attempt(lambda: parse_model_spec(*wanted), "The link's model cannot be used" if from_link
-                       else "The server's --model cannot be used")
+        spec = attempt(lambda: linked_spec(*wanted) if from_link else parse_model_spec(*wanted),
+                       "The link's model cannot be used" if from_link else "The server's --model cannot be used")
         if spec is not None:
             apply_spec(spec, trusted=not from_link)
+        if spec is not None and from_link and wanted[1] and spec.pretrained is None:
+            st.warning(markdown_literal(
+                f"The link's pretrained {wanted[1]!r} is not a tag of this server's model list and was not taken "
+                f"(a link never names a file on the server): choose a checkpoint for {spec.arch} under Model in "
+                "the sidebar.", ERROR_CHARS))
+
+
+def linked_spec(model: str, pretrained: str | None) -> ModelSpec:
+    """The spec a link names, as far as this server can show it: the built-in model, a hub repository,
+    a pretrained tag of the model list, or an open_clip architecture (its checkpoint file then chosen
+    from the server's menu: a ``pretrained`` that is not a listed tag is left out, since a link never
+    names a file); ``ValueError`` saying what to do for anything else."""
+    spec = parse_model_spec(model, pretrained)
+    if spec.family == "builtin" or spec.hub_repo or f"{spec.arch}/{spec.pretrained}" in catalog():
+        return spec
+    if spec.arch not in open_clip_architectures():
+        raise ValueError(f"open_clip has no architecture {spec.arch!r}; choose a model under Model in the sidebar")
+    return parse_model_spec(spec.model)
+
+
+def open_clip_architectures() -> set[str]:
+    import open_clip
+
+    return set(open_clip.list_models())
 
 
 def model_choices(bar, roots) -> dict[str, Any]:

@@ -19,6 +19,8 @@ from anchordiv.explorer.anchors import preset_in
 from anchordiv.explorer.literal import markdown_literal
 from anchordiv.explorer.page_state import EVERY_RUN, ON_ARRIVAL, PRESET_DEFAULTS, kept_keys
 
+WHOLE_LINK = "all of it"  # how a link refused whole is named among the notes
+
 # The widget values that outlive a page that does not draw them: every page's link fields and the
 # data and model choices. Those drawn after the gallery (a folder not chosen yet stops the run
 # before them) are kept on every run, the others when a page is arrived at.
@@ -89,7 +91,7 @@ def follow_link(fields: list[links.LinkField], part: str) -> dict[str, Any]:
         if length > limits.LINK_CHARS:  # refused whole, before any of it is read
             params = {}
             state.setdefault("_link_ignored", []).append(
-                f"all of it: the link is {length:,} characters long, and this server takes links of at most "
+                f"{WHOLE_LINK}: the link is {length:,} characters long, and this server takes links of at most "
                 f"{limits.LINK_CHARS:,} (the Share box makes short ones: long anchor lists travel as a hash)")
         read = links.read_link(params, fields, known=links.ALL_PARAMS)
         taken = read.values
@@ -146,7 +148,10 @@ def link_notes() -> None:
     if ignored:
         # Each part of a page reads the link, so a parameter unknown to all of them is named by each.
         notes = "; ".join(markdown_literal(note) for note in dict.fromkeys(ignored))
-        st.warning(f"This link opened with defaults for what it could not use: {notes}.")
+        whole = any(note.startswith(WHOLE_LINK) for note in ignored)
+        st.warning(f"This link opened with defaults for what it could not use: {notes}. "
+                   + ("Choose the settings on the page." if whole else
+                      "The rest of the link is used; choose the others on the page."))
 
 
 def link_params(fields: list[links.LinkField], source: ex.GallerySource | None = None) -> dict[str, str | list[str]]:

@@ -190,5 +190,6 @@ def test_a_link_names_a_checkpoints_architecture_never_its_path(hub, tmp_path):
     opened.query_params.update(encoder=f"open_clip:{TINY_ARCH}", pretrained=str(checkpoint))
     opened.run()
     assert not opened.exception and opened.radio(key="model_source").value == OPEN_CLIP
+    assert "was not taken" in messages(opened)
     assert opened.text_input(key="openclip_arch").value == TINY_ARCH
     assert opened.text_input(key="openclip_checkpoint").value == ""  # a link names no file on the server

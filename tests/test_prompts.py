@@ -118,9 +118,9 @@ def test_too_many_texts_are_refused_before_encoding(tiny):
     ("", "no templates"), ("\n  \n", "no templates"),
     ("a photo of a cat.", r"template 1 \('a photo of a cat.'\) has 0 \{\}"),
     ("a {} and a {}", "has 2 {}"), ("a {}\nno slot here", "template 2"),
-    ("a {} " + "x" * 300, "template 1 has 305 characters; at most 200"),
+    ("a {} " + "x" * 300, "template 1 has 305 characters; shorten it to at most 200"),
     ("\n".join(f"a {{}} number {i}" for i in range(81)), "81 templates, but at most 80"),
-    ("a {}\n" * 20_000, "characters; 80 templates"),
+    ("a {}\n" * 20_000, "20,000 lines, 100,000 characters; 80 templates"),
 ])
 def test_bad_own_templates_are_refused_with_the_fix(text, message):
     with pytest.raises(ValueError, match=message):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 from ..datasets.layouts import CHEXPERT_CONDITIONS
+from ..vocabularies.catalog import control_character
 from .literal import without_joiners
 
 if TYPE_CHECKING:
@@ -98,8 +99,8 @@ def parse_anchor_text(text: str | None, max_anchors: int = MAX_ANCHORS) -> Ancho
     alone has no geometry (every divergence is 0), so a comma there was never meant to stay.
 
     ``ValueError`` naming the lines when a weight is not a positive number of at most
-    :data:`MAX_WEIGHT` or has no
-    anchor, or when some lines of a weighted set have none: such a set is not used.
+    :data:`MAX_WEIGHT` or has no anchor, when a line has more than one tab, or when some lines of
+    a weighted set have no weight: such a set is not used.
     """
     lines, split_at = _typed_list(without_joiners(text or "").splitlines())
     seen: dict[str, float | None] = {}
@@ -107,8 +108,11 @@ def parse_anchor_text(text: str | None, max_anchors: int = MAX_ANCHORS) -> Ancho
     bad: list[tuple[int, str]] = []  # (line number, weight text) of weights that are not usable
     orphans: list[int] = []  # lines with a weight but no anchor
     unweighted: list[int] = []
+    tabbed: list[int] = []  # lines with more than one tab: where the anchor ends is not known
     for number, line in enumerate(lines, start=1):
         term, weight_text = _split_weight(line)
+        if WEIGHT_SEPARATOR in term:
+            tabbed.append(number)
         anchor = " ".join(term.split())  # also collapses inner runs of whitespace
         if not _visible(anchor):
             blank += 1
@@ -125,7 +129,7 @@ def parse_anchor_text(text: str | None, max_anchors: int = MAX_ANCHORS) -> Ancho
         else:
             seen[anchor] = weight
     weighted = len(unweighted) < len(seen) + duplicates or bool(orphans)
-    _check_weights(bad, orphans, unweighted if weighted else [])
+    _check_weights(bad, orphans, unweighted if weighted else [], tabbed)
     anchors = tuple(seen)
     weights = tuple(seen.values())[:max_anchors] if weighted else None
     return AnchorText(anchors[:max_anchors], blank, duplicates, max(0, len(anchors) - max_anchors), weights,
@@ -165,16 +169,19 @@ def _weight(text: str) -> float | None:
     return value if 0 < value <= MAX_WEIGHT else None
 
 
-def _check_weights(bad: list[tuple[int, str]], orphans: list[int], unweighted: list[int]) -> None:
+def _check_weights(bad: list[tuple[int, str]], orphans: list[int], unweighted: list[int], tabbed: list[int]) -> None:
     """``ValueError`` saying every problem of a weighted set's lines (none: nothing to say)."""
     problems = []
+    if tabbed:
+        problems.append(f"{_lines(tabbed)}: more than one tab; write each line as the anchor, one tab and its "
+                        "weight (an anchor holds no tab)")
     if bad:
         shown = ", ".join(repr(text[:20]) for _, text in bad[:LINES_NAMED])
         problems.append(f"{_lines([number for number, _ in bad])}: a weight must be a positive finite number "
                         f"of at most {MAX_WEIGHT:g} (such as 0.25; only the ratios of a set's weights matter, so "
                         f"divide them all by the largest), not {shown}")
     if orphans:
-        problems.append(f"{_lines(orphans)}: a weight without an anchor")
+        problems.append(f"{_lines(orphans)}: a weight without an anchor; put the anchor before the tab")
     if unweighted:
         problems.append(f"{_lines(unweighted)}: no weight, but other lines have one; give every line a weight "
                         "(the anchor, a tab, the weight) or none")
@@ -221,18 +228,25 @@ def weighted_anchor_text(terms: Sequence[str], weights: Sequence[float]) -> str:
 def anchor_file_text(data: bytes, max_chars: int, max_bytes: int = MAX_ANCHOR_FILE_BYTES) -> str:
     """The text of a file loaded into an anchor set (one anchor a line, weighted or not), its line
     ends as ``\\n``; ``ValueError`` saying why when it has more than ``max_bytes`` bytes, is not
-    UTF-8 (a byte-order mark is dropped), has more than ``max_chars`` characters, or its weights are
-    not usable (:func:`parse_anchor_text`)."""
+    UTF-8 (a byte-order mark is dropped), has more than ``max_chars`` characters, holds no anchor, or
+    its weights are not usable (:func:`parse_anchor_text`)."""
     if len(data) > max_bytes:
-        raise ValueError(f"the file has {len(data):,} bytes; an anchor file may have at most {max_bytes:,}")
+        raise ValueError(f"the file has {len(data):,} bytes; an anchor file may have at most {max_bytes:,}: keep "
+                         "the anchors that matter, or split the file")
     try:
         text = "\n".join(data.decode("utf-8-sig").splitlines())
     except UnicodeDecodeError as error:
         raise ValueError(f"the file is not UTF-8 text (byte {error.start:,} cannot be read); save it as "
                          "UTF-8") from None
     if len(text) > max_chars:
-        raise ValueError(f"the file has {len(text):,} characters; an anchor set holds at most {max_chars:,}")
-    parse_anchor_text(text)
+        raise ValueError(f"the file has {len(text):,} characters; an anchor set holds at most {max_chars:,}: keep "
+                         "the anchors that matter, or split the file")
+    control = control_character(text)
+    if control is not None:
+        raise ValueError(f"the file holds the control character U+{ord(control):04X}, as a binary file does; "
+                         "give plain UTF-8 text, one anchor per line")
+    if not parse_anchor_text(text).anchors:
+        raise ValueError("the file holds no anchor; write one anchor per line")
     return text
 
 

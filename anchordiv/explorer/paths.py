@@ -88,7 +88,8 @@ class DataRoots:
         try:
             resolved = Path(path).expanduser().resolve(strict=True)
         except (OSError, RuntimeError) as error:  # missing, unreadable, or a symlink loop
-            raise ValueError(f"{what} {str(path)!r} does not exist or cannot be resolved") from error
+            raise ValueError(f"{what} {str(path)!r} does not exist or cannot be resolved; check the name, or choose "
+                             "another") from error
         if self.allow_any_path or resolved in self.files or any(resolved.is_relative_to(root) for root in self.roots):
             return resolved
         raise ValueError(f"{what} {str(path)!r} is outside the data folders this server was started with; "

@@ -10,6 +10,7 @@ licence.
 from __future__ import annotations
 
 import os
+import unicodedata
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
@@ -100,12 +101,13 @@ def read_vocabulary_file(path: str | os.PathLike) -> list[str]:
         raise ValueError(f"vocabulary file {str(path)!r} is not a file")
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
-        raise ValueError(f"vocabulary file {str(path)!r} has {size:,} bytes; at most {MAX_FILE_BYTES:,} are read")
+        raise ValueError(f"vocabulary file {str(path)!r} has {size:,} bytes; at most {MAX_FILE_BYTES:,} are read: keep "
+                         "the terms that matter, or split the file")
     try:
         text = path.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise ValueError(f"vocabulary file {str(path)!r} is not UTF-8 text ({error.reason} at byte "
-                         f"{error.start:,})") from None
+                         f"{error.start:,}); save it as UTF-8, one term per line") from None
     except OSError as error:
         raise ValueError(f"vocabulary file {str(path)!r} cannot be read ({error.strerror or error})") from None
     return parse_vocabulary(text, source=str(path))
@@ -116,13 +118,18 @@ def parse_vocabulary(text: str, source: str = "the list") -> list[str]:
     one space; blank lines and repeats dropped, first occurrence and order kept.
 
     Raises :class:`ValueError` (naming ``source`` and the line) for a term over
-    :data:`MAX_TERM_CHARS` characters or more than :data:`MAX_TERMS` distinct terms.
+    :data:`MAX_TERM_CHARS` characters, a control character (a binary file's bytes) or more than
+    :data:`MAX_TERMS` distinct terms.
     """
     terms: dict[str, None] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         term = " ".join(line.split())
         if not term or term in terms:
             continue
+        control = control_character(term)
+        if control is not None:
+            raise ValueError(f"{source}: line {number:,} holds the control character U+{ord(control):04X}, as a "
+                             "binary file does; give plain text, one term per line")
         if len(term) > MAX_TERM_CHARS:
             raise ValueError(f"{source}: line {number:,} has a term of {len(term):,} characters; "
                              f"at most {MAX_TERM_CHARS} are allowed")
@@ -131,6 +138,12 @@ def parse_vocabulary(text: str, source: str = "the list") -> list[str]:
                              "many); split the list or keep the terms that matter")
         terms[term] = None
     return list(terms)
+
+
+def control_character(text: str) -> str | None:
+    """The first control character in ``text`` other than tabs and line ends (what a binary file's
+    bytes decode to), or ``None``."""
+    return next((char for char in text if unicodedata.category(char) == "Cc" and char not in "\t\n\r"), None)
 
 
 @lru_cache(maxsize=None)
