@@ -21,6 +21,7 @@ import pytest
 
 from anchordiv.builtin.weights import ASSETS_DIR, MANIFEST_NAME, WEIGHTS_NAME
 from anchordiv.explorer import limits
+from hostile_judge import markdown_bodies
 from markup import active_markup, plain
 
 streamlit_testing = pytest.importorskip("streamlit.testing.v1")
@@ -75,21 +76,6 @@ def open_page(page: str, params: dict) -> AppTest:
     if PAGES[page]:  # the link opens that page (the Explore page would rewrite the link first)
         app.switch_page(PAGES[page])
     return app.run()
-
-
-def markdown_bodies(app: AppTest) -> list[tuple[str, str]]:
-    """``(where, Markdown text)`` of every element Streamlit renders as Markdown."""
-    bodies = []
-    for kind in ("warning", "error", "info", "success", "caption", "markdown", "title", "header", "subheader"):
-        bodies += [(kind, str(element.value)) for element in getattr(app, kind)]
-    for element in app.get("imgs"):
-        bodies += [("image caption", image.caption) for image in element.proto.imgs]
-    for element in app.get("arrow_table"):
-        frame = element.value
-        bodies += [("table", str(value)) for value in [*frame.index, *frame.to_numpy().ravel()] if isinstance(value, str)]
-    bodies += [("expander", element.label) for element in app.expander]
-    bodies += [("tab", element.label) for element in app.tabs]
-    return bodies
 
 
 def plotly_texts(app: AppTest) -> list[str]:

@@ -1,0 +1,548 @@
+"""The hostile corpus of the surfaces added since the last hostile round: model names and tags,
+downloads, prompt templates, vocabularies and set files, weighted sets, marks, and the photo notice.
+
+Each case sends one hostile input where it enters: a link to a page (streamlit.testing's AppTest),
+a hub download (the real huggingface_hub against a loopback hub, tests/loopback_hub.py), the bytes
+an uploader hands the page, a file under the data roots. :mod:`hostile_judge`, written apart from
+the code under test, judges what came back: no traceback; a refusal names the input and says what
+to do; no live markup; no hang; no connection the case does not allow; no read outside the data
+roots. Where an input is taken, the case checks that what was made of it is right (nothing lost,
+nothing silently wrong). ``test_the_corpus_covers_every_kind`` counts the cases per kind.
+"""
+from __future__ import annotations
+
+import io
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from anchordiv import explorer as ex
+from anchordiv.builtin.weights import ASSETS_DIR, WEIGHTS_NAME as BUILTIN_WEIGHTS
+from anchordiv.explorer.anchors import MAX_ANCHOR_FILE_BYTES
+from anchordiv.explorer.feedback import MAX_MARKS
+from anchordiv.explorer.page_state import BUILTIN, HUB, OPEN_CLIP, SETTINGS
+from anchordiv.explorer.paths import DataRoots
+from anchordiv.explorer.vocabulary import FIND_TERMS, file_terms
+from anchordiv.images import MAX_BYTES
+from anchordiv.vocabularies.catalog import MAX_FILE_BYTES
+from hostile_judge import Outcome, call, judge, page_outcome
+from loopback_hub import TINY_REPO, WEIGHTS_NAME, serve_tiny_hub, tiny_hub_files
+
+streamlit_testing = pytest.importorskip("streamlit.testing.v1")
+AppTest = streamlit_testing.AppTest
+
+APP = Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py"
+TIMEOUT = 120
+HUB_SPEC = f"open_clip:hf-hub:{TINY_REPO}"
+
+pytestmark = pytest.mark.skipif(not (ASSETS_DIR / BUILTIN_WEIGHTS).is_file(),
+                                reason="the built-in model weights (assets/builtin-model.*) are not there yet")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One hostile input: ``refused`` (must be refused, with ``names`` in the message) or taken
+    (then ``check(result)`` lists what is wrong with what was made of it)."""
+
+    name: str
+    value: Any
+    refused: bool = True
+    names: tuple[str, ...] = ()
+    check: Callable[[Any], list[str]] | None = None
+    extra: dict = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def verdict(case: Case, outcome: Outcome, hosts: frozenset = frozenset()) -> list[str]:
+    """What :func:`~hostile_judge.judge` finds, and for a call that should take its input, a refusal."""
+    problems = judge(outcome, refused=case.refused, names=case.names, hosts=hosts)
+    if not case.refused and outcome.said and not outcome.markdown:  # a call (a page says other things too)
+        problems.append(f"taken, yet refused: {outcome.said}")
+    if case.check is not None and outcome.result is not None:
+        problems += case.check(outcome.result)
+    return problems
+
+
+@pytest.fixture(scope="module")
+def outside(tmp_path_factory) -> Path:
+    """A folder outside every data root, with a file no case may read."""
+    folder = tmp_path_factory.mktemp("outside-the-roots")
+    (folder / "secret.txt").write_text("secret\n")
+    (folder / "secret.pt").write_bytes(b"not a checkpoint")
+    return folder
+
+
+def open_page(params: dict, page: str | None = None, state: dict | None = None) -> AppTest:
+    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    app.query_params.update(params)
+    for key, value in (state or {}).items():
+        app.session_state[key] = value
+    if page:
+        app.switch_page(page)
+    return app.run()
+
+
+# -- model names and tags, in a link ------------------------------------------------------------------
+def model_cases(outside: Path) -> list[Case]:
+    secret = str(outside / "secret.pt")
+    return [
+        Case("unknown architecture", {"encoder": "open_clip:NoSuchNet-evil"}, names=("NoSuchNet-evil",)),
+        Case("hf-hub with ..", {"encoder": "open_clip:hf-hub:../../evil"}, names=("../../evil",)),
+        Case("hf-hub with .. inside", {"encoder": "open_clip:hf-hub:org/../evil"}, names=("org/../evil",)),
+        Case("absolute path", {"encoder": f"open_clip:{secret}"}, names=(secret,)),
+        Case("URL", {"encoder": "open_clip:https://evil.example/evil.pt"}, names=("https://evil.example/evil.pt",)),
+        Case("1,000 characters", {"encoder": "open_clip:" + "evil" * 250}, names=("encoder",)),
+        Case("Markdown", {"encoder": "[evil](https://evil.example)"}, names=("[evil](https://evil.example)",)),
+        # The architecture is kept, the pretrained left out: its checkpoint is chosen from the server's menu.
+        Case("pretrained a path", {"encoder": "open_clip:ViT-B-32", "pretrained": secret}, names=(secret,),
+             extra={"source": OPEN_CLIP}),
+        Case("pretrained a URL", {"encoder": "open_clip:ViT-B-32", "pretrained": "https://evil.example/w.pt"},
+             names=("https://evil.example/w.pt",), extra={"source": OPEN_CLIP}),
+        Case("pretrained Markdown", {"encoder": "open_clip:ViT-B-32", "pretrained": "**evil** $x$"},
+             names=("**evil** $x$",), extra={"source": OPEN_CLIP}),
+        Case("pretrained for the built-in model", {"encoder": "builtin", "pretrained": "evil"}, names=("evil",)),
+        Case("a download on a server that downloads nothing", {"encoder": "open_clip:hf-hub:evil-org/evil-repo"},
+             names=("evil-org/evil-repo",), extra={"source": HUB}),
+    ]
+
+
+@pytest.mark.parametrize("case", model_cases(Path("/outside")), ids=str)
+def test_model_names_and_tags_in_a_link(app_env, outside, tmp_path, monkeypatch, case):
+    case = next(built for built in model_cases(outside) if built.name == case.name)
+    monkeypatch.delenv("ANCHORDIV_ALLOW_DOWNLOAD", raising=False)
+    with serve_tiny_hub(tmp_path) as hub:  # a hub this server may not use: nothing may reach it
+        hub.patch_endpoint(monkeypatch)
+        outcome, app = page_outcome(lambda: open_page(case.value), forbidden=(outside,))
+        problems = verdict(case, outcome)
+        if hub.requests:
+            problems.append(f"the hub was asked {len(hub.requests)} times")
+    if app.session_state["model_source"] != case.extra.get("source", BUILTIN):
+        problems.append(f"the page's model is {app.session_state['model_source']!r}")
+    if app.session_state.get("openclip_checkpoint") or app.session_state.get("checkpoint_choice"):
+        problems.append("a checkpoint file was taken from the link")
+    assert not problems, problems
+
+
+# -- downloads from a loopback hub -------------------------------------------------------------------
+@pytest.fixture
+def hubs(tmp_path, monkeypatch):
+    """The hub (this process's huggingface_hub pointed at it) and another host serving other bytes."""
+    monkeypatch.setenv("ANCHORDIV_CACHE", str(tmp_path / "anchordiv-cache"))
+    with serve_tiny_hub(tmp_path / "hub") as hub, \
+            serve_tiny_hub(tmp_path / "other", files=tiny_hub_files(tmp_path / "other-files", seed=1)) as other:
+        hub.patch_endpoint(monkeypatch)
+        yield hub, other
+        hub.throttle = other.throttle = None  # an abandoned transfer's thread finishes
+
+
+def fetch(cache: Path) -> list[Path]:
+    """What the explorer's download button and ``anchordiv fetch-model`` run."""
+    from anchordiv.encoders import fetch_model
+
+    return fetch_model(HUB_SPEC, cache_dir=cache)
+
+
+def plain_url(hub, data: bytes, cache: Path) -> Path:
+    """A plain-URL download (how OpenAI's weights come), checked against the digest in its URL."""
+    import hashlib
+
+    from anchordiv.encoders.url_client import url_file
+
+    return url_file(hub.serve_plain("w.bin", data), cache / "w.bin", sha256=hashlib.sha256(data).hexdigest())
+
+
+def whole(hub, cache: Path) -> Callable[[Any], list[str]]:
+    def check(paths) -> list[str]:
+        weights = [path for path in paths if path.name == WEIGHTS_NAME]
+        return [] if weights and weights[0].read_bytes() == hub.files[WEIGHTS_NAME] else \
+            ["the weights on disk are not the hub's"]
+    return check
+
+
+DOWNLOADS = ["wrong hash", "truncated", "far larger than announced", "slow drip", "404", "500",
+             "redirect to another host", "redirect to file://", "two at once", "cut mid-file",
+             "no such repository", "url: wrong hash", "url: far larger than announced", "url: 500",
+             "url: redirect to file://", "url: truncated"]
+
+
+@pytest.mark.parametrize("name", DOWNLOADS)
+def test_downloads_from_a_hostile_hub(hubs, tmp_path, outside, monkeypatch, name):
+    hub, other = hubs
+    cache = tmp_path / "hf"
+    url = name.startswith("url: ")
+    target = "w.bin" if url else WEIGHTS_NAME
+    hosts = frozenset({("127.0.0.1", int(server.endpoint.rsplit(":", 1)[1])) for server in (hub, other)})
+    action: Callable[[], Any] = (lambda: plain_url(hub, hub.files[WEIGHTS_NAME], cache)) if url else (lambda: fetch(cache))
+    case = Case(name, None, names=(target, TINY_REPO) if not url else ("w.bin",))
+    kind = name.removeprefix("url: ")
+    if kind == "wrong hash":
+        hub.corrupt.add(target)
+    elif kind == "truncated":
+        hub.truncate.add(target)
+    elif kind == "far larger than announced":
+        hub.oversize.add(target)
+    elif kind == "slow drip":
+        from anchordiv.encoders import transfers
+
+        monkeypatch.setattr(transfers, "STALL_WINDOW", 1.0)  # the deadline, shortened: 1 s under 8 kB/s
+        monkeypatch.setattr(transfers, "SLOWEST_RATE", 8_000)
+        hub.throttle = 200.0
+    elif kind in ("404", "500"):
+        hub.fail_with[target] = int(kind)
+    elif kind == "redirect to another host":
+        hub.redirect[target] = other.url(WEIGHTS_NAME)
+    elif kind == "redirect to file://":
+        hub.redirect[target] = (outside / "secret.txt").as_uri()
+    elif kind == "no such repository":
+        action = lambda: __import__("anchordiv.encoders", fromlist=["fetch_model"]).fetch_model(  # noqa: E731
+            "open_clip:hf-hub:evil-org/no-such-repo", cache_dir=cache)
+        case = Case(name, None, names=("evil-org/no-such-repo",))
+    elif kind == "cut mid-file":
+        hub.cut_once(target, 100_000)
+        case = Case(name, None, refused=False, check=whole(hub, cache))
+    elif kind == "two at once":
+        hub.hold_gets, hub.held = threading.Event(), {WEIGHTS_NAME}
+        results: list = []
+        threading.Timer(1.0, hub.hold_gets.set).start()
+
+        def action():
+            threads = [threading.Thread(target=lambda: results.append(fetch(cache))) for _ in range(2)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(25)
+            return results
+
+        def check(found) -> list[str]:
+            if len(found) != 2 or found[0] != found[1]:
+                return [f"the two callers got {found}"]
+            return whole(hub, cache)(found[0]) + ([] if len(hub.gets(WEIGHTS_NAME)) == 1 else
+                                                   [f"{len(hub.gets(WEIGHTS_NAME))} transfers of one file"])
+        case = Case(name, None, refused=False, check=check)
+    outcome = call(action, forbidden=(outside,))
+    problems = verdict(case, outcome, hosts=hosts)
+    size = len(hub.files[WEIGHTS_NAME])
+    if kind == "far larger than announced" and not url and hub.sent.get(target, 0) > 3 * size:
+        problems.append(f"read {hub.sent[target]:,} bytes of a file announced as {size:,}")
+    if case.refused and not outcome.crash:  # nothing damaged is kept, and a healthy hub then works
+        hub.corrupt.clear(), hub.truncate.clear(), hub.oversize.clear(), hub.fail_with.clear(), hub.redirect.clear()
+        hub.throttle = None
+        if kind != "no such repository":
+            again = call(lambda: plain_url(hub, hub.files[WEIGHTS_NAME], cache) if url else fetch(cache))
+            problems += [f"after the refusal: {text}" for text in again.said] + ([again.crash] if again.crash else [])
+            if not url and not again.crash and not again.said:
+                problems += whole(hub, cache)(again.result)
+    assert not problems, problems
+
+
+# -- prompt templates, in a link and typed -----------------------------------------------------------
+TEMPLATES = [
+    Case("attribute access", "{0.__class__}", names=("{0.__class__}",)),
+    Case("attribute access beside a slot", "a {} {0.__class__.__init__.__globals__}", refused=False),
+    Case("two slots", "{}{}", names=("{}{}",)),
+    Case("no slot", "a photo of evil", names=("a photo of evil",)),
+    Case("a brace alone", "{", names=("'{'",)),
+    Case("a format spec", "{:>100000000}", names=("{:>100000000}",)),
+    Case("10,000 lines", "\n".join(f"a {{}} {number}" for number in range(10_000)), names=("10,000 lines",)),
+    Case("Markdown and math", "**evil** {} $x^2$ [evil](https://evil.example)", refused=False),
+]
+
+
+@pytest.mark.parametrize("case", TEMPLATES, ids=str)
+def test_prompt_templates(app_env, case):
+    # Typed into the text area (no link carries 10,000 lines): the state the widget would hold.
+    outcome, app = page_outcome(lambda: open_page({"templates_a": "custom"}, state={"own_templates_a": case.value}))
+    problems = verdict(case, outcome)
+    if app.session_state["own_templates_a"] != case.value:
+        problems.append("the typed templates were not kept")
+    if not case.refused and any("templates are not used" in text for text in outcome.said):
+        problems.append(f"refused: {outcome.said}")
+    assert not problems, problems
+
+
+def test_prompt_templates_in_a_link_keep_their_markup_inert(app_env):
+    case = TEMPLATES[-1]
+    outcome, app = page_outcome(lambda: open_page({"templates_a": "custom", "own_templates_a": case.value}))
+    assert not verdict(case, outcome) and app.session_state["own_templates_a"] == case.value
+
+
+# -- anchor set files (the bytes the uploader hands the page) and vocabulary files -------------------
+def one_anchor(text) -> list[str]:
+    return [] if ex.parse_anchor_text(text).anchors == ("evil cat",) else [f"read as {text!r}"]
+
+
+SET_FILES = [
+    Case("binary", bytes(range(256)) * 4, names=("UTF-8",)),
+    Case("binary that is UTF-8", b"evil\x00cat\x01\n", names=("U+0000",)),
+    Case("not UTF-8", "café evil\n".encode("latin-1"), names=("UTF-8",)),
+    Case("one byte over the cap", b"evil cat\n" * (MAX_ANCHOR_FILE_BYTES // 9) + b"x" * (MAX_ANCHOR_FILE_BYTES % 9 + 1),
+         names=(f"{MAX_ANCHOR_FILE_BYTES:,}",)),
+    Case("one character over the cap", ("e" * (SETTINGS["anchors_a"].max_chars + 1)).encode(),
+         names=(f"{SETTINGS['anchors_a'].max_chars:,}",)),
+    Case("5,000 weighted terms", "".join(f"term {n}\t0.{n % 9 + 1}\n" for n in range(5000)).encode(), refused=False,
+         check=lambda text: [] if len(ex.parse_anchor_text(text).weights) == 5000 else ["the weights were cut"]),
+    Case("empty", b"", names=("no anchor",)),
+    Case("all one term", b"evil cat\n" * 100, refused=False, check=one_anchor),
+    Case("a weight of NaN", b"evil cat\tnan\ndog\t1\n", names=("'nan'",)),
+]
+
+
+@pytest.mark.parametrize("case", SET_FILES, ids=str)
+def test_anchor_set_files(case):
+    outcome = call(lambda: ex.anchor_file_text(case.value, SETTINGS["anchors_a"].max_chars))
+    assert not verdict(case, outcome), verdict(case, outcome)
+
+
+def vocabulary_cases(root: Path, outside: Path) -> list[Case]:
+    files = {
+        "binary": bytes(range(256)) * 4, "binary that is UTF-8": b"evil\x00cat\n", "not UTF-8": "café\n".encode("latin-1"),
+        "one byte over the cap": b"x" * (MAX_FILE_BYTES + 1),
+        "one term over the count cap": "".join(f"evil {n}\n" for n in range(FIND_TERMS + 1)).encode(),
+        "empty": b"", "all one term": b"evil cat\n" * 500,
+    }
+    cases = [Case(name, root / f"{name}.txt", names=(f"{name}.txt",), refused=name != "all one term",
+                  check=(lambda terms: [] if terms == ("evil cat",) else [f"read as {terms}"])
+                  if name == "all one term" else None) for name in files]
+    for case in cases:
+        case.value.write_bytes(files[case.name])
+    (root / "link-out.txt").symlink_to(outside / "secret.txt")
+    return cases + [
+        Case("a name with ../", root / ".." / outside.name / "secret.txt", names=("secret.txt",)),
+        Case("an absolute path outside", outside / "secret.txt", names=("secret.txt",)),
+        Case("a link out of the roots", root / "link-out.txt", names=("link-out.txt",)),
+        Case("a missing file", root / "gone.txt", names=("gone.txt",)),
+    ]
+
+
+VOCABULARY_NAMES = ["binary", "binary that is UTF-8", "not UTF-8", "one byte over the cap",
+                    "one term over the count cap", "empty", "all one term", "a name with ../",
+                    "an absolute path outside", "a link out of the roots", "a missing file"]
+
+
+@pytest.mark.parametrize("name", VOCABULARY_NAMES)
+def test_vocabulary_files_under_the_data_roots(tmp_path_factory, outside, name):
+    root = tmp_path_factory.mktemp("data-root")
+    case = next(case for case in vocabulary_cases(root, outside) if case.name == name)
+    roots = DataRoots((str(root),))
+    outcome = call(lambda: file_terms(roots, str(case.value)), forbidden=(outside,))
+    assert not verdict(case, outcome), verdict(case, outcome)
+
+
+TYPED_VOCABULARIES = [
+    Case("empty", "", names=("your list",)),
+    Case("one term over the count cap", "\n".join(f"evil {n}" for n in range(FIND_TERMS + 1)), names=("2,001",)),
+    Case("control characters", "evil\x00cat\ndog", names=("U+0000",)),
+    Case("all one term", "evil cat\n" * 50, refused=False),
+    Case("Markdown", "**evil** [evil](https://evil.example)\n$x$ evil\n:red[evil]", refused=False),
+]
+
+
+@pytest.mark.parametrize("case", TYPED_VOCABULARIES, ids=str)
+def test_typed_vocabularies(app_env, case):
+    state = {"find_open": True, "find_vocabulary": "own list (typed)", "find_own_terms": case.value}
+    outcome, app = page_outcome(lambda: open_page({}, state=state))
+    problems = verdict(case, outcome)
+    if app.session_state["find_own_terms"] != case.value:
+        problems.append("the typed terms were not kept")
+    assert not problems, problems
+
+
+# -- weighted sets, in a link ------------------------------------------------------------------------
+WEIGHTED = [
+    Case("weight 0", "evil cat\t0\ndog\t1", names=("'0'",)),
+    Case("negative weight", "evil cat\t-1\ndog\t1", names=("'-1'",)),
+    Case("NaN", "evil cat\tnan\ndog\t1", names=("'nan'",)),
+    Case("1e309", "evil cat\t1e309\ndog\t1", names=("'1e309'",)),
+    Case("a missing tab", "evil cat\t1\ndog 1", names=("line 2",)),
+    Case("a tab inside the term", "evil\tcat\t1\ndog\t1", names=("line 1",)),
+    Case("a weight without an anchor", "\t1\ndog\t1", names=("line 1",)),
+]
+
+
+@pytest.mark.parametrize("case", WEIGHTED, ids=str)
+def test_weighted_sets_in_a_link(app_env, case):
+    outcome, app = page_outcome(lambda: open_page({"anchors_b": case.value}))
+    problems = verdict(case, outcome)
+    if app.session_state["anchors_b"] != case.value:
+        problems.append("set B's text was not kept as the link gave it")
+    assert not problems, problems
+
+
+# -- marks: in the Learn page's link, from the p player, and learning from few -----------------------
+LEARN = "views/learn.py"
+LINK_MARKS = [
+    Case("out of range", ["999°"], names=("'999°'",)),
+    Case("negative", ["-15°"], names=("'-15°'",)),
+    Case("repeated", ["30°", "30°"], names=("once",)),
+    Case("Markdown", ["**evil**"], names=("'**evil**'",)),
+    # 900: past Streamlit's own bound (1,000 parameters) the server drops the whole query string unread.
+    Case("900 of them", [f"{n}°" for n in range(900)], names=("the link is",)),
+]
+
+
+@pytest.mark.parametrize("case", LINK_MARKS, ids=str)
+def test_marks_in_a_link(app_env, case):
+    outcome, app = page_outcome(lambda: open_page({"toy_marks": case.value}, page=LEARN))
+    problems = verdict(case, outcome)
+    marks = app.session_state["learn_weights_marks"]
+    if len(marks) != len(set(marks)) or any(not mark.endswith("°") or not 0 <= float(mark[:-1]) < 360 for mark in marks):
+        problems.append(f"the lesson kept marks {marks}")
+    assert not problems, problems
+
+
+PLAYER_MARKS = [
+    Case("out of range", [10**9], refused=False), Case("negative", [-1], refused=False),
+    Case("repeated", "repeat", refused=False), Case("10^6 of them", list(range(10**6)), refused=False),
+    Case("text and Markdown", ["**evil**", "7", True, 2.5, None], refused=False),
+]
+
+
+@pytest.mark.parametrize("case", PLAYER_MARKS, ids=str)
+def test_marks_from_the_p_player(app_env, library, case):
+    """What a client may send as the player's marks: gallery ids of this query only, each once, at
+    most MAX_MARKS; anything else is dropped (no person typed it: the player sends ids it shows)."""
+    from player import player_data, report_state
+
+    app = open_page({}, state={"find_open": True})
+    grid = [item["id"] for item in player_data(app)["items"]]
+    sent = [grid[0], grid[0], grid[1]] if case.value == "repeat" else case.value
+    outcome, app = page_outcome(lambda: report_state(app, marks=sent))
+    problems = verdict(case, outcome)
+    like = app.session_state["find_like"]
+    expected = [grid[0], grid[1]] if case.value == "repeat" else \
+        list(range(min(MAX_MARKS, len(library["gallery"])))) if len(sent) == 10**6 else []
+    if like != expected:
+        problems.append(f"the marks became {like}, not {expected}")
+    assert not problems, problems
+
+
+@pytest.mark.parametrize("count", [0, 1])
+def test_learning_from_few_marks(app_env, count):
+    from player import player_data, report_state
+
+    app = open_page({}, state={"find_open": True})
+    if count:
+        report_state(app, marks=[player_data(app)["items"][0]["id"]])
+
+    def learn():
+        app.button(key="find_learn").click()
+        return app.run()
+
+    outcome, app = page_outcome(learn)
+    case = Case(f"{count} marks", None, refused=count == 0, names=("marked",))
+    problems = verdict(case, outcome)
+    if count and app.session_state["find_like"] != [player_data(app)["items"][0]["id"]]:
+        problems.append("the mark was lost")
+    assert not problems, problems
+
+
+def test_a_weighted_set_of_5000_terms_in_a_link_is_refused_whole(app_env):
+    text = "".join(f"term {n}\t0.5\n" for n in range(5000))
+    outcome, app = page_outcome(lambda: open_page({"anchors_a": text}))
+    case = Case("use as A with 5,000 weighted terms", text, names=("characters",))
+    problems = verdict(case, outcome)
+    if "term 4999" in app.session_state["anchors_a"]:
+        problems.append("the 5,000 terms were taken")
+    assert not problems, problems
+
+
+# -- photo-notice inputs: the uploaded bytes the query and the notice see ----------------------------
+def encoded(image: Image.Image, **options) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, **options)
+    return buffer.getvalue()
+
+
+def upright_picture() -> np.ndarray:
+    """40 x 24 pixels, red in the top-left corner and blue in the bottom-right one: any rotation shows."""
+    pixels = np.full((24, 40, 3), 255, np.uint8)
+    pixels[:8, :12] = (255, 0, 0)
+    pixels[-8:, -12:] = (0, 0, 255)
+    return pixels
+
+
+def same_picture(expected: np.ndarray, tolerance: float = 8.0) -> Callable[[Any], list[str]]:
+    """The query and the notice saw ``expected``: the mean absolute difference of their pixels at most
+    ``tolerance`` (JPEG's own blur; a turned or miscoloured picture is far off)."""
+    def check(images) -> list[str]:
+        problems = []
+        for where, image in zip(("the query", "the notice"), images):
+            seen = np.asarray(image)
+            if seen.shape != expected.shape or np.abs(seen.astype(int) - expected).mean() > tolerance:
+                problems.append(f"{where} saw a {seen.shape} picture unlike the upright one")
+        return problems
+    return check
+
+
+def photo_cases() -> list[Case]:
+    rng = np.random.default_rng(0)
+    frames = [Image.fromarray(rng.integers(0, 256, (32, 32, 3), dtype=np.uint8)) for _ in range(3)]
+    upright = upright_picture()
+    exif = Image.Exif()
+    exif[0x0112] = 6  # "rotate 90° clockwise to view": stored turned a quarter anticlockwise
+    gray16 = (np.arange(24 * 40).reshape(24, 40) * 60).astype(np.uint16)
+    cmyk = Image.fromarray(upright).convert("CMYK")
+    return [
+        Case("1 x 1", encoded(Image.new("RGB", (1, 1), (200, 10, 10)), format="PNG"), refused=False,
+             check=same_picture(np.array([[[200, 10, 10]]], np.uint8), tolerance=0)),
+        Case("a decompression bomb", encoded(Image.new("1", (20_000, 20_000)), format="PNG"), names=("evil.png",)),
+        Case("an animated GIF", encoded(frames[0], format="GIF", save_all=True, append_images=frames[1:]),
+             names=("evil.png",)),
+        Case("an animated PNG", encoded(frames[0], format="PNG", save_all=True, append_images=frames[1:]),
+             refused=False, check=same_picture(np.asarray(frames[0]), tolerance=0)),
+        Case("a CMYK JPEG", encoded(cmyk, format="JPEG", quality=95), refused=False,
+             check=same_picture(np.asarray(cmyk.convert("RGB")))),
+        Case("a 16-bit PNG", encoded(Image.fromarray(gray16), format="PNG"), refused=False,
+             check=same_picture(np.repeat((gray16 / 257).round().astype(np.uint8)[..., None], 3, axis=2), tolerance=1)),
+        Case("an EXIF-rotated JPEG", encoded(Image.fromarray(np.rot90(upright, 1).copy()), format="JPEG",
+                                              exif=exif.tobytes(), quality=95), refused=False,
+             check=same_picture(upright)),
+        Case("cut off", encoded(Image.fromarray(upright), format="JPEG")[:300], names=("evil.png",)),
+        Case("over the byte cap", b"\x89PNG" + bytes(MAX_BYTES), names=("evil.png",)),
+    ]
+
+
+@pytest.mark.parametrize("case", photo_cases(), ids=str)
+def test_photo_notice_inputs(case, monkeypatch):
+    """An upload goes to the query (``query_image_from_upload``) and to the photo notice, which must
+    see the same upright picture."""
+    from anchordiv.app import photo_notice
+    from anchordiv.encoders import load_encoder
+    from anchordiv.explorer import query_image_from_upload
+
+    encoder = load_encoder("builtin", device="cpu")
+    noticed = []
+    real = photo_notice.images_outside_world
+    monkeypatch.setattr(photo_notice, "images_outside_world",
+                        lambda model, images: noticed.extend(images) or real(model, images))
+    name = "evil.png"  # the upload's name, as the uploader gives it
+
+    def upload():
+        query = query_image_from_upload(case.value, name)
+        photo_notice.upload_outside_world.__wrapped__(encoder, case.value, name)  # the notice, uncached
+        return [query, *noticed]
+
+    outcome = call(upload)
+    problems = verdict(case, outcome)
+    if not case.refused and not outcome.crash and len(outcome.result) != 2:
+        problems.append("the notice did not look at the upload")
+    assert not problems, problems
+
+
+# -- the corpus's size -------------------------------------------------------------------------------
+def test_the_corpus_covers_every_kind(tmp_path, outside):
+    sizes = {"model names and tags": len(model_cases(outside)), "downloads": len(DOWNLOADS),
+             "prompt templates": len(TEMPLATES) + 1,
+             "vocabularies and set files": len(SET_FILES) + len(VOCABULARY_NAMES) + len(TYPED_VOCABULARIES),
+             "weighted sets": len(WEIGHTED), "marks": len(LINK_MARKS) + len(PLAYER_MARKS) + 3,
+             "photo-notice inputs": len(photo_cases())}
+    assert all(size >= 5 for size in sizes.values()), sizes
+    assert len(vocabulary_cases(tmp_path, outside)) == len(VOCABULARY_NAMES)
