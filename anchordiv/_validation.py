@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -208,3 +209,76 @@ def check_probability_vector(weights: ArrayLike, length: int, name: str, atol: f
             "or for two components pass [p, 1 - p]."
         )
     return array / total
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A declared parameter check: a finite number in ``[low, high]`` (an end left out where
+    ``open_low`` or ``open_high``), a Python or numpy integer where ``integer``, or one of the values
+    in ``also`` (e.g. ``"auto"``); ``example`` shows a good value in the message.
+
+    Called as ``constraint(value, name)``, it returns the value (a float, an int, or the ``also``
+    value) or raises ``ValueError`` naming ``name``, the range and the example.
+    """
+
+    low: float = 0.0
+    high: float = math.inf
+    open_low: bool = False
+    open_high: bool = False
+    integer: bool = False
+    example: str = ""
+    also: tuple = ()
+
+    def __call__(self, value: Any, name: str) -> Any:
+        if any(type(value) is type(other) and value == other for other in self.also):
+            return value
+        number = self._number(value)
+        if number is None or not self._inside(number):
+            hint = f" ({self.example})" if self.example else ""
+            raise ValueError(f"{name} must be {self.describe()}{hint}; got {value!r}.")
+        return number
+
+    def _number(self, value: Any) -> float | int | None:
+        if isinstance(value, (bool, np.bool_, str, bytes)):
+            return None
+        if self.integer:
+            return int(value) if isinstance(value, (int, np.integer)) else None
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            return None
+        return number if math.isfinite(number) else None
+
+    def _inside(self, number: float) -> bool:
+        above = number > self.low if self.open_low else number >= self.low
+        below = number < self.high if self.open_high else number <= self.high
+        return above and below
+
+    def describe(self) -> str:
+        """``"an integer >= 0"``, ``"a number in (0, 1)"``, ``"a finite number > 0"``, ``… or 'auto'``."""
+        kind = "an integer" if self.integer else "a finite number" if self.high == math.inf else "a number"
+        if self.high == math.inf:
+            text = f"{kind} {'>' if self.open_low else '>='} {self.low:g}"
+        else:
+            text = f"{kind} in {'(' if self.open_low else '['}{self.low:g}, {self.high:g}{')' if self.open_high else ']'}"
+        return text + "".join(f" or {other!r}" for other in self.also)
+
+
+def one_of(*values: Any) -> Callable[[Any, str], Any]:
+    """A declared parameter check: ``value`` must be one of ``values`` (compared with their types)."""
+    def check(value: Any, name: str) -> Any:
+        if not any(type(value) is type(allowed) and value == allowed for allowed in values):
+            raise ValueError(f"{name} must be one of {', '.join(repr(allowed) for allowed in values)}; got {value!r}.")
+        return value
+    return check
+
+
+def scale_parameter(value: Any, name: str) -> float:
+    """:func:`check_scale` as a declared parameter check."""
+    return check_scale(value)
+
+
+def check_params(estimator: Any, constraints: dict[str, Callable[[Any, str], Any]]) -> dict[str, Any]:
+    """Every parameter of ``estimator`` that ``constraints`` declares, checked (each check returns the
+    value to use or raises ``ValueError`` naming the parameter), by name."""
+    return {name: check(getattr(estimator, name), name) for name, check in constraints.items()}

@@ -18,7 +18,8 @@ import pandas as pd
 import torch
 
 from ._validation import ArrayLike, as_matrix, as_numeric_tensor, check_dimension, unit_rows
-from .models import AnchorModel, EmpiricalAnchors, MixtureAnchors
+from .models import AnchorModel, MixtureAnchors
+from .models.empirical import DiscreteAnchors
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ def _component_log_tilt(model: AnchorModel, anchors: ArrayLike, eta: torch.Tenso
                         ) -> tuple[torch.Tensor, bool]:
     """Unnormalised ``log p(anchor_i | eta)`` within one component ``(N,)`` and whether it is exact;
     ``name`` names ``anchors`` in errors."""
-    if isinstance(model, EmpiricalAnchors):
+    if isinstance(model, DiscreteAnchors):
         unit = model.anchors_.to(device=eta.device, dtype=eta.dtype)  # fitted wherever the geometry computes
         return unit @ eta + model.log_weights_.to(device=eta.device, dtype=eta.dtype), True
     matrix = as_matrix(anchors, name)

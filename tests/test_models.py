@@ -109,13 +109,13 @@ def test_em_fit_equals_scikit_learn_gaussian_mixture(data, covariance_type):
 
 @pytest.mark.parametrize("covariance_type", ["full", "tied", "diag", "spherical"])
 def test_every_gmm_covariance_type_is_a_valid_geometry(data, covariance_type):
-    model = ad.GaussianMixtureAnchors(2, covariance_type=covariance_type, scale=SCALE).fit(data["anchors"])
+    model = ad.GaussianMixtureAnchors(n_components=2, covariance_type=covariance_type, scale=SCALE).fit(data["anchors"])
     divergence = model.divergence(data["queries"], data["gallery"])
     assert np.isfinite(divergence).all() and divergence.min() >= -1e-9
 
 
 def test_single_component_gmm_is_the_gaussian_without_shrinkage(data):
-    gmm = ad.GaussianMixtureAnchors(1, scale=SCALE, reg_covar=0.0).fit(data["anchors"])
+    gmm = ad.GaussianMixtureAnchors(n_components=1, scale=SCALE, reg_covar=0.0).fit(data["anchors"])
     gaussian = ad.GaussianAnchors(scale=SCALE, shrinkage=None).fit(data["anchors"])
     np.testing.assert_allclose(gmm.divergence(data["queries"], data["gallery"]),
                                gaussian.divergence(data["queries"], data["gallery"]), rtol=1e-6)
@@ -215,9 +215,9 @@ def test_large_scales_stay_finite_in_float32(data, scale, kind):
     model = {
         "empirical": lambda: ad.EmpiricalAnchors(scale=scale).fit(anchors),
         "gaussian": lambda: ad.GaussianAnchors(scale=scale).fit(anchors),
-        "gmm": lambda: ad.GaussianMixtureAnchors(2, scale=scale).fit(anchors),
-        "latent-empirical": lambda: ad.LatentEmpiricalAnchors(3, scale=scale).fit(anchors),
-        "latent-gaussian": lambda: ad.LatentGaussianAnchors(3, scale=scale).fit(anchors),
+        "gmm": lambda: ad.GaussianMixtureAnchors(n_components=2, scale=scale).fit(anchors),
+        "latent-empirical": lambda: ad.LatentEmpiricalAnchors(rank=3, scale=scale).fit(anchors),
+        "latent-gaussian": lambda: ad.LatentGaussianAnchors(rank=3, scale=scale).fit(anchors),
         "mixture": lambda: ad.MixtureAnchors([ad.EmpiricalAnchors(scale=scale).fit(anchors),
                                               ad.EmpiricalAnchors(scale=scale).fit(data["style"])], [0.5, 0.5]),
     }[kind]()
@@ -242,7 +242,7 @@ def test_embeddings_are_normalised_inside(data):
 
 
 def test_blockwise_evaluation_equals_one_block(data, monkeypatch):
-    model = ad.GaussianMixtureAnchors(2, scale=SCALE).fit(data["anchors"])
+    model = ad.GaussianMixtureAnchors(n_components=2, scale=SCALE).fit(data["anchors"])
     whole = model.divergence(data["queries"], data["gallery"])
     monkeypatch.setattr("anchordiv.models.base.BLOCK_ELEMENTS", 100)
     np.testing.assert_allclose(model.divergence(data["queries"], data["gallery"]), whole, rtol=1e-12)
@@ -250,6 +250,39 @@ def test_blockwise_evaluation_equals_one_block(data, monkeypatch):
 
 def test_repr_names_the_parameters():
     assert repr(ad.GaussianAnchors(scale=10.0)) == "GaussianAnchors(scale=10.0, shrinkage='ledoit-wolf')"
+
+
+ESTIMATORS = [ad.EmpiricalAnchors, ad.LatentEmpiricalAnchors, ad.GaussianAnchors, ad.LatentGaussianAnchors,
+              ad.GaussianMixtureAnchors, ad.PosteriorEmpiricalAnchors, ad.PosteriorGaussianAnchors, ad.FeedbackAnchors]
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda estimator: estimator.__name__)
+def test_parameters_are_keyword_only_and_stored_by_the_base(estimator):
+    """``X(10.0)`` cannot mean the scale in one model and another parameter in the next; every
+    model's __init__ goes through AnchorModel's, which stores the scale."""
+    with pytest.raises(TypeError, match="positional"):
+        estimator(10.0)
+    model = estimator(scale=7.0)
+    assert model.scale == 7.0 and "scale" in model.get_params()
+    assert estimator(**model.get_params()).get_params() == model.get_params()  # as sklearn.base.clone rebuilds
+
+
+def test_a_mixture_takes_its_components_and_weights_by_position_only():
+    first, second = ad.EmpiricalAnchors(scale=SCALE), ad.GaussianAnchors(scale=SCALE)
+    assert ad.MixtureAnchors([first, second], [0.3, 0.7]).weights == [0.3, 0.7]
+    with pytest.raises(TypeError, match="positional"):
+        ad.MixtureAnchors([first, second], [0.3, 0.7], "balanced")
+
+
+def test_learned_weights_are_an_attribute_not_a_parameter():
+    """FeedbackAnchors learns its weights: it shares the empirical model's CGF (DiscreteAnchors) but not
+    EmpiricalAnchors' ``weights`` parameter, so clone and get_params see only what it takes."""
+    from anchordiv.models.empirical import DiscreteAnchors
+
+    model = ad.FeedbackAnchors(scale=SCALE)
+    assert isinstance(model, DiscreteAnchors) and not isinstance(model, ad.EmpiricalAnchors)
+    assert "weights" not in model.get_params() and not hasattr(model, "weights")
+    assert set(model._parameter_constraints) == set(model.get_params())  # every parameter's check is declared
 
 
 def test_em_that_stops_early_warns_with_convergence_warning(data):

@@ -38,7 +38,7 @@ def test_whole_gallery_order_equals_argsort(data):
 
 
 def test_blocks_and_gallery_chunks_give_the_same_answer(data, monkeypatch):
-    model = ad.GaussianMixtureAnchors(2, scale=12.0).fit(data["anchors"])
+    model = ad.GaussianMixtureAnchors(n_components=2, scale=12.0).fit(data["anchors"])
     index = ad.AnchorIndex(model, data["gallery"], reverse=True)
     expected = index.search(data["queries"], 7, exclude=np.arange(9))
     monkeypatch.setattr(search_module, "GALLERY_CHUNK", 16)  # 5 chunks, the last one short
@@ -170,7 +170,7 @@ def test_index_defaults_to_the_device_choice(data, monkeypatch):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 @pytest.mark.parametrize("reverse", [False, True])
 def test_cuda_equals_cpu(data, reverse):
-    model = ad.GaussianMixtureAnchors(2, scale=12.0).fit(data["anchors"])
+    model = ad.GaussianMixtureAnchors(n_components=2, scale=12.0).fit(data["anchors"])
     cpu = ad.AnchorIndex(model, data["gallery"], reverse=reverse, device="cpu").search(data["queries"], 5)
     cuda = ad.AnchorIndex(model, data["gallery"], reverse=reverse, device="cuda").search(data["queries"], 5)
     # float64 on both devices, with their own kernels' order of summation.

@@ -139,13 +139,13 @@ def test_a_weighted_set_is_the_empirical_model_with_its_weights_whatever_the_kin
     spec = ex.GeometrySpec(kind=kind, scale=SCALE, rank=3)
     geometry = ex.ExplorerGeometry(images, [objects, torch.zeros((0, 24))], [texts, []], spec,
                                    prior=styles, prior_texts=["s"] * len(styles), anchor_weights=[weights, None])
-    reference = AnchorIndex(EmpiricalAnchors(SCALE, weights=weights).fit(objects), images)
+    reference = AnchorIndex(EmpiricalAnchors(scale=SCALE, weights=weights).fit(objects), images)
     for got, expected in zip(rankings(geometry.index_at(0.5), images), rankings(reference, images, k=20)):
         assert_same_ranking(got, expected, **SAME_ROUTE)
     assert geometry.component_texts == [texts] and geometry.component_anchors[0] is objects  # no prior mixed in
     assert ("Set A has weights: the empirical model with those weights is used; the sidebar's kind applies to "
             "unweighted sets.") in geometry.notes
-    uniform = AnchorIndex(EmpiricalAnchors(SCALE).fit(objects), images)
+    uniform = AnchorIndex(EmpiricalAnchors(scale=SCALE).fit(objects), images)
     assert [ids.tolist() for _, ids in rankings(uniform, images)] != [ids.tolist() for _, ids in
                                                                       rankings(reference, images)]  # weights matter
 
@@ -155,7 +155,7 @@ def test_beside_an_unweighted_set_the_weighted_one_is_a_component_of_the_mixture
     spec = ex.GeometrySpec(kind="gaussian", scale=SCALE)
     geometry = ex.ExplorerGeometry(images, [objects, styles], [["o"] * len(objects), ["s"] * len(styles)], spec,
                                    anchor_weights=[weights, None])
-    mixture = MixtureAnchors([EmpiricalAnchors(SCALE, weights=weights).fit(objects), spec.fit(styles)[0]], [0.5, 0.5])
+    mixture = MixtureAnchors([EmpiricalAnchors(scale=SCALE, weights=weights).fit(objects), spec.fit(styles)[0]], [0.5, 0.5])
     for p in (0.2, 0.7):
         expected = mixture.with_balance(images).with_weights([p, 1 - p])
         for got, want in zip(rankings(geometry.index_at(p, "balanced"), images),
@@ -173,7 +173,7 @@ def test_a_store_source_fits_the_weights_too(world, tmp_path):
     source = ex.StoreSource.open(folder, "test-encoder@1", 24)
     geometry = source.fit_geometry([objects, torch.zeros((0, 24))], [["o"] * len(objects), []],
                                    ex.GeometrySpec(kind="gaussian", scale=SCALE), anchor_weights=[weights, None])
-    reference = AnchorIndex(EmpiricalAnchors(SCALE, weights=weights).fit(objects), source.rows(np.arange(len(source))))
+    reference = AnchorIndex(EmpiricalAnchors(scale=SCALE, weights=weights).fit(objects), source.rows(np.arange(len(source))))
     for got, expected in zip(rankings(geometry.index_at(0.5), images), rankings(reference, images, k=20)):
         assert_same_ranking(got, expected, **STORE_ROUTE)
 

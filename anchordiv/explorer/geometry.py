@@ -80,7 +80,7 @@ class GeometrySpec:
         if anchors.shape[0] == 0:
             raise ValueError("the anchor set is empty; type at least one anchor, one per line")
         if weights is not None:
-            return EmpiricalAnchors(self.scale, weights=list(weights)).fit(anchors), []
+            return EmpiricalAnchors(scale=self.scale, weights=list(weights)).fit(anchors), []
         return fit_anchor_model(self.kind, anchors, self.scale, prior, **self.parameters())
 
 

@@ -17,7 +17,8 @@ turns them into the public, validated, block-wise ``cgf``, ``grad_cgf`` and ``di
 Models are scikit-learn estimators: ``get_params``, ``set_params`` (so ``sklearn.base.clone``) and
 the repr come from :class:`~anchordiv.models.estimator.Estimator`, scikit-learn's protocol without
 importing scikit-learn, so ``__init__`` only stores its parameters and every check of them happens
-in ``fit``.
+in ``fit``. Parameters are keyword-only (``EmpiricalAnchors(scale=10)``), so that one number
+cannot mean the scale in one model and another parameter in the next.
 """
 from __future__ import annotations
 
@@ -64,7 +65,7 @@ class AnchorModel(Estimator):
     tensors for tensor input and numpy arrays otherwise.
     """
 
-    def __init__(self, scale: float = 100.0):
+    def __init__(self, *, scale: float = 100.0):
         self.scale = scale
 
     # -- subclass hooks ------------------------------------------------------------------

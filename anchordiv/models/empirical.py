@@ -46,29 +46,11 @@ def softmax_cgf_grad(logits: torch.Tensor, support: torch.Tensor) -> tuple[torch
     return kappa, probabilities @ support
 
 
-class EmpiricalAnchors(AnchorModel):
-    """The paper's softmax model: ``P`` puts mass ``w_i`` on each anchor ``gamma_i``.
-
-    ``kappa(eta) = logsumexp_i(gamma_i . eta + log w_i)`` (``= logsumexp(Gamma eta) - log N`` for
-    uniform weights) and ``grad kappa(eta) = sum_i softmax_i(Gamma eta + log w) gamma_i``, where
-    ``Gamma`` ``(N, d)`` holds the unit-norm anchors and ``w`` ``(N,)`` the weights.
-
-    Parameters
-    ----------
-    scale : logit scale ``s`` in ``eta = s * x``; must be finite and positive.
-    weights : optional non-negative weights, one per anchor; normalised to sum to 1.
-        Duplicate anchors are allowed and simply count twice.
-
-    Fitted attributes: ``anchors_`` ``(N, d)``, ``log_weights_`` ``(N,)``, ``n_features_in_``.
-    """
-
-    def __init__(self, scale: float = 100.0, weights: ArrayLike | None = None):
-        super().__init__(scale)
-        self.weights = weights
-
-    def _fit(self, anchors: torch.Tensor) -> None:
-        self.anchors_ = anchors
-        self.log_weights_ = log_anchor_weights(self.weights, anchors.shape[0], anchors)
+class DiscreteAnchors(AnchorModel):
+    """A distribution with mass on finitely many anchors: the fitted unit-norm ``anchors_`` ``(N, d)``
+    and their ``log_weights_`` ``(N,)``, ``kappa(eta) = logsumexp_i(gamma_i . eta + log w_i)``.
+    Its subclasses say where the weights come from (:class:`EmpiricalAnchors`: given;
+    :class:`~anchordiv.models.feedback.FeedbackAnchors`: learned from marks)."""
 
     def _param_tensors(self) -> dict[str, torch.Tensor]:
         return {"anchors": self.anchors_, "log_weights": self.log_weights_}
@@ -88,6 +70,30 @@ class EmpiricalAnchors(AnchorModel):
         params = self._params(eta)
         return softmax_cgf_grad(self._logits(eta, params), params["anchors"])
 
+
+class EmpiricalAnchors(DiscreteAnchors):
+    """The paper's softmax model: ``P`` puts mass ``w_i`` on each anchor ``gamma_i``.
+
+    ``kappa(eta) = logsumexp_i(gamma_i . eta + log w_i)`` (``= logsumexp(Gamma eta) - log N`` for
+    uniform weights) and ``grad kappa(eta) = sum_i softmax_i(Gamma eta + log w) gamma_i``, where
+    ``Gamma`` ``(N, d)`` holds the unit-norm anchors and ``w`` ``(N,)`` the weights.
+
+    Parameters
+    ----------
+    scale : logit scale ``s`` in ``eta = s * x``; must be finite and positive.
+    weights : optional non-negative weights, one per anchor; normalised to sum to 1.
+        Duplicate anchors are allowed and simply count twice.
+
+    Fitted attributes: ``anchors_`` ``(N, d)``, ``log_weights_`` ``(N,)``, ``n_features_in_``.
+    """
+
+    def __init__(self, *, scale: float = 100.0, weights: ArrayLike | None = None):
+        super().__init__(scale=scale)
+        self.weights = weights
+
+    def _fit(self, anchors: torch.Tensor) -> None:
+        self.anchors_ = anchors
+        self.log_weights_ = log_anchor_weights(self.weights, anchors.shape[0], anchors)
 
 
 def principal_subspace(anchors: torch.Tensor, rank: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -120,8 +126,8 @@ class LatentEmpiricalAnchors(AnchorModel):
     Fitted attributes: ``mean_`` ``(d,)``, ``components_`` ``(rank, d)``, ``coordinates_`` ``(N, rank)``.
     """
 
-    def __init__(self, rank: int = 32, scale: float = 100.0):
-        super().__init__(scale)
+    def __init__(self, *, rank: int = 32, scale: float = 100.0):
+        super().__init__(scale=scale)
         self.rank = rank
 
     def _fit(self, anchors: torch.Tensor) -> None:

@@ -6,15 +6,16 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from .._validation import ArrayLike, as_matrix, check_dimension, check_non_negative, check_positive_int, check_scale, unit_rows
-from .empirical import EmpiricalAnchors
+from .._validation import (ArrayLike, Interval, as_matrix, check_dimension, check_params, one_of, scale_parameter,
+                           unit_rows)
+from .empirical import DiscreteAnchors
 
 
 # The starts "auto" descends from: the gallery's main axes with the contrast, and the contrast alone.
 AUTO_SPREAD_WEIGHTS = (0.85, 0.0)
 
 
-class FeedbackAnchors(EmpiricalAnchors):
+class FeedbackAnchors(DiscreteAnchors):
     """The empirical anchor model with weights ``w`` learned so that marked items rank near their queries.
 
     The fitted geometry is :class:`EmpiricalAnchors` with the learned weights: with ``a_i`` the
@@ -113,12 +114,27 @@ class FeedbackAnchors(EmpiricalAnchors):
         ``d``.
     """
 
-    def __init__(self, scale: float = 100.0, temperature: float = 1.0, top_fraction: float = 0.1,
+    _parameter_constraints = {
+        "scale": scale_parameter,
+        "temperature": Interval(0, open_low=True, example="e.g. temperature=1.0"),
+        "top_fraction": Interval(0, 1, open_low=True, open_high=True, example="a fraction of the gallery, e.g. 0.1"),
+        "smoothing": Interval(0, open_low=True, example="e.g. smoothing=0.05"),
+        "sparsity": Interval(example="e.g. sparsity=0.05, 0 for none"),
+        "n_negatives": Interval(integer=True), "n_hard": Interval(integer=True), "max_iter": Interval(integer=True),
+        "learning_rate": Interval(example="e.g. learning_rate=0.1"),
+        "init_sharpness": Interval(example="e.g. init_sharpness=2.0"),
+        "spread_weight": Interval(also=("auto",), example='e.g. 1.0, 0 for none, "auto" to let the marks choose'),
+        "threshold": Interval(0, 1, open_high=True, example="a fraction of the largest weight, e.g. 1e-3"),
+        "pairwise": one_of(True, False),
+        "seed": Interval(integer=True),
+    }
+
+    def __init__(self, *, scale: float = 100.0, temperature: float = 1.0, top_fraction: float = 0.1,
                  smoothing: float = 0.05, sparsity: float = 0.0, n_negatives: int = 4096, n_hard: int = 256,
                  max_iter: int = 60, learning_rate: float = 0.1, init_sharpness: float = 3.0,
                  spread_weight: float | str = "auto",
                  threshold: float = 0.001, pairwise: bool = True, seed: int = 0):
-        self.scale = scale
+        super().__init__(scale=scale)
         self.temperature = temperature
         self.top_fraction = top_fraction
         self.smoothing = smoothing
@@ -132,11 +148,6 @@ class FeedbackAnchors(EmpiricalAnchors):
         self.threshold = threshold
         self.pairwise = pairwise
         self.seed = seed
-
-    @property
-    def weights(self) -> np.ndarray | None:
-        """The learned weights (``None`` before ``fit``), for code that reads an empirical model's."""
-        return getattr(self, "weights_", None)
 
     def fit(self, anchors: ArrayLike, queries: ArrayLike = None, gallery: ArrayLike = None,
             positives: Sequence[Sequence[int]] = None, negatives: Sequence[Sequence[int]] | None = None
@@ -161,29 +172,8 @@ class FeedbackAnchors(EmpiricalAnchors):
         FeedbackAnchors
             ``self``, fitted.
         """
-        scale = check_scale(self.scale)
-        tau = check_non_negative(self.temperature, "temperature", "e.g. temperature=1.0")
-        if tau <= 0:
-            raise ValueError(f"temperature must be positive; got {self.temperature!r}.")
-        lam = check_non_negative(self.sparsity, "sparsity", "e.g. sparsity=0.05 (0 for none)")
-        n_negatives = check_positive_int(self.n_negatives, "n_negatives", minimum=0)
-        n_hard = check_positive_int(self.n_hard, "n_hard", minimum=0)
-        max_iter = check_positive_int(self.max_iter, "max_iter", minimum=0)
-        lr = check_non_negative(self.learning_rate, "learning_rate", "e.g. learning_rate=0.1")
-        sharpness = check_non_negative(self.init_sharpness, "init_sharpness", "e.g. init_sharpness=2.0")
-        starts = (AUTO_SPREAD_WEIGHTS if isinstance(self.spread_weight, str) and self.spread_weight == "auto" else
-                  (check_non_negative(self.spread_weight, "spread_weight", 'e.g. spread_weight=1.0 (0 for none, "auto" '
-                                      "to let the marks choose)"),))
-        threshold = check_non_negative(self.threshold, "threshold", "e.g. threshold=1e-3")
-        if threshold >= 1:
-            raise ValueError(f"threshold must be below 1 (a fraction of the largest weight); got {self.threshold!r}.")
-        seed = check_positive_int(self.seed, "seed", minimum=0)
-        alpha = check_non_negative(self.top_fraction, "top_fraction", "e.g. top_fraction=0.1")
-        if not 0 < alpha < 1:
-            raise ValueError(f"top_fraction must be between 0 and 1 (a fraction of the gallery); got {self.top_fraction!r}.")
-        beta = check_non_negative(self.smoothing, "smoothing", "e.g. smoothing=0.05")
-        if beta <= 0:
-            raise ValueError(f"smoothing must be positive; got {self.smoothing!r}.")
+        params = check_params(self, self._parameter_constraints)
+        starts = AUTO_SPREAD_WEIGHTS if params["spread_weight"] == "auto" else (params["spread_weight"],)
         if queries is None or gallery is None or positives is None:
             raise ValueError("fit needs anchors (N, d), queries (Q, d), gallery (G, d) and positives "
                              "(one list of gallery ids per query).")
@@ -206,11 +196,15 @@ class FeedbackAnchors(EmpiricalAnchors):
         a = unit_anchors.to(torch.float64)
         q = unit_rows(query_rows.to(device), "queries").to(torch.float64)
         g = unit_rows(gallery_rows.to(device), "gallery").to(torch.float64)
-        generator = np.random.default_rng(seed)
-        batch = _training_groups(q, g, marked, unliked, n_negatives, n_hard, bool(self.pairwise), generator)
-        prepared, terms = _prepared(a, batch, scale), dict(tau=tau, lam=lam, alpha=alpha, beta=beta)
-        fits = [_descend(prepared, terms, steps=max_iter, lr=lr, sharpness=sharpness, spread_weight=weight,
-                         threshold=threshold) + (weight,) for weight in starts]
+        generator = np.random.default_rng(params["seed"])
+        batch = _training_groups(q, g, marked, unliked, params["n_negatives"], params["n_hard"], params["pairwise"],
+                                 generator)
+        prepared = _prepared(a, batch, params["scale"])
+        terms = dict(tau=params["temperature"], lam=params["sparsity"], alpha=params["top_fraction"],
+                     beta=params["smoothing"])
+        fits = [_descend(prepared, terms, steps=params["max_iter"], lr=params["learning_rate"],
+                         sharpness=params["init_sharpness"], spread_weight=weight, threshold=params["threshold"])
+                + (weight,) for weight in starts]
         # Of several starts, the weights that sit most on what the marked items share.
         shared = _shared(prepared)[0]
         weights, self.loss_, self.spread_weight_ = max(fits, key=lambda fitted: float((fitted[0] * shared).sum()))

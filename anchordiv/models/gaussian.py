@@ -81,8 +81,8 @@ class GaussianAnchors(AnchorModel):
     Ledoit–Wolf coefficient or the ridge).
     """
 
-    def __init__(self, scale: float = 100.0, shrinkage: str | float | None = "ledoit-wolf"):
-        super().__init__(scale)
+    def __init__(self, *, scale: float = 100.0, shrinkage: str | float | None = "ledoit-wolf"):
+        super().__init__(scale=scale)
         self.shrinkage = shrinkage
 
     def _fit(self, anchors: torch.Tensor) -> None:
@@ -116,8 +116,8 @@ class LatentGaussianAnchors(AnchorModel):
     ``explained_variance_`` ``(rank,)``, ``noise_variance_``; ``covariance_`` is built on request.
     """
 
-    def __init__(self, rank: int = 32, scale: float = 100.0):
-        super().__init__(scale)
+    def __init__(self, *, rank: int = 32, scale: float = 100.0):
+        super().__init__(scale=scale)
         self.rank = rank
 
     def _fit(self, anchors: torch.Tensor) -> None:

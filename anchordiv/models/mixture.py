@@ -100,7 +100,7 @@ class MixtureAnchors(AnchorModel):
     # What fit / with_balance / with_calibration measured on the reference; None until then.
     _reference_fit: ReferenceFit | None = None
 
-    def __init__(self, models: Sequence[AnchorModel], weights: ArrayLike | None = None, weighting: str = "literal",
+    def __init__(self, models: Sequence[AnchorModel], weights: ArrayLike | None = None, *, weighting: str = "literal",
                  calibration_k: int = 10, calibration_queries: int = QUERIES, calibration_seed: int = 0):
         self.models = models
         self.weights = weights

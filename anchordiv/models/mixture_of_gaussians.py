@@ -37,10 +37,10 @@ class GaussianMixtureAnchors(AnchorModel):
     (every covariance type as full matrices), ``n_iter_``, ``converged_``, ``lower_bound_``.
     """
 
-    def __init__(self, n_components: int = 4, covariance_type: str = "full", scale: float = 100.0,
+    def __init__(self, *, n_components: int = 4, covariance_type: str = "full", scale: float = 100.0,
                  random_state: int | None = 0, reg_covar: float = 1e-6, max_iter: int = 100,
                  tol: float = 1e-3):
-        super().__init__(scale)
+        super().__init__(scale=scale)
         self.n_components = n_components
         self.covariance_type = covariance_type
         self.random_state = random_state

@@ -14,8 +14,8 @@ import numpy as np
 import torch
 
 from .._validation import ArrayLike, as_matrix, check_dimension, finite_non_negative, unit_rows
-from .base import AnchorModel, is_single_point
-from .empirical import EmpiricalAnchors
+from .base import is_single_point
+from .empirical import DiscreteAnchors, EmpiricalAnchors
 from .gaussian import GaussianAnchors
 
 
@@ -56,7 +56,7 @@ def _fit_documented(fit: Callable) -> Callable:
     return fit
 
 
-class PosteriorEmpiricalAnchors(EmpiricalAnchors):
+class PosteriorEmpiricalAnchors(DiscreteAnchors):
     """Dirichlet-process posterior mean of the anchor distribution, as an empirical model.
 
     With base measure ``P_0`` uniform on the ``N_0`` prior anchors, concentration ``alpha >= 0``
@@ -85,8 +85,8 @@ class PosteriorEmpiricalAnchors(EmpiricalAnchors):
         ``d``.
     """
 
-    def __init__(self, alpha: float = 1.0, scale: float = 100.0):
-        AnchorModel.__init__(self, scale)  # no anchor weights to store: fit derives them from alpha
+    def __init__(self, *, alpha: float = 1.0, scale: float = 100.0):
+        super().__init__(scale=scale)
         self.alpha = alpha
 
     @_fit_documented
@@ -97,7 +97,7 @@ class PosteriorEmpiricalAnchors(EmpiricalAnchors):
         weights = np.concatenate([np.full(n_prior, alpha / ((alpha + n_target) * n_prior)),
                                   np.full(n_target, 1.0 / (alpha + n_target))])
         # The empirical model of these weighted anchors, fitted as any other is.
-        fitted = EmpiricalAnchors(self.scale, weights).fit(torch.cat([prior, target]))
+        fitted = EmpiricalAnchors(scale=self.scale, weights=weights).fit(torch.cat([prior, target]))
         self.anchors_, self.log_weights_ = fitted.anchors_, fitted.log_weights_
         self._mark_fitted(fitted.n_features_in_)
         return self
@@ -142,8 +142,8 @@ class PosteriorGaussianAnchors(GaussianAnchors):
         ``d``.
     """
 
-    def __init__(self, alpha: float = 1.0, scale: float = 100.0, shrinkage: str | float | None = "ledoit-wolf"):
-        super().__init__(scale, shrinkage)
+    def __init__(self, *, alpha: float = 1.0, scale: float = 100.0, shrinkage: str | float | None = "ledoit-wolf"):
+        super().__init__(scale=scale, shrinkage=shrinkage)
         self.alpha = alpha
 
     @_fit_documented
