@@ -264,6 +264,7 @@ def test_parameters_are_keyword_only_and_stored_by_the_base(estimator):
         estimator(10.0)
     model = estimator(scale=7.0)
     assert model.scale == 7.0 and "scale" in model.get_params()
+    assert set(model._parameter_constraints) <= set(model.get_params())  # each check is of a parameter
     assert estimator(**model.get_params()).get_params() == model.get_params()  # as sklearn.base.clone rebuilds
 
 

@@ -25,7 +25,8 @@ from __future__ import annotations
 from typing import Any, Callable, Hashable
 
 import torch
-from .._validation import ArrayLike, as_matrix, check_dimension, check_finite_output, check_scale, unit_rows
+from .._validation import (ArrayLike, as_matrix, check_dimension, check_finite_output, check_params, check_scale,
+                           scale_parameter, unit_rows)
 from .estimator import Estimator, not_fitted_error
 
 # Intermediate arrays are kept below this many elements (about 128 MB at float32).
@@ -65,8 +66,16 @@ class AnchorModel(Estimator):
     tensors for tensor input and numpy arrays otherwise.
     """
 
+    #: Each parameter's check (``check(value, name)`` returns the value to use or raises ``ValueError``),
+    #: run by :meth:`check_params` before anything is fitted; subclasses extend it.
+    _parameter_constraints: dict[str, Callable[[Any, str], Any]] = {"scale": scale_parameter}
+
     def __init__(self, *, scale: float = 100.0):
         self.scale = scale
+
+    def check_params(self) -> dict[str, Any]:
+        """The declared parameters, checked (:data:`_parameter_constraints`), by name."""
+        return check_params(self, self._parameter_constraints)
 
     # -- subclass hooks ------------------------------------------------------------------
     def _fit(self, anchors: torch.Tensor) -> None:
@@ -88,7 +97,7 @@ class AnchorModel(Estimator):
     # -- fitting -------------------------------------------------------------------------
     def fit(self, anchors: ArrayLike) -> "AnchorModel":
         """Fit the model to an anchor set ``anchors`` of shape ``(N, d)`` (rows normalised)."""
-        check_scale(self.scale)
+        self.check_params()
         unit = unit_rows(as_matrix(anchors, "anchors"), "anchors")
         self._fit(unit)
         self._mark_fitted(unit.shape[1])

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import torch
 
-from .._validation import ArrayLike, as_float_vector, check_positive_int
+from .._validation import ArrayLike, Interval, as_float_vector
 from .base import AnchorModel, is_single_point
 
 
@@ -126,13 +126,14 @@ class LatentEmpiricalAnchors(AnchorModel):
     Fitted attributes: ``mean_`` ``(d,)``, ``components_`` ``(rank, d)``, ``coordinates_`` ``(N, rank)``.
     """
 
+    _parameter_constraints = {**AnchorModel._parameter_constraints, "rank": Interval(1, integer=True)}
+
     def __init__(self, *, rank: int = 32, scale: float = 100.0):
         super().__init__(scale=scale)
         self.rank = rank
 
     def _fit(self, anchors: torch.Tensor) -> None:
-        rank = check_positive_int(self.rank, "rank")
-        self.mean_, self.components_, _ = principal_subspace(anchors, rank)
+        self.mean_, self.components_, _ = principal_subspace(anchors, int(self.rank))
         self.coordinates_ = (anchors - self.mean_) @ self.components_.T
 
     def _param_tensors(self) -> dict[str, torch.Tensor]:

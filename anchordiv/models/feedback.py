@@ -6,8 +6,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from .._validation import (ArrayLike, Interval, as_matrix, check_dimension, check_params, one_of, scale_parameter,
-                           unit_rows)
+from .._validation import ArrayLike, Interval, as_matrix, check_dimension, one_of, unit_rows
 from .empirical import DiscreteAnchors
 
 
@@ -115,7 +114,7 @@ class FeedbackAnchors(DiscreteAnchors):
     """
 
     _parameter_constraints = {
-        "scale": scale_parameter,
+        **DiscreteAnchors._parameter_constraints,
         "temperature": Interval(0, open_low=True, example="e.g. temperature=1.0"),
         "top_fraction": Interval(0, 1, open_low=True, open_high=True, example="a fraction of the gallery, e.g. 0.1"),
         "smoothing": Interval(0, open_low=True, example="e.g. smoothing=0.05"),
@@ -172,7 +171,7 @@ class FeedbackAnchors(DiscreteAnchors):
         FeedbackAnchors
             ``self``, fitted.
         """
-        params = check_params(self, self._parameter_constraints)
+        params = self.check_params()
         starts = AUTO_SPREAD_WEIGHTS if params["spread_weight"] == "auto" else (params["spread_weight"],)
         if queries is None or gallery is None or positives is None:
             raise ValueError("fit needs anchors (N, d), queries (Q, d), gallery (G, d) and positives "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from .._validation import ArrayLike, as_matrix, check_positive_int, check_scale, finite_non_negative
+from .._validation import ArrayLike, Interval, as_matrix, check_scale, finite_non_negative
 from .base import AnchorModel, is_single_point
 from .empirical import principal_subspace
 
@@ -81,6 +81,9 @@ class GaussianAnchors(AnchorModel):
     Ledoit–Wolf coefficient or the ridge).
     """
 
+    _parameter_constraints = {**AnchorModel._parameter_constraints, "shrinkage": lambda value, name: (
+        value if value == "ledoit-wolf" else _check_ridge(value))}
+
     def __init__(self, *, scale: float = 100.0, shrinkage: str | float | None = "ledoit-wolf"):
         super().__init__(scale=scale)
         self.shrinkage = shrinkage
@@ -116,12 +119,14 @@ class LatentGaussianAnchors(AnchorModel):
     ``explained_variance_`` ``(rank,)``, ``noise_variance_``; ``covariance_`` is built on request.
     """
 
+    _parameter_constraints = {**AnchorModel._parameter_constraints, "rank": Interval(1, integer=True)}
+
     def __init__(self, *, rank: int = 32, scale: float = 100.0):
         super().__init__(scale=scale)
         self.rank = rank
 
     def _fit(self, anchors: torch.Tensor) -> None:
-        rank = check_positive_int(self.rank, "rank")
+        rank = int(self.rank)
         self.mean_, self.components_, eigenvalues = principal_subspace(anchors, rank)
         dim = anchors.shape[1]
         self.explained_variance_ = eigenvalues[:rank]

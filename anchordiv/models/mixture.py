@@ -7,7 +7,7 @@ from typing import Any, Hashable, Sequence
 import numpy as np
 import torch
 
-from .._validation import ArrayLike, check_probability_vector
+from .._validation import ArrayLike, Interval, check_probability_vector, one_of
 from .base import AnchorModel, like_input
 from .calibration import QUERIES, CalibrationCurve, calibration_curve
 from .estimator import not_fitted_error
@@ -100,6 +100,11 @@ class MixtureAnchors(AnchorModel):
     # What fit / with_balance / with_calibration measured on the reference; None until then.
     _reference_fit: ReferenceFit | None = None
 
+    # The components' own parameters are theirs to check; the weights are checked against the components.
+    _parameter_constraints = {"weighting": one_of(*WEIGHTINGS), "calibration_k": Interval(1, integer=True),
+                              "calibration_queries": Interval(1, integer=True),
+                              "calibration_seed": Interval(integer=True)}
+
     def __init__(self, models: Sequence[AnchorModel], weights: ArrayLike | None = None, *, weighting: str = "literal",
                  calibration_k: int = 10, calibration_queries: int = QUERIES, calibration_seed: int = 0):
         self.models = models
@@ -183,8 +188,7 @@ class MixtureAnchors(AnchorModel):
     def _reference_settings(self) -> tuple:
         """The parameters a measurement on the reference depends on: ``("literal",)``,
         ``("balanced",)`` or ``("calibrated", calibration_k, calibration_queries, calibration_seed)``."""
-        if self.weighting not in WEIGHTINGS:
-            raise ValueError(f"weighting must be one of {list(WEIGHTINGS)}; got {self.weighting!r}.")
+        self.check_params()
         if self.weighting == "calibrated":
             return self.weighting, self.calibration_k, self.calibration_queries, self.calibration_seed
         return (self.weighting,)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from .._validation import check_non_negative, check_positive_int
+from .._validation import Interval, one_of
 from .base import AnchorModel, count_distinct_rows
 from .em import fit_gaussian_mixture
 
@@ -37,6 +37,16 @@ class GaussianMixtureAnchors(AnchorModel):
     (every covariance type as full matrices), ``n_iter_``, ``converged_``, ``lower_bound_``.
     """
 
+    _parameter_constraints = {
+        **AnchorModel._parameter_constraints,
+        "n_components": Interval(1, integer=True),
+        "covariance_type": one_of(*COVARIANCE_TYPES),
+        "random_state": Interval(integer=True, also=(None,), example="a seed"),
+        "reg_covar": Interval(example="added to every variance; e.g. 1e-6, or larger for few anchors"),
+        "max_iter": Interval(1, integer=True),
+        "tol": Interval(example="the change in mean log-likelihood that stops EM; e.g. 1e-3"),
+    }
+
     def __init__(self, *, n_components: int = 4, covariance_type: str = "full", scale: float = 100.0,
                  random_state: int | None = 0, reg_covar: float = 1e-6, max_iter: int = 100,
                  tol: float = 1e-3):
@@ -49,7 +59,7 @@ class GaussianMixtureAnchors(AnchorModel):
         self.tol = tol
 
     def _fit(self, anchors: torch.Tensor) -> None:
-        n_components = check_positive_int(self.n_components, "n_components")
+        n_components = int(self.n_components)
         if n_components > anchors.shape[0]:
             raise ValueError(
                 f"n_components={n_components} exceeds the {anchors.shape[0]} anchors; use at most "
@@ -61,16 +71,8 @@ class GaussianMixtureAnchors(AnchorModel):
                 f"n_components={n_components} exceeds the {distinct} distinct anchor(s) (of {anchors.shape[0]}; "
                 f"duplicates add no point to fit); use n_components <= {distinct} or add distinct anchors."
             )
-        if self.covariance_type not in COVARIANCE_TYPES:
-            raise ValueError(f"covariance_type must be one of {COVARIANCE_TYPES}; got {self.covariance_type!r}.")
-        if self.random_state is not None:
-            check_positive_int(self.random_state, "random_state (a seed, or None)", minimum=0)
-        fit = fit_gaussian_mixture(
-            anchors, n_components, self.covariance_type,
-            check_non_negative(self.reg_covar, "reg_covar", "added to every variance; e.g. 1e-6, or larger for few anchors"),
-            check_positive_int(self.max_iter, "max_iter"),
-            check_non_negative(self.tol, "tol", "the change in mean log-likelihood that stops EM; e.g. 1e-3"),
-            self.random_state)
+        fit = fit_gaussian_mixture(anchors, n_components, self.covariance_type, float(self.reg_covar),
+                                   int(self.max_iter), float(self.tol), self.random_state)
         self.weights_ = fit.weights.to(anchors.dtype)
         self.means_ = fit.means.to(anchors.dtype)
         self.covariances_ = fit.covariances.to(anchors.dtype)

@@ -19,7 +19,7 @@ from .empirical import DiscreteAnchors, EmpiricalAnchors
 from .gaussian import GaussianAnchors
 
 
-def _check_alpha(alpha: float) -> float:
+def _alpha_parameter(alpha: float, name: str = "alpha") -> float:
     value = finite_non_negative(alpha)
     if value is None:
         raise ValueError(f"alpha (the prior's pseudo-count) must be finite and >= 0, e.g. 1.0; got {alpha!r}.")
@@ -85,13 +85,15 @@ class PosteriorEmpiricalAnchors(DiscreteAnchors):
         ``d``.
     """
 
+    _parameter_constraints = {**DiscreteAnchors._parameter_constraints, "alpha": _alpha_parameter}
+
     def __init__(self, *, alpha: float = 1.0, scale: float = 100.0):
         super().__init__(scale=scale)
         self.alpha = alpha
 
     @_fit_documented
     def fit(self, target_anchors: ArrayLike, prior_anchors: ArrayLike) -> "PosteriorEmpiricalAnchors":
-        alpha = _check_alpha(self.alpha)
+        alpha = self.check_params()["alpha"]
         prior, target = _prior_and_target(prior_anchors, target_anchors)
         n_prior, n_target = prior.shape[0], target.shape[0]
         weights = np.concatenate([np.full(n_prior, alpha / ((alpha + n_target) * n_prior)),
@@ -142,13 +144,15 @@ class PosteriorGaussianAnchors(GaussianAnchors):
         ``d``.
     """
 
+    _parameter_constraints = {**GaussianAnchors._parameter_constraints, "alpha": _alpha_parameter}
+
     def __init__(self, *, alpha: float = 1.0, scale: float = 100.0, shrinkage: str | float | None = "ledoit-wolf"):
         super().__init__(scale=scale, shrinkage=shrinkage)
         self.alpha = alpha
 
     @_fit_documented
     def fit(self, target_anchors: ArrayLike, prior_anchors: ArrayLike) -> "PosteriorGaussianAnchors":
-        alpha = _check_alpha(self.alpha)
+        alpha = self.check_params()["alpha"]
         prior, target = _prior_and_target(prior_anchors, target_anchors)
         n_target = target.shape[0]
         if alpha == 0 and is_single_point(target):
