@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from ._validation import check_positive_int
+from .extras import require
 
 if TYPE_CHECKING:
     from .gallery import ProgressCallback
@@ -76,6 +77,7 @@ def umap_from_knn(indices: np.ndarray, distances: np.ndarray, seed: int = 0, n_e
                   min_dist: float = 0.1) -> np.ndarray:
     """UMAP projection ``(n, 2)`` float32 of a precomputed kNN graph (``indices``/``distances`` ``(n, k)``,
     each row starting with the item itself)."""
+    require("umap", "explorer", "A UMAP projection")
     import umap  # imported here: it is slow to import and only the projection needs it
 
     seed = check_positive_int(seed, "seed", minimum=0)

@@ -153,8 +153,8 @@ def test_a_missing_browser_or_driver_names_what_to_install(tmp_path, monkeypatch
     with pytest.raises(ValueError, match="apt-get install -y chromium"):
         check_browser(str(tmp_path / "no-chromium"))
     if os.path.isfile(CHROMIUM):
-        monkeypatch.setitem(sys.modules, "playwright.async_api", None)  # import now fails
-        with pytest.raises(ValueError, match="pip install playwright"):
+        monkeypatch.setitem(sys.modules, "playwright", None)  # import now fails
+        with pytest.raises(ValueError, match=r"pip install 'anchordiv\[explorer\]'"):
             check_browser(CHROMIUM)
 
 

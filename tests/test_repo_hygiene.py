@@ -174,3 +174,42 @@ def test_every_package_the_code_imports_is_declared():
         if not names & declared:
             missing[module] = sorted(names)
     assert not missing, f"imported but not declared in pyproject.toml: {missing}"
+
+
+LEAN = '''
+import importlib.abc, sys
+class WithoutTheExplorer(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("streamlit", "plotly", "umap", "playwright"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, WithoutTheExplorer())
+'''
+
+
+def test_the_library_works_without_the_explorer_extra_and_the_demo_says_what_to_install():
+    """``pip install anchordiv`` without ``[explorer]``: the library and its command line work; the
+    explorer and a UMAP map say, in one line, which extra brings them."""
+    import sys
+
+    script = LEAN + '''
+import numpy as np, anchordiv as ad
+from anchordiv.cli import main
+rng = np.random.default_rng(0)
+model = ad.EmpiricalAnchors(scale=10.0).fit(rng.normal(size=(5, 8)))
+assert model.divergence(rng.normal(size=(2, 8)), rng.normal(size=(3, 8))).shape == (2, 3)
+try:
+    main(["--help"])
+except SystemExit as done:
+    assert done.code == 0
+try:
+    from anchordiv.projection import umap_from_knn
+    umap_from_knn(np.zeros((3, 2), np.int64), np.zeros((3, 2), np.float32))
+except ValueError as error:
+    print("UMAP:", error)
+sys.exit(main(["demo"]))
+'''
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 2, done.stderr
+    assert "UMAP: A UMAP projection needs umap, which anchordiv's explorer extra installs" in done.stdout
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "pip install 'anchordiv[explorer]'" in lines[0], done.stderr

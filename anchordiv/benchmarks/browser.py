@@ -36,6 +36,7 @@ from typing import AsyncIterator, Callable, Iterable, Iterator
 
 from ..app.server_settings import EXPLORER_SCRIPT, streamlit_argv
 from ..app.step_clock import STAGES
+from ..extras import require
 from ..resources import app_dir
 
 logger = logging.getLogger(__name__)
@@ -90,11 +91,8 @@ def check_browser(chromium: str = CHROMIUM) -> None:
     """Refuse early, naming what to install, when the browser or its driver is missing."""
     if not Path(chromium).is_file():
         raise ValueError(f"no Chromium at {chromium}; install it (apt-get install -y chromium) or set ANCHORDIV_CHROMIUM")
-    try:
-        import playwright.async_api  # noqa: F401
-    except ImportError as error:
-        raise ValueError(f"the playwright package is missing ({error}); pip install playwright "
-                         "(the system Chromium is used: no `playwright install`)") from error
+    for module in ("playwright", "streamlit"):  # the driver, and the servers it times
+        require(module, "explorer", "The browser benchmark (the system Chromium, never `playwright install`)")
 
 
 def free_port() -> int:

@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path
 
 from ..app.server_settings import EXPLORER_SCRIPT, streamlit_argv
+from ..extras import require
 from .checks import check_input, check_labels
 from .options import COUNT
 
@@ -48,6 +49,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     from ..explorer.launch import LaunchOptions
 
+    require("streamlit", "explorer", "anchordiv demo (the explorer)")
     _check_choices(args)
     app_args = explorer_args(args, LaunchOptions.from_launch(args.app_args, os.environ).roots)
     LaunchOptions.from_launch(app_args, os.environ)  # a mistyped --data-root or model is refused before the server starts
