@@ -264,7 +264,7 @@ def test_parameters_are_keyword_only_and_stored_by_the_base(estimator):
         estimator(10.0)
     model = estimator(scale=7.0)
     assert model.scale == 7.0 and "scale" in model.get_params()
-    assert set(model._parameter_constraints) <= set(model.get_params())  # each check is of a parameter
+    assert set(model.parameter_constraints) <= set(model.get_params())  # each check is of a parameter
     assert estimator(**model.get_params()).get_params() == model.get_params()  # as sklearn.base.clone rebuilds
 
 
@@ -283,7 +283,7 @@ def test_learned_weights_are_an_attribute_not_a_parameter():
     model = ad.FeedbackAnchors(scale=SCALE)
     assert isinstance(model, DiscreteAnchors) and not isinstance(model, ad.EmpiricalAnchors)
     assert "weights" not in model.get_params() and not hasattr(model, "weights")
-    assert set(model._parameter_constraints) == set(model.get_params())  # every parameter's check is declared
+    assert set(model.parameter_constraints) == set(model.get_params())  # every parameter's check is declared
 
 
 def test_em_that_stops_early_warns_with_convergence_warning(data):

@@ -67,15 +67,16 @@ class AnchorModel(Estimator):
     """
 
     #: Each parameter's check (``check(value, name)`` returns the value to use or raises ``ValueError``),
-    #: run by :meth:`check_params` before anything is fitted; subclasses extend it.
-    _parameter_constraints: dict[str, Callable[[Any, str], Any]] = {"scale": scale_parameter}
+    #: run by :meth:`check_params` before anything is fitted; subclasses extend it (scikit-learn's
+    #: ``_parameter_constraints``, public here: each model module extends its parent's).
+    parameter_constraints: dict[str, Callable[[Any, str], Any]] = {"scale": scale_parameter}
 
     def __init__(self, *, scale: float = 100.0):
         self.scale = scale
 
     def check_params(self) -> dict[str, Any]:
-        """The declared parameters, checked (:data:`_parameter_constraints`), by name."""
-        return check_params(self, self._parameter_constraints)
+        """The declared parameters, checked (:data:`parameter_constraints`), by name."""
+        return check_params(self, self.parameter_constraints)
 
     # -- subclass hooks ------------------------------------------------------------------
     def _fit(self, anchors: torch.Tensor) -> None:

@@ -126,7 +126,7 @@ class LatentEmpiricalAnchors(AnchorModel):
     Fitted attributes: ``mean_`` ``(d,)``, ``components_`` ``(rank, d)``, ``coordinates_`` ``(N, rank)``.
     """
 
-    _parameter_constraints = {**AnchorModel._parameter_constraints, "rank": Interval(1, integer=True)}
+    parameter_constraints = {**AnchorModel.parameter_constraints, "rank": Interval(1, integer=True)}
 
     def __init__(self, *, rank: int = 32, scale: float = 100.0):
         super().__init__(scale=scale)

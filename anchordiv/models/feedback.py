@@ -113,8 +113,8 @@ class FeedbackAnchors(DiscreteAnchors):
         ``d``.
     """
 
-    _parameter_constraints = {
-        **DiscreteAnchors._parameter_constraints,
+    parameter_constraints = {
+        **DiscreteAnchors.parameter_constraints,
         "temperature": Interval(0, open_low=True, example="e.g. temperature=1.0"),
         "top_fraction": Interval(0, 1, open_low=True, open_high=True, example="a fraction of the gallery, e.g. 0.1"),
         "smoothing": Interval(0, open_low=True, example="e.g. smoothing=0.05"),

@@ -81,7 +81,7 @@ class GaussianAnchors(AnchorModel):
     Ledoit–Wolf coefficient or the ridge).
     """
 
-    _parameter_constraints = {**AnchorModel._parameter_constraints, "shrinkage": lambda value, name: (
+    parameter_constraints = {**AnchorModel.parameter_constraints, "shrinkage": lambda value, name: (
         value if value == "ledoit-wolf" else _check_ridge(value))}
 
     def __init__(self, *, scale: float = 100.0, shrinkage: str | float | None = "ledoit-wolf"):
@@ -119,7 +119,7 @@ class LatentGaussianAnchors(AnchorModel):
     ``explained_variance_`` ``(rank,)``, ``noise_variance_``; ``covariance_`` is built on request.
     """
 
-    _parameter_constraints = {**AnchorModel._parameter_constraints, "rank": Interval(1, integer=True)}
+    parameter_constraints = {**AnchorModel.parameter_constraints, "rank": Interval(1, integer=True)}
 
     def __init__(self, *, rank: int = 32, scale: float = 100.0):
         super().__init__(scale=scale)

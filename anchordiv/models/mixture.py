@@ -101,7 +101,7 @@ class MixtureAnchors(AnchorModel):
     _reference_fit: ReferenceFit | None = None
 
     # The components' own parameters are theirs to check; the weights are checked against the components.
-    _parameter_constraints = {"weighting": one_of(*WEIGHTINGS), "calibration_k": Interval(1, integer=True),
+    parameter_constraints = {"weighting": one_of(*WEIGHTINGS), "calibration_k": Interval(1, integer=True),
                               "calibration_queries": Interval(1, integer=True),
                               "calibration_seed": Interval(integer=True)}
 

@@ -37,8 +37,8 @@ class GaussianMixtureAnchors(AnchorModel):
     (every covariance type as full matrices), ``n_iter_``, ``converged_``, ``lower_bound_``.
     """
 
-    _parameter_constraints = {
-        **AnchorModel._parameter_constraints,
+    parameter_constraints = {
+        **AnchorModel.parameter_constraints,
         "n_components": Interval(1, integer=True),
         "covariance_type": one_of(*COVARIANCE_TYPES),
         "random_state": Interval(integer=True, also=(None,), example="a seed"),

@@ -85,7 +85,7 @@ class PosteriorEmpiricalAnchors(DiscreteAnchors):
         ``d``.
     """
 
-    _parameter_constraints = {**DiscreteAnchors._parameter_constraints, "alpha": _alpha_parameter}
+    parameter_constraints = {**DiscreteAnchors.parameter_constraints, "alpha": _alpha_parameter}
 
     def __init__(self, *, alpha: float = 1.0, scale: float = 100.0):
         super().__init__(scale=scale)
@@ -144,7 +144,7 @@ class PosteriorGaussianAnchors(GaussianAnchors):
         ``d``.
     """
 
-    _parameter_constraints = {**GaussianAnchors._parameter_constraints, "alpha": _alpha_parameter}
+    parameter_constraints = {**GaussianAnchors.parameter_constraints, "alpha": _alpha_parameter}
 
     def __init__(self, *, alpha: float = 1.0, scale: float = 100.0, shrinkage: str | float | None = "ledoit-wolf"):
         super().__init__(scale=scale, shrinkage=shrinkage)
