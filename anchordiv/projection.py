@@ -24,11 +24,11 @@ if TYPE_CHECKING:
 
 DEFAULT_NEIGHBOURS = 15
 # UMAP's own default for graphs over 10,000 items. It uses 500 below that, which costs 2.5x as long
-# at 10,000 points (14 s against 6 s on 2 cores) for a projection that is not visibly better.
+# for a projection that is not visibly better (docs/benchmarks.md).
 DEFAULT_EPOCHS = 200
-# What a layout costs on this project's 2-core reference machine (docs/benchmarks.md): about 6 s
-# for 10,000 points at DEFAULT_EPOCHS, and about 10 s more the first time in a process, which
-# compiles umap-learn's kernels. Only an estimate to tell the visitor; nothing waits on it.
+# What a layout costs on this project's 2-core reference machine, as measured in docs/benchmarks.md
+# (per point at DEFAULT_EPOCHS, and once per process for compiling umap-learn's kernels). Only an
+# estimate to tell the visitor; nothing waits on it.
 LAYOUT_SECONDS_PER_POINT = 6.0 / 10_000
 COMPILE_SECONDS = 10.0
 _compiled = False  # whether this process has laid out a graph (and so compiled the kernels)
@@ -129,8 +129,8 @@ def project(index: Index, embeddings: torch.Tensor, n_neighbors: int = DEFAULT_N
 def warm_up() -> float:
     """Compile umap-learn's numba kernels with a tiny projection; returns the seconds it took.
 
-    The first projection in a process spends about 10 s compiling (2 cores), whatever its size, and the
-    kernels it compiles are the ones every later projection runs: run this once in the background at
+    The first projection in a process spends :data:`COMPILE_SECONDS` or so compiling, whatever its
+    size, and the kernels it compiles are the ones every later projection runs: run this once in the background at
     start-up so that the first real projection costs only its own work."""
     start = time.perf_counter()
     rng = np.random.default_rng(0)

@@ -2,9 +2,9 @@
 encoder, anchors and prompt templates (:func:`cached_text_embeddings`, which
 :func:`anchordiv.prompts.encode_anchors` uses).
 
-A restarted explorer then needs neither the seconds to encode an anchor set it has seen (the
-built-in world's 1,644 object names take about 4 s on 2 cores; through the 80 ImageNet templates,
-minutes) nor, for the built-in model, the seconds to load its text tower at all.
+A restarted explorer then needs neither the seconds to encode an anchor set it has seen (minutes
+through the 80 ImageNet templates; docs/benchmarks.md) nor, for the built-in model, the seconds to
+load its text tower at all.
 """
 from __future__ import annotations
 

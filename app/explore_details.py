@@ -77,8 +77,8 @@ def tilt_table(tilt: explain.TiltedDistribution) -> pd.DataFrame:
 
 def sweep_section(view: ExploreView) -> None:
     """Agreement with the query's object and style across p (outside the results fragment: it does
-    not depend on where p is), in an expander drawn only while open: its charts, drawn, cost the
-    browser about 15 ms on every move of p (measured on 2 cores)."""
+    not depend on where p is), in an expander drawn only while open: its charts, drawn, would cost
+    the browser time on every move of p (docs/benchmarks.md)."""
     box = st.expander("p sweep: agreement with the query's object and style as p moves, and how calibrated p is "
                       "made", key="sweep_open", on_change="rerun")
     if box.open:

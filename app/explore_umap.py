@@ -15,7 +15,7 @@ from anchordiv.app.maps_ui import pinned_projection_p, projection_caption, proje
 @st.fragment
 def umap_section(view: ExploreView) -> None:
     """A fragment: its controls rerun only this. In an expander drawn only while open: its five
-    controls, drawn, cost the browser about 10 ms on every move of p (measured on 2 cores)."""
+    controls, drawn, would cost the browser time on every move of p (docs/benchmarks.md)."""
     box = st.expander("UMAP of the geometry: the gallery laid out by its anchor-divergence neighbours",
                       key="umap_open", on_change="rerun")
     if box.open:

@@ -29,8 +29,8 @@ FIND_LABEL = "Find anchors: suggested terms, and a geometry learned from the ite
 
 def find_anchors_section(view: ExploreView) -> None:
     """The section, for the current query over the current gallery: drawn only while its expander
-    is open (opening it reruns the page), since its tables and menus, drawn, cost the browser about
-    70 ms on every move of p, a step's whole budget (measured on 2 cores)."""
+    is open (opening it reruns the page), since its tables and menus, drawn, would cost the browser
+    a step's whole budget on every move of p (docs/benchmarks.md)."""
     box = st.expander(FIND_LABEL, key="find_open", on_change="rerun")
     if not box.open:
         return

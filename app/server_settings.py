@@ -25,8 +25,8 @@ SETTINGS = {
     "server.runOnSave": "false",
     "browser.gatherUsageStats": "false",
     # Streamlit runs gc.collect(2) after every script run by default. With torch, transformers and
-    # pandas loaded that takes about 0.3 s on 2 cores (measured), which every move of p would wait
-    # for; Python's own generational collector still runs as usual.
+    # pandas loaded a full collection is slow (docs/benchmarks.md), and every run would wait for it;
+    # Python's own generational collector still runs as usual.
     "runner.postScriptGC": "false",
 }
 

@@ -54,7 +54,7 @@ def size_thread_pools() -> None:
 size_thread_pools()
 
 st.set_page_config(page_title="anchordiv explorer", page_icon=":material/anchor:", layout="wide")
-# A new server's first run imports torch, scikit-learn and the library (about 5 s on 2 cores):
+# A new server's first run imports torch, scikit-learn and the library (seconds: docs/benchmarks.md):
 # the page says so instead of staying blank. Later runs find them imported and skip past this.
 _starting = st.empty()
 _starting.caption("Starting: loading torch, scikit-learn and anchordiv…")

@@ -45,7 +45,7 @@ def model_catalog(cache_dir: str | os.PathLike | None = None, *, estimate_sizes:
     and :data:`KNOWN_HUB_MODELS`; no network. ``cache_dir`` is the hub cache to look in.
 
     ``estimate_sizes=False`` leaves uncached models' sizes ``None``: estimating builds each
-    architecture on the meta device once (about 20 s for all on 2 cores, then remembered on disk).
+    architecture on the meta device once (seconds each, then remembered on disk).
     """
     entries = [CatalogEntry("builtin", None, "built-in model (emoji drawings only)", None, True)]
     from open_clip.pretrained import get_pretrained_cfg

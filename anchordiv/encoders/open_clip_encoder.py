@@ -129,7 +129,7 @@ def load_hub_encoder(
     else (with ``allow_download``) from the hub; open_clip then builds the model from that local folder.
     Raises as :func:`load_open_clip_encoder` does.
     """
-    # The files first: a model that is not there is refused without importing open_clip (6 s on 2 cores).
+    # The files first: a model that is not there is refused without importing open_clip (seconds).
     files = hub_model_files(repo_id, allow_download=allow_download, cache_dir=cache_dir, progress=progress)
     import open_clip
     from open_clip.transform import PreprocessCfg, image_transform_v2

@@ -73,7 +73,7 @@ def _memo_path() -> Path:
 
 
 def open_clip_version() -> str:
-    """The installed open_clip's version, read without importing it (6 s on 2 cores)."""
+    """The installed open_clip's version, read without importing it (an import takes seconds)."""
     from importlib.metadata import version
 
     return version("open_clip_torch")

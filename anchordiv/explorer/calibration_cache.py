@@ -1,7 +1,7 @@
 """What a geometry measures over a gallery, kept on disk (:class:`CalibrationCache`): its calibration
 curve and each component's ``kappa`` of every row, so that a server started again fits a geometry
-it has fitted before without measuring either again (over the built-in world, 1.5 s of 1.5 on 2
-cores: the calibration about 1 s, the pass over the gallery the rest).
+it has fitted before without measuring either again (over the built-in world, nearly all of a
+fit's time: docs/benchmarks.md).
 
 A curve is stored under a key made from everything it depends on: the gallery's key (its content),
 the spec, each set's anchors, weights and prior (their bytes), and the calibration's settings; the

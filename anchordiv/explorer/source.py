@@ -35,8 +35,8 @@ if TYPE_CHECKING:
 
     from ..gallery import Gallery
 
-# Rows of the fixed UMAP sample a page offers first: in memory a layout of 4,000 points takes about
-# 10 s on 2 cores; a store's rows are read from disk, so fewer.
+# Rows of the fixed UMAP sample a page offers first: in memory a layout of 4,000 points takes
+# seconds (docs/benchmarks.md); a store's rows are read from disk, so fewer.
 MEMORY_PROJECTION_ROWS = 4_000
 
 

@@ -39,12 +39,11 @@ class FigureLimits:
     pixels : int
         The most pixels of a PNG, width x height at its dpi.
 
-    Drawing takes 12-16 ms of one CPU core per thumbnail as PNG (rows x columns x k of them; PDF
-    about 11, SVG 7), two thirds of it for the captions, so the defaults (:data:`DEFAULT_LIMITS`)
-    allow 500 in all, in any shape up to 12 rows and 8 columns (the Compare page offers seven
-    common columns: cosine, ITI, A, B and three mixes): the heaviest figure, 5 rows x 5 columns x top-20 of the built-in world's 19,728
-    images, is built in about 3 s and drawn as PNG in about 8 s (SVG 3.6 s) on two CPU cores.
-    Each field has a command-line option (``--max-rows`` ...) to raise it.
+    Drawing costs CPU per thumbnail (rows x columns x k of them; most of it for the captions), so the
+    defaults (:data:`DEFAULT_LIMITS`) allow 500 in all, in any shape up to 12 rows and 8 columns (the
+    Compare page offers seven common columns: cosine, ITI, A, B and three mixes), which keeps the
+    heaviest figure within seconds on two cores (docs/benchmarks.md). Each field has a command-line
+    option (``--max-rows`` ...) to raise it.
     """
 
     rows: int = 12

@@ -2,8 +2,8 @@
 anchor models ``get_params``, ``set_params`` and a repr of every parameter, which is all that
 ``sklearn.base.clone``, ``check_is_fitted`` and pipelines ask of an estimator.
 
-Importing scikit-learn costs about 2 s on 2 cores (it loads SciPy's statistics and pandas), which
-every start of the explorer would pay before its first page although nothing there needs it. So
+Importing scikit-learn takes seconds (it loads SciPy's statistics and pandas; docs/benchmarks.md),
+which every start of the explorer would pay before its first page although nothing there needs it. So
 scikit-learn is imported only where it is used: :func:`not_fitted_error` builds its
 ``NotFittedError`` (``anchordiv.NotFittedError`` is that class, looked up on first use), and
 ``__sklearn_tags__`` answers scikit-learn, which is then loaded already.
