@@ -176,14 +176,6 @@ def finite_non_negative(value: Any) -> float | None:
     return number if math.isfinite(number) and number >= 0 else None
 
 
-def check_non_negative(value: Any, name: str, hint: str) -> float:
-    """``value`` as a finite float ``>= 0``; ``hint`` says what the number is for."""
-    number = finite_non_negative(value)
-    if number is None:
-        raise ValueError(f"{name} must be a finite number >= 0 ({hint}); got {value!r}.")
-    return number
-
-
 def as_float_array(values: ArrayLike, name: str) -> np.ndarray:
     """``values`` as a float64 numpy array of the same shape; text, objects, complex and booleans
     are refused (see :func:`as_numeric_tensor`)."""
