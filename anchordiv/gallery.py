@@ -90,24 +90,34 @@ def _encode_in_chunks(encoder, images: Callable[[int], Image.Image], count: int,
     return np.concatenate(parts) if parts else np.zeros((0, encoder.dim), np.float32)
 
 
+# Below one image in this many of a split, drawing the images one by one beats rendering the whole world.
+FEW_IMAGES_SHARE = 8
+
+
 def embed_world(encoder, split: str = "all", limit: int | None = None,
                 progress: ProgressCallback | None = None) -> np.ndarray:
     """The first ``limit`` images of the emoji world's ``split`` embedded with ``encoder``: float16
-    ``(n, d)``, the precision the world's embeddings are kept in, shipped or cached. Renders (and
-    caches) the whole split first, which is faster than drawing images one by one."""
+    ``(n, d)``, the precision the world's embeddings are kept in, shipped or cached. For most of the
+    split it renders (and caches) the whole world first, which is faster than drawing images one by
+    one; for a few it draws just those (the same pixels)."""
     from .builtin.world_embeddings import DTYPE
-    from .datasets import load_emoji_world
+    from .datasets import load_emoji_world, open_emoji_world
 
-    if progress is not None:
-        progress(0.0, "Rendering the emoji world (once per machine)")
-    world = load_emoji_world(split)
-    count = len(world) if limit is None else max(1, min(int(limit), len(world)))
-    array = world.array
+    view = open_emoji_world(split)
+    count = len(view) if limit is None else max(1, min(int(limit), len(view)))
+    if count * FEW_IMAGES_SHARE < len(view):
+        if progress is not None:
+            progress(0.0, f"Rendering {count:,} images of the emoji world")
+        draw = view.image
+    else:
+        if progress is not None:
+            progress(0.0, "Rendering the emoji world (once per machine)")
+        array = load_emoji_world(split).array
 
-    def image(item: int) -> Image.Image:
-        return Image.fromarray(np.asarray(array[item]), "RGB")
+        def draw(item: int) -> np.ndarray:
+            return np.asarray(array[item])
 
-    return _encode_in_chunks(encoder, image, count, progress).astype(DTYPE)
+    return _encode_in_chunks(encoder, lambda item: Image.fromarray(draw(item), "RGB"), count, progress).astype(DTYPE)
 
 
 def world_gallery(encoder, split: str = "all", limit: int | None = None,
