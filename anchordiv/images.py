@@ -1,7 +1,8 @@
 """Loading untrusted image files (gallery folders, uploads) into RGB PIL images, or saying why not.
 
 Accepted: PNG, JPEG, WebP, GIF (first frame) and BMP. Limits, checked before any pixel is decoded:
-at most :data:`MAX_BYTES` (25 MB) per file and :data:`MAX_PIXELS` (40 megapixels, e.g. 8000 x 5000).
+at most :data:`MAX_BYTES` (25 MB) per file, :data:`MAX_PIXELS` (40 megapixels, e.g. 8000 x 5000) and
+sides in a ratio of at most :data:`MAX_ASPECT`.
 Every refusal is an :class:`ImageLoadError` whose message names the file, what was wrong and what is
 accepted, fit to show to a user as is. 16-bit grayscale is scaled to 8 bits (not clipped to white).
 
@@ -22,6 +23,8 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 
 MAX_BYTES = 25_000_000
 MAX_PIXELS = 40_000_000
+#: Longest side over shortest side at most: a 1 x 1,000,000 strip is refused, a panorama is not.
+MAX_ASPECT = 50
 ACCEPTED_FORMATS = ("PNG", "JPEG", "WEBP", "GIF", "BMP")
 ACCEPTED = "PNG, JPEG, WebP, GIF or BMP"
 # Kernel and device trees: their "files" can block, never end, or expose the server's own secrets.
@@ -168,6 +171,10 @@ def _check_pixels(size: tuple[int, int], label: str) -> None:
             label, f"{width} x {height} pixels ({width * height / 1e6:.0f} megapixels) is over the "
             f"{MAX_PIXELS / 1e6:.0f}-megapixel limit; downscale it first"
         )
+    if max(width, height) > MAX_ASPECT * max(1, min(width, height)):
+        # An encoder scales the short side up to its input size: a strip would become gigapixels.
+        raise ImageLoadError(label, f"{width} x {height} pixels is a strip, over {MAX_ASPECT} times as long as it "
+                                    "is wide; crop it first")
 
 
 def to_rgb(image: Image.Image) -> Image.Image:

@@ -18,6 +18,8 @@ from typing import Callable, Sequence
 
 import torch
 
+from .vocabularies.catalog import control_character
+
 NONE, PHOTO, IMAGENET80, CUSTOM = "none", "photo", "imagenet80", "custom"
 # The template sets by name, with what a menu calls them; "auto" (the model's default) is the
 # caller's word for default_choice(encoder), never a set of its own.
@@ -104,6 +106,10 @@ def check_templates(templates: Sequence[str]) -> tuple[str, ...]:
         if len(template) > MAX_TEMPLATE_CHARS:
             raise ValueError(f"template {number} has {len(template):,} characters; shorten it to at most "
                              f"{MAX_TEMPLATE_CHARS}")
+        control = control_character(template)
+        if control is not None:
+            raise ValueError(f"template {number} holds the control character U+{ord(control):04X}; write it as "
+                             "plain text")
         if template.count(SLOT) != 1:
             raise ValueError(f"template {number} ({template[:60]!r}) has {template.count(SLOT)} {{}} where the "
                              "anchor goes; write exactly one in each template (e.g. 'a photo of a {}.')")

@@ -24,7 +24,7 @@ from markup import active_markup, plain
 #: Words of an instruction: a refusal says what to do with (at least) one of them.
 FIXES = ("choose", "give", "write", "save", "use ", "start", "copy", "fetch", "try", "mark", "downscale",
          "upload", "keep", "split", "check", "drop", "remove", "press", "type", "restart", "divide",
-         "log in", "put", "are left out", "counts once")
+         "log in", "put", "are left out", "counts once", "crop", "delete")
 #: Seconds a case may take, unless it says otherwise: every request is bounded.
 DEADLINE = 30.0
 

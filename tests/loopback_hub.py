@@ -13,7 +13,8 @@ in :attr:`LoopbackHub.requests`; :attr:`LoopbackHub.hold_gets` holds GETs (of :a
 files only, when set) until released. Misbehaviours per file name: :attr:`LoopbackHub.fail_with`
 (an HTTP status for every request), :attr:`LoopbackHub.redirect` (a ``302`` to another address),
 :attr:`LoopbackHub.oversize` (a ``GET`` that sends far more than announced) and
-:attr:`LoopbackHub.truncate` (a ``GET`` that sends half and closes, every time).
+:attr:`LoopbackHub.truncate` (a ``GET`` that sends half and closes, every time), and
+:attr:`LoopbackHub.override` (headers replaced or left out).
 
 Use :func:`serve_tiny_hub` (a context manager), then point huggingface_hub at ``hub.endpoint``: in
 this process :meth:`LoopbackHub.patch_endpoint` (huggingface_hub reads ``HF_ENDPOINT`` at import), in
@@ -82,6 +83,8 @@ class LoopbackHub:
     oversize: set[str] = field(default_factory=set)
     #: files whose every GET announces the whole file, sends half of it and closes the connection
     truncate: set[str] = field(default_factory=set)
+    #: file name -> headers that replace (or, with None, remove) the ones the hub would send for it
+    override: dict[str, dict[str, str | None]] = field(default_factory=dict)
     #: file name -> bytes of it written to clients so far (bodies only)
     sent: dict[str, int] = field(default_factory=dict)
     _cuts: dict[str, int] = field(default_factory=dict)
@@ -198,6 +201,10 @@ def _handler(hub: LoopbackHub) -> type[BaseHTTPRequestHandler]:
             if found is None:
                 return
             filename, data, headers = found
+            for name, value in hub.override.get(filename, {}).items():
+                headers.pop(name, None)
+                if value is not None:
+                    headers[name] = value
             if filename in hub.fail_with:
                 self._send(hub.fail_with[filename], {"Content-Length": "0"})
                 return
@@ -212,7 +219,8 @@ def _handler(hub: LoopbackHub) -> type[BaseHTTPRequestHandler]:
                 return
             status = 206 if start is not None else 200
             start = start or 0
-            headers["Content-Length"] = str(len(data) - start)
+            if "Content-Length" not in hub.override.get(filename, {}):
+                headers["Content-Length"] = str(len(data) - start)
             if status == 206:
                 headers["Content-Range"] = f"bytes {start}-{len(data) - 1}/{len(data)}"
             self._send(status, headers)

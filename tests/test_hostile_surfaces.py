@@ -32,7 +32,7 @@ from anchordiv.explorer.vocabulary import FIND_TERMS, file_terms
 from anchordiv.images import MAX_BYTES
 from anchordiv.vocabularies.catalog import MAX_FILE_BYTES
 from hostile_judge import Outcome, call, judge, page_outcome
-from loopback_hub import TINY_REPO, WEIGHTS_NAME, serve_tiny_hub, tiny_hub_files
+from loopback_hub import CONFIG_NAME, TINY_REPO, WEIGHTS_NAME, serve_tiny_hub, tiny_hub_files
 
 streamlit_testing = pytest.importorskip("streamlit.testing.v1")
 AppTest = streamlit_testing.AppTest
@@ -170,7 +170,11 @@ def whole(hub, cache: Path) -> Callable[[Any], list[str]]:
 DOWNLOADS = ["wrong hash", "truncated", "far larger than announced", "slow drip", "404", "500",
              "redirect to another host", "redirect to file://", "two at once", "cut mid-file",
              "no such repository", "url: wrong hash", "url: far larger than announced", "url: 500",
-             "url: redirect to file://", "url: truncated"]
+             "url: redirect to file://", "url: truncated",
+             # found by a second corpus run apart from this one (then added here)
+             "a tag that is a path", "a tag that is not a hash", "a size of 400 digits", "a negative size",
+             "no size announced", "a revision that is a path", "a config nested too deep",
+             "url: a size of 400 digits", "url: no size announced"]
 
 
 @pytest.mark.parametrize("name", DOWNLOADS)
@@ -201,6 +205,25 @@ def test_downloads_from_a_hostile_hub(hubs, tmp_path, outside, monkeypatch, name
         hub.redirect[target] = other.url(WEIGHTS_NAME)
     elif kind == "redirect to file://":
         hub.redirect[target] = (outside / "secret.txt").as_uri()
+    elif kind in ("a tag that is a path", "a tag that is not a hash"):
+        etag = f"../../../../../../../..{outside}/escaped" if kind == "a tag that is a path" else "hello"
+        hub.override[target] = {"X-Linked-Etag": f'"{etag}"', "ETag": f'"{etag}"'}
+    elif kind in ("a size of 400 digits", "a negative size"):
+        size = "9" * 400 if "400" in kind else "-5"
+        hub.override[target] = {"Content-Length": size} if url else {"X-Linked-Size": size}
+    elif kind == "no size announced":
+        hub.override[target] = {"Content-Length": None} if url else {"X-Linked-Size": None, "Content-Length": None}
+    elif kind == "a revision that is a path":
+        hub.override[target] = {"X-Repo-Commit": "../../evil"}
+    elif kind == "a config nested too deep":
+        saved_config = hub.files[CONFIG_NAME]
+        hub.files[CONFIG_NAME] = b"[" * 100_000 + b"]" * 100_000
+
+        def action():  # fetched as any file; the load, which reads it, refuses it
+            from anchordiv.encoders import load_encoder
+
+            return load_encoder(HUB_SPEC, allow_download=True, cache_dir=cache, device="cpu")
+        case = Case(name, None, names=(CONFIG_NAME,), extra={"restore": saved_config})
     elif kind == "no such repository":
         action = lambda: __import__("anchordiv.encoders", fromlist=["fetch_model"]).fetch_model(  # noqa: E731
             "open_clip:hf-hub:evil-org/no-such-repo", cache_dir=cache)
@@ -232,8 +255,15 @@ def test_downloads_from_a_hostile_hub(hubs, tmp_path, outside, monkeypatch, name
     size = len(hub.files[WEIGHTS_NAME])
     if kind == "far larger than announced" and not url and hub.sent.get(target, 0) > 3 * size:
         problems.append(f"read {hub.sent[target]:,} bytes of a file announced as {size:,}")
+    if (outside / "escaped").exists():
+        problems.append("a file was written outside the cache")
     if case.refused and not outcome.crash:  # nothing damaged is kept, and a healthy hub then works
         hub.corrupt.clear(), hub.truncate.clear(), hub.oversize.clear(), hub.fail_with.clear(), hub.redirect.clear()
+        hub.override.clear()
+        if "restore" in case.extra:
+            hub.files[CONFIG_NAME] = case.extra["restore"]
+            for stale in cache.glob("**/open_clip_config.json"):  # the damaged config the hub served
+                stale.unlink()
         hub.throttle = None
         if kind != "no such repository":
             again = call(lambda: plain_url(hub, hub.files[WEIGHTS_NAME], cache) if url else fetch(cache))
@@ -253,6 +283,7 @@ TEMPLATES = [
     Case("a format spec", "{:>100000000}", names=("{:>100000000}",)),
     Case("10,000 lines", "\n".join(f"a {{}} {number}" for number in range(10_000)), names=("10,000 lines",)),
     Case("Markdown and math", "**evil** {} $x^2$ [evil](https://evil.example)", refused=False),
+    Case("a control character", "a {} \x00 evil", names=("U+0000",)),
 ]
 
 
@@ -269,7 +300,7 @@ def test_prompt_templates(app_env, case):
 
 
 def test_prompt_templates_in_a_link_keep_their_markup_inert(app_env):
-    case = TEMPLATES[-1]
+    case = next(case for case in TEMPLATES if case.name == "Markdown and math")
     outcome, app = page_outcome(lambda: open_page({"templates_a": "custom", "own_templates_a": case.value}))
     assert not verdict(case, outcome) and app.session_state["own_templates_a"] == case.value
 
@@ -507,6 +538,7 @@ def photo_cases() -> list[Case]:
              check=same_picture(upright)),
         Case("cut off", encoded(Image.fromarray(upright), format="JPEG")[:300], names=("evil.png",)),
         Case("over the byte cap", b"\x89PNG" + bytes(MAX_BYTES), names=("evil.png",)),
+        Case("a 1 x 1,000,000 strip", encoded(Image.new("L", (1, 1_000_000)), format="PNG"), names=("evil.png",)),
     ]
 
 

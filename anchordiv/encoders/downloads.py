@@ -22,8 +22,8 @@ from anchordiv.cache import sha256_file
 
 from .base import CheckpointNotFound
 
-_SHA256 = re.compile(r"[0-9a-f]{64}")
-_GIT_SHA1 = re.compile(r"[0-9a-f]{40}")
+SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+GIT_SHA1_HEX = re.compile(r"[0-9a-f]{40}")
 
 
 class ModelUnavailable(CheckpointNotFound):
@@ -153,9 +153,9 @@ def verify_hub_file(path: Path, filename: str) -> str | None:
     the blob and its snapshot link and raises ``ValueError``."""
     blob = path.resolve()
     etag = blob.name
-    if _SHA256.fullmatch(etag):
+    if SHA256_HEX.fullmatch(etag):
         digest = sha256_file(blob)
-    elif _GIT_SHA1.fullmatch(etag):
+    elif GIT_SHA1_HEX.fullmatch(etag):
         digest = git_blob_sha1(blob)
         if digest != etag and plain_sha1(blob) == etag:  # a mirror that tags files with their plain sha1
             digest = etag

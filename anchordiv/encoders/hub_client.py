@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 from typing import Iterator
 
-from .downloads import ProgressCallback, Unreachable, verify_hub_file
+from .downloads import GIT_SHA1_HEX, SHA256_HEX, ProgressCallback, Unreachable, verify_hub_file
 from .transfers import CONNECT_TIMEOUT, SHARED, Meter, OversizedTransfer, bounded, check_size, watched
 
 
@@ -72,6 +72,7 @@ def _download_hub_file(repo_id: str, filename: str, cache_dir, report: ProgressC
             raise Unreachable(url, f"HTTP {_status(error)}") from None
         except (httpx2.HTTPError, OSError) as error:
             raise Unreachable(url, error) from None
+        check_hub_metadata(metadata.etag, metadata.commit_hash, url)
         check_size(metadata.size, url)
         meter = Meter(filename, url, model, report, limit=metadata.size)
         meter.begin(0, metadata.size)
@@ -89,6 +90,19 @@ def _download_hub_file(repo_id: str, filename: str, cache_dir, report: ProgressC
     meter.emit(force=True)
     verify_hub_file(path, filename)
     return path
+
+
+def check_hub_metadata(etag: str | None, commit: str | None, url: str) -> None:
+    """``ValueError`` unless the hub's answer names the file by a content hash (a sha256, or a git
+    blob's sha1) and the revision by a commit id: huggingface_hub makes file names of both, and only
+    a hash lets the file be verified once it is here."""
+    if not (etag and (SHA256_HEX.fullmatch(etag) or GIT_SHA1_HEX.fullmatch(etag))):
+        raise ValueError(f"{url} answered with the tag {str(etag)[:80]!r}, which is not a content hash, so the file "
+                         "could not be verified; anchordiv downloads only files it can verify. Check the hub address "
+                         "(HF_ENDPOINT), or fetch the file by hand from a source you trust")
+    if not (commit and GIT_SHA1_HEX.fullmatch(commit)):
+        raise ValueError(f"{url} answered with the revision {str(commit)[:80]!r}, which is not a commit id; check the "
+                         "hub address (HF_ENDPOINT), or fetch the file by hand from a source you trust")
 
 
 def _discard_partial(repo_id: str, cache_dir, etag: str | None) -> None:

@@ -212,7 +212,7 @@ def read_hub_config(path: Path) -> dict[str, Any]:
     """A hub model's ``open_clip_config.json``: ``{"model_cfg": {...}, "preprocess_cfg": {...}}``, checked."""
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as error:
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as error:  # RecursionError: nested too deep
         raise ValueError(f"{path} is not a readable JSON file ({type(error).__name__}); delete it and fetch it "
                          "again") from None
     if not isinstance(config, dict) or not isinstance(config.get("model_cfg"), dict):

@@ -197,7 +197,14 @@ def _in_helper_thread(call: Callable[[], T], name: str, wait: Callable[[threadin
 
 
 def check_size(size: int | None, url: str) -> None:
-    """``ValueError`` when ``url`` announces more than :data:`MAX_DOWNLOAD_BYTES` (``size`` ``None``: not said)."""
-    if size is not None and size > MAX_DOWNLOAD_BYTES:
-        raise ValueError(f"{url} announces {format_bytes(size)}, more than anchordiv downloads "
-                         f"({format_bytes(MAX_DOWNLOAD_BYTES)}); fetch it by hand if it is what you want")
+    """``ValueError`` unless ``url`` announced a size from 0 to :data:`MAX_DOWNLOAD_BYTES`: a transfer is
+    stopped at the size its server announced (:class:`Meter`), so one that announces none would have
+    no bound but the disk."""
+    if size is None:
+        raise ValueError(f"{url} did not say how large the file is, so its transfer could not be bounded; anchordiv "
+                         "downloads only files whose size is announced. Fetch it by hand if you trust the source")
+    if size < 0 or size > MAX_DOWNLOAD_BYTES:
+        shown = (format_bytes(size) if 0 <= size < 10**15 else f"{size:,} bytes" if abs(size) < 10**15
+                 else f"a number of {len(str(abs(size))):,} digits")
+        raise ValueError(f"{url} announces {shown}, not a size between 0 and {format_bytes(MAX_DOWNLOAD_BYTES)} "
+                         "(the most anchordiv downloads); fetch it by hand if it is what you want")
