@@ -72,9 +72,10 @@ def markdown_literal(text: object, limit: int = SHOWN_CHARS) -> str:
 
 
 def without_joiners(text: str) -> str:
-    """``text`` as a person typed or pasted it, less the word joiners :func:`markdown_literal` writes:
-    a value copied out of a caption or an error box and pasted back is the value that was shown."""
-    return text.replace(WORD_JOINER, "")
+    """``text`` as a person typed or pasted it, less the word joiners :func:`markdown_literal` writes
+    (a value copied out of a caption or an error box and pasted back is the value that was shown)
+    and less a leading byte-order mark (text pasted from a file that starts with one)."""
+    return text.removeprefix("\ufeff").replace(WORD_JOINER, "")
 
 
 def plotly_literal(text: object, limit: int = SHOWN_CHARS) -> str:
