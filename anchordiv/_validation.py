@@ -158,10 +158,8 @@ def check_finite_output(values: torch.Tensor, what: str, scale: float) -> torch.
 
 def check_positive_int(value: Any, name: str, minimum: int = 1) -> int:
     """``value`` as an ``int >= minimum``: Python and numpy integers pass; booleans, floats
-    (even whole ones) and text are refused."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}.")
-    return int(value)
+    (even whole ones) and text are refused (:class:`Interval` with ``integer``)."""
+    return Interval(minimum, integer=True)(value, name)
 
 
 def finite_non_negative(value: Any) -> float | None:
@@ -222,7 +220,7 @@ class Interval:
     also: tuple = ()
 
     def __call__(self, value: Any, name: str) -> Any:
-        if any(type(value) is type(other) and value == other for other in self.also):
+        if _one_of(value, self.also):
             return value
         number = self._number(value)
         if number is None or not self._inside(number):
@@ -249,20 +247,28 @@ class Interval:
     def describe(self) -> str:
         """``"an integer >= 0"``, ``"a number in (0, 1)"``, ``"a finite number > 0"``, ``… or 'auto'``."""
         kind = "an integer" if self.integer else "a finite number" if self.high == math.inf else "a number"
+        # An integer's bound in full (1000000, not 1e+06).
+        low, high = (str(int(bound)) if self.integer and math.isfinite(bound) else f"{bound:g}"
+                     for bound in (self.low, self.high))
         if self.high == math.inf:
-            text = f"{kind} {'>' if self.open_low else '>='} {self.low:g}"
+            text = f"{kind} {'>' if self.open_low else '>='} {low}"
         else:
-            text = f"{kind} in {'(' if self.open_low else '['}{self.low:g}, {self.high:g}{')' if self.open_high else ']'}"
+            text = f"{kind} in {'(' if self.open_low else '['}{low}, {high}{')' if self.open_high else ']'}"
         return text + "".join(f" or {other!r}" for other in self.also)
 
 
 def one_of(*values: Any) -> Callable[[Any, str], Any]:
     """A declared parameter check: ``value`` must be one of ``values`` (compared with their types)."""
     def check(value: Any, name: str) -> Any:
-        if not any(type(value) is type(allowed) and value == allowed for allowed in values):
+        if not _one_of(value, values):
             raise ValueError(f"{name} must be one of {', '.join(repr(allowed) for allowed in values)}; got {value!r}.")
         return value
     return check
+
+
+def _one_of(value: Any, values: tuple) -> bool:
+    """Whether ``value`` is one of ``values``, of the same type too (``True`` is not ``1``)."""
+    return any(type(value) is type(allowed) and value == allowed for allowed in values)
 
 
 def scale_parameter(value: Any, name: str) -> float:

@@ -106,11 +106,12 @@ def check_hub_metadata(etag: str | None, commit: str | None, url: str) -> None:
 
 
 def _discard_partial(repo_id: str, cache_dir, etag: str | None) -> None:
-    """Delete huggingface_hub's partial file of the blob ``etag`` of ``repo_id``."""
+    """Delete huggingface_hub's partial file of the blob ``etag`` of ``repo_id`` (a hash: checked before)."""
     from huggingface_hub import constants
+    from huggingface_hub.file_download import repo_folder_name
 
     if etag:
-        blobs = Path(cache_dir or constants.HF_HUB_CACHE) / f"models--{repo_id.replace('/', '--')}" / "blobs"
+        blobs = Path(cache_dir or constants.HF_HUB_CACHE) / repo_folder_name(repo_id=repo_id, repo_type="model") / "blobs"
         with contextlib.suppress(OSError):
             (blobs / f"{etag}.incomplete").unlink()
 

@@ -34,9 +34,9 @@ class OversizedTransfer(ValueError):
 class Meter:
     """Counts one transfer's bytes and turns them into :class:`DownloadStatus` reports, a few a second.
 
-    ``limit`` is the size the server announced before the transfer (``None``: not said): a transfer
-    that moves past it is stopped with :class:`OversizedTransfer` at that byte, whatever later
-    responses announce, so a lying server cannot fill the disk.
+    ``limit`` is the size the server announced (``None``: not said; a hub's HEAD, before the
+    transfer, whatever later responses announce; a plain URL's answer): a transfer that moves past it
+    is stopped with :class:`OversizedTransfer` at that byte, so a lying server cannot fill the disk.
     """
 
     def __init__(self, filename: str, url: str, model: str, report: ProgressCallback, limit: int | None = None):

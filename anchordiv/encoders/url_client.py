@@ -13,8 +13,7 @@ import urllib.request
 from pathlib import Path
 
 from .downloads import ProgressCallback, Unreachable, verify_file
-from .transfers import (CONNECT_TIMEOUT, MAX_DOWNLOAD_BYTES, SHARED, Meter, OversizedTransfer, bounded, check_size,
-                        watched)
+from .transfers import CONNECT_TIMEOUT, SHARED, Meter, bounded, check_size, watched
 
 #: Seconds a started transfer may stall before it counts as interrupted.
 READ_TIMEOUT = 30.0
@@ -91,14 +90,13 @@ def _fetch_into(url: str, part: Path, meter: Meter) -> None:
         length = response.headers.get("Content-Length")
         total = (have if resumed else 0) + int(length) if length and length.isdigit() else None
         check_size(total, url)
+        meter.limit = total  # the meter stops the transfer past what this answer announced
         meter.begin(have if resumed else 0, total)
         with open(part, "ab" if resumed else "wb") as out:
             while chunk := response.read1(1 << 16):  # what has come, so the meter sees a slow link move
                 out.write(chunk)
                 meter.add(len(chunk))
-                if total is not None and meter.done > total or meter.done > MAX_DOWNLOAD_BYTES:
-                    raise OversizedTransfer(f"{url} sent more bytes than it announced; fetch it again")
-    if total is not None and meter.done < total:
+    if meter.done < total:
         raise http.client.IncompleteRead(b"", total - meter.done)
 
 
