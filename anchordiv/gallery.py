@@ -15,7 +15,7 @@ import pandas as pd
 import torch
 from PIL import Image
 
-ProgressCallback = Callable[[float, str], None]
+from .progress import ProgressCallback
 
 
 @dataclass

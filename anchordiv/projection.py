@@ -19,7 +19,7 @@ from ._validation import check_positive_int
 from .extras import require
 
 if TYPE_CHECKING:
-    from .gallery import ProgressCallback
+    from .progress import ProgressCallback
     from .search import Index
 
 DEFAULT_NEIGHBOURS = 15

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Sequence
 
 import torch
 
+from .progress import ProgressCallback
 from .vocabularies.catalog import control_character
 
 NONE, PHOTO, IMAGENET80, CUSTOM = "none", "photo", "imagenet80", "custom"
@@ -155,7 +156,7 @@ def filled(anchors: Sequence[str], templates: Sequence[str]) -> list[str]:
 
 
 def encode_anchors(encoder, anchors: Sequence[str], templates: TemplateChoice | Sequence[str] = AS_TYPED,
-                   progress: Callable[[float, str], None] | None = None) -> torch.Tensor:
+                   progress: ProgressCallback | None = None) -> torch.Tensor:
     r"""The embeddings ``(N, d)`` of ``N`` anchors through prompt templates, as CLIP zero-shot does:
 
     .. math:: e(a) = \frac{\bar u(a)}{\lVert \bar u(a) \rVert}, \qquad
@@ -200,7 +201,7 @@ def encode_anchors(encoder, anchors: Sequence[str], templates: TemplateChoice | 
 
 
 def template_mean(encoder, anchors: Sequence[str], templates: Sequence[str],
-                  progress: Callable[[float, str], None] | None = None) -> torch.Tensor:
+                  progress: ProgressCallback | None = None) -> torch.Tensor:
     """:func:`encode_anchors`' formula, computed (no cache): ``(N, d)``, in chunks of about
     :data:`ENCODE_CHUNK` texts."""
     if not anchors:

@@ -15,13 +15,14 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from ._validation import check_positive_int
 from .embeddings import embed_files, plan_folder_store
 from .encoders import load_encoder
+from .progress import ProgressCallback
 from .ray_runtime import check_address, connect
 from .store import GalleryStore, StorePlan, StoreWriter
 
@@ -37,7 +38,7 @@ def embed_folder_to_store_ray(
     shard_rows: int = 4096,
     batch_size: int = 64,
     dtype: str = "float16",
-    progress: Callable[[float, str], None] | None = None,
+    progress: ProgressCallback | None = None,
     overwrite: bool = False,
     pretrained: str | os.PathLike | None = None,
     allow_download: bool = False,

@@ -11,7 +11,6 @@ import os
 from typing import Any
 
 import numpy as np
-import torch
 
 from anchordiv.rankings import as_rows, check_row, tied_runs, tolerances  # noqa: F401 (test_rankings imports tied_runs here)
 from anchordiv.slider import log_sigmoid, mixture_scores

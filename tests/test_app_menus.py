@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from markup import plain
 from player import player_data
 from anchordiv.explorer.neighbours import GRID_CAPTION_LINE_CHARS, GRID_CAPTION_LINES
 from anchordiv.explorer.page_state import FOLDER, OPEN_CLIP
@@ -50,7 +49,7 @@ def test_the_folder_menus_offer_only_what_the_chosen_source_opens(library, data_
     app = start()
     app.radio(key="gallery_source").set_value(FOLDER).run()
     assert app.selectbox(key="folder_choice").options == [str(data_root), str(data_root / "images")]
-    app.radio(key="model_source").set_value(OPEN_CLIP).run()
+    app.radio(key="encoder_source").set_value(OPEN_CLIP).run()
     assert app.selectbox(key="checkpoint_choice").options == [str(data_root / "weights" / "model.pt"),
                                                               str(data_root / "weights" / "model.safetensors")]
 

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-import anchordiv.cli.demo as demo
 from anchordiv.benchmarks.browser import free_port, wait_healthy
 from anchordiv.cli import main
 from anchordiv.embeddings import embed_folder

@@ -12,7 +12,6 @@ nothing silently wrong). ``test_the_corpus_covers_every_kind`` counts the cases 
 from __future__ import annotations
 
 import io
-import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,8 +123,8 @@ def test_model_names_and_tags_in_a_link(app_env, outside, tmp_path, monkeypatch,
         problems = verdict(case, outcome)
         if hub.requests:
             problems.append(f"the hub was asked {len(hub.requests)} times")
-    if app.session_state["model_source"] != case.extra.get("source", BUILTIN):
-        problems.append(f"the page's model is {app.session_state['model_source']!r}")
+    if app.session_state["encoder_source"] != case.extra.get("source", BUILTIN):
+        problems.append(f"the page's model is {app.session_state['encoder_source']!r}")
     if app.session_state.get("openclip_checkpoint") or app.session_state.get("checkpoint_choice"):
         problems.append("a checkpoint file was taken from the link")
     assert not problems, problems

@@ -5,9 +5,11 @@ from __future__ import annotations
 import logging
 import sys
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from typing import Iterator
 
 from tqdm import tqdm
+
+from ..progress import ProgressCallback
 
 PACKAGE_LOGGER = "anchordiv"
 LEVELS = {-1: logging.WARNING, 0: logging.INFO, 1: logging.DEBUG}
@@ -50,7 +52,7 @@ def progress_shown() -> bool:
 
 
 @contextmanager
-def progress_bar(what: str) -> Iterator[Callable[[float, str], None]]:
+def progress_bar(what: str) -> Iterator[ProgressCallback]:
     """A ``progress(fraction, text)`` callback (as the embedding and store builders take) that
     draws a tqdm bar named ``what`` on stderr, with the latest ``text`` beside it, closed on
     leaving. The bar appears with the first report, so a run refused before any progress says only

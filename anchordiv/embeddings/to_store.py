@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import pandas as pd
 
@@ -13,6 +12,7 @@ from ..cache import sha256_file
 from ..device import image_batch_size
 from ..encoders.base import Encoder
 from ..images import display_name
+from ..progress import ProgressCallback
 from ..store import GalleryStore, StorePlan, build_store
 from .encode import embed_files
 from .labels import folder_labels
@@ -94,7 +94,7 @@ def embed_folder_to_store(
     shard_rows: int = 4096,
     batch_size: int | None = None,
     dtype: str = "float16",
-    progress: Callable[[float, str], None] | None = None,
+    progress: ProgressCallback | None = None,
     overwrite: bool = False,
 ) -> GalleryStore:
     """Embed every image under ``folder`` with ``encoder`` into a :class:`~anchordiv.store.GalleryStore`

@@ -12,7 +12,7 @@ import torch
 
 from .base import CheckpointNotFound, Encoder
 from .catalog import CatalogEntry, model_catalog
-from .downloads import DownloadStatus, ModelUnavailable, ProgressCallback, RemoteFile
+from .downloads import DownloadProgress, DownloadStatus, ModelUnavailable, RemoteFile
 from .folders import checkpoint_folder, hub_model_folder
 from .sources import fetch_model, missing_files
 from .specs import ModelSpec, parse_model_spec
@@ -29,7 +29,7 @@ def load_encoder(
     *,
     allow_download: bool = False,
     cache_dir: str | os.PathLike | None = None,
-    progress: ProgressCallback | None = None,
+    progress: DownloadProgress | None = None,
 ) -> Encoder:
     """The encoder named by ``spec``, on ``device`` (default: CUDA when available, else CPU).
 

@@ -76,7 +76,8 @@ class DownloadStatus:
         return " · ".join(parts)
 
 
-ProgressCallback = Callable[[DownloadStatus], None]
+# Called with each new status of a download (a general ProgressCallback takes a fraction and a line).
+DownloadProgress = Callable[[DownloadStatus], None]
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 from typing import Iterator
 
-from .downloads import GIT_SHA1_HEX, SHA256_HEX, ProgressCallback, Unreachable, verify_hub_file
+from .downloads import GIT_SHA1_HEX, SHA256_HEX, DownloadProgress, Unreachable, verify_hub_file
 from .transfers import CONNECT_TIMEOUT, SHARED, Meter, OversizedTransfer, bounded, check_size, watched
 
 
@@ -37,7 +37,7 @@ def cached_hub_file(repo_id: str, filename: str, cache_dir: str | os.PathLike | 
 
 
 def hub_file(repo_id: str, filename: str, *, cache_dir: str | os.PathLike | None = None,
-             progress: ProgressCallback | None = None, model: str = "") -> Path | None:
+             progress: DownloadProgress | None = None, model: str = "") -> Path | None:
     """``filename`` of ``repo_id``: from the hub cache, else downloaded into it (verified either way).
 
     Returns ``None`` when the repository has no such file. Raises :class:`Unreachable` when the hub
@@ -52,7 +52,7 @@ def hub_file(repo_id: str, filename: str, *, cache_dir: str | os.PathLike | None
     return SHARED.run(key, lambda report: _download_hub_file(repo_id, filename, cache_dir, report, model), progress)
 
 
-def _download_hub_file(repo_id: str, filename: str, cache_dir, report: ProgressCallback, model: str) -> Path | None:
+def _download_hub_file(repo_id: str, filename: str, cache_dir, report: DownloadProgress, model: str) -> Path | None:
     import httpx2
     from huggingface_hub import get_hf_file_metadata, hf_hub_download
     from huggingface_hub.errors import HfHubHTTPError, RemoteEntryNotFoundError, RepositoryNotFoundError

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .downloads import ProgressCallback, RemoteFile, Unreachable, verify_file, verify_hub_file
+from .downloads import DownloadProgress, RemoteFile, Unreachable, verify_file, verify_hub_file
 from .folders import hub_model_folder, not_on_disk_error, own_file, read_manifest
 from .hub_client import cached_hub_file, hub_file, hub_url
 from .sizes import estimated_size_bytes
@@ -63,7 +63,7 @@ def cached_hub_model(repo_id: str, cache_dir: str | os.PathLike | None = None) -
 
 
 def hub_model_files(repo_id: str, *, allow_download: bool = False, cache_dir: str | os.PathLike | None = None,
-                    progress: ProgressCallback | None = None) -> HubModelFiles:
+                    progress: DownloadProgress | None = None) -> HubModelFiles:
     """``ORG/REPO``'s config, weights and tokenizer files: cached, else (with ``allow_download``) downloaded.
 
     Raises :class:`~anchordiv.encoders.base.CheckpointNotFound` when they are missing and downloads
@@ -85,7 +85,7 @@ def hub_model_files(repo_id: str, *, allow_download: bool = False, cache_dir: st
 
 
 def _download_hub_model(spec: ModelSpec, cache_dir: str | os.PathLike | None,
-                        progress: ProgressCallback | None) -> HubModelFiles:
+                        progress: DownloadProgress | None) -> HubModelFiles:
     repo_id = str(spec.hub_repo)
     config = hub_file(repo_id, HUB_CONFIG, cache_dir=cache_dir, progress=progress, model=spec.label)
     if config is None:
@@ -121,7 +121,7 @@ def tokenizer_on_disk(repo_id: str, cache_dir: str | os.PathLike | None = None) 
 
 
 def _with_tokenizer(files: HubModelFiles, *, allow_download: bool, cache_dir: str | os.PathLike | None,
-                    progress: ProgressCallback | None, model: str) -> HubModelFiles:
+                    progress: DownloadProgress | None, model: str) -> HubModelFiles:
     """``files`` with the tokenizer its config names: verified on disk, else (``allow_download``) fetched."""
     repo = hub_tokenizer_repo(files.config)
     if repo is None:

@@ -33,7 +33,7 @@ import torch
 from PIL import Image
 
 from .base import CheckpointNotFound, Encoder
-from .downloads import ProgressCallback
+from .downloads import DownloadProgress
 from .folders import checkpoint_folder
 from .hub_models import HubModelFiles, hub_model_files, read_hub_config
 from .tags import Checkpoint, resolve_checkpoint, verified_sha256
@@ -67,7 +67,7 @@ def load_open_clip_encoder(
     *,
     allow_download: bool = False,
     cache_dir: str | os.PathLike | None = None,
-    progress: ProgressCallback | None = None,
+    progress: DownloadProgress | None = None,
 ) -> OpenClipEncoder:
     """An :class:`OpenClipEncoder` for open_clip architecture ``arch`` with weights ``pretrained``.
 
@@ -121,7 +121,7 @@ def load_hub_encoder(
     *,
     allow_download: bool = False,
     cache_dir: str | os.PathLike | None = None,
-    progress: ProgressCallback | None = None,
+    progress: DownloadProgress | None = None,
 ) -> OpenClipEncoder:
     """An :class:`OpenClipEncoder` for the hub model ``ORG/REPO`` (``open_clip:hf-hub:ORG/REPO``).
 

@@ -22,7 +22,7 @@ import os
 import shutil
 from pathlib import Path
 
-from .downloads import ProgressCallback, RemoteFile, verify_file
+from .downloads import DownloadProgress, RemoteFile, verify_file
 from .folders import MANIFEST, read_manifest
 from .hub_models import hub_model_files, missing_hub_files
 from .specs import ModelSpec, parse_model_spec
@@ -47,7 +47,7 @@ def missing_files(spec: ModelSpec | str, cache_dir: str | os.PathLike | None = N
 
 
 def fetch_model(spec: ModelSpec | str, *, to: str | os.PathLike | None = None,
-                cache_dir: str | os.PathLike | None = None, progress: ProgressCallback | None = None) -> list[Path]:
+                cache_dir: str | os.PathLike | None = None, progress: DownloadProgress | None = None) -> list[Path]:
     """Download every file ``spec`` needs (verified) and return their paths.
 
     Without ``to`` the files stay in the caches a load reads. With ``to`` they are also copied into

@@ -13,7 +13,7 @@ from typing import Any
 from anchordiv.images import file_problem
 
 from .base import CheckpointNotFound
-from .downloads import ProgressCallback, RemoteFile, Unreachable, verify_file
+from .downloads import DownloadProgress, RemoteFile, Unreachable, verify_file
 from .folders import checkpoint_folder, checkpoints_root, fetch_command, not_on_disk_error, own_file, read_manifest
 from .hub_client import cached_hub_file, hub_file, hub_url
 from .sizes import estimated_size_bytes
@@ -66,7 +66,7 @@ def url_folder(cache_dir: str | os.PathLike | None) -> Path:
 
 
 def download_tag_weights(arch: str, tag: str, tag_cfg: dict[str, Any], *, cache_dir: str | os.PathLike | None = None,
-                         progress: ProgressCallback | None = None) -> Path:
+                         progress: DownloadProgress | None = None) -> Path:
     """Download the weights of ``arch`` / ``tag`` (verified); :class:`ModelUnavailable` when unreachable."""
     spec = parse_model_spec(f"open_clip:{arch}", tag)
     try:
@@ -108,7 +108,7 @@ def resolve_checkpoint(
     *,
     allow_download: bool = False,
     cache_dir: str | os.PathLike | None = None,
-    progress: ProgressCallback | None = None,
+    progress: DownloadProgress | None = None,
 ) -> Checkpoint:
     """The weights file for ``arch`` named by ``pretrained`` (a file path or an open_clip tag).
 

@@ -11,7 +11,7 @@ import threading
 import time
 from typing import Callable, Hashable, TypeVar
 
-from .downloads import DownloadStatus, ProgressCallback, format_bytes
+from .downloads import DownloadProgress, DownloadStatus, format_bytes
 
 T = TypeVar("T")
 
@@ -39,7 +39,7 @@ class Meter:
     is stopped with :class:`OversizedTransfer` at that byte, so a lying server cannot fill the disk.
     """
 
-    def __init__(self, filename: str, url: str, model: str, report: ProgressCallback, limit: int | None = None):
+    def __init__(self, filename: str, url: str, model: str, report: DownloadProgress, limit: int | None = None):
         self.filename, self.url, self.model, self._report, self.limit = filename, url, model, report, limit
         self.done, self.total = 0, None
         self._start_time, self._start_bytes, self._last = time.monotonic(), 0, 0.0
@@ -93,7 +93,7 @@ class _Transfer:
 
     def __init__(self):
         self.finished = threading.Event()
-        self.listeners: list[ProgressCallback] = []
+        self.listeners: list[DownloadProgress] = []
         self.last: DownloadStatus | None = None
         self.result = None
         self.error: BaseException | None = None
@@ -119,7 +119,7 @@ class SharedTransfers:
         self._lock = threading.Lock()
         self._running: dict[Hashable, _Transfer] = {}
 
-    def run(self, key: Hashable, work: Callable[[ProgressCallback], T], progress: ProgressCallback | None = None) -> T:
+    def run(self, key: Hashable, work: Callable[[DownloadProgress], T], progress: DownloadProgress | None = None) -> T:
         with self._lock:
             transfer = self._running.get(key)
             owner = transfer is None

@@ -12,7 +12,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from .downloads import ProgressCallback, Unreachable, verify_file
+from .downloads import DownloadProgress, Unreachable, verify_file
 from .transfers import CONNECT_TIMEOUT, SHARED, Meter, bounded, check_size, watched
 
 #: Seconds a started transfer may stall before it counts as interrupted.
@@ -20,7 +20,7 @@ READ_TIMEOUT = 30.0
 _RETRIES = 3  # consecutive broken transfers without a new byte before a plain-URL download gives up
 
 
-def url_file(url: str, destination: Path, *, sha256: str | None = None, progress: ProgressCallback | None = None,
+def url_file(url: str, destination: Path, *, sha256: str | None = None, progress: DownloadProgress | None = None,
              model: str = "") -> Path:
     """The file at ``url`` saved as ``destination``, through ``<destination>.part`` (resumed with ``Range``
     after an interruption, also by a later process) and checked against ``sha256`` (a digest or prefix)

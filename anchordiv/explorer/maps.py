@@ -16,7 +16,7 @@ from ..search import AnchorIndex
 from .geometry import baseline_index
 
 if TYPE_CHECKING:
-    from ..gallery import ProgressCallback
+    from ..progress import ProgressCallback
     from .geometry import ExplorerGeometry
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from typing import Callable, Generic, Hashable, TypeVar
 
-from ..gallery import ProgressCallback
+from ..progress import ProgressCallback
 
 T = TypeVar("T")
 WAITING_NOTE = "being prepared for another visitor"

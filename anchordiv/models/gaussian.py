@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from .._validation import ArrayLike, Interval, as_matrix, check_scale, finite_non_negative
+from .._validation import Interval, finite_non_negative
 from .base import AnchorModel, is_single_point
 from .empirical import principal_subspace
 

@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..gallery import Gallery, ProgressCallback
+from ..gallery import Gallery
+from ..progress import ProgressCallback
 
 
 @dataclass

@@ -18,6 +18,7 @@ import pandas as pd
 from .._validation import ArrayLike, as_numeric_tensor
 from ..cache import atomic_write, sha256_file
 from ..images import display_name
+from ..progress import ProgressCallback
 from .folder import prepare_folder, remove_temporaries, save_array, unit_shard, write_closing_files
 from .lock import WriterLock
 from .manifest import MANIFEST, OVERWRITE, record_name, shard_name
@@ -26,12 +27,11 @@ from .reader import GalleryStore
 
 logger = logging.getLogger(__name__)
 
-Progress = Callable[[float, str], None]
 ShardEmbedder = Callable[[list[str]], tuple[ArrayLike, list[tuple[int, str]]]]
 
 
 def build_store(directory: str | Path, plan: StorePlan, embed_shard: ShardEmbedder,
-                labels: Callable[[list[str]], pd.DataFrame] | None = None, progress: Progress | None = None,
+                labels: Callable[[list[str]], pd.DataFrame] | None = None, progress: ProgressCallback | None = None,
                 overwrite: bool = False) -> GalleryStore:
     """Build (or resume building) the store of ``plan`` in ``directory``, one shard at a time, and open it.
 
@@ -91,7 +91,7 @@ class StoreWriter:
     """
 
     def __init__(self, directory: str | Path, plan: StorePlan, overwrite: bool = False,
-                 progress: Progress | None = None):
+                 progress: ProgressCallback | None = None):
         self.directory = Path(directory).expanduser()
         self.plan = plan
         self.damaged: list[str] = []
