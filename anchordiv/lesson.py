@@ -30,13 +30,13 @@ from .models import AnchorModel, MixtureAnchors, anchor_model_kind, list_anchor_
 DTYPE = torch.float64
 # The kinds a toy world can use: the posterior kinds also need a prior set, which the lesson leaves out.
 TOY_KINDS: tuple[str, ...] = tuple(name for name in list_anchor_models() if not anchor_model_kind(name).needs_prior)
-# How [p, 1 - p] becomes the toy mixture's weights (MixtureAnchors, docs/design.md §3).
-TOY_WEIGHTINGS: dict[str, str] = {
+# What each weighting the toy world offers (of anchordiv.models.mixture.WEIGHTINGS, docs/design.md §3) means.
+TOY_WEIGHTING_HELP: dict[str, str] = {
     "balanced": "Balanced: w ∝ p · exp(−mean κ over evenly spread directions), so at p = 0.5 neither set "
                 "owns the tilt just for being tighter or smaller.",
     "literal": "Literal: the weights are (p, 1 − p) as they stand.",
 }
-# Why A's share of a query is one half where it is, under each of TOY_WEIGHTINGS.
+# Why A's share of a query is one half where it is, under each of TOY_WEIGHTING_HELP.
 TOY_SHARE_NOTES: dict[str, str] = {
     "balanced": "Balanced weights take each set's average κ (over evenly spread directions) off its weight, so the "
                 "tighter set does not own the query at p = 0.5 just for being tight; the query's own κ still "
@@ -242,13 +242,13 @@ def toy_geometry(anchors_a: torch.Tensor, anchors_b: torch.Tensor | None = None,
     registry, to set A ``anchors_a`` ``(N_A, d)`` and, when ``anchors_b`` ``(N_B, d)`` is given and
     not empty, to set B, mixed as ``MixtureAnchors([P_A, P_B], [p, 1 - p])``.
 
-    ``weighting`` (a key of :data:`TOY_WEIGHTINGS`): "literal" uses the weights ``w = (p, 1 - p)``;
+    ``weighting`` (a key of :data:`TOY_WEIGHTING_HELP`): "literal" uses the weights ``w = (p, 1 - p)``;
     "balanced" uses ``w_k ∝ p_k exp(-c_k)``, ``c_k`` the mean of ``kappa_k`` over
     :func:`reference_directions`, which stand in for the gallery of docs/design.md §3."""
     if kind not in TOY_KINDS:
         raise ValueError(f"the toy world offers the anchor models {list(TOY_KINDS)}; got {kind!r}.")
-    if weighting not in TOY_WEIGHTINGS:
-        raise ValueError(f"weighting={weighting!r}; choose one of {list(TOY_WEIGHTINGS)}.")
+    if weighting not in TOY_WEIGHTING_HELP:
+        raise ValueError(f"weighting={weighting!r}; choose one of {list(TOY_WEIGHTING_HELP)}.")
     p = _check_p(p)
     sets = [("A", _anchor_set(anchors_a, "A")), ("B", _anchor_set(anchors_b, "B"))]
     if len(sets[0][1]) == 0:

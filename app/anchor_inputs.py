@@ -5,18 +5,20 @@ geometry they make under the sidebar's settings. A set may be weighted (``term<T
 and its cache keys."""
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
 
 import streamlit as st
 
 from anchordiv import explorer as ex
 from anchordiv.app.cached import get_geometry
 from anchordiv.app.errors import ERROR_CHARS, attempt
+from anchordiv.app.session_keys import upload_problem
 from anchordiv.app.url_state import follow_view_link
 from anchordiv.explorer.anchors import preset_label
 from anchordiv.explorer.links import LinkField
 from anchordiv.explorer.literal import markdown_literal, without_joiners
 from anchordiv.explorer.page_state import SETTINGS, TEMPLATE_OPTIONS
+from anchordiv.explorer.sidebar_state import SidebarState
 from anchordiv.prompts import AUTO, CUSTOM, TEMPLATE_SETS, TemplateChoice, default_choice, template_choice
 
 
@@ -82,7 +84,7 @@ def file_widgets(column, name: str, parsed: ex.AnchorText | None) -> None:
                          on_change=load_file, args=(name,),
                          help="UTF-8 text: one anchor per line, or on every line an anchor, a tab and its weight "
                               "(as the download writes).")
-        problem = st.session_state.get(f"_upload_problem_{name}")
+        problem = st.session_state.get(upload_problem(name))
         if problem is not None:
             st.error(markdown_literal(problem, ERROR_CHARS))
 
@@ -91,7 +93,7 @@ def load_file(name: str) -> None:
     """The uploader's callback (a widget's value may be set only before it is drawn): the file's
     text becomes set ``name``'s, or its problem is kept for :func:`file_widgets` to say."""
     state = st.session_state
-    upload, problem_key = state.get(f"upload_anchors_{name}"), f"_upload_problem_{name}"
+    upload, problem_key = state.get(f"upload_anchors_{name}"), upload_problem(name)
     state.pop(problem_key, None)
     if upload is None:  # the file was taken away: the set keeps its text
         return
@@ -151,7 +153,7 @@ def anchor_widgets(presets: dict[str, tuple[str, ...]], encoder,
     parsed_b = anchor_column(col_b, "b", "B (style)", presets, encoder, sources)
     weighting = st.radio("Weights of A and B", SETTINGS["weighting"].options, horizontal=True, key="weighting",
                          format_func=str.capitalize)
-    st.caption(ex.WEIGHTINGS[weighting])
+    st.caption(ex.WEIGHTING_HELP[weighting])
     return parsed_a, parsed_b, weighting
 
 
@@ -165,11 +167,11 @@ def anchor_sets(source: ex.GallerySource) -> tuple[ex.AnchorText, ex.AnchorText,
     return set_a, set_b, fields
 
 
-def prior_texts(choices: dict[str, Any]) -> tuple[str, ...]:
+def prior_texts(prior_text: str) -> tuple[str, ...]:
     """The sidebar's prior anchor set (for the posterior kinds); an error box and a stop when it
     has weights (a posterior model weighs its prior by its own rule)."""
     def unweighted() -> tuple[str, ...]:
-        prior = ex.parse_anchor_text(choices["prior_text"])
+        prior = ex.parse_anchor_text(prior_text)
         if prior.weights is not None:
             raise ValueError("the prior set takes no weights; give one anchor per line, without a tab")
         return prior.anchors
@@ -177,22 +179,19 @@ def prior_texts(choices: dict[str, Any]) -> tuple[str, ...]:
     return attempt(unweighted, "The prior anchor set is not used", stop=True)
 
 
-def geometry_spec(choices: dict[str, Any], kind: str | None = None, scale: float | None = None) -> ex.GeometrySpec:
-    """The sidebar's geometry, with ``kind`` and ``scale`` overridden when given (an error box and
-    a stop when a value is invalid)."""
-    return attempt(lambda: ex.GeometrySpec(kind=kind or choices["kind"], scale=float(scale or choices["scale"]),
-                                           n_components=int(choices["n_components"]), rank=int(choices["rank"]),
-                                           alpha=float(choices["alpha"]), reverse=choices["reverse"]),
-                   "Invalid geometry", stop=True)
+def column_spec(sidebar: SidebarState, kind: str, scale: float) -> ex.GeometrySpec:
+    """The sidebar's geometry with a figure column's anchor model and scale (an error box and a
+    stop when they are invalid)."""
+    return attempt(lambda: replace(sidebar.geometry, kind=kind, scale=float(scale)), "Invalid geometry", stop=True)
 
 
-def geometry_for(choices: dict[str, Any], source: ex.GallerySource, encoder, set_a: ex.AnchorText,
-                 set_b: ex.AnchorText, kind: str | None = None, scale: float | None = None) -> ex.ExplorerGeometry:
+def geometry_for(sidebar: SidebarState, source: ex.GallerySource, encoder, set_a: ex.AnchorText,
+                 set_b: ex.AnchorText, spec: ex.GeometrySpec | None = None) -> ex.ExplorerGeometry:
     """The cached geometry of anchor sets A and B (through their templates, with their weights)
-    over ``source`` under the sidebar's settings (``kind`` and ``scale`` override them); an error
-    box and a stop when it cannot be built."""
-    spec = geometry_spec(choices, kind, scale)
-    return fitted_geometry(source, encoder, set_a, set_b, spec, prior_texts(choices), anchor_templates(encoder))
+    over ``source`` under the sidebar's settings (or ``spec``: a figure column's,
+    :func:`column_spec`); an error box and a stop when it cannot be built."""
+    return fitted_geometry(source, encoder, set_a, set_b, spec or sidebar.geometry, prior_texts(sidebar.prior_text),
+                           anchor_templates(encoder))
 
 
 def fitted_geometry(source: ex.GallerySource, encoder, set_a: ex.AnchorText, set_b: ex.AnchorText,
@@ -209,13 +208,12 @@ def fitted_geometry(source: ex.GallerySource, encoder, set_a: ex.AnchorText, set
     return geometry
 
 
-def geometry_and_key(choices: dict[str, Any], source: ex.GallerySource, encoder, parsed_a: ex.AnchorText,
+def geometry_and_key(sidebar: SidebarState, source: ex.GallerySource, encoder, parsed_a: ex.AnchorText,
                      parsed_b: ex.AnchorText) -> tuple[ex.ExplorerGeometry, str]:
     """The cached geometry of A and B under the sidebar's settings and the templates their widgets
     show, and the key that names it (anchors and their weights, model, templates: for the caches
     of its sliders and projections)."""
-    spec = geometry_spec(choices)
-    prior = prior_texts(choices)
+    spec, prior = sidebar.geometry, prior_texts(sidebar.prior_text)
     templates = anchor_templates(encoder, shown=True)
     geometry = fitted_geometry(source, encoder, parsed_a, parsed_b, spec, prior, templates)
     return geometry, ex.projection_key(source.key, encoder.name, parsed_a.anchors, parsed_b.anchors, spec, prior,

@@ -81,22 +81,22 @@ def world_slice() -> tuple[str, int | None]:
 @st.cache_resource(show_spinner="Loading the model…", max_entries=4)
 def get_encoder(spec: str, pretrained: str | None, allow_download: bool = False):
     """The encoder ``spec`` names, on the server's device (CUDA when available, else CPU), from
-    files on this machine (:func:`model_downloads` fetches the weights first); ``allow_download``
+    files on this machine (:func:`encoder_downloads` fetches the weights first); ``allow_download``
     lets a model whose tokenizer lives on the hub fetch it."""
     return load_encoder(spec, pretrained=pretrained or None, allow_download=allow_download, device=server_device())
 
 
 @st.cache_resource(show_spinner="Listing open_clip's models…", ttl=60)
-def model_menu() -> list:
-    """The models the sidebar offers (:func:`~anchordiv.encoders.model_catalog`), with their
+def encoder_menu() -> list:
+    """The encoders the sidebar offers (:func:`~anchordiv.encoders.model_catalog`), with their
     download sizes (estimated from the counts that ship with anchordiv). Listed again after a
     minute, so that a model downloaded since shows as on disk."""
     return model_catalog()
 
 
 @st.cache_resource(show_spinner=False)
-def model_downloads() -> ex.BackgroundJobs:
-    """The server's model downloads: one per model however many visitors ask, each in a thread of
+def encoder_downloads() -> ex.BackgroundJobs:
+    """The server's encoder downloads: one per model however many visitors ask, each in a thread of
     its own (a visitor who moves on does not stop it), its progress shown to each who waits."""
     return ex.BackgroundJobs()
 

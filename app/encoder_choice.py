@@ -1,4 +1,4 @@
-"""The sidebar's model: the built-in model, an open_clip pretrained tag, an open_clip model on the
+"""The sidebar's encoder: the built-in model, an open_clip pretrained tag, an open_clip model on the
 Hugging Face hub, or a checkpoint file under the data roots; the download of its weights where the
 server allows one, watched by every visitor who waits for it; and the encoder, on the server's device.
 
@@ -13,35 +13,25 @@ import streamlit as st
 
 from anchordiv.app import cached
 from anchordiv.app.errors import ERROR_CHARS, attempt
+from anchordiv.app.session_keys import ENCODER_FOLLOWED
 from anchordiv.device import describe_device
 from anchordiv.encoders import CatalogEntry, ModelSpec, fetch_model, missing_files, parse_model_spec
 from anchordiv.explorer.launch import LaunchOptions
 from anchordiv.explorer.literal import markdown_literal, shown
 from anchordiv.explorer.page_state import BUILTIN, HUB, OPEN_CLIP, PRETRAINED, SETTINGS
+from anchordiv.explorer.sidebar_state import EncoderChoice
 from anchordiv.images import display_name
 
 WATCH_SECONDS = 0.25  # how often a visitor's progress bar of a download is redrawn
 
 
 def catalog() -> dict[str, CatalogEntry]:
-    """The catalog's pretrained tags by menu token ``ARCH/TAG`` (:func:`~anchordiv.app.cached.model_menu`)."""
-    return {entry_token(entry): entry for entry in cached.model_menu() if entry.pretrained}
+    """The catalog's pretrained tags by menu token ``ARCH/TAG`` (:func:`~anchordiv.app.cached.encoder_menu`)."""
+    return {entry_token(entry): entry for entry in cached.encoder_menu() if entry.pretrained}
 
 
 def entry_token(entry: CatalogEntry) -> str:
     return f"{entry.model.removeprefix('open_clip:')}/{entry.pretrained}"
-
-
-def spec_of(choices: dict[str, Any]) -> ModelSpec | None:
-    """The chosen model as a spec (``None`` for a checkpoint file, which is a path, or nothing chosen yet)."""
-    if choices["model"] == BUILTIN:
-        return parse_model_spec("builtin")
-    if choices["model"] == PRETRAINED and choices.get("pretrained_choice"):
-        arch, tag = choices["pretrained_choice"].rsplit("/", 1)
-        return parse_model_spec(f"open_clip:{arch}", tag)
-    if choices["model"] == HUB and choices.get("hub_repo"):
-        return parse_model_spec(f"open_clip:hf-hub:{choices['hub_repo'].strip()}")
-    return None
 
 
 def apply_spec(spec: ModelSpec, trusted: bool) -> None:
@@ -49,13 +39,13 @@ def apply_spec(spec: ModelSpec, trusted: bool) -> None:
     whose checkpoint path is never taken (a link names no file on the server)."""
     state = st.session_state
     if spec.family == "builtin":
-        state["model_source"] = BUILTIN
+        state["encoder_source"] = BUILTIN
     elif spec.hub_repo:
-        state["model_source"], state["hub_repo"] = HUB, spec.hub_repo
+        state["encoder_source"], state["hub_repo"] = HUB, spec.hub_repo
     elif spec.pretrained and f"{spec.arch}/{spec.pretrained}" in catalog():
-        state["model_source"], state["openclip_pretrained"] = PRETRAINED, f"{spec.arch}/{spec.pretrained}"
+        state["encoder_source"], state["openclip_pretrained"] = PRETRAINED, f"{spec.arch}/{spec.pretrained}"
     else:
-        state["model_source"], state["openclip_arch"] = OPEN_CLIP, spec.arch
+        state["encoder_source"], state["openclip_arch"] = OPEN_CLIP, spec.arch
         roots = cached.launch_options().roots
         if trusted and spec.pretrained and roots.allow_any_path:
             state["openclip_checkpoint"] = spec.pretrained
@@ -65,12 +55,12 @@ def apply_spec(spec: ModelSpec, trusted: bool) -> None:
             state["checkpoint_choice"] = path if path in offered else None
 
 
-def follow_model(linked: dict[str, Any], launch: LaunchOptions) -> None:
-    """On a session's first run: the model a link names, else the one the server was launched with."""
+def follow_encoder(linked: dict[str, Any], launch: LaunchOptions) -> None:
+    """On a session's first run: the encoder a link names, else the one the server was launched with."""
     state = st.session_state
-    if "_model_followed" in state:
+    if ENCODER_FOLLOWED in state:
         return
-    state["_model_followed"] = True
+    state[ENCODER_FOLLOWED] = True
     from_link = "encoder" in linked
     wanted = ((linked["encoder"], linked.get("encoder_pretrained") or None) if from_link
               else (launch.model, launch.pretrained))
@@ -105,62 +95,51 @@ def open_clip_architectures() -> set[str]:
     return set(open_clip.list_models())
 
 
-def model_choices(bar, roots) -> dict[str, Any]:
-    """The model widgets' values as plain values; the spec they name is written to the state
-    for the page's link."""
+def encoder_widgets(bar, roots) -> None:
+    """The encoder's menu and, by its entry, the pretrained tag, the hub repository or the
+    architecture and checkpoint file (read by :func:`~anchordiv.explorer.sidebar_state.read_sidebar`)."""
     state = st.session_state
-    choices: dict[str, Any] = {"model": bar.radio("Model", SETTINGS["model_source"].options, key="model_source")}
-    if choices["model"] == PRETRAINED:
+    kind = bar.radio("Model", SETTINGS["encoder_source"].options, key="encoder_source")
+    if kind == PRETRAINED:
         entries = catalog()
-        choices["pretrained_choice"] = bar.selectbox(
-            "Architecture and pretrained tag", list(entries), key="openclip_pretrained",
-            format_func=lambda token: entries[token].label)
-    elif choices["model"] == HUB:
+        bar.selectbox("Architecture and pretrained tag", list(entries), key="openclip_pretrained",
+                      format_func=lambda token: entries[token].label)
+    elif kind == HUB:
         def suggest() -> None:
             state["hub_repo"] = state["hub_suggestion"] or state.get("hub_repo", "")
 
-        bar.selectbox("Suggested repos", [entry.model.removeprefix("open_clip:hf-hub:") for entry in cached.model_menu()
+        bar.selectbox("Suggested repos", [entry.model.removeprefix("open_clip:hf-hub:") for entry in cached.encoder_menu()
                                           if "hf-hub:" in entry.model], index=None, key="hub_suggestion",
                       on_change=suggest, placeholder="SigLIP, MobileCLIP, …")
-        choices["hub_repo"] = bar.text_input("Hugging Face repo (ORG/REPO)", key="hub_repo",
-                                             max_chars=SETTINGS["hub_repo"].max_chars, placeholder="ORG/REPO")
-    elif choices["model"] == OPEN_CLIP:
-        choices["arch"] = bar.text_input("Architecture", key="openclip_arch")
-        choices["checkpoint"] = (bar.text_input("Checkpoint file", key="openclip_checkpoint") if roots.allow_any_path
-                                 else bar.selectbox("Checkpoint file", [str(path) for path in roots.checkpoints()],
-                                                    index=None, key="checkpoint_choice",
-                                                    placeholder="choose a checkpoint from the data folders",
-                                                    format_func=display_name))
-    spec = attempt(lambda: spec_of(choices), "That model name cannot be used")
-    choices["spec"] = spec
-    # A checkpoint file's architecture travels, its path does not.
-    state["encoder"], state["encoder_pretrained"] = (
-        (spec.model, spec.pretrained or "") if spec else
-        (f"open_clip:{choices['arch'].strip()}", "") if choices["model"] == OPEN_CLIP and choices["arch"].strip()
-        else ("builtin", ""))
-    return choices
+        bar.text_input("Hugging Face repo (ORG/REPO)", key="hub_repo", max_chars=SETTINGS["hub_repo"].max_chars,
+                       placeholder="ORG/REPO")
+    elif kind == OPEN_CLIP:
+        bar.text_input("Architecture", key="openclip_arch")
+        if roots.allow_any_path:
+            bar.text_input("Checkpoint file", key="openclip_checkpoint")
+        else:
+            bar.selectbox("Checkpoint file", [str(path) for path in roots.checkpoints()], index=None,
+                          key="checkpoint_choice", placeholder="choose a checkpoint from the data folders",
+                          format_func=display_name)
 
 
-def load_encoder_for(choices: dict[str, Any]):
+def load_encoder_for(choice: EncoderChoice):
     """The chosen encoder, on the server's device (named in the sidebar); its weights downloaded
     first where they are missing and the server allows it (an info box naming the files and where
     to put them where it does not); a stop while nothing loadable is chosen."""
     launch = cached.launch_options()
-    if choices["model"] == OPEN_CLIP:
-        encoder = load_checkpoint(choices, launch)
-    else:
-        encoder = load_named(choices, launch)
+    encoder = load_checkpoint(choice, launch) if choice.kind == OPEN_CLIP else load_named(choice, launch)
     st.sidebar.caption(f"Encoding on {describe_device(encoder.device)}; ranking and maps on "
                        f"{describe_device(cached.server_device())}.")
     return encoder
 
 
-def load_named(choices: dict[str, Any], launch):
+def load_named(choice: EncoderChoice, launch):
     """The built-in model, an open_clip pretrained tag or a hub model, by its spec."""
-    spec = choices.get("spec")
+    spec = choice.spec
     if spec is None:
         st.info("Choose or type a Hugging Face repo (ORG/REPO) of an open_clip model in the sidebar."
-                if choices["model"] == HUB else "Choose a model in the sidebar.")
+                if choice.kind == HUB else "Choose a model in the sidebar.")
         st.stop()
     if spec.family != "builtin":
         ensure_files(spec, launch.allow_download)
@@ -168,21 +147,21 @@ def load_named(choices: dict[str, Any], launch):
                    f"Could not load {shown(spec.label)}", stop=True)
 
 
-def load_checkpoint(choices: dict[str, Any], launch):
+def load_checkpoint(choice: EncoderChoice, launch):
     """An open_clip architecture with a checkpoint file from the data roots (or typed, in local mode)."""
     roots = launch.roots
     if roots.opens_nothing:
         st.info("This server offers no checkpoint files: start it with `--data-root DIR` to offer those under "
                 "DIR, or choose an open_clip pretrained model or a Hugging Face repo.")
         st.stop()
-    if not choices.get("checkpoint"):
+    if not choice.checkpoint:
         st.info("Choose an open_clip checkpoint file in the sidebar.")
         st.stop()
 
     def load():
-        checkpoint = str(roots.confine(choices["checkpoint"], "checkpoint"))
+        checkpoint = str(roots.confine(choice.checkpoint, "checkpoint"))
         # The same three arguments as every other call (a Compare column's too): one cached encoder.
-        return cached.get_encoder(f"open_clip:{choices['arch'].strip()}", checkpoint, launch.allow_download)
+        return cached.get_encoder(f"open_clip:{choice.name}", checkpoint, launch.allow_download)
 
     return attempt(load, "Could not load the open_clip model", stop=True)
 
@@ -192,7 +171,7 @@ def ensure_files(spec: ModelSpec, allow_download: bool) -> None:
     Else, where the server allows it, its download (started by a visitor's click; one per model for
     the whole server, which every visitor who picks it meanwhile watches); or an info box saying
     which files to put where. Then a stop, or a rerun once the download is done."""
-    key, downloads = spec.model + "|" + (spec.pretrained or ""), cached.model_downloads()
+    key, downloads = spec.model + "|" + (spec.pretrained or ""), cached.encoder_downloads()
     job = downloads.get(key)
     missing = [] if job else attempt(lambda: missing_files(spec), f"Could not look up {shown(spec.label)}", stop=True)
     if job is None and not missing:

@@ -10,6 +10,7 @@ from anchordiv import explorer as ex
 from anchordiv.app.errors import attempt
 from anchordiv.app.explore_view import ExploreView, neighbours
 from anchordiv.app.maps_ui import pinned_projection_p, projection_caption, projection_chart, with_query_point
+from anchordiv.app.session_keys import UMAP_COLOUR_OF
 
 
 @st.fragment
@@ -50,9 +51,9 @@ def draw_umap(view: ExploreView) -> None:
     max_points = int(controls[1].number_input("Points (fixed sample)", 10, 20_000, source.projection_rows,
                                               step=500, key="umap_points"))
     colours = source.colour_columns
-    if st.session_state.get("_umap_colour_of") != source.key:  # another gallery's column means nothing here
+    if st.session_state.get(UMAP_COLOUR_OF) != source.key:  # another gallery's column means nothing here
         st.session_state.pop("umap_colour", None)
-        st.session_state["_umap_colour_of"] = source.key
+        st.session_state[UMAP_COLOUR_OF] = source.key
     colour = controls[2].selectbox("Colour by", colours, key="umap_colour", index=colours.index(source.default_colour))
     with_cosine = (controls[3].checkbox("Cosine projection beside it", key="umap_cosine")
                    if source.capabilities.cosine_projection else False)

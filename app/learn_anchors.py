@@ -18,6 +18,8 @@ from anchordiv.app.errors import attempt
 from anchordiv.app.explore_view import ExploreView, neighbours
 from anchordiv.app.p_player import PLAYER_KEY
 from anchordiv.app.query_inputs import caption_of
+from anchordiv.app.session_keys import (FIND_LEARNED, FIND_MARKS, FIND_MARKS_OF, PLAYER_MARKS_FOR, PLAYER_MARKS_TAKEN,
+                                         find_problem)
 from anchordiv.explorer.anchors import weighted_anchor_text
 from anchordiv.explorer.feedback import (MAX_MARKED_QUERIES, MAX_MARKS, LearnedAnchors, QueryMarks, learn_weights,
                                          marks_key, start_summary, training_set, weight_summary)
@@ -34,7 +36,7 @@ def use_buttons(column, terms: list[str], name: str, text: str | None = None) ->
     than the set's text area holds is not used (the area would cut it): an error box says so on
     that run."""
     value = "\n".join(terms) if text is None else text
-    problem_key = f"_find_{name}_problem"
+    problem_key = find_problem(name)
 
     def use(side: str) -> None:
         limit = SETTINGS[f"anchors_{side}"].max_chars
@@ -66,9 +68,9 @@ def marks_section(view: ExploreView, terms: tuple[str, ...]) -> None:
     if learn_col.button("Learn a geometry", key="find_learn", type="primary"):
         learned = attempt(lambda: learn(view, terms, list(kept.values())), "Cannot learn a geometry")
         if learned is not None:
-            st.session_state["_find_learned"] = (request, learned)
+            st.session_state[FIND_LEARNED] = (request, learned)
     clear_col.button("Clear all marks", key="find_clear", on_click=clear_marks, args=(view.source.key,))
-    kept_learned = st.session_state.get("_find_learned")
+    kept_learned = st.session_state.get(FIND_LEARNED)
     if kept_learned is None or kept_learned[0][0] != view.source.key:
         return
     if kept_learned[0] == request:
@@ -87,7 +89,7 @@ def learn_request(view: ExploreView, terms: tuple[str, ...], kept: dict[str, Que
 
 def gallery_marks(source_key: str) -> dict[str, QueryMarks]:
     """The session's marks on this gallery, by query (:func:`~anchordiv.explorer.feedback.marks_key`)."""
-    return st.session_state.setdefault("_find_marks", {}).setdefault(source_key, {})
+    return st.session_state.setdefault(FIND_MARKS, {}).setdefault(source_key, {})
 
 
 def clear_marks(source_key: str) -> None:
@@ -124,7 +126,7 @@ def player_marks(view: ExploreView) -> dict:
     made (fewer than :data:`~anchordiv.explorer.feedback.MAX_MARKS`, and the query may have marks);
     kept in the session, with the query, for :func:`take_player_marks`."""
     kept, key, current = this_query(view)
-    st.session_state["_player_marks_for"] = (view.source.key, key, current, len(view.source))
+    st.session_state[PLAYER_MARKS_FOR] = (view.source.key, key, current, len(view.source))
     return {"like": [int(item) for item in current.like],
             "enabled": not no_room(kept, key) and len(current.like) < MAX_MARKS}
 
@@ -135,7 +137,7 @@ def take_player_marks() -> None:
     anything else a client might send is ignored), and the page runs again whole so that Find
     anchors shows them."""
     state = st.session_state
-    reported, target = (state.get(PLAYER_KEY) or {}).get("marks"), state.get("_player_marks_for")
+    reported, target = (state.get(PLAYER_KEY) or {}).get("marks"), state.get(PLAYER_MARKS_FOR)
     if not isinstance(reported, list) or target is None:
         return
     source_key, key, current, n_items = target
@@ -148,14 +150,14 @@ def take_player_marks() -> None:
     marks = store_marks(kept, key, replace(current, like=tuple(like),
                                            unlike=tuple(item for item in current.unlike if item not in like)))
     state["find_like"], state["find_unlike"] = list(marks.like), list(marks.unlike)
-    state["_find_marks_of"] = (source_key, key)
-    state["_player_marks_taken"] = True
+    state[FIND_MARKS_OF] = (source_key, key)
+    state[PLAYER_MARKS_TAKEN] = True
 
 
 def rerun_after_marks() -> None:
     """After a run started by a toggle (inside the results fragment), the whole page once more:
     Find anchors, outside the fragment, shows the marks."""
-    if st.session_state.pop("_player_marks_taken", False):
+    if st.session_state.pop(PLAYER_MARKS_TAKEN, False):
         st.rerun()
 
 
@@ -179,9 +181,9 @@ def query_marks(view: ExploreView) -> QueryMarks:
     kept, key, current = this_query(view)
     full = no_room(kept, key)
     shown_for = (view.source.key, key)
-    if state.get("_find_marks_of") != shown_for or "find_like" not in state or "find_unlike" not in state:
+    if state.get(FIND_MARKS_OF) != shown_for or "find_like" not in state or "find_unlike" not in state:
         state["find_like"], state["find_unlike"] = list(current.like), list(current.unlike)
-        state["_find_marks_of"] = shown_for
+        state[FIND_MARKS_OF] = shown_for
     where = mark_options(view)
     options = list(dict.fromkeys([*where, *state["find_like"], *state["find_unlike"]]))
     caption = caption_of(view.source)

@@ -14,10 +14,12 @@ from anchordiv.app import cached
 from anchordiv.app.anchor_inputs import anchor_sets, geometry_for
 from anchordiv.app.errors import attempt
 from anchordiv.app.query_inputs import caption_of
-from anchordiv.app.sidebar import load_encoder_for, load_gallery_for
+from anchordiv.app.encoder_choice import load_encoder_for
+from anchordiv.app.sidebar import load_gallery_for
 from anchordiv.app.url_state import link_notes, publish_link, share_box
 from anchordiv.explorer.literal import markdown_literal, plotly_literal
 from anchordiv.explorer.page_state import DIRECTIONS, SETTINGS
+from anchordiv.explorer.sidebar_state import SidebarState
 from anchordiv.models import anchor_model_kind
 
 # The colours of sets A and B, in the toy world's pictures and the gallery's alike.
@@ -25,12 +27,12 @@ SET_COLOURS = {"A": "#1f77b4", "B": "#d62728"}
 TERMS_SHOWN = 8  # anchors each way in the gallery's bar chart of KL terms
 
 
-def gallery_section(choices: dict, fields: list, share_slot) -> None:
+def gallery_section(sidebar: SidebarState, fields: list, share_slot) -> None:
     """``fields``: the page's link so far; the Explore page's (query, anchors, p) join it here, and
     the whole link is offered in ``share_slot`` at the top of the page."""
     st.header("On the real gallery")
-    encoder = load_encoder_for(choices)
-    gallery = load_gallery_for(choices, encoder)
+    encoder = load_encoder_for(sidebar.encoder)
+    gallery = load_gallery_for(sidebar.gallery, encoder)
     source = cached.memory_source(gallery)
     set_a, set_b, view_link = anchor_sets(source)
     link_notes()
@@ -38,17 +40,17 @@ def gallery_section(choices: dict, fields: list, share_slot) -> None:
     publish_link(fields, source)
     with share_slot:
         share_box(fields, source)
-    geometry = geometry_for(choices, source, encoder, set_a, set_b)
+    geometry = geometry_for(sidebar, source, encoder, set_a, set_b)
     state = st.session_state
     query_id = state.get("query_id")
     if not isinstance(query_id, int) or not 0 <= query_id < len(gallery):
         query_id = source.default_query()
     p = float(state.get("p", SETTINGS["p"].default))
     weighting = state.get("weighting", SETTINGS["weighting"].default)
-    st.caption(settings_text(geometry.spec, choices["k"], p, weighting))
-    st.caption(ex.WEIGHTINGS[weighting])
+    st.caption(settings_text(geometry.spec, sidebar.top_k, p, weighting))
+    st.caption(ex.WEIGHTING_HELP[weighting])
     values, ids = attempt(lambda: ex.search_one(geometry.index_at(p, weighting), gallery.embeddings[query_id],
-                                                choices["k"], exclude=query_id), "Cannot rank the gallery", stop=True)
+                                                sidebar.top_k, exclude=query_id), "Cannot rank the gallery", stop=True)
     if state["learn_neighbour"] > len(ids):  # a link's neighbour beyond this k
         state["learn_neighbour"] = 1
     rank = st.selectbox("Neighbour", list(range(1, len(ids) + 1)), key="learn_neighbour",

@@ -11,13 +11,11 @@ import streamlit as st
 
 from anchordiv import FeedbackAnchors, lesson, lesson_weights
 from anchordiv.app.errors import ERROR_CHARS, attempt
+from anchordiv.app.session_keys import WEIGHTS_LEARNED, WEIGHTS_REQUEST
 from anchordiv.explorer.literal import markdown_literal
 from anchordiv.explorer.page_state import SETTINGS
 
 NEAR, FAR, MARKED, ANCHOR = "#2ca02c", "lightgrey", "#ff7f0e", "#1f77b4"
-# What the last click asked the learner for, (query, marks, scale), and the last fit, (request,
-# model): session values, not widgets (the fit takes a fraction of a second, so it is kept).
-REQUEST, LEARNED = "_learn_weights_request", "_learn_weights_learned"
 POINT_LABELS = {f"{angle:g}°": float(angle) for angle in lesson_weights.toy_points()}
 
 
@@ -127,15 +125,15 @@ def learner_section(query: float, k: int, scale: float) -> None:
     st.button("Learn the weights", key="learn_weights_learn", on_click=_remember, args=(query, marks, scale))
     st.caption(f"Weighting: learned from the marks, against uniform weights 1/{len(vocabulary)}. "
                f"Scale: s = {scale:g} (the slider above), for both.")
-    request = state.get(REQUEST)
+    request = state.get(WEIGHTS_REQUEST)
     if request is None:
         return
-    if state.get(LEARNED, (None, None))[0] != request:
+    if state.get(WEIGHTS_LEARNED, (None, None))[0] != request:
         learned = attempt(lambda: lesson_weights.learn_from_marks(*request), "Cannot learn the weights")
         if learned is None:
             return
-        state[LEARNED] = (request, learned)
-    learned = state[LEARNED][1]
+        state[WEIGHTS_LEARNED] = (request, learned)
+    learned = state[WEIGHTS_LEARNED][1]
     if request != (query, marks, scale):
         st.info("The query, the marks or the scale changed since the weights were learned: press Learn again.")
     show_learned(learned, request, k)
@@ -157,7 +155,7 @@ def keep_known_marks(state) -> None:
 
 
 def _remember(query: float, marks: list[float], scale: float) -> None:
-    st.session_state[REQUEST] = (query, marks, scale)
+    st.session_state[WEIGHTS_REQUEST] = (query, marks, scale)
 
 
 def show_learned(learned, request: tuple, k: int) -> None:

@@ -11,6 +11,7 @@ from anchordiv import explorer as ex
 from anchordiv.app.cached import embed_text_query, embed_upload, encoded_thumbnails
 from anchordiv.app.errors import attempt
 from anchordiv.app.photo_notice import upload_notice
+from anchordiv.app.session_keys import menu_labels
 from anchordiv.explorer.literal import shown, without_joiners
 from anchordiv.explorer.page_state import SETTINGS, TEXT_QUERY, UPLOAD_QUERY
 from anchordiv.explorer.query import distinct_captions
@@ -43,8 +44,8 @@ def match_menu(column, label: str, source: ex.GallerySource, options: list[int],
     person may click a match of the last search while the run for a new one is on its way, and
     Streamlit then returns the clicked label, which the new options no longer hold."""
     format_func = distinct_caption_of(source, options)
-    labels = {**st.session_state.get(f"_{key}_labels", {}), **{format_func(item): int(item) for item in options}}
-    st.session_state[f"_{key}_labels"] = dict(list(labels.items())[-MENU_LABELS:])
+    labels = {**st.session_state.get(menu_labels(key), {}), **{format_func(item): int(item) for item in options}}
+    st.session_state[menu_labels(key)] = dict(list(labels.items())[-MENU_LABELS:])
     column.selectbox(label, options, index=None, format_func=format_func, key=key, on_change=on_change,
                      placeholder=placeholder)
 
@@ -55,7 +56,7 @@ def picked_item(key: str) -> int | None:
     value = st.session_state.get(key)
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         return int(value)
-    return st.session_state.get(f"_{key}_labels", {}).get(value) if isinstance(value, str) else None
+    return st.session_state.get(menu_labels(key), {}).get(value) if isinstance(value, str) else None
 
 
 def source_item(source: ex.GallerySource, item: int) -> Query:

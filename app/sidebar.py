@@ -1,6 +1,7 @@
-"""The sidebar: the data (built-in world, image folder or gallery store), the model and the
-geometry, as plain values; and the encoder and gallery source they name, opened through the caches
-(an error box naming the fix, and a stop, when they cannot be)."""
+"""The sidebar: the data (built-in world, image folder or gallery store), the encoder and the
+geometry, drawn once per run and read as one :class:`~anchordiv.explorer.sidebar_state.SidebarState`;
+and the gallery source it names, opened through the caches (an error box naming the fix, and a
+stop, when it cannot be)."""
 from __future__ import annotations
 
 from typing import Any
@@ -10,49 +11,53 @@ import streamlit as st
 
 from anchordiv import explorer as ex
 from anchordiv.app import cached
-from anchordiv.app.errors import attempt
+from anchordiv.app.encoder_choice import encoder_widgets, follow_encoder
+from anchordiv.app.errors import ERROR_CHARS, attempt
 from anchordiv.app.photo_notice import folder_notice
+from anchordiv.app.session_keys import LAUNCH_FOLLOWED, SIDEBAR_STATE
 from anchordiv.app.url_state import follow_link, sidebar_fields
-from anchordiv.app.model_choice import follow_model, load_encoder_for, model_choices
-from anchordiv.explorer.page_state import DIRECTIONS, FOLDER, SETTINGS, STORE
+from anchordiv.explorer.literal import markdown_literal
+from anchordiv.explorer.page_state import FOLDER, SIDEBAR, SETTINGS, STORE
+from anchordiv.explorer.sidebar_state import GalleryChoice, SidebarState, read_sidebar
 from anchordiv.gallery import Gallery
 from anchordiv.explorer.launch import LaunchOptions
 from anchordiv.images import display_name
 from anchordiv.models import anchor_model_kind
 
 
-def data_choices(bar, roots: ex.DataRoots) -> dict[str, Any]:
-    """The gallery and the model: a menu of what the data roots offer, or typed paths in local mode."""
-    choices: dict[str, Any] = {}
-    choices["source"] = bar.radio("Gallery", SETTINGS["gallery_source"].options, key="gallery_source")
-    if choices["source"] == STORE:
-        choices["store"] = (bar.text_input("Gallery store folder (holds manifest.json)", key="store_path")
-                            if roots.allow_any_path else
-                            bar.selectbox("Gallery store", [str(path) for path in roots.stores()], index=None,
-                                          key="store_choice", placeholder="choose a store in the data folders",
-                                          format_func=display_name))
-    if choices["source"] == FOLDER:
+def data_widgets(bar, roots: ex.DataRoots) -> None:
+    """The gallery: a menu of what the data roots offer, or typed paths in local mode."""
+    source = bar.radio("Gallery", SETTINGS["gallery_source"].options, key="gallery_source")
+    if source == STORE:
         if roots.allow_any_path:
-            choices["folder"] = bar.text_input("Image folder (subfolders are labels)", key="folder_path")
-            choices["labels_csv"] = bar.text_input("Labels CSV (optional)", key="folder_labels")
+            bar.text_input("Gallery store folder (holds manifest.json)", key="store_path")
         else:
-            folders = [str(path) for path in roots.folders_with_images()]
-            launched = st.session_state.get("folder_choice")
-            if launched and launched not in folders:  # the launch's --folder (confined then), beyond the menu's look
-                folders.append(launched)
-            choices["folder"] = bar.selectbox("Image folder (subfolders are labels)", folders, index=None,
-                                              key="folder_choice", placeholder="choose a folder of images",
-                                              format_func=display_name)
-            csvs = [str(path) for path in (attempt(lambda: roots.labels_csvs(roots.confine(choices["folder"], "image folder")),
-                                                   "Could not use that image folder") or [])] if choices["folder"] else []
-            launched = st.session_state.get("folder_labels_choice")
-            if launched and launched not in csvs:  # the launch's --labels (confined then), beside the folder
-                csvs.append(launched)
-            choices["labels_csv"] = bar.selectbox("Labels CSV (optional)", csvs, index=None,
-                                                  key="folder_labels_choice", placeholder="none",
-                                                  format_func=display_name)
-    choices |= model_choices(bar, roots)
-    return choices
+            bar.selectbox("Gallery store", [str(path) for path in roots.stores()], index=None, key="store_choice",
+                          placeholder="choose a store in the data folders", format_func=display_name)
+    if source == FOLDER:
+        if roots.allow_any_path:
+            bar.text_input("Image folder (subfolders are labels)", key="folder_path")
+            bar.text_input("Labels CSV (optional)", key="folder_labels")
+        else:
+            folder_menus(bar, roots)
+
+
+def folder_menus(bar, roots: ex.DataRoots) -> None:
+    """The image folders of the data roots, and the labels CSVs beside the one chosen."""
+    state = st.session_state
+    folders = [str(path) for path in roots.folders_with_images()]
+    launched = state.get("folder_choice")
+    if launched and launched not in folders:  # the launch's --folder (confined then), beyond the menu's look
+        folders.append(launched)
+    folder = bar.selectbox("Image folder (subfolders are labels)", folders, index=None, key="folder_choice",
+                           placeholder="choose a folder of images", format_func=display_name)
+    csvs = [str(path) for path in (attempt(lambda: roots.labels_csvs(roots.confine(folder, "image folder")),
+                                           "Could not use that image folder") or [])] if folder else []
+    launched = state.get("folder_labels_choice")
+    if launched and launched not in csvs:  # the launch's --labels (confined then), beside the folder
+        csvs.append(launched)
+    bar.selectbox("Labels CSV (optional)", csvs, index=None, key="folder_labels_choice", placeholder="none",
+                  format_func=display_name)
 
 
 def capitalised(text: str) -> str:
@@ -60,59 +65,69 @@ def capitalised(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def model_menu(names) -> dict[str, Any]:
+def anchor_model_menu(names) -> dict[str, Any]:
     """An anchor-model menu's short entries (whole at any width) and the help that spells each out."""
     kinds = [anchor_model_kind(name) for name in names]
     return {"format_func": lambda name: capitalised(anchor_model_kind(name).short),
             "help": "  \n".join(f"{capitalised(kind.short)}: {kind.label}" for kind in kinds)}
 
 
-def geometry_choices(bar) -> dict[str, Any]:
+def geometry_widgets(bar) -> None:
     """The anchor model, its settings, the direction, top-k and ITI. The linked widgets take their
     values from the session state (:func:`~anchordiv.app.url_state.follow_link`), their bounds from the table."""
-    choices: dict[str, Any] = {}
     setting = SETTINGS
-    choices["kind"] = bar.selectbox("Anchor model", setting["model_kind"].options, key="model_kind",
-                                    **model_menu(setting["model_kind"].options))
-    kind = anchor_model_kind(choices["kind"])
-    choices["scale"] = bar.slider("Scale s (inverse temperature)", *setting["scale"].bounds,
-                                  step=setting["scale"].step, key="scale")
-    choices["n_components"] = (bar.number_input("GMM components", *setting["gmm_components"].bounds,
-                                                key="gmm_components") if "n_components" in kind.defaults else 2)
-    choices["rank"] = (bar.number_input("Latent rank", *setting["latent_rank"].bounds, key="latent_rank")
-                       if "rank" in kind.defaults else 8)
-    choices["alpha"], choices["prior_text"] = 1.0, ""
+    name = bar.selectbox("Anchor model", setting["anchor_model"].options, key="anchor_model",
+                         **anchor_model_menu(setting["anchor_model"].options))
+    kind = anchor_model_kind(name)
+    bar.slider("Scale s (inverse temperature)", *setting["scale"].bounds, step=setting["scale"].step, key="scale")
+    if "n_components" in kind.defaults:
+        bar.number_input("GMM components", *setting["gmm_components"].bounds, key="gmm_components")
+    if "rank" in kind.defaults:
+        bar.number_input("Latent rank", *setting["latent_rank"].bounds, key="latent_rank")
     if kind.needs_prior:
-        choices["prior_text"] = bar.text_area("Prior anchor set (one per line)", key="prior_anchors", height=120,
-                                              max_chars=setting["prior_anchors"].max_chars)
-        choices["alpha"] = bar.number_input("alpha (prior pseudo-count)", *setting["alpha"].bounds, key="alpha")
-    choices["reverse"] = bar.radio("Direction", setting["direction"].options, key="direction") == DIRECTIONS["reverse"]
-    choices["k"] = int(bar.number_input("Top-k", *setting["top_k"].bounds, key="top_k"))
-    choices["show_iti"] = bar.checkbox("Also show ITI (image → text → image)", key="show_iti")
-    return choices
+        bar.text_area("Prior anchor set (one per line)", key="prior_anchors", height=120,
+                      max_chars=setting["prior_anchors"].max_chars)
+        bar.number_input("alpha (prior pseudo-count)", *setting["alpha"].bounds, key="alpha")
+    bar.radio("Direction", setting["direction"].options, key="direction")
+    bar.number_input("Top-k", *setting["top_k"].bounds, key="top_k")
+    bar.checkbox("Also show ITI (image → text → image)", key="show_iti")
 
 
-def sidebar() -> dict[str, Any]:
-    """Every sidebar choice as plain values. The geometry settings follow the page's link."""
-    linked = follow_link(sidebar_fields(), "sidebar")
+def draw_sidebar() -> SidebarState:
+    """The sidebar, drawn once per run by the entry file for the pages that use it, and what it
+    sets; kept for the page (:func:`sidebar_state`). The geometry settings follow the page's link."""
+    linked = follow_link(sidebar_fields(), SIDEBAR)
     bar = st.sidebar
     bar.title("anchordiv explorer")
     bar.subheader("Data and model")
     launch = attempt(cached.launch_options, "This server's launch options are misconfigured", stop=True)
     follow_launch(launch)
-    follow_model(linked, launch)
-    choices = data_choices(bar, launch.roots)
+    follow_encoder(linked, launch)
+    data_widgets(bar, launch.roots)
+    encoder_widgets(bar, launch.roots)
     bar.subheader("Geometry")
-    return choices | geometry_choices(bar)
+    geometry_widgets(bar)
+    state = attempt(lambda: read_sidebar(st.session_state, launch.roots.allow_any_path), "Invalid geometry", stop=True)
+    if state.encoder.problem:
+        st.error(markdown_literal(f"That model name cannot be used: {state.encoder.problem}", ERROR_CHARS))
+    # A checkpoint file's architecture travels in the page's link, its path does not.
+    st.session_state["encoder"], st.session_state["encoder_pretrained"] = state.encoder.link_values()
+    st.session_state[SIDEBAR_STATE] = state
+    return state
+
+
+def sidebar_state() -> SidebarState:
+    """What the sidebar this run drew sets (:func:`draw_sidebar`)."""
+    return st.session_state[SIDEBAR_STATE]
 
 
 def follow_launch(launch: LaunchOptions) -> None:
     """On a session's first run, the image folder the server was launched with (``--folder``)."""
     state = st.session_state
-    if "_launch_followed" in state or not launch.folder:
-        state["_launch_followed"] = True
+    if LAUNCH_FOLLOWED in state or not launch.folder:
+        state[LAUNCH_FOLLOWED] = True
         return
-    state["_launch_followed"] = True
+    state[LAUNCH_FOLLOWED] = True
     folder = attempt(lambda: launch.roots.confine(launch.folder, "launch folder"), "The server's --folder cannot be used")
     labels = launch.labels_csv and attempt(lambda: str(launch.roots.confine(launch.labels_csv, "launch labels CSV")),
                                            "The server's --labels cannot be used")
@@ -132,38 +147,38 @@ def no_data_folders() -> None:
     st.stop()
 
 
-def load_source_for(choices: dict[str, Any], encoder) -> ex.GallerySource:
+def load_source_for(choice: GalleryChoice, encoder) -> ex.GallerySource:
     """The chosen gallery as a source: a gallery store, or the world or an image folder in memory."""
-    return load_store_for(choices, encoder) if choices["source"] == STORE else cached.memory_source(
-        load_gallery_for(choices, encoder))
+    return load_store_for(choice, encoder) if choice.kind == STORE else cached.memory_source(
+        load_gallery_for(choice, encoder))
 
 
-def load_store_for(choices: dict[str, Any], encoder) -> ex.StoreSource:
+def load_store_for(choice: GalleryChoice, encoder) -> ex.StoreSource:
     """The chosen gallery store, opened for ``encoder`` (cached per store); an error box naming the
     fix and a stop when it is not a store, is damaged, or was embedded by another model."""
     roots = cached.data_roots()
     if roots.opens_nothing:
         no_data_folders()
-    if not choices.get("store"):
+    if not choice.path:
         st.info(("Type the folder of" if roots.allow_any_path else "Choose") + " a gallery store in the sidebar "
                 "(a folder with a manifest.json, made by `python -m anchordiv embed FOLDER --out STORE`).")
         st.stop()
 
     def load() -> ex.StoreSource:
-        folder = roots.confine(choices["store"], "gallery store")
+        folder = roots.confine(choice.path, "gallery store")
         return cached.get_store_source(str(folder), ex.store_stamp(folder), encoder.name, encoder.dim, roots)
 
     return attempt(load, "Could not open that gallery store", stop=True)
 
 
-def load_gallery_for(choices: dict[str, Any], encoder) -> Gallery:
+def load_gallery_for(choice: GalleryChoice, encoder) -> Gallery:
     """The built-in world or the chosen image folder, in memory (the pages that need one say so on a store)."""
-    if choices["source"] == STORE:
+    if choice.kind == STORE:
         st.info("This page works on galleries held in memory, not on a gallery store: choose the built-in "
                 "emoji world or an image folder in the sidebar (the Explore page opens stores).")
         st.stop()
-    if choices["source"] == FOLDER:
-        return load_folder_for(choices, encoder)
+    if choice.kind == FOLDER:
+        return load_folder_for(choice, encoder)
     progress = st.empty()
     # Shown only while the first start embeds the world; later starts read the disk cache.
     gallery = attempt(lambda: cached.get_world_gallery(encoder, *cached.world_slice(),
@@ -173,17 +188,17 @@ def load_gallery_for(choices: dict[str, Any], encoder) -> Gallery:
     return gallery
 
 
-def load_folder_for(choices: dict[str, Any], encoder) -> Gallery:
+def load_folder_for(choice: GalleryChoice, encoder) -> Gallery:
     roots = cached.data_roots()
     if roots.opens_nothing:
         no_data_folders()
-    if not choices.get("folder"):
+    if not choice.path:
         st.info(("Type the path of" if roots.allow_any_path else "Choose") + " an image folder in the sidebar.")
         st.stop()
 
     def load() -> Gallery:
-        folder = str(roots.confine(choices["folder"], "image folder"))
-        labels = str(roots.confine(choices["labels_csv"], "labels CSV")) if choices.get("labels_csv") else None
+        folder = str(roots.confine(choice.path, "image folder"))
+        labels = str(roots.confine(choice.labels_csv, "labels CSV")) if choice.labels_csv else None
         return cached.get_folder_gallery(encoder, folder, labels)
 
     gallery = attempt(load, "Could not use that image folder", stop=True)

@@ -3,8 +3,9 @@
 Run with ``anchordiv demo`` (or ``make demo`` in a checkout): it passes the server's settings
 (:func:`anchordiv.app.server_settings.streamlit_flags`: headless, no error details for visitors, the
 upload cap) as ``streamlit run`` flags, which a bare ``streamlit run app/streamlit_app.py`` lacks.
-This entry sets up the page and the navigation; each page is a short script of ``app/views/``, and
-what they share is the package ``anchordiv.app``: the cached resources
+This entry sets up the page, the navigation and the sidebar (which every page but the report
+receives as one :class:`~anchordiv.explorer.sidebar_state.SidebarState`); each page is a short script of
+``app/views/``, and what they share is the package ``anchordiv.app``: the cached resources
 (:mod:`anchordiv.app.cached`), the sidebar, the query and anchor inputs, the links and kept values
 (:mod:`anchordiv.app.url_state`) and the Explore page's sections (``explore_*``). The pages are
 thin: widgets pass plain arguments to :mod:`anchordiv.explorer`, :mod:`anchordiv.figure`,
@@ -62,6 +63,7 @@ _starting.caption("Starting: loading torch, scikit-learn and anchordiv…")
 # Torch and the library, imported once under the caption above.
 from anchordiv.app.cached import share_the_cores  # noqa: E402
 from anchordiv.app.server_settings import apply_unset_settings  # noqa: E402
+from anchordiv.app.sidebar import draw_sidebar  # noqa: E402
 from anchordiv.app.url_state import keep_values, run_finished  # noqa: E402
 
 APP_DIR = Path(__file__).resolve().parent
@@ -71,13 +73,16 @@ if apply_unset_settings():  # a bare `streamlit run`'s first run: no Deploy menu
 
 _starting.empty()
 
+REPORT = "report"  # the one page that uses no sidebar
 PAGES = [
     st.Page(APP_DIR / "views" / "explore.py", title="Explore", icon=":material/search:", default=True),
     st.Page(APP_DIR / "views" / "compare.py", title="Compare", icon=":material/grid_view:", url_path="compare"),
     st.Page(APP_DIR / "views" / "learn.py", title="Learn", icon=":material/school:", url_path="learn"),
-    st.Page(APP_DIR / "views" / "report.py", title="Report", icon=":material/analytics:", url_path="report"),
+    st.Page(APP_DIR / "views" / "report.py", title="Report", icon=":material/analytics:", url_path=REPORT),
 ]
 page = st.navigation(PAGES)
 keep_values(page.url_path)
+if page.url_path != REPORT:
+    draw_sidebar()  # here, not in each page: one set of widgets the pages share (SidebarState)
 page.run()
 run_finished()

@@ -13,11 +13,12 @@ import streamlit as st
 
 from anchordiv import explorer as ex
 from anchordiv.app.cached import source_presets
+from anchordiv.app.session_keys import KEPT, LINK_IGNORED, PAGE, PRESETS_OF, RUN_FINISHED, link_read
 from anchordiv.cache import cache_dir
 from anchordiv.explorer import limits, links
 from anchordiv.explorer.anchors import preset_in
 from anchordiv.explorer.literal import markdown_literal
-from anchordiv.explorer.page_state import EVERY_RUN, ON_ARRIVAL, PRESET_DEFAULTS, kept_keys
+from anchordiv.explorer.page_state import EVERY_RUN, ON_ARRIVAL, PRESET_DEFAULTS, VIEW, kept_keys
 
 WHOLE_LINK = "all of it"  # how a link refused whole is named among the notes
 
@@ -41,9 +42,9 @@ def keep_values(page: str) -> None:
     were overwritten this way by the run a query pick had started: tests/test_browser_crowd.py).
     """
     state = st.session_state
-    kept = state.get("_kept", {})
-    arrived = state.get("_page") != page
-    whole = state.pop("_run_finished", False)
+    kept = state.get(KEPT, {})
+    arrived = state.get(PAGE) != page
+    whole = state.pop(RUN_FINISHED, False)
     for key in ON_ARRIVAL_KEYS + EVERY_RUN_KEYS:
         if key not in state and key in kept:
             state[key] = kept[key]
@@ -52,14 +53,14 @@ def keep_values(page: str) -> None:
             value = state[key]
             del state[key]
             state[key] = value
-    state["_page"] = page
-    state["_kept"] = {key: state[key] for key in ON_ARRIVAL_KEYS + EVERY_RUN_KEYS if key in state}
+    state[PAGE] = page
+    state[KEPT] = {key: state[key] for key in ON_ARRIVAL_KEYS + EVERY_RUN_KEYS if key in state}
 
 
 def run_finished() -> None:
     """Called at the end of a full run that drew its whole page (one stopped early, by an error or
     a rerun, never gets here): the next run need not write back what this one drew."""
-    st.session_state["_run_finished"] = True
+    st.session_state[RUN_FINISHED] = True
 
 
 def linked_texts() -> links.LinkedTexts:
@@ -83,20 +84,20 @@ def follow_link(fields: list[links.LinkField], part: str) -> dict[str, Any]:
     (what it ignores is said by :func:`link_notes`) and return them; then give every field without a
     value its default, so that widgets take their values from the session state alone."""
     state = st.session_state
-    flag = f"_link_read_{part}"
+    flag = link_read(part)
     taken: dict[str, Any] = {}
     if flag not in state:
         params = {name: st.query_params.get_all(name) for name in st.query_params}
         length = len(urlencode(params, doseq=True))
         if length > limits.LINK_CHARS:  # refused whole, before any of it is read
             params = {}
-            state.setdefault("_link_ignored", []).append(
+            state.setdefault(LINK_IGNORED, []).append(
                 f"{WHOLE_LINK}: the link is {length:,} characters long, and this server takes links of at most "
                 f"{limits.LINK_CHARS:,} (the Share box makes short ones: long anchor lists travel as a hash)")
         read = links.read_link(params, fields, known=links.ALL_PARAMS)
         taken = read.values
         state.update(taken)
-        state.setdefault("_link_ignored", []).extend(read.ignored)
+        state.setdefault(LINK_IGNORED, []).extend(read.ignored)
         state[flag] = True
     for item in fields:
         state.setdefault(item.key, item.default)
@@ -110,13 +111,13 @@ def follow_view_link(source: ex.GallerySource) -> list[links.LinkField]:
     presets = source_presets(source)
     refresh_presets(source.key, presets)
     fields = view_fields(source)
-    if "_link_read_view" not in state:
+    if link_read(VIEW) not in state:
         token = st.query_params.get(links.GALLERY_PARAM)
         if token is not None and token != links.gallery_token(source.key):
             fields = [item for item in fields if item.key != "query_id"]
-            state.setdefault("_link_ignored", []).append(
+            state.setdefault(LINK_IGNORED, []).append(
                 "query: the link was made on another gallery or model, so its query image is not opened")
-    taken = follow_link(fields, "view")
+    taken = follow_link(fields, VIEW)
     for side in "ab":
         # A preset this gallery lacks (its styles, where it has no style column) gives way to its stand-in.
         state[f"preset_{side}"] = preset_in(presets, state[f"preset_{side}"])
@@ -130,7 +131,7 @@ def refresh_presets(gallery_key: str, presets: dict[str, tuple[str, ...]]) -> No
     text equal to that preset's list) becomes the new gallery's list of that preset (or of its
     stand-in, :func:`~anchordiv.explorer.anchors.preset_in`); a set the person typed stays as it is."""
     state = st.session_state
-    last = state.get("_presets_of")
+    last = state.get(PRESETS_OF)
     if last is not None and last[0] != gallery_key:
         old = last[1]
         for side in "ab":
@@ -139,12 +140,12 @@ def refresh_presets(gallery_key: str, presets: dict[str, tuple[str, ...]]) -> No
             if filled:
                 state[f"preset_{side}"] = preset_in(presets, filled[0])
                 state[f"anchors_{side}"] = "\n".join(presets[state[f"preset_{side}"]])
-    state["_presets_of"] = (gallery_key, presets)
+    state[PRESETS_OF] = (gallery_key, presets)
 
 
 def link_notes() -> None:
     """Say once what the opened link carried that the page could not use."""
-    ignored = st.session_state.pop("_link_ignored", None)
+    ignored = st.session_state.pop(LINK_IGNORED, None)
     if ignored:
         # Each part of a page reads the link, so a parameter unknown to all of them is named by each.
         notes = "; ".join(markdown_literal(note) for note in dict.fromkeys(ignored))

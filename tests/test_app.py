@@ -161,7 +161,7 @@ def test_changing_anchors_changes_the_neighbours(library):
 def test_changing_the_model_and_query(library):
     app = start()
     presets = library["presets"]
-    app.selectbox(key="model_kind").set_value("gaussian").run()
+    app.selectbox(key="anchor_model").set_value("gaussian").run()
     assert not app.exception
     assert_shows(app, expected_ranking(library, presets["Gallery object names"], presets["Gallery styles"],
                                        kind="gaussian"))
@@ -272,11 +272,11 @@ def test_bad_anchor_sets_never_raise(library):
     assert not app.exception and any("both anchor sets are empty" in plain(error.value) for error in app.error)
     app.text_area(key="anchors_b").set_value("pixel art").run()  # one anchor
     assert not app.exception and "one anchor" in messages(app)
-    app.selectbox(key="model_kind").set_value("gaussian").run()
+    app.selectbox(key="anchor_model").set_value("gaussian").run()
     assert not app.exception and "ridge" in messages(app) and len(neighbours(app)) == 10
-    app.selectbox(key="model_kind").set_value("latent-gaussian").run()
+    app.selectbox(key="anchor_model").set_value("latent-gaussian").run()
     assert not app.exception and any("latent model needs at least two" in plain(error.value) for error in app.error)
-    app.selectbox(key="model_kind").set_value("posterior-softmax").run()
+    app.selectbox(key="anchor_model").set_value("posterior-softmax").run()
     assert not app.exception and any("prior" in plain(error.value) for error in app.error)
     app.number_input(key="top_k").set_value(50).run()
     assert not app.exception
@@ -292,11 +292,11 @@ def test_five_thousand_anchors(library):
 def test_missing_checkpoint_and_broken_folder(library, tmp_path, monkeypatch):
     monkeypatch.setenv("ANCHORDIV_ALLOW_ANY_PATH", "1")  # the local mode, in which paths are typed
     app = start()
-    app.radio(key="model_source").set_value("open_clip checkpoint file").run()
+    app.radio(key="encoder_source").set_value("open_clip checkpoint file").run()
     assert not app.exception
     app.text_input(key="openclip_checkpoint").set_value(str(tmp_path / "missing.pt")).run()
     assert not app.exception and any("open_clip" in plain(error.value) for error in app.error)
-    app.radio(key="model_source").set_value("Built-in (emoji drawings)").run()
+    app.radio(key="encoder_source").set_value("Built-in (emoji drawings)").run()
     folder = tmp_path / "images"
     for label, colour in (("red", (220, 20, 20)), ("blue", (20, 20, 220))):
         (folder / label).mkdir(parents=True)
@@ -337,7 +337,7 @@ def test_folders_and_checkpoints_come_from_the_data_roots_only(library, tmp_path
     assert str(images.resolve()) in options and not any("private" in option for option in options)
     app.selectbox(key="folder_choice").set_value(str(images.resolve())).run()
     assert not app.exception and not app.error and len(neighbours(app)) == 10
-    app.radio(key="model_source").set_value("open_clip checkpoint file").run()
+    app.radio(key="encoder_source").set_value("open_clip checkpoint file").run()
     assert not app.exception and not [box for box in app.text_input if box.key == "openclip_checkpoint"]
     assert app.selectbox(key="checkpoint_choice").options == [str((root / "broken.pt").resolve())]
     app.selectbox(key="checkpoint_choice").set_value(str((root / "broken.pt").resolve())).run()
@@ -519,7 +519,7 @@ def test_free_paths_never_hang(library, tmp_path, monkeypatch, field, make, expe
         app.radio(key="gallery_source").set_value("Image folder").run()
         app.text_input(key="folder_path").set_value(make(tmp_path)).run()
     else:
-        app.radio(key="model_source").set_value("open_clip checkpoint file").run()
+        app.radio(key="encoder_source").set_value("open_clip checkpoint file").run()
         app.text_input(key="openclip_checkpoint").set_value(make(tmp_path)).run()
     assert not app.exception
     errors = " ".join(plain(error.value) for error in app.error)
@@ -569,7 +569,7 @@ def test_the_url_follows_the_view_and_restores_it(library):
     same neighbours."""
     app = start()
     presets = library["presets"]
-    app.selectbox(key="model_kind").set_value("gaussian").run()
+    app.selectbox(key="anchor_model").set_value("gaussian").run()
     app.number_input(key="top_k").set_value(6).run()
     release_p(app, 0.8)
     assert app.query_params["p"] == "0.8" and app.query_params["model"] == "gaussian" and app.query_params["k"] == "6"

@@ -15,6 +15,7 @@ import pytest
 from markup import plain
 from anchordiv import explorer as ex
 from anchordiv import figure as fg
+from anchordiv.app.session_keys import COMPARE_UPLOADS
 from anchordiv.builtin.weights import ASSETS_DIR, MANIFEST_NAME, WEIGHTS_NAME
 from anchordiv.encoders import load_encoder
 from anchordiv.gallery import folder_gallery
@@ -133,7 +134,7 @@ def test_an_uploaded_query_is_a_row(library):
     app = open_compare()
     png = io.BytesIO()
     library["gallery"].image(30).save(png, format="PNG")
-    app.session_state["compare_uploads"] = {"face.png": png.getvalue()}
+    app.session_state[COMPARE_UPLOADS] = {"face.png": png.getvalue()}
     app.multiselect(key="compare_rows").set_value(["upload:face.png", "#2"]).run()
     result = expected(library, ["upload:face.png", "#2"], app.session_state["compare_columns"],
                       images={"face.png": png.getvalue()})

@@ -183,7 +183,7 @@ def test_no_two_visible_widgets_share_a_label(world):
         app.radio(key="learn_world").set_value(sphere_option(app)).run()
     assert not app.exception
     widgets = visible_widgets(app)
-    assert {"scale", "model_kind", "learn_scale", "learn_kind", "learn_weights_scale"} <= {key for _, key in widgets}
+    assert {"scale", "anchor_model", "learn_scale", "learn_kind", "learn_weights_scale"} <= {key for _, key in widgets}
     labels = [label for label, _ in widgets]
     assert not sorted({label for label in labels if labels.count(label) > 1}), widgets
 
@@ -275,7 +275,7 @@ def gallery_geometry(app: AppTest, library: dict) -> tuple[ex.ExplorerGeometry, 
     state, gallery, encoder = app.session_state, library["gallery"], library["encoder"]
     texts = [ex.parse_anchor_text(state[f"anchors_{side}"]).anchors for side in "ab"]
     assert state["direction"].startswith("Query first")  # the default: KL(p_query || p_neighbour)
-    spec = ex.GeometrySpec(kind=state["model_kind"], scale=float(state["scale"]),
+    spec = ex.GeometrySpec(kind=state["anchor_model"], scale=float(state["scale"]),
                            n_components=int(state["gmm_components"]), rank=int(state["latent_rank"]))
     geometry = ex.ExplorerGeometry(gallery.embeddings, [encode_texts_cached(encoder, group) for group in texts],
                                    texts, spec)

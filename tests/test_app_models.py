@@ -49,7 +49,7 @@ def open_folder_with_hub_model(folder: Path) -> AppTest:
     app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
     app.radio(key="gallery_source").set_value("Image folder").run()
     app.text_input(key="folder_path").set_value(str(folder)).run()
-    app.radio(key="model_source").set_value(HUB).run()
+    app.radio(key="encoder_source").set_value(HUB).run()
     return app.text_input(key="hub_repo").set_value(TINY_REPO).run()
 
 
@@ -108,11 +108,11 @@ def overlapping_runs(monkeypatch):
 def test_visitors_asking_at_once_share_one_download(hub, tmp_path, monkeypatch, overlapping_runs):
     """A second visitor who picks the model while the first's download runs watches that download:
     the files are fetched once (``fetch_model`` called once), and both pages then rank the folder."""
-    import anchordiv.app.model_choice as model_choice
+    import anchordiv.app.encoder_choice as encoder_choice
 
     monkeypatch.setenv("ANCHORDIV_ALLOW_DOWNLOAD", "1")
     fetches = []
-    monkeypatch.setattr(model_choice, "fetch_model", lambda *args, **kw: fetches.append(args) or fetch_model(*args, **kw))
+    monkeypatch.setattr(encoder_choice, "fetch_model", lambda *args, **kw: fetches.append(args) or fetch_model(*args, **kw))
     folder = colour_folder(tmp_path / "images")
     first, second = open_folder_with_hub_model(folder), open_folder_with_hub_model(folder)
     hub.hold_gets = threading.Event()  # every transfer waits until the second visitor is watching
@@ -147,13 +147,13 @@ def test_a_link_names_the_model_and_a_bad_one_is_refused_plainly(hub, monkeypatc
     app = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
     app.query_params["encoder"] = SPEC
     app.run()
-    assert not app.exception and app.radio(key="model_source").value == HUB
+    assert not app.exception and app.radio(key="encoder_source").value == HUB
     assert app.text_input(key="hub_repo").value == TINY_REPO
     bad = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
     bad.query_params["encoder"] = "open_clip:hf-hub:**evil**/../x"
     bad.run()
     assert not bad.exception and any("not ORG/REPO" in plain(error.value) for error in bad.error)
-    assert bad.radio(key="model_source").value != HUB
+    assert bad.radio(key="encoder_source").value != HUB
 
 
 def test_the_launch_options_open_on_their_model_and_folder(hub, tmp_path, monkeypatch):
@@ -171,7 +171,7 @@ def test_the_launch_options_open_on_their_model_and_folder(hub, tmp_path, monkey
     assert app.radio(key="gallery_source").value == "Image folder"
     assert app.selectbox(key="folder_choice").value == str(folder.resolve())
     assert app.selectbox(key="folder_labels_choice").value == str(labels.resolve())
-    assert app.radio(key="model_source").value == HUB and app.text_input(key="hub_repo").value == TINY_REPO
+    assert app.radio(key="encoder_source").value == HUB and app.text_input(key="hub_repo").value == TINY_REPO
     assert [button for button in app.button if button.key == "model_download"]  # downloads allowed by the launch
 
 
@@ -180,7 +180,7 @@ def test_a_link_names_a_checkpoints_architecture_never_its_path(hub, tmp_path):
 
     checkpoint, _ = make_tiny_checkpoint(tmp_path)
     app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
-    app.radio(key="model_source").set_value(OPEN_CLIP).run()
+    app.radio(key="encoder_source").set_value(OPEN_CLIP).run()
     app.text_input(key="openclip_arch").set_value(TINY_ARCH).run()
     app.text_input(key="openclip_checkpoint").set_value(str(checkpoint)).run()
     assert not app.exception and not app.error
@@ -189,7 +189,7 @@ def test_a_link_names_a_checkpoints_architecture_never_its_path(hub, tmp_path):
     opened = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
     opened.query_params.update(encoder=f"open_clip:{TINY_ARCH}", pretrained=str(checkpoint))
     opened.run()
-    assert not opened.exception and opened.radio(key="model_source").value == OPEN_CLIP
+    assert not opened.exception and opened.radio(key="encoder_source").value == OPEN_CLIP
     assert "was not taken" in messages(opened)
     assert opened.text_input(key="openclip_arch").value == TINY_ARCH
     assert opened.text_input(key="openclip_checkpoint").value == ""  # a link names no file on the server

@@ -3,11 +3,14 @@
 * no import circles among the modules of ``anchordiv/`` and ``app/``, lazy imports inside functions
   included (an import of a package's ``__init__`` counts as an edge to it);
 * the math and search core imports no UI, no command line and no benchmark;
-* no module of the app is over 300 lines, and the app never edits ``sys.path``.
+* no module of the app is over 300 lines, and the app never edits ``sys.path``;
+* the session values the app keeps for itself (keys starting with ``_``) are declared in
+  ``app/session_keys.py`` alone.
 """
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -156,3 +159,27 @@ def test_the_app_never_edits_sys_path():
     editing = [str(path.relative_to(ROOT)) for path in sorted((ROOT / "app").rglob("*.py"))
                if "sys.path" in path.read_text(encoding="utf-8")]
     assert editing == []
+
+
+def private_session_keys(path: Path) -> list[str]:
+    """The ``_name`` strings (or f-strings starting with ``_``) written in ``path``: keys of values
+    the app keeps for itself, which only app/session_keys.py may spell."""
+    found, tree = [], ast.parse(path.read_text(encoding="utf-8"))
+    parts = {id(part) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for part in node.values}
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in parts
+                and re.fullmatch(r"_[a-z]\w*", node.value)):
+            found.append(f"{path.name}:{node.lineno} {node.value!r}")
+        elif (isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant)
+              and str(node.values[0].value).startswith("_")):
+            found.append(f"{path.name}:{node.lineno} {ast.unparse(node)}")
+    return found
+
+
+def test_the_apps_own_session_keys_are_declared_in_one_module(tmp_path):
+    sample = tmp_path / "page.py"
+    sample.write_text('state["_seen"] = True\nstate.get(f"_{key}_labels")\nstate["query_id"] = 1\n')
+    assert private_session_keys(sample) == ["page.py:1 '_seen'", "page.py:2 f'_{key}_labels'"]
+    spelled = [key for path in sorted((ROOT / "app").rglob("*.py")) if path.name != "session_keys.py"
+               for key in private_session_keys(path)]
+    assert spelled == []

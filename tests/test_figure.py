@@ -137,7 +137,7 @@ def test_each_cell_is_the_explorers_ranking_for_the_same_settings(world):
 
 
 @needs_builtin
-@pytest.mark.parametrize("weighting", list(ex.WEIGHTINGS))
+@pytest.mark.parametrize("weighting", list(ex.WEIGHTING_HELP))
 def test_a_only_and_b_only_are_each_sets_own_geometry(world, weighting):
     """p = 1 (p = 0) of the mixture is A's (B's) model exactly, under every weighting (docs/design.md §3)."""
     spec = ex.GeometrySpec()

@@ -30,7 +30,7 @@ def test_defaults_make_an_empty_link(texts):
 
 
 def test_a_view_round_trips(texts):
-    state = defaults(texts) | {"p": 0.35, "model_kind": "gaussian", "scale": 22.0, "top_k": 5, "direction": DIRECTIONS[1],
+    state = defaults(texts) | {"p": 0.35, "anchor_model": "gaussian", "scale": 22.0, "top_k": 5, "direction": DIRECTIONS[1],
                                "query_id": 49, "weighting": "literal", "show_iti": True, "preset_b": "long",
                                "anchors_a": "a cat\na dog in a hat", "query_mode": "Text", "query_text": "a red fox"}
     written_with = fields(texts, ("objects", "long"))

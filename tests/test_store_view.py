@@ -120,7 +120,7 @@ def test_cosine_over_the_store_is_cosine_over_its_rows(big):
         ex.cosine_top_k(big.store, np.ones(3), 5)
 
 
-@pytest.mark.parametrize("weighting", list(ex.WEIGHTINGS))
+@pytest.mark.parametrize("weighting", list(ex.WEIGHTING_HELP))
 def test_the_p_path_and_the_search_give_the_mixture_s_top_k(world, weighting):
     gallery, objects, styles = world
     geometry = ex.ExplorerGeometry.over_store(gallery.store, [objects, styles], [["o"] * 6, ["s"] * 4], ex.GeometrySpec(scale=12.0),

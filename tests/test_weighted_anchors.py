@@ -210,7 +210,7 @@ def test_a_weighted_set_moves_the_neighbours_as_the_library_says(library):
     assert "5 weighted anchors in use" in said and "Set B has weights: the empirical model with those weights" in said
     assert_shows(app, library_ranking(library, names, parse_anchor_text(text)))
     assert neighbours(app) != library_ranking(library, names, styles)[1][:10].tolist()  # the weights matter here
-    app.selectbox(key="model_kind").set_value("gaussian").run()  # A becomes Gaussian, B stays weighted
+    app.selectbox(key="anchor_model").set_value("gaussian").run()  # A becomes Gaussian, B stays weighted
     assert_shows(app, library_ranking(library, names, parse_anchor_text(text), kind="gaussian"))
 
 

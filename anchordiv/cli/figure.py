@@ -31,7 +31,7 @@ def add_anchor_set_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_parser(commands) -> argparse.ArgumentParser:
-    from ..explorer import WEIGHTINGS
+    from ..explorer import WEIGHTING_HELP
     from ..figure import DEFAULT_LIMITS
     from ..models import list_anchor_models
     from ..prompts import AUTO, NAMED_SETS, PHOTO_TEMPLATE
@@ -60,7 +60,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
     figure.add_argument("--kind", choices=list_anchor_models(), default="softmax",
                         help="anchor model of the anchor columns without model= (default softmax)")
     figure.add_argument("--scale", type=POSITIVE, default=10.0, help="logit scale s of columns without s= (default 10)")
-    figure.add_argument("--weighting", choices=list(WEIGHTINGS), default="calibrated",
+    figure.add_argument("--weighting", choices=list(WEIGHTING_HELP), default="calibrated",
                         help="weights of A and B in mix columns without weighting= (default calibrated)")
     figure.add_argument("--reverse", action="store_true", help="rank by KL(p_neighbour || p_query)")
     figure.add_argument("-k", "--k", type=COUNT, default=5, dest="k", help="neighbours per cell (default 5)")

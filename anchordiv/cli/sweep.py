@@ -13,7 +13,7 @@ from .options import COUNT, POSITIVE, add_device_option, add_encoder_options, ad
 
 
 def add_parser(commands) -> argparse.ArgumentParser:
-    from ..explorer import WEIGHTINGS
+    from ..explorer import WEIGHTING_HELP
     from ..explorer.sweep_files import MAX_SWEEP_K
     from ..models import list_anchor_models
 
@@ -28,7 +28,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
     add_anchor_set_options(sweep)
     sweep.add_argument("--kind", choices=list_anchor_models(), default="softmax", help="anchor model (default softmax)")
     sweep.add_argument("--scale", type=POSITIVE, default=10.0, help="logit scale s (default 10)")
-    sweep.add_argument("--weighting", choices=list(WEIGHTINGS), default="calibrated",
+    sweep.add_argument("--weighting", choices=list(WEIGHTING_HELP), default="calibrated",
                        help="how p becomes the weights of A and B (default calibrated)")
     sweep.add_argument("-k", "--k", type=COUNT, default=5, dest="k",
                        help=f"neighbours per row or frame (default 5, at most {MAX_SWEEP_K})")

@@ -49,7 +49,7 @@ from .anchors import (
     parse_anchor_text,
     weighted_anchor_text,
 )
-from .geometry import WEIGHTINGS, ExplorerGeometry, GeometrySpec, baseline_index, calibration_frame
+from .geometry import WEIGHTING_HELP, ExplorerGeometry, GeometrySpec, baseline_index, calibration_frame
 from .maps import geometry_projection, point_roles, project_rows, projection_key, with_query_and_neighbours
 from .neighbours import (
     agreement,
@@ -67,7 +67,7 @@ from .store_source import NameIndex, StoreSource, cosine_top_k, store_stamp
 
 __all__ = [
     "ANIMALS", "BACKGROUNDS", "CHEXPERT_PATHOLOGIES", "CLOTHING", "DOG_BREEDS", "FOOD", "GENERIC_STYLES",
-    "MAX_ANCHORS", "VEHICLES", "WEIGHTINGS", "AnchorText", "Capabilities", "DataRoots", "ExplorerGeometry",
+    "MAX_ANCHORS", "VEHICLES", "WEIGHTING_HELP", "AnchorText", "Capabilities", "DataRoots", "ExplorerGeometry",
     "GallerySource", "GeometrySpec", "MemorySource", "NameIndex", "BackgroundJobs", "SharedBuilds", "StoreSource",
     "agreement", "agreement_text", "anchor_file_text", "anchor_presets", "baseline_index", "calibration_frame",
     "combined_table", "cosine_top_k", "default_query_id", "geometry_projection", "grid_captions",

@@ -31,8 +31,9 @@ CALIBRATION_ROWS = 20_000
 # Steps of a path where no slider applies and each step is an exact search of its own.
 REVERSE_PATH_STEPS = 21
 
-# How [p, 1 - p] becomes the mixture's weights (MixtureAnchors, docs/design.md §3), as the explorer offers them.
-WEIGHTINGS: dict[str, str] = {
+# What each way of making [p, 1 - p] the mixture's weights (anchordiv.models.mixture.WEIGHTINGS,
+# docs/design.md §3) means, in the order the explorer offers them (the first is its default).
+WEIGHTING_HELP: dict[str, str] = {
     "calibrated": "Calibrated: p is how far the neighbours have moved from B's (p = 0) to A's (p = 1), "
                   "measured on this gallery without labels; p = 0.5 is half-way.",
     "balanced": "Balanced: w ∝ p · exp(−mean κ over the gallery), so at p = 0.5 A and B weigh alike on "
@@ -213,17 +214,17 @@ class ExplorerGeometry:
 
     def weighted_model(self, weighting: str = "calibrated") -> AnchorModel:
         """The shared model whose ``with_weights([p, 1 - p])`` is the model at ``p`` under
-        ``weighting`` (a key of :data:`WEIGHTINGS`): what a certified slider slides (docs/design.md
+        ``weighting`` (a key of :data:`WEIGHTING_HELP`): what a certified slider slides (docs/design.md
         §10). For a single set, the shared model itself."""
-        if weighting not in WEIGHTINGS:
-            raise ValueError(f"weighting={weighting!r}; choose one of {list(WEIGHTINGS)}")
+        if weighting not in WEIGHTING_HELP:
+            raise ValueError(f"weighting={weighting!r}; choose one of {list(WEIGHTING_HELP)}")
         if not self.is_mixture:
             return self.model
         model = {"calibrated": self.calibrated_model, "balanced": self.model}.get(weighting)
         return model or self.model.with_balance(None)
 
     def model_at(self, p: float, weighting: str = "calibrated") -> AnchorModel:
-        """The model at weights ``[p, 1 - p]`` under ``weighting`` (a key of :data:`WEIGHTINGS`): a
+        """The model at weights ``[p, 1 - p]`` under ``weighting`` (a key of :data:`WEIGHTING_HELP`): a
         new mixture sharing the fitted components (for a single set, the shared model itself)."""
         model = self.weighted_model(weighting)
         if not self.is_mixture:
@@ -241,7 +242,7 @@ class ExplorerGeometry:
     def p_path(self, query: np.ndarray, k: int, exclude: int | None, weighting: str,
                steps: int = DEFAULT_PATH_STEPS) -> SliderPath:
         """The exact top-``k`` of ``query`` ``(d,)`` at every position of the ``p`` slider: ``steps``
-        evenly spaced ``p`` from 0 to 1 under ``weighting`` (a key of :data:`WEIGHTINGS`).
+        evenly spaced ``p`` from 0 to 1 under ``weighting`` (a key of :data:`WEIGHTING_HELP`).
 
         Through the query's certified slider (:func:`~anchordiv.slider.query_path`, docs/design.md
         §10): one pass over the gallery (two where the coarse grid leaves steps uncovered), then

@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..figure.limits import DEFAULT_LIMITS
-from ..lesson import TOY_KINDS, TOY_WEIGHTINGS
+from ..lesson import TOY_KINDS, TOY_WEIGHTING_HELP
 from ..lesson_weights import HAND_ANCHORS, toy_points
 from ..models import list_anchor_models
 from ..prompts import AUTO, MAX_TEMPLATE_CHARS, MAX_TEMPLATES, PHOTO_TEMPLATE, TEMPLATE_SETS
 from ..vocabularies import MAX_TERM_CHARS, list_vocabularies
 from . import limits
-from .geometry import WEIGHTINGS
+from .geometry import WEIGHTING_HELP, GeometrySpec
 from .vocabulary import FIND_TERMS
 
 # Which part of a page reads a setting from the link (each part reads it on its first run): the
@@ -39,7 +39,9 @@ WORLD, FOLDER, STORE = "Built-in emoji world", "Image folder", "Gallery store"
 BUILTIN, PRETRAINED, HUB, OPEN_CLIP = ("Built-in (emoji drawings)", "open_clip pretrained",
                                       "open_clip on the Hugging Face hub", "open_clip checkpoint file")
 DEFAULT_PRETRAINED = "ViT-B-32/laion2b_s34b_b79k"
-# The direction radio's labels, by the word a link carries; the first is the default.
+# The geometry a page opens with: the sidebar's defaults are its settings.
+GEOMETRY = GeometrySpec()
+# The direction radio's labels, by the word a link carries; the first (GEOMETRY's) is the default.
 DIRECTIONS = {"forward": "Query first: KL(p_query ‖ p_neighbour)", "reverse": "Reverse: KL(p_neighbour ‖ p_query)"}
 GALLERY_QUERY, UPLOAD_QUERY, TEXT_QUERY = "Gallery image", "Upload", "Text"
 QUERY_MODES = (GALLERY_QUERY, UPLOAD_QUERY, TEXT_QUERY)
@@ -125,7 +127,7 @@ _TABLE = (
     _data("gallery_source", WORLD, (WORLD, FOLDER, STORE)),
     _data("folder_path", ""), _data("folder_labels", ""), _data("folder_choice"), _data("folder_labels_choice"),
     _data("store_path", ""), _data("store_choice"),
-    _data("model_source", BUILTIN, (BUILTIN, PRETRAINED, HUB, OPEN_CLIP)),
+    _data("encoder_source", BUILTIN, (BUILTIN, PRETRAINED, HUB, OPEN_CLIP)),
     _data("openclip_pretrained", DEFAULT_PRETRAINED), _data("hub_repo", ""), _data("hub_suggestion"),
     _data("openclip_arch", "ViT-B-32"), _data("openclip_checkpoint", ""), _data("checkpoint_choice"),
     # The model as its spec string (anchordiv.encoders.specs), which links carry; a checkpoint
@@ -133,11 +135,11 @@ _TABLE = (
     Setting("encoder", "builtin", "encoder", SIDEBAR, kept=None),
     Setting("encoder_pretrained", "", "pretrained", SIDEBAR, kept=None),
     # -- the geometry (the sidebar, in every page's link) --
-    _choice("model_kind", "model", SIDEBAR, tuple(list_anchor_models())),
-    _number("scale", "scale", SIDEBAR, 10.0, 1.0, 100.0, step=1.0),
-    _number("gmm_components", "components", SIDEBAR, 2, 1, 16, integer=True),
-    _number("latent_rank", "rank", SIDEBAR, 8, 1, 256, integer=True),
-    _number("alpha", "alpha", SIDEBAR, 1.0, 0.0, 1e6),
+    _choice("anchor_model", "model", SIDEBAR, tuple(list_anchor_models()), default=GEOMETRY.kind),
+    _number("scale", "scale", SIDEBAR, GEOMETRY.scale, 1.0, 100.0, step=1.0),
+    _number("gmm_components", "components", SIDEBAR, GEOMETRY.n_components, 1, 16, integer=True),
+    _number("latent_rank", "rank", SIDEBAR, GEOMETRY.rank, 1, 256, integer=True),
+    _number("alpha", "alpha", SIDEBAR, GEOMETRY.alpha, 0.0, 1e6),
     Setting("prior_anchors", "", "prior", SIDEBAR, long_texts=True, max_chars=limits.ANCHOR_TEXT_CHARS),
     _choice("direction", "direction", SIDEBAR, tuple(DIRECTIONS.values()), words=DIRECTIONS),
     _number("top_k", "k", SIDEBAR, 10, 1, limits.TOP_K, integer=True),
@@ -148,7 +150,7 @@ _TABLE = (
     Setting("query_id", 0, "query", VIEW, "integer", low=0, kept=EVERY_RUN),  # its default and bound: the gallery's
     Setting("query_text", "a dog in watercolor", "text", VIEW, kept=EVERY_RUN),
     Setting("query_search", "", kept=EVERY_RUN),
-    _choice("weighting", "weighting", VIEW, tuple(WEIGHTINGS), EVERY_RUN),
+    _choice("weighting", "weighting", VIEW, tuple(WEIGHTING_HELP), EVERY_RUN),
     _number("p", "p", VIEW, 0.5, 0.0, 1.0, step=0.01, kept=EVERY_RUN),
     # A preset's choices and an anchor set's default (its preset's list) are the gallery's.
     *(setting for side, default in zip("ab", PRESET_DEFAULTS) for setting in (
@@ -168,13 +170,13 @@ _TABLE = (
     Setting("compare_columns", list(DEFAULT_COLUMNS), "columns", COMPARE, "list", max_items=DEFAULT_LIMITS.columns,
             kept=EVERY_RUN),
     _number("compare_k", "cell_k", COMPARE, 5, 1, DEFAULT_LIMITS.k, integer=True, kept=EVERY_RUN),
-    _choice("compare_weighting", "mix_weighting", COMPARE, tuple(WEIGHTINGS), EVERY_RUN),
+    _choice("compare_weighting", "mix_weighting", COMPARE, tuple(WEIGHTING_HELP), EVERY_RUN),
     Setting("compare_search", "", kept=EVERY_RUN), Setting("compare_text", "", kept=EVERY_RUN),
     Setting("compare_preview_size", PREVIEW_SIZES[0], kind="choice", options=PREVIEW_SIZES, kept=EVERY_RUN),
     # -- the Learn page's toy world (its parameters start with toy_: the page also carries the others) --
     _choice("learn_world", "toy_world", LEARN, (CIRCLE, SPHERE), words={"circle": CIRCLE, "sphere": SPHERE}),
     _choice("learn_kind", "toy_model", LEARN, TOY_KINDS),
-    _choice("learn_weighting", "toy_weighting", LEARN, tuple(TOY_WEIGHTINGS)),
+    _choice("learn_weighting", "toy_weighting", LEARN, tuple(TOY_WEIGHTING_HELP)),
     _number("learn_scale", "toy_scale", LEARN, 5.0, 0.5, 40.0, step=0.5),
     _number("learn_p", "toy_p", LEARN, 0.5, 0.0, 1.0, step=0.05),
     _toy_text("learn_anchors_a", "toy_a", "0, 40, 80"), _toy_text("learn_anchors_b", "toy_b", "160, 250"),

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from ..encoders.specs import BUILTIN, OPEN_CLIP_PREFIX, parse_model_spec
-from ..explorer.geometry import WEIGHTINGS, GeometrySpec
+from ..explorer.geometry import WEIGHTING_HELP, GeometrySpec
 from ..models import anchor_model_kind, list_anchor_models
 
 
@@ -132,8 +132,8 @@ def _check_column(column: GeometryColumn) -> None:
         raise ValueError(f"unknown anchor model {column.model!r}; use one of {', '.join(list_anchor_models())}")
     if column.scale is not None and not (math.isfinite(column.scale) and column.scale > 0):
         raise ValueError(f"s={value_text(column.scale)} must be a finite number > 0 (the logit scale, e.g. s=10)")
-    if column.weighting is not None and column.weighting not in WEIGHTINGS:
-        raise ValueError(f"unknown weighting {column.weighting!r}; use one of {', '.join(WEIGHTINGS)}")
+    if column.weighting is not None and column.weighting not in WEIGHTING_HELP:
+        raise ValueError(f"unknown weighting {column.weighting!r}; use one of {', '.join(WEIGHTING_HELP)}")
     if column.encoder is not None:
         if not is_encoder_spec(column.encoder):
             raise ValueError(f"model={column.encoder} is not an encoder; use {ENCODER_EXAMPLE}")

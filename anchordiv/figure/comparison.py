@@ -11,7 +11,7 @@ import pandas as pd
 import torch
 
 from ..explorer.anchors import anchor_count
-from ..explorer.geometry import WEIGHTINGS, ExplorerGeometry, GeometrySpec, baseline_index
+from ..explorer.geometry import WEIGHTING_HELP, ExplorerGeometry, GeometrySpec, baseline_index
 from ..explorer.neighbours import neighbour_table, search_one
 from ..models import anchor_model_kind
 from ..prompts import AS_TYPED, AUTO, TemplateChoice, default_choice, encode_anchors
@@ -222,7 +222,7 @@ def compare(gallery: Gallery, encoder, rows: Sequence[QueryRow | str], columns: 
     default_spec : GeometrySpec
         The anchor geometry of every anchor column that does not set its own model or scale.
     weighting : str
-        A key of :data:`~anchordiv.explorer.geometry.WEIGHTINGS`, for every anchor column that
+        A key of :data:`~anchordiv.explorer.geometry.WEIGHTING_HELP`, for every anchor column that
         does not set its own.
     prior_texts : sequence of str
         The prior set of the posterior models.
@@ -275,8 +275,8 @@ def compare(gallery: Gallery, encoder, rows: Sequence[QueryRow | str], columns: 
         raise ValueError(f"no geometry columns; add at least one ({COLUMN_EXAMPLE})")
     k = check_figure_request(len(rows), len(columns), k, limits, n_geometries=fitted_geometries(columns, default_spec),
                              n_encoders=named_encoders(columns))
-    if weighting not in WEIGHTINGS:
-        raise ValueError(f"unknown weighting {weighting!r}; use one of {', '.join(WEIGHTINGS)}")
+    if weighting not in WEIGHTING_HELP:
+        raise ValueError(f"unknown weighting {weighting!r}; use one of {', '.join(WEIGHTING_HELP)}")
     texts_a, texts_b, prior_texts = tuple(texts_a), tuple(texts_b), tuple(prior_texts)
     choices = _template_choices(templates)
     settings = _encoded_by(CompareSettings(k, weighting, default_spec, texts_a, texts_b, prior_texts,

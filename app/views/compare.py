@@ -3,7 +3,8 @@ under that geometry (the paper's Figs. 1 and 8, made interactive), exported as P
 
 The rows and columns are plain text specs (:mod:`anchordiv.figure`) kept in
 ``st.session_state["compare_rows"]`` and ``["compare_columns"]`` (lists of strings); an uploaded
-query is the row ``upload:<name>``, its bytes kept in ``["compare_uploads"]``. The anchor sets are
+query is the row ``upload:<name>``, its bytes kept under
+:data:`~anchordiv.app.session_keys.COMPARE_UPLOADS`. The anchor sets are
 the Explore page's; the model, scale and direction are the sidebar's, and a column may override the
 model and scale (``A model=gaussian s=20``)."""
 from __future__ import annotations
@@ -13,21 +14,25 @@ import streamlit as st
 
 from anchordiv import explorer as ex
 from anchordiv import figure as fg
-from anchordiv.app import cached, sidebar
-from anchordiv.app.anchor_inputs import (anchor_sets, anchor_templates, fitted_geometry, geometry_for, geometry_spec,
+from anchordiv.app import cached
+from anchordiv.app.anchor_inputs import (anchor_sets, anchor_templates, column_spec, fitted_geometry, geometry_for,
                                          prior_texts)
 from anchordiv.app.compare_preview import show_preview
 from anchordiv.app.errors import ERROR_CHARS, attempt
+from anchordiv.app.encoder_choice import load_encoder_for
 from anchordiv.app.query_inputs import match_menu, picked_item
+from anchordiv.app.session_keys import COMPARE_COLUMN_ERROR, COMPARE_ROWS_FULL, COMPARE_UPLOADS
+from anchordiv.app.sidebar import load_gallery_for, sidebar_state
 from anchordiv.app.url_state import follow_link, link_notes, publish_link, share_box, sidebar_fields
 from anchordiv.encoders.specs import parse_model_spec
 from anchordiv.explorer import limits, links
 from anchordiv.explorer.literal import markdown_literal, without_joiners
-from anchordiv.explorer.page_state import SETTINGS
+from anchordiv.explorer.page_state import COMPARE, SETTINGS
+from anchordiv.explorer.sidebar_state import SidebarState
 from anchordiv.models import list_anchor_models
 from anchordiv.prompts import AUTO
 
-ROWS, COLUMNS, UPLOADS = "compare_rows", "compare_columns", "compare_uploads"
+ROWS, COLUMNS = "compare_rows", "compare_columns"
 LIMITS = fg.DEFAULT_LIMITS  # rows, columns and top-k per cell; a link past them opens with the defaults
 COMMON_COLUMNS = ["cosine", "iti", "A", "B", "mix p=0.25", "mix p=0.5", "mix p=0.75"]
 
@@ -38,7 +43,7 @@ def add_row(spec: str) -> None:
     the figure has as many as it may (then say so below the rows)."""
     rows = st.session_state[ROWS]
     if len(rows) >= LIMITS.rows:
-        st.session_state.compare_rows_full = True
+        st.session_state[COMPARE_ROWS_FULL] = True
     elif spec not in rows:
         st.session_state[ROWS] = [*rows, spec]
 
@@ -64,7 +69,7 @@ def add_text() -> None:
 def add_upload() -> None:
     upload = st.session_state.compare_upload
     if upload is not None:
-        st.session_state[UPLOADS] = {**st.session_state[UPLOADS], upload.name: upload.getvalue()}
+        st.session_state[COMPARE_UPLOADS] = {**st.session_state[COMPARE_UPLOADS], upload.name: upload.getvalue()}
         add_row(str(fg.QueryRow("upload", upload.name)))
 
 
@@ -75,7 +80,7 @@ def row_controls(source: ex.MemorySource) -> None:
                    placeholder="type a row: #12, cat, text:a dog in watercolor, random:7",
                    help="A gallery id (#12), a name (the first image whose caption contains it), text:…, random or "
                         f"random:SEED; ✕ removes a row. At most {LIMITS.rows} rows.")
-    if st.session_state.pop("compare_rows_full", False):
+    if st.session_state.pop(COMPARE_ROWS_FULL, False):
         st.warning(f"A figure has at most {LIMITS.rows} query rows: remove one (✕) before adding another.")
     by_name, by_text, by_file = st.columns(3)
     needle = by_name.text_input("Find a gallery image by name", key="compare_search",
@@ -98,7 +103,7 @@ def usable_rows(source: ex.MemorySource, encoder) -> list[fg.QueryRow]:
     rows = []
     for spec in st.session_state[ROWS]:
         row = attempt(lambda: fg.parse_query_row(limits.checked_length(spec)), f"Row {spec!r} is left out")
-        if row is not None and attempt(lambda: fg.resolve_queries([row], source.gallery, encoder, st.session_state[UPLOADS],
+        if row is not None and attempt(lambda: fg.resolve_queries([row], source.gallery, encoder, st.session_state[COMPARE_UPLOADS],
                                                                   *embedders(encoder)), f"Row {spec!r} is left out"):
             rows.append(row)
     return rows
@@ -119,9 +124,9 @@ def add_custom_column() -> None:
         if len(st.session_state[COLUMNS]) >= LIMITS.columns:
             raise ValueError(f"a figure has at most {LIMITS.columns} geometry columns: remove one (✕) first")
     except ValueError as error:
-        st.session_state.compare_custom_error = f"Column {text!r} is not added: {error}"
+        st.session_state[COMPARE_COLUMN_ERROR] = f"Column {text!r} is not added: {error}"
         return
-    st.session_state.compare_custom_error = None
+    st.session_state[COMPARE_COLUMN_ERROR] = None
     if str(column) not in st.session_state[COLUMNS]:
         st.session_state[COLUMNS] = [*st.session_state[COLUMNS], str(column)]
     st.session_state.compare_custom = ""
@@ -136,8 +141,8 @@ def column_controls() -> None:
                        f"weighting=NAME. Models: {', '.join(list_anchor_models())}. Any column may take "
                        "model=SPEC (builtin, open_clip:ARCH pretrained=TAG, open_clip:hf-hub:ORG/REPO): the same "
                        "images and anchors under that encoder, for image rows.")
-    if st.session_state.get("compare_custom_error"):
-        st.error(markdown_literal(st.session_state.compare_custom_error, ERROR_CHARS))
+    if st.session_state.get(COMPARE_COLUMN_ERROR):
+        st.error(markdown_literal(st.session_state[COMPARE_COLUMN_ERROR], ERROR_CHARS))
 
 
 def usable_columns() -> list[fg.GeometryColumn]:
@@ -169,7 +174,7 @@ def column_encoder(spec: str, pretrained: str | None):
     return cached.get_encoder(spec, pretrained, launch.allow_download)
 
 
-def column_model(choices: dict, spec: str, pretrained: str | None, set_a: ex.AnchorText,
+def column_model(sidebar: SidebarState, spec: str, pretrained: str | None, set_a: ex.AnchorText,
                  set_b: ex.AnchorText) -> fg.ColumnModel:
     """The sidebar's gallery embedded by the encoder a column names (``cosine model=SPEC``), with
     the app's cached geometries (the figure's anchors, through the templates chosen for that
@@ -177,13 +182,13 @@ def column_model(choices: dict, spec: str, pretrained: str | None, set_a: ex.Anc
     sets' terms) and upload embeddings."""
     encoder = column_encoder(spec, pretrained)
     templates = anchor_templates(encoder)
-    source = cached.memory_source(sidebar.load_gallery_for(choices, encoder))
-    prior = prior_texts(choices)
+    source = cached.memory_source(load_gallery_for(sidebar.gallery, encoder))
+    prior = prior_texts(sidebar.prior_text)
     terms = (set_a.anchors, set_b.anchors)
     return fg.ColumnModel(
         encoder, source.gallery,
         geometry_for=lambda kind, scale: fitted_geometry(source, encoder, set_a, set_b,
-                                                         geometry_spec(choices, kind, scale), prior, templates),
+                                                         column_spec(sidebar, kind, scale), prior, templates),
         baseline_for=lambda kind: cached.get_baseline(kind, source, encoder, tuple(zip(terms, templates))),
         embed_image=embedders(encoder)[1])
 
@@ -199,17 +204,16 @@ def downloads(result: fg.CompareResult) -> None:
                                 "anchordiv-figure.csv", "text/csv", key="compare_download_csv")
 
 
-def main() -> None:
-    choices = sidebar.sidebar()
-    encoder = sidebar.load_encoder_for(choices)
-    source = cached.memory_source(sidebar.load_gallery_for(choices, encoder))
+def main(sidebar: SidebarState) -> None:
+    encoder = load_encoder_for(sidebar.encoder)
+    source = cached.memory_source(load_gallery_for(sidebar.gallery, encoder))
     set_a, set_b, view_link = anchor_sets(source)
     texts_a, texts_b = set_a.anchors, set_b.anchors  # the terms: the figure's captions and ITI
     state = st.session_state
     page_fields = links.compare_fields([f"#{source.default_query()}", str(fg.QueryRow("random", 1))])
-    follow_link(page_fields, "compare")
+    follow_link(page_fields, COMPARE)
     link_notes()
-    state.setdefault(UPLOADS, {})
+    state.setdefault(COMPARE_UPLOADS, {})
     for key in (ROWS, COLUMNS):  # a multiselect holds each value once (a link may repeat one)
         state[key] = list(dict.fromkeys(state[key]))
 
@@ -236,13 +240,14 @@ def main() -> None:
     embed_text, embed_image = embedders(encoder)
     templates = unresolved_templates(encoder)
     result = attempt(lambda: fg.compare(
-        source.gallery, encoder, rows, columns, texts_a, texts_b, k, geometry_spec(choices), weighting,
-        prior_texts=prior_texts(choices),
-        geometry_for=lambda kind, scale: geometry_for(choices, source, encoder, set_a, set_b, kind, scale),
+        source.gallery, encoder, rows, columns, texts_a, texts_b, k, sidebar.geometry, weighting,
+        prior_texts=prior_texts(sidebar.prior_text),
+        geometry_for=lambda kind, scale: geometry_for(sidebar, source, encoder, set_a, set_b,
+                                                      column_spec(sidebar, kind, scale)),
         baseline_for=lambda kind: cached.get_baseline(kind, source, encoder,
                                                       tuple(zip((texts_a, texts_b), anchor_templates(encoder)))),
-        images=state[UPLOADS], embed_text=embed_text, embed_image=embed_image, templates=templates,
-        model_for=lambda spec, pretrained: column_model(choices, spec, pretrained, set_a, set_b),
+        images=state[COMPARE_UPLOADS], embed_text=embed_text, embed_image=embed_image, templates=templates,
+        model_for=lambda spec, pretrained: column_model(sidebar, spec, pretrained, set_a, set_b),
         anchor_weights=(set_a.weights, set_b.weights)),
         "Cannot build the figure")
     if result is None:
@@ -255,4 +260,4 @@ def main() -> None:
         st.dataframe(result.frame(), hide_index=True)
 
 
-main()
+main(sidebar_state())

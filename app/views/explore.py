@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-from anchordiv.app import sidebar
 from anchordiv.app.anchor_inputs import anchor_templates, anchor_widgets, geometry_and_key
 from anchordiv.app.cached import source_presets
 from anchordiv.app.explore_details import sweep_section
@@ -21,15 +20,17 @@ from anchordiv.app.explore_results import results_section
 from anchordiv.app.explore_umap import umap_section
 from anchordiv.app.explore_view import ExploreView, baseline_tables
 from anchordiv.app.find_anchors import find_anchors_section
+from anchordiv.app.encoder_choice import load_encoder_for
 from anchordiv.app.query_inputs import QUERY_IMAGE_WIDTH, choose_query
+from anchordiv.app.sidebar import load_source_for, sidebar_state
 from anchordiv.app.url_state import follow_view_link, link_notes, publish_link, sidebar_fields
 from anchordiv.explorer.literal import markdown_literal
+from anchordiv.explorer.sidebar_state import SidebarState
 
 
-def main() -> None:
-    choices = sidebar.sidebar()
-    encoder = sidebar.load_encoder_for(choices)
-    source = sidebar.load_source_for(choices, encoder)
+def main(sidebar: SidebarState) -> None:
+    encoder = load_encoder_for(sidebar.encoder)
+    source = load_source_for(sidebar.gallery, encoder)
     fields = sidebar_fields() + follow_view_link(source)
     link_notes()
     st.sidebar.caption(f"{markdown_literal(source.description)} · {markdown_literal(encoder.name)} (d = {encoder.dim}, "
@@ -51,12 +52,12 @@ def main() -> None:
     publish_link(fields, source)
     if query is None:
         return
-    geometry, geometry_key = geometry_and_key(choices, source, encoder, parsed_a, parsed_b)
-    baselines = baseline_tables(source, encoder, query, query_id, query_labels, choices["k"],
+    geometry, geometry_key = geometry_and_key(sidebar, source, encoder, parsed_a, parsed_b)
+    baselines = baseline_tables(source, encoder, query, query_id, query_labels, sidebar.top_k,
                                 tuple(zip((parsed_a.anchors, parsed_b.anchors), anchor_templates(encoder, shown=True)))
-                                if choices["show_iti"] else None)
+                                if sidebar.show_iti else None)
     view = ExploreView(source, encoder, geometry, geometry_key, weighting, query, query_id, query_labels, query_text,
-                       choices["k"], baselines, fields)
+                       sidebar.top_k, baselines, fields)
     with results_col:
         results_section(view)
     find_anchors_section(view)
@@ -65,4 +66,4 @@ def main() -> None:
     umap_section(view)
 
 
-main()
+main(sidebar_state())

@@ -15,11 +15,12 @@ from anchordiv import lesson
 from anchordiv.app.errors import ERROR_CHARS, attempt
 from anchordiv.app.learn_gallery import SET_COLOURS, gallery_section
 from anchordiv.app.learn_weights import weights_lesson
-from anchordiv.app.sidebar import model_menu, sidebar
+from anchordiv.app.sidebar import anchor_model_menu, sidebar_state
 from anchordiv.app.url_state import follow_link, link_notes, publish_link, sidebar_fields
 from anchordiv.explorer import links
 from anchordiv.explorer.literal import markdown_literal
-from anchordiv.explorer.page_state import CIRCLE, SETTINGS
+from anchordiv.explorer.page_state import CIRCLE, LEARN, SETTINGS
+from anchordiv.explorer.sidebar_state import SidebarState
 from anchordiv.models import anchor_model_kind
 
 
@@ -30,24 +31,24 @@ def slider(column, label: str, key: str) -> float:
 
 
 # -- the toy world's controls -----------------------------------------------------------------------
-def toy_controls(choices: dict) -> dict:
+def toy_controls(sidebar: SidebarState) -> dict:
     """The toy world's settings as plain values (the anchors still as typed text); labelled "Toy", as
-    the sidebar's anchor model and scale (``choices``) are the gallery section's, not the toy's."""
+    the sidebar's anchor model and scale (``sidebar``) are the gallery section's, not the toy's."""
     world, kind, weighting = st.columns([2, 2, 2])
     settings = {
         "world": world.radio("World", SETTINGS["learn_world"].options, key="learn_world"),
         "kind": kind.selectbox("Toy anchor model", SETTINGS["learn_kind"].options, key="learn_kind",
-                               **model_menu(SETTINGS["learn_kind"].options)),
+                               **anchor_model_menu(SETTINGS["learn_kind"].options)),
         "weighting": weighting.radio("Toy weights of A and B", SETTINGS["learn_weighting"].options,
                                      key="learn_weighting", format_func=str.capitalize, horizontal=True),
     }
-    weighting.caption(lesson.TOY_WEIGHTINGS[settings["weighting"]])
+    weighting.caption(lesson.TOY_WEIGHTING_HELP[settings["weighting"]])
     scale, p = st.columns(2)
     settings["scale"] = slider(scale, "Toy scale s (inverse temperature)", "learn_scale")
     settings["p"] = slider(p, "Toy p: weight of A against B", "learn_p")
     st.caption(f"The toy world's settings: {anchor_model_kind(settings['kind']).short} anchor model, scale s = "
                f"{settings['scale']:g}, {settings['weighting']} weights, p = {settings['p']:.2f} (the controls above). "
-               f"The sidebar's geometry (scale s = {choices['scale']:g}) is for *On the real gallery* alone.")
+               f"The sidebar's geometry (scale s = {sidebar.geometry.scale:g}) is for *On the real gallery* alone.")
     return settings
 
 
@@ -274,11 +275,10 @@ def sphere_map(profile: pd.DataFrame, value: str, title: str, pairs: tuple, quer
     st.plotly_chart(figure, key=key)
 
 
-def main() -> None:
-    choices = sidebar()
+def main(sidebar: SidebarState) -> None:
     lesson_fields = links.lesson_fields()
     fields = sidebar_fields() + lesson_fields
-    follow_link(lesson_fields, "learn")
+    follow_link(lesson_fields, LEARN)
     link_notes()
     st.title("Learn: the anchor divergence, step by step")
     share_slot = st.container()  # the link, once the gallery part has joined it
@@ -289,12 +289,12 @@ def main() -> None:
                 "the lesson on weights (its own sliders) and, at the bottom, the real gallery, the only part that "
                 "uses the sidebar's geometry and the Explore page's query, anchors and weights.")
     st.header("A toy world you can see whole")
-    settings = toy_controls(choices)
+    settings = toy_controls(sidebar)
     (circle_world if settings["world"] == CIRCLE else sphere_world)(settings)
     weights_lesson()
     publish_link(fields)
     st.divider()
-    gallery_section(choices, fields, share_slot)
+    gallery_section(sidebar, fields, share_slot)
 
 
-main()
+main(sidebar_state())
