@@ -257,6 +257,30 @@ def ray_instance():
         ray.shutdown()
 
 
+# -- the explorer in a real browser: one server for every browser test -------------------------------
+@pytest.fixture(scope="session")
+def app_url(tmp_path_factory):
+    """``(url, log path)`` of one explorer server (``streamlit run app/streamlit_app.py``) on a small
+    held-out gallery with a private cache, empty when it starts, shared by every browser test of
+    the run: each drives its own browser contexts, so sessions never mix, and the server's start
+    and its first page's work are paid once. Skipped, with the reason, without Chromium, the
+    playwright package or the built-in weights."""
+    from anchordiv.benchmarks.browser import CHROMIUM, explorer_env, streamlit_server, wait_healthy
+    from anchordiv.builtin.weights import ASSETS_DIR, WEIGHTS_NAME
+
+    if not Path(CHROMIUM).is_file():
+        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install -y chromium)")
+    pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (pip install playwright)")
+    if not (ASSETS_DIR / WEIGHTS_NAME).is_file():
+        pytest.skip("the built-in model weights are not there yet")
+    workdir = tmp_path_factory.mktemp("browser")
+    env = explorer_env(workdir, split="heldout", limit=96)
+    app = Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py"
+    with streamlit_server(app, env, workdir / "streamlit.log") as (url, process, log):
+        wait_healthy(url, process, log, seconds=60)
+        yield url, log
+
+
 def stop_process_group(process: subprocess.Popen) -> None:
     """End a server started in a process group of its own (``start_new_session=True``): SIGTERM to
     the group, SIGKILL when it has not gone after 15 s."""

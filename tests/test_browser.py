@@ -1,14 +1,14 @@
 """The explorer in a real browser: headless system Chromium driven by Playwright.
 
-Starts ``streamlit run app/streamlit_app.py`` on a free localhost port (small gallery, private
-cache), types anchors, moves the p slider, checks that the neighbour grid changes, and saves
-screenshots in the test's own temporary folder. Skipped, with the reason, when Chromium or
+Drives the explorer server every browser test shares (``app_url`` in tests/conftest.py:
+``streamlit run app/streamlit_app.py`` on a free localhost port, small gallery, private cache):
+types anchors, moves the p slider, checks that the neighbour grid changes, and saves screenshots
+in the test's own temporary folder. Skipped, with the reason, when Chromium or
 the playwright package is missing. Needs: ``apt-get install -y chromium`` and ``pip install playwright``
 (never ``playwright install``: the system Chromium is used).
 """
 from __future__ import annotations
 
-import os
 import re
 import time
 from contextlib import contextmanager
@@ -17,31 +17,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from anchordiv.builtin.weights import ASSETS_DIR, WEIGHTS_NAME
-from anchordiv.benchmarks.browser import explorer_env, streamlit_server, wait_healthy
+from anchordiv.benchmarks.browser import CHROMIUM, CHROMIUM_ARGS, explorer_env, streamlit_server, wait_healthy
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = os.environ.get("ANCHORDIV_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 STARTUP_SECONDS = 240
 
 pytestmark = [pytest.mark.slow]
-
-
-@pytest.fixture(scope="module")
-def app_url(tmp_path_factory):
-    if not Path(CHROMIUM).is_file():
-        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install -y chromium)")
-    pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (pip install playwright)")
-    if not (ASSETS_DIR / WEIGHTS_NAME).is_file():
-        pytest.skip("the built-in model weights are not there yet")
-    workdir = tmp_path_factory.mktemp("browser")
-    # A small held-out gallery and a private, empty cache.
-    env = explorer_env(workdir, split="heldout", limit=96)
-    with streamlit_server(ROOT / "app" / "streamlit_app.py", env, workdir / "streamlit.log") as (url, process, log):
-        wait_healthy(url, process, log, seconds=60)
-        yield url, log
 
 
 @pytest.fixture(scope="module")

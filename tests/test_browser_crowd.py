@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from test_browser import app_url  # noqa: F401  (the server: a small held-out gallery, a private cache)
 
 pytestmark = [pytest.mark.slow]
 

@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from test_browser import app_url, chromium, neighbour_captions, open_explorer, page_report, wait_for_change, \
-    wait_until_idle
+from test_browser import chromium, neighbour_captions, open_explorer, page_report, wait_for_change, wait_until_idle
 
 pytestmark = [pytest.mark.slow]
-__all__ = ["app_url"]  # the server fixture, shared with tests/test_browser.py
 
 QUERY, K, STYLE = 7, 20, "oil painting"  # smiling face with halo, an oil painting
 

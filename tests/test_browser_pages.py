@@ -9,11 +9,10 @@ import re
 
 import pytest
 
-from test_browser import app_url, chromium, page_report, wait_for_grids, wait_until_idle  # noqa: F401
+from test_browser import chromium, page_report, wait_for_grids, wait_until_idle
 from test_report_page import PAST_THE_COLUMN_JS
 
 pytestmark = [pytest.mark.slow]
-__all__ = ["app_url"]  # the server fixture, shared with tests/test_browser.py
 
 WIDTHS = (1500, 1000)
 # Each page: its path, and a text that is on it once its first run has drawn it.

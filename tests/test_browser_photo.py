@@ -8,7 +8,7 @@ import io
 
 import pytest
 
-from test_browser import STARTUP_SECONDS, app_url, chromium, open_explorer, page_report, wait_until_idle  # noqa: F401
+from test_browser import STARTUP_SECONDS, chromium, open_explorer, page_report, wait_until_idle
 
 pytestmark = [pytest.mark.slow]
 NOTICE = "knows emoji drawings only"

@@ -4,7 +4,6 @@ from __future__ import annotations
 import pytest
 
 from anchordiv.explorer.report import REPORT_FOLDER, read_report
-from test_browser import app_url  # noqa: F401  (the explorer server, for the browser test)
 
 
 def test_the_shipped_report_reads_into_sections_with_its_figures_and_data():
