@@ -13,7 +13,7 @@ import streamlit as st
 
 from anchordiv.app import cached
 from anchordiv.app.errors import ERROR_CHARS, attempt
-from anchordiv.app.session_keys import ENCODER_FOLLOWED
+from anchordiv.app.session_keys import ENCODER_FOLLOWED, PERSIST
 from anchordiv.device import describe_device
 from anchordiv.encoders import CatalogEntry, ModelSpec, fetch_model, missing_files, parse_model_spec
 from anchordiv.explorer.launch import LaunchOptions
@@ -99,28 +99,29 @@ def encoder_widgets(bar, roots) -> None:
     """The encoder's menu and, by its entry, the pretrained tag, the hub repository or the
     architecture and checkpoint file (read by :func:`~anchordiv.explorer.sidebar_state.read_sidebar`)."""
     state = st.session_state
-    kind = bar.radio("Model", SETTINGS["encoder_source"].options, key="encoder_source")
+    kind = bar.radio("Model", SETTINGS["encoder_source"].options, key="encoder_source", persist_state=PERSIST)
     if kind == PRETRAINED:
         entries = catalog()
         bar.selectbox("Architecture and pretrained tag", list(entries), key="openclip_pretrained",
-                      format_func=lambda token: entries[token].label)
+                      persist_state=PERSIST, format_func=lambda token: entries[token].label)
     elif kind == HUB:
         def suggest() -> None:
             state["hub_repo"] = state["hub_suggestion"] or state.get("hub_repo", "")
 
-        bar.selectbox("Suggested repos", [entry.model.removeprefix("open_clip:hf-hub:") for entry in cached.encoder_menu()
-                                          if "hf-hub:" in entry.model], index=None, key="hub_suggestion",
+        repos = [entry.model.removeprefix("open_clip:hf-hub:") for entry in cached.encoder_menu()
+                 if "hf-hub:" in entry.model]
+        bar.selectbox("Suggested repos", repos, index=None, key="hub_suggestion", persist_state=PERSIST,
                       on_change=suggest, placeholder="SigLIP, MobileCLIP, …")
-        bar.text_input("Hugging Face repo (ORG/REPO)", key="hub_repo", max_chars=SETTINGS["hub_repo"].max_chars,
-                       placeholder="ORG/REPO")
+        bar.text_input("Hugging Face repo (ORG/REPO)", key="hub_repo", persist_state=PERSIST,
+                       max_chars=SETTINGS["hub_repo"].max_chars, placeholder="ORG/REPO")
     elif kind == OPEN_CLIP:
-        bar.text_input("Architecture", key="openclip_arch")
+        bar.text_input("Architecture", key="openclip_arch", persist_state=PERSIST)
         if roots.allow_any_path:
-            bar.text_input("Checkpoint file", key="openclip_checkpoint")
+            bar.text_input("Checkpoint file", key="openclip_checkpoint", persist_state=PERSIST)
         else:
             bar.selectbox("Checkpoint file", [str(path) for path in roots.checkpoints()], index=None,
-                          key="checkpoint_choice", placeholder="choose a checkpoint from the data folders",
-                          format_func=display_name)
+                          key="checkpoint_choice", persist_state=PERSIST,
+                          placeholder="choose a checkpoint from the data folders", format_func=display_name)
 
 
 def load_encoder_for(choice: EncoderChoice):

@@ -4,6 +4,11 @@ Each starts with ``_``, so no widget key can clash with one.
 """
 from __future__ import annotations
 
+# How the sidebar's widgets keep their values (Streamlit's ``persist_state``): for the whole session,
+# through the report (which draws no sidebar) and while a setting is hidden (the GMM's component
+# count under another anchor model). The settings marked PERSISTED in page_state.
+PERSIST = "session"
+
 # -- this run --
 SIDEBAR_STATE = "_sidebar_state"  # the run's SidebarState, drawn by the entry file, read by the page
 

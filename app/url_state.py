@@ -22,9 +22,10 @@ from anchordiv.explorer.page_state import EVERY_RUN, ON_ARRIVAL, PRESET_DEFAULTS
 
 WHOLE_LINK = "all of it"  # how a link refused whole is named among the notes
 
-# The widget values that outlive a page that does not draw them: every page's link fields and the
-# data and model choices. Those drawn after the gallery (a folder not chosen yet stops the run
-# before them) are kept on every run, the others when a page is arrived at.
+# The page widgets' values that outlive a page that does not draw them (the sidebar's widgets keep
+# their own: page_state.PERSISTED). Those drawn after the gallery (a folder not chosen yet stops
+# the run before them) are written back on every run that follows an unfinished one, the others
+# when a page is arrived at.
 ON_ARRIVAL_KEYS, EVERY_RUN_KEYS = kept_keys(ON_ARRIVAL), kept_keys(EVERY_RUN)
 
 

@@ -11,6 +11,8 @@ import pytest
 from PIL import Image
 
 from player import player_data
+from anchordiv.app.session_keys import SIDEBAR_STATE
+from anchordiv.explorer import GeometrySpec
 from anchordiv.explorer.neighbours import GRID_CAPTION_LINE_CHARS, GRID_CAPTION_LINES
 from anchordiv.explorer.page_state import FOLDER, OPEN_CLIP
 from test_app import neighbour_table, pytestmark, start  # noqa: F401  (pytestmark: skipped without the built-in weights)
@@ -69,3 +71,22 @@ def test_grid_captions_are_whole_when_they_fit_and_else_cut_at_a_word(library):
         assert name == full if fits else (name.endswith("…") and full.startswith(name[:-1])
                                           and full[len(name) - 1] == " "), (name, full)
         assert len(textwrap.wrap(name, GRID_CAPTION_LINE_CHARS)) <= GRID_CAPTION_LINES
+
+
+def test_the_sidebar_keeps_a_hidden_setting_and_every_setting_through_the_report(library):
+    """A setting the anchor model does not use is not drawn, and the report draws no sidebar: both
+    keep their values (the sidebar's widgets persist them), and the geometry the page ranks by is
+    the one they give."""
+    app = start()
+    app.selectbox(key="anchor_model").set_value("gmm").run()
+    app.number_input(key="gmm_components").set_value(3).run()
+    app.slider(key="scale").set_value(22.0).run()
+    app.selectbox(key="anchor_model").set_value("softmax").run()
+    assert "gmm_components" not in [widget.key for widget in app.sidebar.number_input]
+    app.switch_page("views/report.py").run()
+    assert not app.exception and not list(app.sidebar.slider)
+    app.switch_page("views/explore.py").run()
+    app.selectbox(key="anchor_model").set_value("gmm").run()
+    assert not app.exception, app.exception
+    assert app.number_input(key="gmm_components").value == 3 and app.slider(key="scale").value == 22.0
+    assert app.session_state[SIDEBAR_STATE].geometry == GeometrySpec(kind="gmm", scale=22.0, n_components=3)

@@ -28,10 +28,12 @@ from .vocabulary import FIND_TERMS
 # sidebar's geometry, the Explore view (query, anchors, p; the Learn and Compare pages use it too),
 # the Compare figure and the Learn page's toy world. ``None``: a setting no link carries.
 SIDEBAR, VIEW, COMPARE, LEARN = "sidebar", "view", "compare", "learn"
-# When the app writes a kept value back to its widget: on arriving at a page (ON_ARRIVAL, for widgets
-# drawn on every run), or also after a run that did not finish (EVERY_RUN, for widgets drawn after
-# the gallery has loaded, which a run that stops early does not draw).
-ON_ARRIVAL, EVERY_RUN = "on arrival", "every run"
+# How a widget's value outlives the runs that do not draw it. The sidebar's widgets keep their own
+# (PERSISTED: Streamlit's persist_state, app/session_keys.PERSIST). The pages' values are kept by
+# the app, which writes them back to their widgets on arriving at a page (ON_ARRIVAL, for widgets
+# drawn on every run of their page), or also after a run that did not finish (EVERY_RUN, for
+# widgets drawn after the gallery has loaded, which a run that stops early does not draw).
+PERSISTED, ON_ARRIVAL, EVERY_RUN = "by its widget", "on arrival", "every run"
 
 WORLD, FOLDER, STORE = "Built-in emoji world", "Image folder", "Gallery store"
 # The model menu: the built-in model, an open_clip pretrained tag, an open_clip model on the Hugging
@@ -71,7 +73,8 @@ class Setting:
     option names itself; an option without a word, such as an upload, travels in no link).
     ``max_chars`` / ``max_items`` bound a text or a list, ``long_texts`` sends a text too long for
     a URL to the server's store, ``local_prefix`` marks list items a link leaves out. ``kept`` is
-    when the app keeps its value (:data:`ON_ARRIVAL`, :data:`EVERY_RUN`, or ``None``).
+    how its value outlives the runs that do not draw its widget (:data:`PERSISTED`,
+    :data:`ON_ARRIVAL`, :data:`EVERY_RUN`, or ``None``: not a widget's).
     """
 
     key: str
@@ -104,8 +107,8 @@ class Setting:
 
 
 def _data(key: str, default: Any = None, options: tuple = ()) -> Setting:
-    """A data or model choice: kept between pages, carried by no link (a path means nothing elsewhere)."""
-    return Setting(key, default, options=options)
+    """A data or encoder choice (the sidebar): carried by no link (a path means nothing elsewhere)."""
+    return Setting(key, default, options=options, kept=PERSISTED)
 
 
 def _choice(key: str, param: str, link: str, options: tuple, kept: str = ON_ARRIVAL, **more: Any) -> Setting:
@@ -135,15 +138,16 @@ _TABLE = (
     Setting("encoder", "builtin", "encoder", SIDEBAR, kept=None),
     Setting("encoder_pretrained", "", "pretrained", SIDEBAR, kept=None),
     # -- the geometry (the sidebar, in every page's link) --
-    _choice("anchor_model", "model", SIDEBAR, tuple(list_anchor_models()), default=GEOMETRY.kind),
-    _number("scale", "scale", SIDEBAR, GEOMETRY.scale, 1.0, 100.0, step=1.0),
-    _number("gmm_components", "components", SIDEBAR, GEOMETRY.n_components, 1, 16, integer=True),
-    _number("latent_rank", "rank", SIDEBAR, GEOMETRY.rank, 1, 256, integer=True),
-    _number("alpha", "alpha", SIDEBAR, GEOMETRY.alpha, 0.0, 1e6),
-    Setting("prior_anchors", "", "prior", SIDEBAR, long_texts=True, max_chars=limits.ANCHOR_TEXT_CHARS),
-    _choice("direction", "direction", SIDEBAR, tuple(DIRECTIONS.values()), words=DIRECTIONS),
-    _number("top_k", "k", SIDEBAR, 10, 1, limits.TOP_K, integer=True),
-    Setting("show_iti", False, "iti", SIDEBAR, "flag"),
+    _choice("anchor_model", "model", SIDEBAR, tuple(list_anchor_models()), PERSISTED, default=GEOMETRY.kind),
+    _number("scale", "scale", SIDEBAR, GEOMETRY.scale, 1.0, 100.0, step=1.0, kept=PERSISTED),
+    _number("gmm_components", "components", SIDEBAR, GEOMETRY.n_components, 1, 16, integer=True, kept=PERSISTED),
+    _number("latent_rank", "rank", SIDEBAR, GEOMETRY.rank, 1, 256, integer=True, kept=PERSISTED),
+    _number("alpha", "alpha", SIDEBAR, GEOMETRY.alpha, 0.0, 1e6, kept=PERSISTED),
+    Setting("prior_anchors", "", "prior", SIDEBAR, long_texts=True, max_chars=limits.ANCHOR_TEXT_CHARS,
+            kept=PERSISTED),
+    _choice("direction", "direction", SIDEBAR, tuple(DIRECTIONS.values()), PERSISTED, words=DIRECTIONS),
+    _number("top_k", "k", SIDEBAR, 10, 1, limits.TOP_K, integer=True, kept=PERSISTED),
+    Setting("show_iti", False, "iti", SIDEBAR, "flag", kept=PERSISTED),
     # -- the Explore view: query, anchors and p (drawn once the gallery has loaded) --
     _choice("query_mode", "mode", VIEW, QUERY_MODES, EVERY_RUN,
             words={"gallery": GALLERY_QUERY, "text": TEXT_QUERY}),
