@@ -32,12 +32,20 @@ def test_the_state_is_frozen():
         read_sidebar({}, allow_any_path=False).top_k = 3
 
 
-def test_every_geometry_value_reaches_the_spec():
-    values = {"anchor_model": "gmm", "scale": 22.0, "gmm_components": 3, "latent_rank": 4, "alpha": 2.5,
-              "direction": DIRECTIONS["reverse"], "top_k": 7, "show_iti": True, "prior_anchors": "dog\ncat"}
-    state = read_sidebar(values, allow_any_path=False)
-    assert state.geometry == GeometrySpec(kind="gmm", scale=22.0, n_components=3, rank=4, alpha=2.5, reverse=True)
-    assert (state.top_k, state.show_iti, state.prior_text) == (7, True, "dog\ncat")
+VALUES = {"scale": 22.0, "gmm_components": 3, "latent_rank": 4, "alpha": 2.5, "direction": DIRECTIONS["reverse"],
+          "top_k": 7, "show_iti": True, "prior_anchors": "dog\ncat"}
+
+
+@pytest.mark.parametrize("kind, taken", [
+    ("gmm", {"n_components": 3}), ("latent-gaussian", {"rank": 4}), ("posterior-softmax", {"alpha": 2.5}),
+    ("softmax", {})])
+def test_the_geometry_takes_the_settings_its_anchor_model_uses_and_the_defaults_for_the_rest(kind, taken):
+    """A hidden widget keeps its value (for when its anchor model is chosen again), but the
+    geometry of another model reads that setting as its default."""
+    state = read_sidebar({"anchor_model": kind, **VALUES}, allow_any_path=False)
+    assert state.geometry == GeometrySpec(kind=kind, scale=22.0, reverse=True, **taken)
+    assert (state.top_k, state.show_iti) == (7, True)
+    assert state.prior_text == ("dog\ncat" if kind.startswith("posterior") else "")
 
 
 def test_an_unknown_anchor_model_is_refused():

@@ -3,8 +3,9 @@
 The explorer draws its sidebar once per run (in its entry file) and reads the widgets' values with
 :func:`read_sidebar` into a :class:`SidebarState`, which every page receives; the pages never read
 those widgets' keys themselves. Each value's default is :data:`~.page_state.SETTINGS`' (the
-geometry's are :class:`~.geometry.GeometrySpec`'s own), so a widget a run does not draw (the GMM's
-component count under another anchor model) reads as its default. Nothing here imports Streamlit.
+geometry's are :class:`~.geometry.GeometrySpec`'s own), and a setting the chosen anchor model does
+not take (the GMM's component count under another model, whose hidden widget keeps its value for
+later) reads as its default. Nothing here imports Streamlit.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..encoders import ModelSpec, parse_model_spec
+from ..models import anchor_model_kind
 from .geometry import GeometrySpec
 from .page_state import BUILTIN, DIRECTIONS, FOLDER, HUB, OPEN_CLIP, PRETRAINED, SETTINGS, STORE, WORLD
 
@@ -94,12 +96,17 @@ def read_sidebar(values: Mapping[str, Any], allow_any_path: bool) -> SidebarStat
     """The :class:`SidebarState` that the widget values ``values`` (by their keys of
     :data:`~.page_state.SETTINGS`) give; ``allow_any_path``: whether paths are typed (a local
     session) or chosen from the data roots' menus. ``ValueError`` for a value the geometry refuses."""
+    kind = anchor_model_kind(values.get("anchor_model", SETTINGS["anchor_model"].default))
+    # The settings the anchor model takes; the others (kept by their hidden widgets) read as defaults.
+    used = {"gmm_components": "n_components" in kind.defaults, "latent_rank": "rank" in kind.defaults,
+            "alpha": kind.needs_prior, "prior_anchors": kind.needs_prior}
+
     def value(key: str) -> Any:
-        return values.get(key, SETTINGS[key].default)
+        return values.get(key, SETTINGS[key].default) if used.get(key, True) else SETTINGS[key].default
 
     return SidebarState(
         gallery=gallery_choice(value, allow_any_path), encoder=encoder_choice(value, allow_any_path),
-        geometry=GeometrySpec(kind=value("anchor_model"), scale=float(value("scale")),
+        geometry=GeometrySpec(kind=kind.name, scale=float(value("scale")),
                               n_components=int(value("gmm_components")), rank=int(value("latent_rank")),
                               alpha=float(value("alpha")), reverse=value("direction") == DIRECTIONS["reverse"]),
         prior_text=value("prior_anchors"), top_k=int(value("top_k")), show_iti=bool(value("show_iti")))
