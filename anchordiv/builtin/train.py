@@ -25,6 +25,7 @@ name and style phrase with the mean embedding of the training images it describe
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import math
@@ -59,13 +60,20 @@ class TrainConfig:
     model: BuiltinConfig = field(default_factory=BuiltinConfig)
 
 
+@functools.lru_cache(maxsize=1)
+def minilm_tower() -> MiniLMTextTower:
+    """The frozen MiniLM text tower, loaded (and its weights' hash checked) once per process: a
+    training run embeds several caption lists."""
+    return MiniLMTextTower()
+
+
 def caption_features(texts: list[str], batch_size: int = 512) -> np.ndarray:
     """MiniLM embeddings ``(C, 384)`` float32 of ``texts``, cached by their content."""
     digest = hashlib.sha256("\n".join(texts).encode()).hexdigest()
     path = cache_dir() / "builtin" / f"minilm-{digest[:16]}.npy"
 
     def build() -> np.ndarray:
-        tower = MiniLMTextTower()
+        tower = minilm_tower()
         return torch.cat([tower(texts[i:i + batch_size]) for i in range(0, len(texts), batch_size)]).numpy()
 
     return np.array(cached_array(path, f"{digest}|{MINILM_SHA256}", build))
