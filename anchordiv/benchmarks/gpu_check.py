@@ -257,11 +257,13 @@ def check_explorer_page(report: Report, device: torch.device, size: CheckSize, s
 def check_encoding(report: Report, device: torch.device, size: CheckSize, scratch: Path) -> None:
     """The built-in encoder on the world's first images, on the device and on the CPU (model loaded
     first; images drawn before the clock starts)."""
-    from ..datasets.emoji import load_emoji_world
+    from PIL import Image
+
+    from ..datasets.emoji import open_emoji_world
     from ..encoders import load_encoder
 
-    world = load_emoji_world("all")
-    images = [world.images[i] for i in range(min(size.images, len(world.labels)))]
+    world = open_emoji_world("all")  # draws just the images asked for
+    images = [Image.fromarray(world.image(i), "RGB") for i in range(min(size.images, len(world)))]
     for where in dict.fromkeys((device, torch.device("cpu"))):
         encoder = load_encoder("builtin", device=where)
         seconds = time_on(where, lambda: encoder.encode_images(images), 1)

@@ -97,11 +97,11 @@ def world_study(encoder, limit: int | None = None, progress: ProgressCallback | 
     posterior experiment is every training emoji's name plus the emoji subcategory and category
     words (a broad vocabulary that never names a held-out emoji). Queries are grouped by category.
     """
-    from ..datasets import load_emoji_world
+    from ..datasets import open_emoji_world
     from ..gallery import world_gallery
 
     gallery = world_gallery(encoder, split="heldout", limit=limit, progress=progress)
-    everything = load_emoji_world("all").labels
+    everything = open_emoji_world("all").labels  # the labels alone: nothing is drawn
     train = everything[everything["split"] == "train"]
     prior = [*train["name"], *(text.replace("-", " ") for text in everything["subcategory"]),
              *everything["category"]]
