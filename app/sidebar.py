@@ -18,7 +18,7 @@ from anchordiv.app.session_keys import LAUNCH_FOLLOWED, PERSIST, SIDEBAR_STATE
 from anchordiv.app.url_state import follow_link, sidebar_fields
 from anchordiv.explorer.literal import markdown_literal
 from anchordiv.explorer.page_state import FOLDER, SIDEBAR, SETTINGS, STORE
-from anchordiv.explorer.sidebar_state import GalleryChoice, SidebarState, read_sidebar
+from anchordiv.explorer.sidebar_state import GalleryChoice, SidebarState, model_settings, read_sidebar
 from anchordiv.gallery import Gallery
 from anchordiv.explorer.launch import LaunchOptions
 from anchordiv.images import display_name
@@ -79,14 +79,14 @@ def geometry_widgets(bar) -> None:
     setting = SETTINGS
     name = bar.selectbox("Anchor model", setting["anchor_model"].options, key="anchor_model", persist_state=PERSIST,
                          **anchor_model_menu(setting["anchor_model"].options))
-    kind = anchor_model_kind(name)
+    taken = model_settings(name)
     bar.slider("Scale s (inverse temperature)", *setting["scale"].bounds, step=setting["scale"].step, key="scale",
                persist_state=PERSIST)
-    if "n_components" in kind.defaults:
+    if "gmm_components" in taken:
         bar.number_input("GMM components", *setting["gmm_components"].bounds, key="gmm_components", persist_state=PERSIST)
-    if "rank" in kind.defaults:
+    if "latent_rank" in taken:
         bar.number_input("Latent rank", *setting["latent_rank"].bounds, key="latent_rank", persist_state=PERSIST)
-    if kind.needs_prior:
+    if "prior_anchors" in taken:
         bar.text_area("Prior anchor set (one per line)", key="prior_anchors", persist_state=PERSIST, height=120,
                       max_chars=setting["prior_anchors"].max_chars)
         bar.number_input("alpha (prior pseudo-count)", *setting["alpha"].bounds, key="alpha", persist_state=PERSIST)

@@ -92,17 +92,28 @@ class SidebarState:
     show_iti: bool = SETTINGS["show_iti"].default
 
 
+# The sidebar's settings that only some anchor models take (by their SETTINGS key).
+MODEL_SETTINGS = ("gmm_components", "latent_rank", "prior_anchors", "alpha")
+
+
+def model_settings(name: str) -> tuple[str, ...]:
+    """Those of :data:`MODEL_SETTINGS` that anchor model ``name`` takes: the sidebar draws them,
+    and :func:`read_sidebar` reads them (the others read as their defaults)."""
+    kind = anchor_model_kind(name)
+    used = {"gmm_components": "n_components" in kind.defaults, "latent_rank": "rank" in kind.defaults,
+            "prior_anchors": kind.needs_prior, "alpha": kind.needs_prior}
+    return tuple(key for key in MODEL_SETTINGS if used[key])
+
+
 def read_sidebar(values: Mapping[str, Any], allow_any_path: bool) -> SidebarState:
     """The :class:`SidebarState` that the widget values ``values`` (by their keys of
     :data:`~.page_state.SETTINGS`) give; ``allow_any_path``: whether paths are typed (a local
     session) or chosen from the data roots' menus. ``ValueError`` for a value the geometry refuses."""
     kind = anchor_model_kind(values.get("anchor_model", SETTINGS["anchor_model"].default))
-    # The settings the anchor model takes; the others (kept by their hidden widgets) read as defaults.
-    used = {"gmm_components": "n_components" in kind.defaults, "latent_rank": "rank" in kind.defaults,
-            "alpha": kind.needs_prior, "prior_anchors": kind.needs_prior}
+    hidden = set(MODEL_SETTINGS) - set(model_settings(kind.name))  # kept by their hidden widgets
 
     def value(key: str) -> Any:
-        return values.get(key, SETTINGS[key].default) if used.get(key, True) else SETTINGS[key].default
+        return SETTINGS[key].default if key in hidden else values.get(key, SETTINGS[key].default)
 
     return SidebarState(
         gallery=gallery_choice(value, allow_any_path), encoder=encoder_choice(value, allow_any_path),
