@@ -39,6 +39,20 @@ def pytest_configure(config):
     os.environ.pop("ANCHORDIV_CACHE", None)  # the default, under the run's home, unless a test sets its own
     # AppTest runs the app in this process: the app then keeps torch's thread count for the tests after it.
     os.environ["ANCHORDIV_APP_THREADS"] = "0"
+    scan_installed_components_once()
+
+
+def scan_installed_components_once() -> None:
+    """Before its first run, each new AppTest scans the metadata of every installed distribution for
+    Streamlit components: about 0.4 s on this machine, more than the explorer's own run takes, and
+    paid by some 300 tests. The installed packages do not change during a run (the wheel test
+    installs into a venv of its own), so Streamlit's real scan runs once and its answer serves
+    every AppTest. (The explorer's p player is declared inline, not found by this scan.)"""
+    import functools
+
+    from streamlit.components.v2 import manifest_scanner
+
+    manifest_scanner.scan_component_manifests = functools.cache(manifest_scanner.scan_component_manifests)
 
 
 def pytest_unconfigure(config):

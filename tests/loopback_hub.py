@@ -131,7 +131,18 @@ def tiny_hub_files(folder: Path, seed: int = 0, dtype: torch.dtype = torch.float
     """``open_clip_config.json`` and ``open_clip_model.safetensors`` of a random tiny model (float16:
     ~7 MB; float32: ~14 MB, more than huggingface_hub's 10 MB chunk, after which it reports progress).
     With ``tokenizer_repo`` the config names that Hugging Face tokenizer (``hf_tokenizer_name``), as
-    SigLIP's do."""
+    SigLIP's do. Built (under ``folder``) once per run for each ``(seed, dtype, tokenizer_repo)``:
+    the model is the seed's, so every later call gets the same bytes in a dict of its own."""
+    key = (seed, dtype, tokenizer_repo)
+    if key not in _TINY_FILES:
+        _TINY_FILES[key] = _build_tiny_hub_files(folder, seed, dtype, tokenizer_repo)
+    return dict(_TINY_FILES[key])
+
+
+_TINY_FILES: dict[tuple, dict[str, bytes]] = {}
+
+
+def _build_tiny_hub_files(folder: Path, seed: int, dtype: torch.dtype, tokenizer_repo: str | None) -> dict[str, bytes]:
     from safetensors.torch import save_file
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -168,7 +179,9 @@ def serve_tiny_hub(tmp_path: Path, repo_id: str = TINY_REPO, files: dict[str, by
     server.handle_error = lambda request, address: None  # a client that hangs up is no news here
     hub._server = server
     hub.endpoint = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True, name="loopback-hub")
+    # A short poll: stop() waits up to one poll for the loop to notice (0.5 s by default, per test).
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True,
+                              name="loopback-hub")
     thread.start()
     try:
         yield hub
