@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import re
 import time
+import weakref
 from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from anchordiv.benchmarks.browser import CHROMIUM, CHROMIUM_ARGS, explorer_env, streamlit_server, wait_healthy
+from anchordiv.benchmarks.browser import (CHROMIUM, CHROMIUM_ARGS, PAGE_AT_REST, explorer_env, streamlit_server,
+                                          wait_healthy)
+from page_traffic import PageTraffic
 
 ROOT = Path(__file__).resolve().parents[1]
 STARTUP_SECONDS = 240
@@ -73,12 +76,32 @@ def player_p(page) -> float:
     return float(page.locator(PLAYER_SLIDER).get_attribute("aria-valuetext").removeprefix("p = "))
 
 
+TRAFFIC: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # each page's PageTraffic
+
+
+def new_page(browser, width: int = 1500, height: int = 2600):
+    """A page in a fresh browser context (no cookies, no storage), its websocket watched
+    (:func:`traffic`)."""
+    page = browser.new_context(viewport={"width": width, "height": height}).new_page()
+    TRAFFIC[page] = PageTraffic(page)
+    return page
+
+
+def traffic(page) -> PageTraffic:
+    """The websocket traffic of a page made by :func:`new_page`."""
+    return TRAFFIC[page]
+
+
 def wait_until_idle(page, seconds: float = STARTUP_SECONDS) -> None:
-    """Wait for the script run to finish: Streamlit shows a running icon in its status widget meanwhile."""
-    page.wait_for_timeout(500)
-    page.wait_for_function("() => !document.querySelector('[data-testid^=\"stStatusWidgetRunning\"]')",
-                           timeout=seconds * 1000)
-    page.wait_for_timeout(500)
+    """Wait until any run the last action asked for (the p player's release included) has come and
+    gone: nothing has passed over the page's websocket for a while and the page has taken in the
+    last run's end (:mod:`page_traffic`)."""
+    watched, since = traffic(page), time.monotonic()
+    while not (watched.quiet_since(since) and page.evaluate(PAGE_AT_REST)):
+        if time.monotonic() - since > seconds:
+            raise TimeoutError(f"the page was not idle within {seconds:.0f} s; it says:\n"
+                               f"{page.locator('body').inner_text()[-2000:]}")
+        page.wait_for_timeout(50)
 
 
 def wait_for_grids(page, count: int, seconds: float = STARTUP_SECONDS) -> list[str]:
@@ -117,11 +140,11 @@ def chromium():
 
 
 def open_explorer(browser, url: str, log_path: Path):
-    """A page in a fresh browser context (no cookies, no storage) on ``url``, once both neighbour
-    grids are drawn and the run has ended."""
+    """A page in a fresh browser context (:func:`new_page`) on ``url``, once both neighbour grids
+    are drawn and the run has ended."""
     from playwright.sync_api import Error as PlaywrightError
 
-    page = browser.new_context(viewport={"width": 1500, "height": 2600}).new_page()
+    page = new_page(browser)
     page.goto(url)
     try:
         wait_for_grids(page, 20)  # two grids of 10
@@ -225,7 +248,7 @@ def test_browser_shows_a_hostile_link_as_text(app_url, tmp_path):
     compare = urlencode({"rows": [HOSTILE, f"text:{HOSTILE}", "#3"], "columns": [HOSTILE, "A"]}, doseq=True)
     with chromium() as browser:
         for path, query, ready in (("", explore, "Neighbours"), ("compare", compare, "Download PDF")):
-            page = browser.new_context(viewport={"width": 1500, "height": 2600}).new_page()
+            page = new_page(browser)
             page.goto(f"{url}/{path}?{query}")
             page.get_by_text(ready).first.wait_for(timeout=STARTUP_SECONDS * 1000)
             wait_until_idle(page)
@@ -315,22 +338,6 @@ def details_text(page) -> str:
         "Why this neighbour|Neighbour table")).all_inner_texts())
 
 
-class RunCount:
-    """The script runs whose end has reached the page (Streamlit's script_finished messages)."""
-
-    def __init__(self, page):
-        self.runs = 0
-        page.on("websocket", lambda socket: socket.on("framereceived", self._frame))
-
-    def _frame(self, payload) -> None:
-        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-
-        if isinstance(payload, bytes) and len(payload) <= 256:
-            message = ForwardMsg.FromString(payload)
-            if message.WhichOneof("type") == "script_finished":
-                self.runs += 1
-
-
 def shown_ids(page, grid: str = "anchor divergence") -> list[int]:
     """The gallery ids a grid of the player shows, best first."""
     return [int(i) for i in page.locator(f'[data-anchordiv-grid="{grid}"] [data-anchordiv-id]').evaluate_all(
@@ -360,10 +367,10 @@ def test_browser_p_player_plays_in_the_browser_and_one_release_is_one_run(app_ur
     query, the p control and the first row of the grid are on the first screen."""
     url, log_path = app_url
     with chromium() as browser:
-        page = browser.new_context(viewport={"width": 1500, "height": 1000}).new_page()
+        page = new_page(browser, height=1000)
         dialogs = []
         page.on("dialog", lambda dialog: dialogs.append(dialog.message) or dialog.dismiss())
-        runs = RunCount(page)
+        runs = traffic(page)
         page.goto(url)
         wait_for_grids(page, 20)
         wait_until_idle(page)

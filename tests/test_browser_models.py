@@ -13,7 +13,7 @@ from anchordiv.benchmarks.browser import explorer_env, streamlit_server, wait_he
 from anchordiv.explorer.page_state import HUB
 from loopback_hub import TINY_REPO, WEIGHTS_NAME, serve_tiny_hub, tiny_hub_files
 from test_app_models import colour_folder
-from test_browser import CHROMIUM, ROOT, chromium, page_report, wait_for_grids, wait_until_idle
+from test_browser import CHROMIUM, ROOT, chromium, new_page, page_report, wait_for_grids, wait_until_idle
 
 pytestmark = [pytest.mark.slow]
 
@@ -33,7 +33,7 @@ def test_a_hub_model_is_chosen_downloaded_with_progress_and_ranks_a_folder(tmp_p
         with streamlit_server(ROOT / "app" / "streamlit_app.py", env, tmp_path / "streamlit.log") as (url, process, log):
             wait_healthy(url, process, log, seconds=60)
             with chromium() as browser:
-                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page = new_page(browser, 1400, 1000)
                 page.goto(url)
                 wait_for_grids(page, 10)
                 page.get_by_text("Image folder", exact=True).click()

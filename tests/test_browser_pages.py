@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from test_browser import chromium, page_report, wait_for_grids, wait_until_idle
+from test_browser import chromium, new_page, page_report, wait_for_grids, wait_until_idle
 from test_report_page import PAST_THE_COLUMN_JS
 
 pytestmark = [pytest.mark.slow]
@@ -56,7 +56,7 @@ GRID_TOPS_JS = """() => [...document.querySelectorAll('[data-anchordiv-grid]')]
 def test_no_page_clips_its_text_or_runs_past_its_column(app_url, width, tmp_path):
     url, log_path = app_url
     with chromium() as browser:
-        page = browser.new_context(viewport={"width": width, "height": 1400}).new_page()
+        page = new_page(browser, width, 1400)
         for name, (path, drawn) in PAGES.items():
             page.goto(url.rstrip("/") + path)
             page.get_by_text(drawn).first.wait_for(timeout=180_000)
@@ -90,7 +90,7 @@ def test_a_newcomer_types_a_comma_list_and_sees_the_query_on_the_map(app_url, tm
     and its neighbours, coloured by a column with more than one value."""
     url, log_path = app_url
     with chromium() as browser:
-        page = browser.new_context(viewport={"width": 1000, "height": 1400}).new_page()
+        page = new_page(browser, 1000, 1400)
         page.goto(url)
         wait_for_grids(page, 20)
         wait_until_idle(page)

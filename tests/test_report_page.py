@@ -117,13 +117,13 @@ def test_the_report_page_fits_its_tables_and_shows_whole_captions_at_two_widths(
     """In a real browser at 1500 and 1000 px: in every tab, each table, figure and caption stays
     inside the page's column (a wide table scrolls in its own box), and each figure's caption is its
     label in the report, whole."""
-    from test_browser import chromium, page_report, wait_until_idle
+    from test_browser import chromium, new_page, page_report, wait_until_idle
 
     url, log_path = app_url
     _, sections = read_report()
     with chromium() as browser:
         for width in (1500, 1000):
-            page = browser.new_context(viewport={"width": width, "height": 1200}).new_page()
+            page = new_page(browser, width, 1200)
             page.goto(url.rstrip("/") + "/report")
             page.get_by_text("reproduction report").first.wait_for(timeout=120_000)
             wait_until_idle(page)
