@@ -108,6 +108,20 @@ PAST_THE_COLUMN_JS = """() => {
   return past;
 }"""
 
+# Resolves once the page's layout has held still for 300 ms (its boxes read at each frame) with its
+# images loaded: a table is measured after the grid that draws it has sized itself.
+LAYOUT_SETTLED_JS = """() => new Promise(resolve => {
+  const boxes = () => JSON.stringify([...document.querySelectorAll('[data-testid="stMainBlockContainer"] *')]
+    .map(element => { const box = element.getBoundingClientRect(); return [box.left, box.right, box.top, box.bottom]; }));
+  let last = boxes(), since = performance.now();
+  const check = now => {
+    const current = boxes();
+    if (current !== last || ![...document.images].every(image => image.complete)) { last = current; since = now; }
+    if (now - since >= 300) resolve(true); else requestAnimationFrame(check);
+  };
+  requestAnimationFrame(check);
+})"""
+
 SHOWN_CAPTIONS_JS = """() => [...document.querySelectorAll('[data-testid="stImageCaption"]')]
   .filter(caption => caption.getBoundingClientRect().width > 0).map(caption => caption.innerText)"""
 
@@ -134,7 +148,7 @@ def test_the_report_page_fits_its_tables_and_shows_whole_captions_at_two_widths(
                         summary.click()
                 labels = [block.text for block in section.blocks if block.kind == "image"]
                 page.wait_for_function(f"() => ({SHOWN_CAPTIONS_JS})().length >= {len(labels)}", timeout=30_000)
-                page.wait_for_timeout(1000)  # the tables' layout
+                page.evaluate(LAYOUT_SETTLED_JS)
                 past = page.evaluate(PAST_THE_COLUMN_JS)
                 assert not past, f"{width} px, {section.title}: {past}\n{page_report(page, log_path)}"
                 captions = page.evaluate(SHOWN_CAPTIONS_JS)
