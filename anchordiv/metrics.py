@@ -3,6 +3,7 @@
 means with bootstrap intervals over queries (and over anchor draws)."""
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -174,7 +175,7 @@ def retrieval_average_precision(index: Index, queries: ArrayLike, query_labels: 
     """AP of each query's full ranking of the gallery, relevant = same label.
 
     ``queries`` ``(Q, d)``; ``query_labels`` ``(Q,)`` and ``gallery_labels`` ``(G,)`` of any
-    comparable type, or ``(Q, T)`` and ``(G, T)`` for ``T`` label kinds judged on one ranking;
+    hashable type, or ``(Q, T)`` and ``(G, T)`` for ``T`` label kinds judged on one ranking;
     ``exclude`` ``(Q,)`` or ``(Q, m)`` gallery ids left out of each ranking (the query's own
     position when the queries are gallery items). Returns ``(Q,)`` (or ``(Q, T)``); NaN where
     nothing is relevant.
@@ -185,6 +186,7 @@ def retrieval_average_precision(index: Index, queries: ArrayLike, query_labels: 
     query_labels = np.asarray(query_labels).reshape(len(query_labels), -1)
     query_matrix = as_numeric_tensor(queries, "queries")
     _check_label_counts(len(query_matrix), len(index), query_labels, gallery_labels)
+    query_labels, gallery_labels = label_codes(query_labels, gallery_labels)
     excluded = None if exclude is None else np.asarray(exclude).reshape(len(query_labels), -1)
     k = len(index) - (0 if excluded is None else excluded.shape[1])
     result = np.empty(query_labels.shape)
@@ -199,6 +201,20 @@ def retrieval_average_precision(index: Index, queries: ArrayLike, query_labels: 
             relevant = gallery_labels[ids, kind] == query_labels[rows, kind, None]
             result[rows, kind] = ranked_average_precision(group_ends, relevant)
     return result[:, 0] if single else result
+
+
+def label_codes(query_labels: np.ndarray, gallery_labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Integer codes for labels ``(Q, T)`` and ``(G, T)`` of any hashable type, equal where the
+    labels are equal (``==``): a ranking is then judged by comparing integers, not (for strings)
+    Python objects. A label unequal to itself (NaN) gets a code of its own and matches nothing."""
+    query_codes = np.empty(query_labels.shape, dtype=np.int64)
+    gallery_codes = np.empty(gallery_labels.shape, dtype=np.int64)
+    for kind in range(query_labels.shape[1]):
+        codes: dict = {}
+        unequal = itertools.count(-1, -1)
+        for labels, out in ((query_labels[:, kind], query_codes[:, kind]), (gallery_labels[:, kind], gallery_codes[:, kind])):
+            out[:] = [codes.setdefault(label, len(codes)) if label == label else next(unequal) for label in labels.tolist()]
+    return query_codes, gallery_codes
 
 
 def _check_label_counts(n_queries: int, n_gallery: int, query_labels: np.ndarray,

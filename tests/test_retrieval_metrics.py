@@ -47,3 +47,22 @@ def test_retrieval_ap_handles_tied_scores_as_scikit_learn_does():
     for query in range(24):
         relevant = labels[np.asarray(ids[query])] == labels[query]
         assert per_query[query] == pytest.approx(average_precision_score(relevant, np.asarray(values[query])))
+
+
+def test_labels_of_any_hashable_kind_judge_as_their_integer_codes_and_nan_matches_nothing(data):
+    """String, mixed and NaN labels give the AP that integer labels with the same equalities give:
+    1, 1.0 and True are one label (they are equal), and a NaN label is relevant to nothing."""
+    gallery = data["gallery"]
+    index = ad.CosineIndex(gallery)
+    codes = np.arange(70) % 4
+    as_text = np.array(["cat", "dog", "fox", "owl"], dtype=object)[codes]
+    mixed = np.array([1, 1.0, True, "one"], dtype=object)[codes]  # the first three are equal
+    nan = np.where(codes == 3, np.nan, codes).astype(object)
+    expected = retrieval_average_precision(index, gallery, codes, codes, exclude=np.arange(70))
+    np.testing.assert_array_equal(retrieval_average_precision(index, gallery, as_text, as_text, exclude=np.arange(70)),
+                                  expected)
+    merged = np.minimum(codes, 3 * (codes == 3))  # 0, 1, 2 are one label; 3 stays apart
+    np.testing.assert_array_equal(retrieval_average_precision(index, gallery, mixed, mixed, exclude=np.arange(70)),
+                                  retrieval_average_precision(index, gallery, merged, merged, exclude=np.arange(70)))
+    with_nan = retrieval_average_precision(index, gallery, nan, nan, exclude=np.arange(70))
+    assert np.all(np.isnan(with_nan[codes == 3])) and np.array_equal(with_nan[codes != 3], expected[codes != 3])
