@@ -18,6 +18,9 @@ $(STAMP):
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
 	$(PY) -m pip install --quiet --no-deps -e .
+	@# umap-learn's import compiles pynndescent's numba kernels into their on-disk cache: about
+	@# 12 s once, here at install (as pip compiles bytecode), not on the first map a person draws.
+	$(PY) -c "import umap"
 	@rm -f $(VENV)/.installed-* && touch $@
 
 # The browser test drives the system Chromium through Playwright; no browser is downloaded.
