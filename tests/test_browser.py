@@ -31,9 +31,10 @@ pytestmark = [pytest.mark.slow]
 @pytest.fixture(scope="module")
 def store_app_url(app_url, tmp_path_factory):
     """A second server, started with a data root that holds one small gallery store (the first has
-    no data root: one of its tests checks what a server without one says)."""
+    no data root: one of its tests checks what a server without one says), on the first's cache."""
     workdir = tmp_path_factory.mktemp("browser-store")
-    env = {**explorer_env(workdir, split="heldout", limit=96), "ANCHORDIV_DATA_ROOTS": str(small_store(workdir / "data", markup_name=True))}
+    env = {**explorer_env(app_url[1].parent, split="heldout", limit=96),
+           "ANCHORDIV_DATA_ROOTS": str(small_store(workdir / "data", markup_name=True))}
     with streamlit_server(ROOT / "app" / "streamlit_app.py", env, workdir / "streamlit.log") as (url, process, log):
         wait_healthy(url, process, log, seconds=60)
         yield url, log
@@ -431,9 +432,10 @@ def test_browser_p_player_plays_in_the_browser_and_one_release_is_one_run(app_ur
         assert not dialogs and not page.get_by_text("Traceback").count(), page_report(page, log_path)
 
 
-def test_a_bare_streamlit_run_shows_visitors_no_deploy_menu(tmp_path):
+def test_a_bare_streamlit_run_shows_visitors_no_deploy_menu(app_url, tmp_path):
     """Started without the explorer's flags (``streamlit run app/streamlit_app.py``), the server takes
-    its toolbar setting from the entry script: even the first visitor sees no "Deploy" menu."""
+    its toolbar setting from the entry script: even the first visitor sees no "Deploy" menu. (It
+    reads the cache the shared server has filled, which has no say in the toolbar.)"""
     import subprocess
     import sys
 
@@ -442,7 +444,7 @@ def test_a_bare_streamlit_run_shows_visitors_no_deploy_menu(tmp_path):
     if not Path(CHROMIUM).is_file():
         pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install -y chromium)")
     port = free_port()
-    env = explorer_env(tmp_path, split="heldout", limit=96)
+    env = explorer_env(app_url[1].parent, split="heldout", limit=96)
     with open(tmp_path / "bare.log", "w") as log:
         process = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "streamlit_app.py"),
                                     "--server.headless=true", f"--server.port={port}", "--server.address=127.0.0.1"],
