@@ -130,8 +130,9 @@ def warm_up() -> float:
     """Compile umap-learn's numba kernels with a tiny projection; returns the seconds it took.
 
     The first projection in a process spends :data:`COMPILE_SECONDS` or so compiling, whatever its
-    size, and the kernels it compiles are the ones every later projection runs: run this once in the background at
-    start-up so that the first real projection costs only its own work."""
+    size, and the kernels it compiles are the ones every later projection runs; this times that
+    compile apart from a projection's own work. (The explorer does not call it at start-up:
+    compiling holds Python's lock, and would stall every session's moves of p meanwhile.)"""
     start = time.perf_counter()
     rng = np.random.default_rng(0)
     n_items, k = 40, 5

@@ -92,7 +92,7 @@ def benchmark(gallery_size: int = 20_000, n_anchors: int = 4_000, dim: int = 256
         f"path / search {results['p_path_over_search']:.2f} over {repeats} queries")
 
     results["umap_compile_s"] = projection.warm_up()
-    logger.info(f"UMAP's numba compile (once per process; the app does it in the background at start-up): "
+    logger.info(f"UMAP's numba compile (once per process, in the first projection a person asks for): "
         f"{results['umap_compile_s']:.1f} s")
     saved = os.environ.get("ANCHORDIV_CACHE")
     with tempfile.TemporaryDirectory() as folder:
