@@ -54,7 +54,10 @@ def size_thread_pools() -> None:
 
 size_thread_pools()
 
-st.set_page_config(page_title="anchordiv explorer", page_icon=":material/anchor:", layout="wide")
+# The tab's icon is a file the package ships: a Material icon there is fetched from Google's font
+# server by every visitor's browser, and nothing of the page may come from off the machine.
+st.set_page_config(page_title="anchordiv explorer", page_icon=str(Path(__file__).with_name("favicon.png")),
+                   layout="wide")
 # A new server's first run imports torch, scikit-learn and the library (seconds: docs/benchmarks.md):
 # the page says so instead of staying blank. Later runs find them imported and skip past this.
 _starting = st.empty()

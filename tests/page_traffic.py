@@ -9,6 +9,7 @@ passed for :data:`QUIET_S` and the page's script state says it has taken in the 
 from __future__ import annotations
 
 import time
+from urllib.parse import urlsplit
 
 # Longer than the p player waits for keys to rest (300 ms) before it reports p and asks for a run.
 QUIET_S = 0.5
@@ -17,12 +18,19 @@ QUIET_S = 0.5
 class PageTraffic:
     """The websocket messages of ``page`` (every socket it opens, reloads included): when the last
     one passed (``time.monotonic()``), and ``runs``, the script runs whose end reached the page
-    (Streamlit's ``script_finished`` messages)."""
+    (Streamlit's ``script_finished`` messages); and ``off_machine``, the URLs of the requests it
+    made to any host but this machine (none may be: nothing of a page is fetched from elsewhere)."""
 
     def __init__(self, page):
         self.last = time.monotonic()
         self.runs = 0
+        self.off_machine: list[str] = []
         page.on("websocket", self._socket)
+        page.on("request", self._request)
+
+    def _request(self, request) -> None:
+        if urlsplit(request.url).hostname not in (None, "", "127.0.0.1", "localhost"):
+            self.off_machine.append(request.url)
 
     def quiet_since(self, since: float) -> bool:
         """Whether nothing has passed for :data:`QUIET_S`, counted from ``since`` at the earliest

@@ -198,8 +198,9 @@ def test_browser_types_anchors_moves_p_and_sees_the_grid_change(app_url, tmp_pat
 
 def test_browser_links_restore_the_view_and_every_page_opens(app_url, tmp_path):
     """Moving p changes the page's URL; that URL in a fresh browser context shows the same p and the
-    same neighbour captions; the navigation lists every page, and each opens without a traceback.
-    The Compare page's PNG, PDF and SVG downloads open and hold its grid."""
+    same neighbour captions; the navigation lists every page, and each opens without a traceback
+    and without a request to any host but this machine (the tab's icon included). The Compare
+    page's PNG, PDF and SVG downloads open and hold its grid."""
     url, log_path = app_url
     with chromium() as browser:
         page = open_explorer(browser, url, log_path)
@@ -228,6 +229,7 @@ def test_browser_links_restore_the_view_and_every_page_opens(app_url, tmp_path):
             assert not fresh.get_by_text("Traceback").count(), page_report(fresh, log_path)
             fresh.screenshot(path=str(tmp_path / f"{title.lower()}.png"), full_page=True)
         check_compare_exports(fresh, tmp_path, log_path)
+        assert traffic(fresh).off_machine == [], "the pages fetched from elsewhere"
 
 
 HOSTILE = ("[click me](https://evil.example/phish) ![t](https://evil.example/t.png) www.evil.example "

@@ -54,7 +54,7 @@ INSTALLED_USE = textwrap.dedent('''
     assert all(folder.resolve().is_relative_to(site) for folder in folders.values()), folders
     assert (folders["assets"] / "builtin-model.safetensors").is_file()
     assert (folders["emoji"] / "LICENSES" / "CC-BY-4.0.txt").is_file()
-    assert (folders["app"] / "streamlit_app.py").is_file()
+    assert (folders["app"] / "streamlit_app.py").is_file() and (folders["app"] / "favicon.png").is_file()
     title, sections = read_report()
     assert sections and all(block.path.parent == folders["report"].resolve() for section in sections
                             for block in section.blocks if block.path is not None)
