@@ -18,8 +18,8 @@ $(STAMP):
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
 	$(PY) -m pip install --quiet --no-deps -e .
-	@# umap-learn's import compiles pynndescent's numba kernels into their on-disk cache: about
-	@# 12 s once, here at install (as pip compiles bytecode), not on the first map a person draws.
+	@# umap-learn's import compiles pynndescent's numba kernels into their on-disk cache: once, here
+	@# at install (as pip compiles bytecode), not on the first map a person draws (docs/benchmarks.md).
 	$(PY) -c "import umap"
 	@rm -f $(VENV)/.installed-* && touch $@
 

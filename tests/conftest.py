@@ -44,10 +44,10 @@ def pytest_configure(config):
 
 def scan_installed_components_once() -> None:
     """Before its first run, each new AppTest scans the metadata of every installed distribution for
-    Streamlit components: about 0.4 s on this machine, more than the explorer's own run takes, and
-    paid by some 300 tests. The installed packages do not change during a run (the wheel test
-    installs into a venv of its own), so Streamlit's real scan runs once and its answer serves
-    every AppTest. (The explorer's p player is declared inline, not found by this scan.)"""
+    Streamlit components, which takes longer than the explorer's own run (docs/benchmarks.md, "The
+    test suite"). The installed packages do not change during a run (the wheel test installs into
+    a venv of its own), so Streamlit's real scan runs once and its answer serves every AppTest.
+    (The explorer's p player is declared inline, not found by this scan.)"""
     import functools
 
     from streamlit.components.v2 import manifest_scanner
