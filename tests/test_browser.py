@@ -18,9 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from anchordiv.benchmarks.browser import (CHROMIUM, CHROMIUM_ARGS, PAGE_AT_REST, explorer_env, streamlit_server,
-                                          wait_healthy)
-from page_traffic import PageTraffic
+from anchordiv.benchmarks.browser import CHROMIUM, CHROMIUM_ARGS, explorer_env, streamlit_server, wait_healthy
+from page_traffic import PAGE_IDLE_JS, PageTraffic
 
 ROOT = Path(__file__).resolve().parents[1]
 STARTUP_SECONDS = 240
@@ -95,12 +94,12 @@ def traffic(page) -> PageTraffic:
 
 def wait_until_idle(page, seconds: float = STARTUP_SECONDS) -> None:
     """Wait until any run the last action asked for (the p player's release included) has come and
-    gone: nothing has passed over the page's websocket for a while and the page has taken in the
-    last run's end (:mod:`page_traffic`)."""
+    gone: every message has had its answer, nothing has passed over the page's websocket for a
+    while and the page has taken in the last run's end (:mod:`page_traffic`)."""
     watched, since = traffic(page), time.monotonic()
-    while not (watched.quiet_since(since) and page.evaluate(PAGE_AT_REST)):
+    while not (watched.quiet_since(since) and page.evaluate(PAGE_IDLE_JS)):
         if time.monotonic() - since > seconds:
-            raise TimeoutError(f"the page was not idle within {seconds:.0f} s; it says:\n"
+            raise TimeoutError(f"the page was not idle within {seconds:.0f} s ({watched.pending()}); it says:\n"
                                f"{page.locator('body').inner_text()[-2000:]}")
         page.wait_for_timeout(50)
 

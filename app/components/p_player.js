@@ -331,10 +331,14 @@ class Player {
     if (report) this.released();
   }
 
+  // Until the delay is over, the slider carries data-anchordiv-reporting: a page with one may still
+  // ask the server for a run (the browser tests wait for it to go).
   released() {
     VISITOR_P.set(this.key, this.data.p[this.step]);
     clearTimeout(this.timer);
+    this.range.setAttribute("data-anchordiv-reporting", "");
     this.timer = setTimeout(() => {
+      this.range.removeAttribute("data-anchordiv-reporting");
       const p = this.data.p[this.step];
       if (this.frame !== null || p === (this.reported ?? this.data.p_now)) return;
       this.reported = p;
