@@ -258,17 +258,35 @@ def make_store_folder(root: Path) -> Path:
     return root
 
 
-@pytest.fixture(scope="module")
-def ray_instance():
-    """A two-CPU local Ray instance for the module, stopped at its end (unless the process was
-    already connected, e.g. by another module)."""
-    from anchordiv.ray_runtime import connect, import_ray
+@pytest.fixture(scope="session")
+def ray_for_the_run():
+    """Stops, at the end of the run, the local Ray instance that :func:`ray_instance` started (it is
+    started once per run: about four seconds, and one more to stop)."""
+    from anchordiv.ray_runtime import import_ray
 
-    started_here = not import_ray().is_initialized()
-    ray = connect(num_cpus=2)
-    yield ray
-    if started_here:
-        ray.shutdown()
+    already = import_ray().is_initialized()
+    yield
+    if not already and import_ray().is_initialized():
+        import_ray().shutdown()
+
+
+@pytest.fixture
+def ray_instance(ray_for_the_run):
+    """This process connected to a two-CPU local Ray instance, started by the first test that asks
+    (or again after :func:`no_ray`) and kept for the rest of the run."""
+    from anchordiv.ray_runtime import connect
+
+    return connect(num_cpus=2)
+
+
+@pytest.fixture
+def no_ray():
+    """This process not connected to Ray: the instance :func:`ray_instance` keeps is stopped (the
+    next test that asks for one starts it again)."""
+    from anchordiv.ray_runtime import import_ray
+
+    if import_ray().is_initialized():
+        import_ray().shutdown()
 
 
 # -- the explorer in a real browser: one server for every browser test -------------------------------

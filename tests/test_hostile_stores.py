@@ -359,10 +359,7 @@ def test_a_malformed_address_is_refused_by_name(address, message):
     assert isinstance(error, ValueError) and repr(address) in str(error) and message in str(error), error
 
 
-def test_embed_on_a_dead_cluster_fails_fast_and_writes_nothing(tmp_path, capsys):
-    import ray
-
-    assert not ray.is_initialized(), "this test needs a process not yet connected to Ray"
+def test_embed_on_a_dead_cluster_fails_fast_and_writes_nothing(no_ray, tmp_path, capsys):
     folder, address = make_store_folder(tmp_path / "images"), f"127.0.0.1:{dead_port()}"
     command = ["embed", str(folder), "--model", "builtin", "--out", str(tmp_path / "store"), "--engine", "ray",
                "--address", address]
@@ -376,17 +373,16 @@ def test_embed_on_a_dead_cluster_fails_fast_and_writes_nothing(tmp_path, capsys)
     assert not (tmp_path / "store").exists()
 
 
-def test_a_search_index_on_a_dead_cluster_fails_fast(data, empirical, tmp_path):
+def test_a_search_index_on_a_dead_cluster_fails_fast(no_ray, data, empirical, tmp_path):
     import ray
 
-    assert not ray.is_initialized(), "this test needs a process not yet connected to Ray"
     store, address = write_store(data, tmp_path / "store"), f"127.0.0.1:{dead_port()}"
     _, error = within(HANG_GUARD_SECONDS, lambda: ShardedAnchorIndex(empirical, store, engine="ray", address=address))
     assert isinstance(error, ValueError) and f"no Ray cluster answers at {address}" in str(error), error
     assert not ray.is_initialized()
 
 
-# -- the Ray engine's tasks check the driver's fingerprints (last: it starts Ray for the module) ---------
+# -- the Ray engine's tasks check the driver's fingerprints ----------------------------------------------
 @pytest.mark.slow
 def test_ray_tasks_refuse_a_shard_changed_after_the_index_was_built(ray_instance, data, empirical, tmp_path):
     store = write_store(data, tmp_path / "store")
