@@ -260,8 +260,8 @@ def make_store_folder(root: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def ray_for_the_run():
-    """Stops, at the end of the run, the local Ray instance that :func:`ray_instance` started (it is
-    started once per run: about four seconds, and one more to stop)."""
+    """Stops, at the end of the run, the local Ray instance that :func:`ray_instance` started: once
+    per run, as its start and stop take seconds."""
     from anchordiv.ray_runtime import import_ray
 
     already = import_ray().is_initialized()
