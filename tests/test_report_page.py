@@ -108,9 +108,10 @@ PAST_THE_COLUMN_JS = """() => {
   return past;
 }"""
 
-# Resolves once the page's layout has held still for 300 ms (its boxes read at each frame) with its
-# images loaded: a table is measured after the grid that draws it has sized itself.
-LAYOUT_SETTLED_JS = """() => new Promise(resolve => {
+# Starts watching the page's layout, as window.anchordivSettled: a promise that resolves once the
+# layout has held still for 300 ms (its boxes read at each frame) with its images loaded, so that a
+# table is measured after the grid that draws it has sized itself. Two pages settle at once.
+START_SETTLING_JS = """() => { window.anchordivSettled = new Promise(resolve => {
   const boxes = () => JSON.stringify([...document.querySelectorAll('[data-testid="stMainBlockContainer"] *')]
     .map(element => { const box = element.getBoundingClientRect(); return [box.left, box.right, box.top, box.bottom]; }));
   let last = boxes(), since = performance.now();
@@ -120,38 +121,50 @@ LAYOUT_SETTLED_JS = """() => new Promise(resolve => {
     if (now - since >= 300) resolve(true); else requestAnimationFrame(check);
   };
   requestAnimationFrame(check);
-})"""
+}); }"""
+SETTLED_JS = "() => window.anchordivSettled"
 
 SHOWN_CAPTIONS_JS = """() => [...document.querySelectorAll('[data-testid="stImageCaption"]')]
   .filter(caption => caption.getBoundingClientRect().width > 0).map(caption => caption.innerText)"""
 
 
+def open_tab(page, number: int) -> None:
+    """Tab ``number`` of the report, with each of its expanders opened."""
+    page.get_by_role("tab").nth(number).click()
+    for summary in page.locator('[data-testid="stExpander"] summary').all():
+        if summary.is_visible():
+            summary.click()
+
+
 @pytest.mark.slow
 def test_the_report_page_fits_its_tables_and_shows_whole_captions_at_two_widths(app_url, tmp_path):
-    """In a real browser at 1500 and 1000 px: in every tab, each table, figure and caption stays
-    inside the page's column (a wide table scrolls in its own box), and each figure's caption is its
-    label in the report, whole."""
+    """In a real browser at 1500 and 1000 px (two pages, side by side): in every tab, each table,
+    figure and caption stays inside the page's column (a wide table scrolls in its own box), and each
+    figure's caption is its label in the report, whole."""
     from test_browser import chromium, new_page, page_report, wait_until_idle
 
     url, log_path = app_url
     _, sections = read_report()
     with chromium() as browser:
-        for width in (1500, 1000):
-            page = new_page(browser, width, 1200)
-            page.goto(url.rstrip("/") + "/report")
+        pages = {width: new_page(browser, width, 1200) for width in (1500, 1000)}
+        for page in pages.values():
+            page.goto(url.rstrip("/") + "/report", wait_until="commit")
+        for page in pages.values():
             page.get_by_text("reproduction report").first.wait_for(timeout=120_000)
             wait_until_idle(page)
-            for number, section in enumerate(sections):
-                page.get_by_role("tab").nth(number).click()
-                for summary in page.locator('[data-testid="stExpander"] summary').all():
-                    if summary.is_visible():
-                        summary.click()
-                labels = [block.text for block in section.blocks if block.kind == "image"]
+        for number, section in enumerate(sections):
+            labels = [block.text for block in section.blocks if block.kind == "image"]
+            for page in pages.values():
+                open_tab(page, number)
+            for page in pages.values():
                 page.wait_for_function(f"() => ({SHOWN_CAPTIONS_JS})().length >= {len(labels)}", timeout=30_000)
-                page.evaluate(LAYOUT_SETTLED_JS)
+                page.evaluate(START_SETTLING_JS)
+            for width, page in pages.items():
+                page.evaluate(SETTLED_JS)
                 past = page.evaluate(PAST_THE_COLUMN_JS)
                 assert not past, f"{width} px, {section.title}: {past}\n{page_report(page, log_path)}"
                 captions = page.evaluate(SHOWN_CAPTIONS_JS)
                 assert [caption.strip() for caption in captions] == labels, f"{width} px, {section.title}"
+        for width, page in pages.items():
             page.screenshot(path=str(tmp_path / f"report-{width}.png"), full_page=True)
             page.context.close()
