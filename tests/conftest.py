@@ -289,7 +289,16 @@ def no_ray():
         import_ray().shutdown()
 
 
-# -- the explorer in a real browser: one server for every browser test -------------------------------
+# -- the explorer in a real browser: one server for every browser test, one Chromium per module ------
+def skip_without_chromium():
+    """Skips the test, naming what to install, without the system Chromium or the playwright package."""
+    from anchordiv.benchmarks.browser import CHROMIUM
+
+    if not Path(CHROMIUM).is_file():
+        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install -y chromium)")
+    pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (pip install playwright)")
+
+
 @pytest.fixture(scope="session")
 def app_url(tmp_path_factory):
     """``(url, log path)`` of one explorer server (``streamlit run app/streamlit_app.py``) on a small
@@ -297,12 +306,10 @@ def app_url(tmp_path_factory):
     the run: each drives its own browser contexts, so sessions never mix, and the server's start
     and its first page's work are paid once. Skipped, with the reason, without Chromium, the
     playwright package or the built-in weights."""
-    from anchordiv.benchmarks.browser import CHROMIUM, explorer_env, streamlit_server, wait_healthy
+    from anchordiv.benchmarks.browser import explorer_env, streamlit_server, wait_healthy
     from anchordiv.builtin.weights import ASSETS_DIR, WEIGHTS_NAME
 
-    if not Path(CHROMIUM).is_file():
-        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install -y chromium)")
-    pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (pip install playwright)")
+    skip_without_chromium()
     if not (ASSETS_DIR / WEIGHTS_NAME).is_file():
         pytest.skip("the built-in model weights are not there yet")
     workdir = tmp_path_factory.mktemp("browser")
@@ -311,6 +318,30 @@ def app_url(tmp_path_factory):
     with streamlit_server(app, env, workdir / "streamlit.log") as (url, process, log):
         wait_healthy(url, process, log, seconds=60)
         yield url, log
+
+
+@pytest.fixture(scope="module")
+def module_browser():
+    """The system Chromium, headless, driven by Playwright's sync API: one for the tests of a module
+    (closed at its end, so that a later module may run Playwright's async API)."""
+    from playwright.sync_api import sync_playwright
+
+    from anchordiv.benchmarks.browser import CHROMIUM, CHROMIUM_ARGS
+
+    skip_without_chromium()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def browser(module_browser):
+    """The module's Chromium (:func:`module_browser`); every browser context the test opened is
+    closed when it ends, so that no page of one test lives on into the next."""
+    yield module_browser
+    for context in module_browser.contexts:
+        context.close()
 
 
 def stop_process_group(process: subprocess.Popen) -> None:

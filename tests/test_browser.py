@@ -12,13 +12,12 @@ from __future__ import annotations
 import re
 import time
 import weakref
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from anchordiv.benchmarks.browser import CHROMIUM, CHROMIUM_ARGS, explorer_env, streamlit_server, wait_healthy
+from anchordiv.benchmarks.browser import explorer_env, streamlit_server, wait_healthy
 from page_traffic import PAGE_IDLE_JS, PageTraffic
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -126,19 +125,6 @@ def page_report(page, log_path: Path) -> str:
     return f"page text:\n{body}\nstreamlit log:\n{log}"
 
 
-@contextmanager
-def chromium():
-    """The system Chromium, headless, closed afterwards."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
 def open_explorer(browser, url: str, log_path: Path):
     """A page in a fresh browser context (:func:`new_page`) on ``url``, once both neighbour grids
     are drawn and the run has ended."""
@@ -154,81 +140,79 @@ def open_explorer(browser, url: str, log_path: Path):
     return page
 
 
-def test_browser_types_anchors_moves_p_and_sees_the_grid_change(app_url, tmp_path):
+def test_browser_types_anchors_moves_p_and_sees_the_grid_change(app_url, browser, tmp_path):
     url, log_path = app_url
-    with chromium() as browser:
-        page = open_explorer(browser, url, log_path)
-        start = neighbour_captions(page)
-        page.screenshot(path=str(tmp_path / "start.png"), full_page=True)
+    page = open_explorer(browser, url, log_path)
+    start = neighbour_captions(page)
+    page.screenshot(path=str(tmp_path / "start.png"), full_page=True)
 
-        style_box = page.get_by_role("textbox", name="Anchor set B (style) (one per line)")
-        style_box.fill("pixel art\nneon on black\npixel art\n")
-        style_box.press("Control+Enter")  # Streamlit's shortcut to apply a text area
-        page.get_by_text("2 anchors in use").first.wait_for(timeout=60_000)
-        wait_until_idle(page)
-        typed = wait_for_change(page, start)
+    style_box = page.get_by_role("textbox", name="Anchor set B (style) (one per line)")
+    style_box.fill("pixel art\nneon on black\npixel art\n")
+    style_box.press("Control+Enter")  # Streamlit's shortcut to apply a text area
+    page.get_by_text("2 anchors in use").first.wait_for(timeout=60_000)
+    wait_until_idle(page)
+    typed = wait_for_change(page, start)
 
-        slider = page.locator(PLAYER_SLIDER)
-        slider.focus()
-        slider.press("End")  # p = 1: only A
-        page.get_by_text("p = 1.00").first.wait_for(timeout=60_000)
-        wait_until_idle(page)
-        moved = wait_for_change(page, typed)
-        assert moved[:10] != typed[:10] or typed[:10] != start[:10], \
-            f"the neighbour grid never changed\n{page_report(page, log_path)}"
-        assert moved[-10:] == typed[-10:], f"cosine's grid (the last) moved with p\n{page_report(page, log_path)}"
-        page.screenshot(path=str(tmp_path / "after.png"), full_page=True)
-        assert not page.get_by_text("Traceback").count(), page_report(page, log_path)
+    slider = page.locator(PLAYER_SLIDER)
+    slider.focus()
+    slider.press("End")  # p = 1: only A
+    page.get_by_text("p = 1.00").first.wait_for(timeout=60_000)
+    wait_until_idle(page)
+    moved = wait_for_change(page, typed)
+    assert moved[:10] != typed[:10] or typed[:10] != start[:10], \
+        f"the neighbour grid never changed\n{page_report(page, log_path)}"
+    assert moved[-10:] == typed[-10:], f"cosine's grid (the last) moved with p\n{page_report(page, log_path)}"
+    page.screenshot(path=str(tmp_path / "after.png"), full_page=True)
+    assert not page.get_by_text("Traceback").count(), page_report(page, log_path)
 
-        # A run that stops before drawing the anchors (no data folder offered) must not empty
-        # them in the browser while the server keeps using them: set A was filled by its preset.
-        object_box = page.get_by_role("textbox", name="Anchor set A (object) (one per line)")
-        objects = object_box.input_value()
-        assert objects.strip(), page_report(page, log_path)
-        page.get_by_text("Image folder", exact=True).click()
-        page.get_by_text("offers no data folders").first.wait_for(timeout=60_000)
-        page.get_by_text("Built-in emoji world", exact=True).click()
-        page.get_by_text("2 anchors in use").first.wait_for(timeout=60_000)
-        wait_until_idle(page)
-        assert object_box.input_value() == objects, page_report(page, log_path)
-        assert style_box.input_value().splitlines() == ["pixel art", "neon on black", "pixel art"], \
-            page_report(page, log_path)
+    # A run that stops before drawing the anchors (no data folder offered) must not empty
+    # them in the browser while the server keeps using them: set A was filled by its preset.
+    object_box = page.get_by_role("textbox", name="Anchor set A (object) (one per line)")
+    objects = object_box.input_value()
+    assert objects.strip(), page_report(page, log_path)
+    page.get_by_text("Image folder", exact=True).click()
+    page.get_by_text("offers no data folders").first.wait_for(timeout=60_000)
+    page.get_by_text("Built-in emoji world", exact=True).click()
+    page.get_by_text("2 anchors in use").first.wait_for(timeout=60_000)
+    wait_until_idle(page)
+    assert object_box.input_value() == objects, page_report(page, log_path)
+    assert style_box.input_value().splitlines() == ["pixel art", "neon on black", "pixel art"], \
+        page_report(page, log_path)
 
 
-def test_browser_links_restore_the_view_and_every_page_opens(app_url, tmp_path):
+def test_browser_links_restore_the_view_and_every_page_opens(app_url, browser, tmp_path):
     """Moving p changes the page's URL; that URL in a fresh browser context shows the same p and the
     same neighbour captions; the navigation lists every page, and each opens without a traceback
     and without a request to any host but this machine (the tab's icon included). The Compare
     page's PNG, PDF and SVG downloads open and hold its grid."""
     url, log_path = app_url
-    with chromium() as browser:
-        page = open_explorer(browser, url, log_path)
-        navigation = page.locator('[data-testid="stSidebarNav"]').inner_text()
-        for title in ("Explore", "Compare", "Learn", "Report"):
-            assert title in navigation, f"{title} missing from the navigation: {navigation}"
+    page = open_explorer(browser, url, log_path)
+    navigation = page.locator('[data-testid="stSidebarNav"]').inner_text()
+    for title in ("Explore", "Compare", "Learn", "Report"):
+        assert title in navigation, f"{title} missing from the navigation: {navigation}"
 
-        slider = page.locator(PLAYER_SLIDER)
-        slider.focus()
-        for _ in range(30):  # 0.5 -> 0.8, then released: the URL follows
-            slider.press("ArrowRight")
-        page.wait_for_url("**p=0.8*", timeout=60_000)
-        wait_until_idle(page)
-        shown = neighbour_captions(page)
-        link = page.url
+    slider = page.locator(PLAYER_SLIDER)
+    slider.focus()
+    for _ in range(30):  # 0.5 -> 0.8, then released: the URL follows
+        slider.press("ArrowRight")
+    page.wait_for_url("**p=0.8*", timeout=60_000)
+    wait_until_idle(page)
+    shown = neighbour_captions(page)
+    link = page.url
 
-        fresh = open_explorer(browser, link, log_path)
-        assert player_p(fresh) == 0.8, page_report(fresh, log_path)
-        assert neighbour_captions(fresh) == shown, page_report(fresh, log_path)
-        fresh.screenshot(path=str(tmp_path / "explore.png"), full_page=True)
+    fresh = open_explorer(browser, link, log_path)
+    assert player_p(fresh) == 0.8, page_report(fresh, log_path)
+    assert neighbour_captions(fresh) == shown, page_report(fresh, log_path)
+    fresh.screenshot(path=str(tmp_path / "explore.png"), full_page=True)
 
-        for title, text in (("Learn", "tilted"), ("Report", "reproduction report")):
-            fresh.locator('[data-testid="stSidebarNav"]').get_by_text(title, exact=True).click()
-            fresh.get_by_text(text).first.wait_for(timeout=120_000)
-            wait_until_idle(fresh)
-            assert not fresh.get_by_text("Traceback").count(), page_report(fresh, log_path)
-            fresh.screenshot(path=str(tmp_path / f"{title.lower()}.png"), full_page=True)
-        check_compare_exports(fresh, tmp_path, log_path)
-        assert traffic(fresh).off_machine == [], "the pages fetched from elsewhere"
+    for title, text in (("Learn", "tilted"), ("Report", "reproduction report")):
+        fresh.locator('[data-testid="stSidebarNav"]').get_by_text(title, exact=True).click()
+        fresh.get_by_text(text).first.wait_for(timeout=120_000)
+        wait_until_idle(fresh)
+        assert not fresh.get_by_text("Traceback").count(), page_report(fresh, log_path)
+        fresh.screenshot(path=str(tmp_path / f"{title.lower()}.png"), full_page=True)
+    check_compare_exports(fresh, tmp_path, log_path)
+    assert traffic(fresh).off_machine == [], "the pages fetched from elsewhere"
 
 
 HOSTILE = ("[click me](https://evil.example/phish) ![t](https://evil.example/t.png) www.evil.example "
@@ -239,7 +223,7 @@ MARKUP_JS = """() => [...document.querySelectorAll(
   .map(element => element.outerHTML.slice(0, 120))"""
 
 
-def test_browser_shows_a_hostile_link_as_text(app_url, tmp_path):
+def test_browser_shows_a_hostile_link_as_text(app_url, browser, tmp_path):
     """A link whose parameter name, values, text query, anchors and Compare rows are Markdown, HTML
     and math: every page shows them as the characters they are, in real Chromium."""
     from urllib.parse import urlencode
@@ -248,17 +232,16 @@ def test_browser_shows_a_hostile_link_as_text(app_url, tmp_path):
     explore = urlencode({HOSTILE: "1", "p": HOSTILE, "mode": "text", "text": HOSTILE,
                          "anchors_b": f"{HOSTILE}\nwatercolor painting"})
     compare = urlencode({"rows": [HOSTILE, f"text:{HOSTILE}", "#3"], "columns": [HOSTILE, "A"]}, doseq=True)
-    with chromium() as browser:
-        for path, query, ready in (("", explore, "Neighbours"), ("compare", compare, "Download PDF")):
-            page = new_page(browser)
-            page.goto(f"{url}/{path}?{query}")
-            page.get_by_text(ready).first.wait_for(timeout=STARTUP_SECONDS * 1000)
-            wait_until_idle(page)
-            page.screenshot(path=str(tmp_path / f"hostile-{path or 'explore'}.png"), full_page=True)
-            text = page.locator("body").inner_text().replace("\u2060", "")
-            assert page.evaluate(MARKUP_JS) == [], page_report(page, log_path)
-            assert "[click me](https://evil.example/phish)" in text and "Traceback" not in text, \
-                page_report(page, log_path)
+    for path, query, ready in (("", explore, "Neighbours"), ("compare", compare, "Download PDF")):
+        page = new_page(browser)
+        page.goto(f"{url}/{path}?{query}")
+        page.get_by_text(ready).first.wait_for(timeout=STARTUP_SECONDS * 1000)
+        wait_until_idle(page)
+        page.screenshot(path=str(tmp_path / f"hostile-{path or 'explore'}.png"), full_page=True)
+        text = page.locator("body").inner_text().replace("\u2060", "")
+        assert page.evaluate(MARKUP_JS) == [], page_report(page, log_path)
+        assert "[click me](https://evil.example/phish)" in text and "Traceback" not in text, \
+            page_report(page, log_path)
 
 
 def check_compare_exports(page, tmp_path: Path, log_path: Path) -> None:
@@ -290,48 +273,47 @@ def check_compare_exports(page, tmp_path: Path, log_path: Path) -> None:
     assert len(svg.findall(".//{http://www.w3.org/2000/svg}image")) == images
 
 
-def test_browser_opens_a_gallery_store_and_moves_p_on_the_certified_slider(store_app_url, tmp_path):
+def test_browser_opens_a_gallery_store_and_moves_p_on_the_certified_slider(store_app_url, browser, tmp_path):
     """The store offered under the data root opens; its grids come with the slider's certificate,
     its thumbnails are the store's images, and moving p redraws the grid at the new p."""
     url, log_path = store_app_url
-    with chromium() as browser:
-        page = open_explorer(browser, url, log_path)
-        dialogs = []
-        page.on("dialog", lambda dialog: dialogs.append(dialog.message) or dialog.dismiss())
-        page.get_by_text("Gallery store", exact=True).first.click()
-        page.get_by_text("Choose a gallery store in the sidebar").first.wait_for(timeout=60_000)
-        page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first.click()
-        page.get_by_role("option").filter(has_text="shapes").first.click()
-        page.get_by_text("Certified").first.wait_for(timeout=STARTUP_SECONDS * 1000)
-        wait_for_grids(page, 20)
-        wait_until_idle(page)
-        assert "gallery store 'shapes' (31 items" in page.locator('[data-testid="stSidebar"]').inner_text()
-        captions = neighbour_captions(page)
-        assert any(".png" in caption for caption in captions), page_report(page, log_path)
-        slider = page.locator(PLAYER_SLIDER)
-        before = float(re.search(r"\(\w+, p = (\d\.\d\d)\)", page.locator("body").inner_text()).group(1))
-        slider.focus()
-        slider.press("ArrowLeft")
-        slider.press("ArrowLeft")
-        expected = f"p = {before - 0.02:.2f}"
-        page.get_by_text(expected).first.wait_for(timeout=30_000)
-        wait_until_idle(page)
-        page.screenshot(path=str(tmp_path / "store.png"), full_page=True)
-        text = page.locator("body").inner_text()
-        assert "Certified" in text and "Traceback" not in text, page_report(page, log_path)
+    page = open_explorer(browser, url, log_path)
+    dialogs = []
+    page.on("dialog", lambda dialog: dialogs.append(dialog.message) or dialog.dismiss())
+    page.get_by_text("Gallery store", exact=True).first.click()
+    page.get_by_text("Choose a gallery store in the sidebar").first.wait_for(timeout=60_000)
+    page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first.click()
+    page.get_by_role("option").filter(has_text="shapes").first.click()
+    page.get_by_text("Certified").first.wait_for(timeout=STARTUP_SECONDS * 1000)
+    wait_for_grids(page, 20)
+    wait_until_idle(page)
+    assert "gallery store 'shapes' (31 items" in page.locator('[data-testid="stSidebar"]').inner_text()
+    captions = neighbour_captions(page)
+    assert any(".png" in caption for caption in captions), page_report(page, log_path)
+    slider = page.locator(PLAYER_SLIDER)
+    before = float(re.search(r"\(\w+, p = (\d\.\d\d)\)", page.locator("body").inner_text()).group(1))
+    slider.focus()
+    slider.press("ArrowLeft")
+    slider.press("ArrowLeft")
+    expected = f"p = {before - 0.02:.2f}"
+    page.get_by_text(expected).first.wait_for(timeout=30_000)
+    wait_until_idle(page)
+    page.screenshot(path=str(tmp_path / "store.png"), full_page=True)
+    text = page.locator("body").inner_text()
+    assert "Certified" in text and "Traceback" not in text, page_report(page, log_path)
 
-        # red-0 as the query: its copy named as markup is its nearest neighbour, and the player shows
-        # that name as the characters it is (no element made of it, no alert).
-        page.get_by_label("Search by name").fill("red-0")
-        page.get_by_label("Search by name").press("Enter")
-        wait_until_idle(page)
-        page.locator('[data-testid="stSelectbox"]').filter(has_text="Matches").click()
-        page.get_by_role("option").filter(has_text="red-0.png").first.click()
-        page.get_by_text("onerror").first.wait_for(timeout=60_000)
-        wait_until_idle(page)
-        names = page.locator("[data-anchordiv-caption]").all_inner_texts()
-        assert any(HOSTILE_NAME in name.replace("\n", " ") for name in names), names
-        assert not dialogs and page.locator('img[src="x"]').count() == 0, page_report(page, log_path)
+    # red-0 as the query: its copy named as markup is its nearest neighbour, and the player shows
+    # that name as the characters it is (no element made of it, no alert).
+    page.get_by_label("Search by name").fill("red-0")
+    page.get_by_label("Search by name").press("Enter")
+    wait_until_idle(page)
+    page.locator('[data-testid="stSelectbox"]').filter(has_text="Matches").click()
+    page.get_by_role("option").filter(has_text="red-0.png").first.click()
+    page.get_by_text("onerror").first.wait_for(timeout=60_000)
+    wait_until_idle(page)
+    names = page.locator("[data-anchordiv-caption]").all_inner_texts()
+    assert any(HOSTILE_NAME in name.replace("\n", " ") for name in names), names
+    assert not dialogs and page.locator('img[src="x"]').count() == 0, page_report(page, log_path)
 
 
 def details_text(page) -> str:
@@ -362,78 +344,77 @@ def check_grid_is_the_library_s(page, library, log_path) -> None:
                         context=f"the player's grid at p = {p:.2f}")
 
 
-def test_browser_p_player_plays_in_the_browser_and_one_release_is_one_run(app_url, library, tmp_path):
+def test_browser_p_player_plays_in_the_browser_and_one_release_is_one_run(app_url, browser, library, tmp_path):
     """Keys and a drag move p with no run; each grid is the library's at its p; a burst of key
     presses is one release and one run, after which the URL and the open "why this neighbour?" follow;
     Play reaches p = 1 and Pause reports where it stopped; a reload keeps p. At 1500 x 1000 the
     query, the p control and the first row of the grid are on the first screen."""
     url, log_path = app_url
-    with chromium() as browser:
-        page = new_page(browser, height=1000)
-        dialogs = []
-        page.on("dialog", lambda dialog: dialogs.append(dialog.message) or dialog.dismiss())
-        runs = traffic(page)
-        page.goto(url)
-        wait_for_grids(page, 20)
-        wait_until_idle(page)
-        slider = page.locator(PLAYER_SLIDER)
-        assert slider.get_attribute("aria-label").startswith("p"), page_report(page, log_path)
-        first_row = page.locator('[data-anchordiv-grid="anchor divergence"] img').first.bounding_box()
-        query = page.locator('[data-testid="stImage"] img').first.bounding_box()
-        for box, what in ((first_row, "the grid's first row"), (slider.bounding_box(), "the p slider"), (query, "the query")):
-            assert box["y"] >= 0 and box["y"] + box["height"] <= 1000, f"{what} is below the fold: {box}"
-        check_grid_is_the_library_s(page, library, log_path)
+    page = new_page(browser, height=1000)
+    dialogs = []
+    page.on("dialog", lambda dialog: dialogs.append(dialog.message) or dialog.dismiss())
+    runs = traffic(page)
+    page.goto(url)
+    wait_for_grids(page, 20)
+    wait_until_idle(page)
+    slider = page.locator(PLAYER_SLIDER)
+    assert slider.get_attribute("aria-label").startswith("p"), page_report(page, log_path)
+    first_row = page.locator('[data-anchordiv-grid="anchor divergence"] img').first.bounding_box()
+    query = page.locator('[data-testid="stImage"] img').first.bounding_box()
+    for box, what in ((first_row, "the grid's first row"), (slider.bounding_box(), "the p slider"), (query, "the query")):
+        assert box["y"] >= 0 and box["y"] + box["height"] <= 1000, f"{what} is below the fold: {box}"
+    check_grid_is_the_library_s(page, library, log_path)
 
-        page.locator('[data-testid="stExpander"] summary').filter(has_text="Why this neighbour?").click()
-        page.get_by_text("Query's tilted anchor distribution").first.wait_for(timeout=60_000)
-        wait_until_idle(page)
-        opened = details_text(page)
-        before_runs = runs.runs
-        slider.focus()
-        for _ in range(4):  # one quick burst: four steps, one release
-            slider.press("ArrowRight")
-        assert player_p(page) == 0.54
-        check_grid_is_the_library_s(page, library, log_path)
-        page.wait_for_url("**p=0.54*", timeout=60_000)
-        wait_until_idle(page)
-        page.wait_for_timeout(800)  # room for any further run, which must not come
-        assert runs.runs == before_runs + 1, f"{runs.runs - before_runs} runs for one release"
-        assert details_text(page) != opened, f"'why this neighbour?' did not follow p\n{page_report(page, log_path)}"
+    page.locator('[data-testid="stExpander"] summary').filter(has_text="Why this neighbour?").click()
+    page.get_by_text("Query's tilted anchor distribution").first.wait_for(timeout=60_000)
+    wait_until_idle(page)
+    opened = details_text(page)
+    before_runs = runs.runs
+    slider.focus()
+    for _ in range(4):  # one quick burst: four steps, one release
+        slider.press("ArrowRight")
+    assert player_p(page) == 0.54
+    check_grid_is_the_library_s(page, library, log_path)
+    page.wait_for_url("**p=0.54*", timeout=60_000)
+    wait_until_idle(page)
+    page.wait_for_timeout(800)  # room for any further run, which must not come
+    assert runs.runs == before_runs + 1, f"{runs.runs - before_runs} runs for one release"
+    assert details_text(page) != opened, f"'why this neighbour?' did not follow p\n{page_report(page, log_path)}"
 
-        box = slider.bounding_box()
-        y = box["y"] + box["height"] / 2
-        page.mouse.move(box["x"] + box["width"] * 0.54, y)
-        before_runs = runs.runs
-        page.mouse.down()
-        page.mouse.move(box["x"] + box["width"] * 0.3, y, steps=8)
-        page.wait_for_timeout(500)
-        assert runs.runs == before_runs, "a drag ran the script before its release"
-        dragged = player_p(page)
-        assert dragged < 0.5, dragged
-        check_grid_is_the_library_s(page, library, log_path)
-        page.mouse.up()
-        page.wait_for_url(f"**p={dragged:g}*", timeout=60_000)
-        wait_until_idle(page)
+    box = slider.bounding_box()
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + box["width"] * 0.54, y)
+    before_runs = runs.runs
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.3, y, steps=8)
+    page.wait_for_timeout(500)
+    assert runs.runs == before_runs, "a drag ran the script before its release"
+    dragged = player_p(page)
+    assert dragged < 0.5, dragged
+    check_grid_is_the_library_s(page, library, log_path)
+    page.mouse.up()
+    page.wait_for_url(f"**p={dragged:g}*", timeout=60_000)
+    wait_until_idle(page)
 
-        page.get_by_role("button", name="Play").click()
-        page.wait_for_function(f"() => document.querySelector('{PLAYER_SLIDER}').getAttribute('aria-valuetext') === 'p = 1.00'",
-                               timeout=20_000)
-        page.get_by_role("button", name="Pause").click()
-        paused = player_p(page)
-        page.wait_for_url(f"**p={paused:g}*", timeout=60_000)
-        wait_until_idle(page)
-        check_grid_is_the_library_s(page, library, log_path)
-        page.screenshot(path=str(tmp_path / "player.png"))
+    page.get_by_role("button", name="Play").click()
+    page.wait_for_function(f"() => document.querySelector('{PLAYER_SLIDER}').getAttribute('aria-valuetext') === 'p = 1.00'",
+                           timeout=20_000)
+    page.get_by_role("button", name="Pause").click()
+    paused = player_p(page)
+    page.wait_for_url(f"**p={paused:g}*", timeout=60_000)
+    wait_until_idle(page)
+    check_grid_is_the_library_s(page, library, log_path)
+    page.screenshot(path=str(tmp_path / "player.png"))
 
-        page.reload()
-        wait_for_grids(page, 20)
-        wait_until_idle(page)
-        assert player_p(page) == paused, page_report(page, log_path)
-        check_grid_is_the_library_s(page, library, log_path)
-        assert not dialogs and not page.get_by_text("Traceback").count(), page_report(page, log_path)
+    page.reload()
+    wait_for_grids(page, 20)
+    wait_until_idle(page)
+    assert player_p(page) == paused, page_report(page, log_path)
+    check_grid_is_the_library_s(page, library, log_path)
+    assert not dialogs and not page.get_by_text("Traceback").count(), page_report(page, log_path)
 
 
-def test_a_bare_streamlit_run_shows_visitors_no_deploy_menu(app_url, tmp_path):
+def test_a_bare_streamlit_run_shows_visitors_no_deploy_menu(app_url, browser, tmp_path):
     """Started without the explorer's flags (``streamlit run app/streamlit_app.py``), the server takes
     its toolbar setting from the entry script: even the first visitor sees no "Deploy" menu. (It
     reads the cache the shared server has filled, which has no say in the toolbar.)"""
@@ -451,38 +432,36 @@ def test_a_bare_streamlit_run_shows_visitors_no_deploy_menu(app_url, tmp_path):
     try:
         url = f"http://127.0.0.1:{port}"
         wait_healthy(url, process, tmp_path / "bare.log", seconds=60)
-        with chromium() as browser:
-            for visit in ("first", "second"):
-                page = open_explorer(browser, url, tmp_path / "bare.log")
-                assert page.locator('[data-testid="stAppDeployButton"]').count() == 0, f"{visit} visit: Deploy shown"
+        for visit in ("first", "second"):
+            page = open_explorer(browser, url, tmp_path / "bare.log")
+            assert page.locator('[data-testid="stAppDeployButton"]').count() == 0, f"{visit} visit: Deploy shown"
     finally:
         process.terminate()
         process.wait(timeout=20)
 
 
-def test_steps_of_p_are_one_history_entry_and_a_new_query_another(app_url):
+def test_steps_of_p_are_one_history_entry_and_a_new_query_another(app_url, browser):
     """Back leaves a run of p steps in one go: Streamlit pushes a history entry for every change of
     the query string, and the player makes a change of the same one parameter replace it; a new
     query (another parameter) still pushes one, and Back returns to the view before it."""
     url, log_path = app_url
-    with chromium() as browser:
-        page = open_explorer(browser, url, log_path)
-        slider = page.locator(PLAYER_SLIDER)
+    page = open_explorer(browser, url, log_path)
+    slider = page.locator(PLAYER_SLIDER)
+    slider.focus()
+    slider.press("ArrowRight")
+    page.wait_for_function("() => location.search.includes('p=0.51')", timeout=60_000)
+    wait_until_idle(page)
+    entries = page.evaluate("() => history.length")
+    for step in ("0.52", "0.53"):
         slider.focus()
         slider.press("ArrowRight")
-        page.wait_for_function("() => location.search.includes('p=0.51')", timeout=60_000)
+        page.wait_for_function(f"() => location.search.includes('p={step}')", timeout=60_000)
         wait_until_idle(page)
-        entries = page.evaluate("() => history.length")
-        for step in ("0.52", "0.53"):
-            slider.focus()
-            slider.press("ArrowRight")
-            page.wait_for_function(f"() => location.search.includes('p={step}')", timeout=60_000)
-            wait_until_idle(page)
-        assert page.evaluate("() => history.length") == entries, page_report(page, log_path)
-        before = page.url
-        page.get_by_role("button", name="Random image").click()
-        page.wait_for_function("before => location.href !== before", arg=before, timeout=60_000)
-        wait_until_idle(page)
-        assert page.evaluate("() => history.length") == entries + 1, page_report(page, log_path)
-        page.go_back()
-        page.wait_for_function("before => location.href === before", arg=before, timeout=60_000)
+    assert page.evaluate("() => history.length") == entries, page_report(page, log_path)
+    before = page.url
+    page.get_by_role("button", name="Random image").click()
+    page.wait_for_function("before => location.href !== before", arg=before, timeout=60_000)
+    wait_until_idle(page)
+    assert page.evaluate("() => history.length") == entries + 1, page_report(page, log_path)
+    page.go_back()
+    page.wait_for_function("before => location.href === before", arg=before, timeout=60_000)

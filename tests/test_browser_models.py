@@ -4,8 +4,6 @@ the progress bar can be seen), embeds an image folder with it and ranks it. Skip
 Chromium, as tests/test_browser.py is."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import torch
 
@@ -13,15 +11,12 @@ from anchordiv.benchmarks.browser import explorer_env, streamlit_server, wait_he
 from anchordiv.explorer.page_state import HUB
 from loopback_hub import TINY_REPO, WEIGHTS_NAME, serve_tiny_hub, tiny_hub_files
 from test_app_models import colour_folder
-from test_browser import CHROMIUM, ROOT, chromium, new_page, page_report, wait_for_grids, wait_until_idle
+from test_browser import ROOT, new_page, page_report, wait_for_grids, wait_until_idle
 
 pytestmark = [pytest.mark.slow]
 
 
-def test_a_hub_model_is_chosen_downloaded_with_progress_and_ranks_a_folder(tmp_path):
-    if not Path(CHROMIUM).is_file():
-        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install -y chromium)")
-    pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (pip install playwright)")
+def test_a_hub_model_is_chosen_downloaded_with_progress_and_ranks_a_folder(browser, tmp_path):
     folder = colour_folder(tmp_path / "images")
     # float32 weights (14 MB): huggingface_hub reports progress after each 10 MB chunk it reads.
     (tmp_path / "weights").mkdir()
@@ -32,31 +27,30 @@ def test_a_hub_model_is_chosen_downloaded_with_progress_and_ranks_a_folder(tmp_p
                "ANCHORDIV_ALLOW_DOWNLOAD": "1", "ANCHORDIV_ALLOW_ANY_PATH": "1"}
         with streamlit_server(ROOT / "app" / "streamlit_app.py", env, tmp_path / "streamlit.log") as (url, process, log):
             wait_healthy(url, process, log, seconds=60)
-            with chromium() as browser:
-                page = new_page(browser, 1400, 1000)
-                page.goto(url)
-                wait_for_grids(page, 10)
-                page.get_by_text("Image folder", exact=True).click()
-                box = page.get_by_label("Image folder (subfolders are labels)")
-                box.fill(str(folder))
-                box.press("Enter")
-                wait_until_idle(page)
-                page.get_by_text(HUB, exact=True).click()
-                repo = page.get_by_label("Hugging Face repo (ORG/REPO)")
-                repo.fill(TINY_REPO)
-                repo.press("Enter")
-                page.get_by_role("button", name="Download and load").click()
-                # Under way: bytes of the whole, speed and time left (the first report has no speed yet).
-                progress = page.locator('[data-testid="stProgress"]').filter(has_text=WEIGHTS_NAME).filter(
-                    has_text="/s")
-                progress.wait_for(timeout=60_000)
-                shown = progress.inner_text()
-                page.screenshot(path=str(tmp_path / "downloading.png"))
-                assert " of 13." in shown and "MB/s" in shown and "left" in shown, shown
-                captions = wait_for_grids(page, 10)
-                wait_until_idle(page)
-                page.screenshot(path=str(tmp_path / "ranked.png"), full_page=True)
-                body = page.locator("body").inner_text()
-                assert "Encoding on CPU" in body and TINY_REPO in body, page_report(page, log)
-                assert any(name in " ".join(captions) for name in ("red", "blue", "green")), page_report(page, log)
+            page = new_page(browser, 1400, 1000)
+            page.goto(url)
+            wait_for_grids(page, 10)
+            page.get_by_text("Image folder", exact=True).click()
+            box = page.get_by_label("Image folder (subfolders are labels)")
+            box.fill(str(folder))
+            box.press("Enter")
+            wait_until_idle(page)
+            page.get_by_text(HUB, exact=True).click()
+            repo = page.get_by_label("Hugging Face repo (ORG/REPO)")
+            repo.fill(TINY_REPO)
+            repo.press("Enter")
+            page.get_by_role("button", name="Download and load").click()
+            # Under way: bytes of the whole, speed and time left (the first report has no speed yet).
+            progress = page.locator('[data-testid="stProgress"]').filter(has_text=WEIGHTS_NAME).filter(
+                has_text="/s")
+            progress.wait_for(timeout=60_000)
+            shown = progress.inner_text()
+            page.screenshot(path=str(tmp_path / "downloading.png"))
+            assert " of 13." in shown and "MB/s" in shown and "left" in shown, shown
+            captions = wait_for_grids(page, 10)
+            wait_until_idle(page)
+            page.screenshot(path=str(tmp_path / "ranked.png"), full_page=True)
+            body = page.locator("body").inner_text()
+            assert "Encoding on CPU" in body and TINY_REPO in body, page_report(page, log)
+            assert any(name in " ".join(captions) for name in ("red", "blue", "green")), page_report(page, log)
         assert len(hub.gets(WEIGHTS_NAME)) == 1

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from test_browser import chromium, new_page, page_report, wait_for_grids, wait_until_idle
+from test_browser import new_page, page_report, wait_for_grids, wait_until_idle
 from test_report_page import PAST_THE_COLUMN_JS
 
 pytestmark = [pytest.mark.slow]
@@ -53,71 +53,69 @@ GRID_TOPS_JS = """() => [...document.querySelectorAll('[data-anchordiv-grid]')]
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_no_page_clips_its_text_or_runs_past_its_column(app_url, width, tmp_path):
+def test_no_page_clips_its_text_or_runs_past_its_column(app_url, browser, width, tmp_path):
     url, log_path = app_url
-    with chromium() as browser:
-        page = new_page(browser, width, 1400)
-        for name, (path, drawn) in PAGES.items():
-            page.goto(url.rstrip("/") + path)
-            page.get_by_text(drawn).first.wait_for(timeout=180_000)
-            wait_until_idle(page)
-            if name == "explore":
-                wait_for_grids(page, 20)
-                for section in ("Why this neighbour?", "Find anchors: suggested terms"):  # their values too
-                    page.get_by_text(section).first.click()
-                    wait_until_idle(page)
-                page.get_by_text("Anchor divergence", exact=True).first.wait_for(timeout=60_000)
-                page.get_by_text("Suggested anchors").first.wait_for(timeout=60_000)
-                # The p slider stands over the anchor-divergence grid only; cosine's grid starts level with it.
-                tops = page.evaluate(GRID_TOPS_JS)
-                assert len(tops) == 2 and abs(tops[0] - tops[1]) <= 2, f"grid tops {tops}\n{page_report(page, log_path)}"
-            page.screenshot(path=str(tmp_path / f"{name}-{width}.png"), full_page=True)
-            report = f"{name} at {width} px\n{page_report(page, log_path)}"
-            assert page.evaluate(SIDEWAYS_JS) <= 1, report
-            assert not page.evaluate(PAST_THE_COLUMN_JS), report
-            assert not page.evaluate(CLIPPED_JS), f"{page.evaluate(CLIPPED_JS)}\n{report}"
-            assert not page.get_by_text("Traceback").count(), report
+    page = new_page(browser, width, 1400)
+    for name, (path, drawn) in PAGES.items():
+        page.goto(url.rstrip("/") + path)
+        page.get_by_text(drawn).first.wait_for(timeout=180_000)
+        wait_until_idle(page)
+        if name == "explore":
+            wait_for_grids(page, 20)
+            for section in ("Why this neighbour?", "Find anchors: suggested terms"):  # their values too
+                page.get_by_text(section).first.click()
+                wait_until_idle(page)
+            page.get_by_text("Anchor divergence", exact=True).first.wait_for(timeout=60_000)
+            page.get_by_text("Suggested anchors").first.wait_for(timeout=60_000)
+            # The p slider stands over the anchor-divergence grid only; cosine's grid starts level with it.
+            tops = page.evaluate(GRID_TOPS_JS)
+            assert len(tops) == 2 and abs(tops[0] - tops[1]) <= 2, f"grid tops {tops}\n{page_report(page, log_path)}"
+        page.screenshot(path=str(tmp_path / f"{name}-{width}.png"), full_page=True)
+        report = f"{name} at {width} px\n{page_report(page, log_path)}"
+        assert page.evaluate(SIDEWAYS_JS) <= 1, report
+        assert not page.evaluate(PAST_THE_COLUMN_JS), report
+        assert not page.evaluate(CLIPPED_JS), f"{page.evaluate(CLIPPED_JS)}\n{report}"
+        assert not page.get_by_text("Traceback").count(), report
 
 
 # The map's legend entries (Plotly draws one per colour and symbol: "style, role").
 LEGEND_JS = """() => [...document.querySelectorAll('.js-plotly-plot .legendtext')].map(text => text.textContent)"""
 
 
-def test_a_newcomer_types_a_comma_list_and_sees_the_query_on_the_map(app_url, tmp_path):
+def test_a_newcomer_types_a_comma_list_and_sees_the_query_on_the_map(app_url, browser, tmp_path):
     """Issue 39's items 2 to 4 where a newcomer meets them, in a 1000 px window: a typed comma list
     becomes anchors with a note and the preset menu says "Your own"; the style preset holds no
     emoji vendor; every divergence reads as a plain non-negative number; the map shows the query
     and its neighbours, coloured by a column with more than one value."""
     url, log_path = app_url
-    with chromium() as browser:
-        page = new_page(browser, 1000, 1400)
-        page.goto(url)
-        wait_for_grids(page, 20)
-        wait_until_idle(page)
-        styles = page.get_by_role("textbox", name="Anchor set B (style) (one per line)").input_value().splitlines()
-        assert styles and not {"google", "twitter"} & set(styles), styles
+    page = new_page(browser, 1000, 1400)
+    page.goto(url)
+    wait_for_grids(page, 20)
+    wait_until_idle(page)
+    styles = page.get_by_role("textbox", name="Anchor set B (style) (one per line)").input_value().splitlines()
+    assert styles and not {"google", "twitter"} & set(styles), styles
 
-        objects = page.get_by_role("textbox", name="Anchor set A (object) (one per line)")
-        objects.fill("cat, dog, rocket, coffee cup")
-        objects.press("Control+Enter")
-        page.get_by_text("4 anchors in use").first.wait_for(timeout=60_000)
-        wait_until_idle(page)
-        report = page_report(page, log_path)
-        assert page.get_by_text("split at its commas").count(), report
-        preset = page.get_by_role("combobox", name="Preset for A (object)").input_value()
-        assert "Your own" in preset, f"{preset}\n{report}"
-        captions = " ".join(page.evaluate("() => [...document.querySelectorAll('[data-anchordiv-caption]')]"
-                                          ".map(caption => caption.textContent)"))
-        assert "d=" in captions and "d=-" not in captions and not re.search(r"\de[-+]\d", captions), captions
+    objects = page.get_by_role("textbox", name="Anchor set A (object) (one per line)")
+    objects.fill("cat, dog, rocket, coffee cup")
+    objects.press("Control+Enter")
+    page.get_by_text("4 anchors in use").first.wait_for(timeout=60_000)
+    wait_until_idle(page)
+    report = page_report(page, log_path)
+    assert page.get_by_text("split at its commas").count(), report
+    preset = page.get_by_role("combobox", name="Preset for A (object)").input_value()
+    assert "Your own" in preset, f"{preset}\n{report}"
+    captions = " ".join(page.evaluate("() => [...document.querySelectorAll('[data-anchordiv-caption]')]"
+                                      ".map(caption => caption.textContent)"))
+    assert "d=" in captions and "d=-" not in captions and not re.search(r"\de[-+]\d", captions), captions
 
-        page.get_by_text("UMAP of the geometry").first.click()
-        page.get_by_text("Show the projection").first.click()
-        page.wait_for_function(f"() => ({LEGEND_JS})().length > 0", timeout=240_000)
-        wait_until_idle(page, 240)
-        legend = page.evaluate(LEGEND_JS)
-        page.screenshot(path=str(tmp_path / "map-1000.png"), full_page=True)
-        report = f"legend {legend}\n{page_report(page, log_path)}"
-        assert any(entry.endswith("query") for entry in legend), report  # in the sample, or added as "your query"
-        assert any("neighbour" in entry for entry in legend), report
-        assert len({entry.split(",")[0] for entry in legend if "gallery" in entry}) > 1, report  # colours
-        assert not page.get_by_text("Traceback").count(), report
+    page.get_by_text("UMAP of the geometry").first.click()
+    page.get_by_text("Show the projection").first.click()
+    page.wait_for_function(f"() => ({LEGEND_JS})().length > 0", timeout=240_000)
+    wait_until_idle(page, 240)
+    legend = page.evaluate(LEGEND_JS)
+    page.screenshot(path=str(tmp_path / "map-1000.png"), full_page=True)
+    report = f"legend {legend}\n{page_report(page, log_path)}"
+    assert any(entry.endswith("query") for entry in legend), report  # in the sample, or added as "your query"
+    assert any("neighbour" in entry for entry in legend), report
+    assert len({entry.split(",")[0] for entry in legend if "gallery" in entry}) > 1, report  # colours
+    assert not page.get_by_text("Traceback").count(), report

@@ -8,7 +8,7 @@ import io
 
 import pytest
 
-from test_browser import STARTUP_SECONDS, chromium, open_explorer, page_report, wait_until_idle
+from test_browser import STARTUP_SECONDS, open_explorer, page_report, wait_until_idle
 
 pytestmark = [pytest.mark.slow]
 NOTICE = "knows emoji drawings only"
@@ -21,7 +21,7 @@ def png_file(image, path):
     return path
 
 
-def test_browser_warns_by_an_uploaded_photo_and_not_by_an_emoji(app_url, tmp_path):
+def test_browser_warns_by_an_uploaded_photo_and_not_by_an_emoji(app_url, browser, tmp_path):
     from PIL import Image
 
     from anchordiv.builtin.familiarity_study import sample_photos
@@ -33,28 +33,27 @@ def test_browser_warns_by_an_uploaded_photo_and_not_by_an_emoji(app_url, tmp_pat
     photos["china"].save(photo, format="JPEG", quality=90)
     photos["chelsea"].save(cat, format="JPEG", quality=90)
     emoji = png_file(Image.fromarray(open_emoji_world("train").image(700)), tmp_path / "emoji.png")
-    with chromium() as browser:
-        page = open_explorer(browser, url, log_path)
-        page.get_by_text("Upload", exact=True).first.click()
-        page.get_by_text("Upload an image to use it as the query").first.wait_for(timeout=60_000)
-        query_upload(page).set_input_files(str(photo))
-        page.get_by_text(NOTICE).first.wait_for(timeout=STARTUP_SECONDS * 1000)
-        wait_until_idle(page)
-        page.screenshot(path=str(tmp_path / "photo.png"), full_page=True)
-        assert "make demo MODEL=open_clip:ViT-B-32" in page.locator("body").inner_text(), page_report(page, log_path)
+    page = open_explorer(browser, url, log_path)
+    page.get_by_text("Upload", exact=True).first.click()
+    page.get_by_text("Upload an image to use it as the query").first.wait_for(timeout=60_000)
+    query_upload(page).set_input_files(str(photo))
+    page.get_by_text(NOTICE).first.wait_for(timeout=STARTUP_SECONDS * 1000)
+    wait_until_idle(page)
+    page.screenshot(path=str(tmp_path / "photo.png"), full_page=True)
+    assert "make demo MODEL=open_clip:ViT-B-32" in page.locator("body").inner_text(), page_report(page, log_path)
 
-        query_upload(page).set_input_files(str(emoji))
-        # The photo's notice goes once the emoji is the query (and must not come back when the run ends).
-        page.get_by_text(NOTICE).first.wait_for(state="detached", timeout=STARTUP_SECONDS * 1000)
-        wait_until_idle(page)
-        page.screenshot(path=str(tmp_path / "emoji.png"), full_page=True)
-        text = page.locator("body").inner_text()
-        assert NOTICE not in text and "Traceback" not in text, page_report(page, log_path)
+    query_upload(page).set_input_files(str(emoji))
+    # The photo's notice goes once the emoji is the query (and must not come back when the run ends).
+    page.get_by_text(NOTICE).first.wait_for(state="detached", timeout=STARTUP_SECONDS * 1000)
+    wait_until_idle(page)
+    page.screenshot(path=str(tmp_path / "emoji.png"), full_page=True)
+    text = page.locator("body").inner_text()
+    assert NOTICE not in text and "Traceback" not in text, page_report(page, log_path)
 
-        query_upload(page).set_input_files(str(cat))
-        page.get_by_text(NOTICE).first.wait_for(timeout=STARTUP_SECONDS * 1000)
-        wait_until_idle(page)
-        assert "Traceback" not in page.locator("body").inner_text(), page_report(page, log_path)
+    query_upload(page).set_input_files(str(cat))
+    page.get_by_text(NOTICE).first.wait_for(timeout=STARTUP_SECONDS * 1000)
+    wait_until_idle(page)
+    assert "Traceback" not in page.locator("body").inner_text(), page_report(page, log_path)
 
 
 def query_upload(page):

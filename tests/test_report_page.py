@@ -137,34 +137,33 @@ def open_tab(page, number: int) -> None:
 
 
 @pytest.mark.slow
-def test_the_report_page_fits_its_tables_and_shows_whole_captions_at_two_widths(app_url, tmp_path):
+def test_the_report_page_fits_its_tables_and_shows_whole_captions_at_two_widths(app_url, browser, tmp_path):
     """In a real browser at 1500 and 1000 px (two pages, side by side): in every tab, each table,
     figure and caption stays inside the page's column (a wide table scrolls in its own box), and each
     figure's caption is its label in the report, whole."""
-    from test_browser import chromium, new_page, page_report, wait_until_idle
+    from test_browser import new_page, page_report, wait_until_idle
 
     url, log_path = app_url
     _, sections = read_report()
-    with chromium() as browser:
-        pages = {width: new_page(browser, width, 1200) for width in (1500, 1000)}
+    pages = {width: new_page(browser, width, 1200) for width in (1500, 1000)}
+    for page in pages.values():
+        page.goto(url.rstrip("/") + "/report", wait_until="commit")
+    for page in pages.values():
+        page.get_by_text("reproduction report").first.wait_for(timeout=120_000)
+        wait_until_idle(page)
+    for number, section in enumerate(sections):
+        labels = [block.text for block in section.blocks if block.kind == "image"]
         for page in pages.values():
-            page.goto(url.rstrip("/") + "/report", wait_until="commit")
+            open_tab(page, number)
         for page in pages.values():
-            page.get_by_text("reproduction report").first.wait_for(timeout=120_000)
-            wait_until_idle(page)
-        for number, section in enumerate(sections):
-            labels = [block.text for block in section.blocks if block.kind == "image"]
-            for page in pages.values():
-                open_tab(page, number)
-            for page in pages.values():
-                page.wait_for_function(f"() => ({SHOWN_CAPTIONS_JS})().length >= {len(labels)}", timeout=30_000)
-                page.evaluate(START_SETTLING_JS)
-            for width, page in pages.items():
-                page.evaluate(SETTLED_JS)
-                past = page.evaluate(PAST_THE_COLUMN_JS)
-                assert not past, f"{width} px, {section.title}: {past}\n{page_report(page, log_path)}"
-                captions = page.evaluate(SHOWN_CAPTIONS_JS)
-                assert [caption.strip() for caption in captions] == labels, f"{width} px, {section.title}"
+            page.wait_for_function(f"() => ({SHOWN_CAPTIONS_JS})().length >= {len(labels)}", timeout=30_000)
+            page.evaluate(START_SETTLING_JS)
         for width, page in pages.items():
-            page.screenshot(path=str(tmp_path / f"report-{width}.png"), full_page=True)
-            page.context.close()
+            page.evaluate(SETTLED_JS)
+            past = page.evaluate(PAST_THE_COLUMN_JS)
+            assert not past, f"{width} px, {section.title}: {past}\n{page_report(page, log_path)}"
+            captions = page.evaluate(SHOWN_CAPTIONS_JS)
+            assert [caption.strip() for caption in captions] == labels, f"{width} px, {section.title}"
+    for width, page in pages.items():
+        page.screenshot(path=str(tmp_path / f"report-{width}.png"), full_page=True)
+        page.context.close()
