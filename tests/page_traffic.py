@@ -28,7 +28,8 @@ class PageTraffic:
     page's requests under way; and ``off_machine``, the URLs of the requests it made to any host
     but this machine (none may be: nothing of a page is fetched from elsewhere)."""
 
-    def __init__(self, page):
+    def __init__(self, page, quiet_s: float = QUIET_S):
+        self.quiet_s = quiet_s
         self.last = self.sent = self.received = time.monotonic()
         self.runs = 0
         self.loading: set = set()
@@ -48,10 +49,10 @@ class PageTraffic:
 
     def quiet_since(self, since: float) -> bool:
         """Whether the last message sent has had its answer, no request is under way and nothing has
-        passed for :data:`QUIET_S`, counted from ``since`` at the earliest (when the waiting began:
-        a message the last action sent may not have reached Playwright yet)."""
+        passed for ``quiet_s`` (:data:`QUIET_S` unless given), counted from ``since`` at the earliest
+        (when the waiting began: a message the last action sent may not have reached Playwright yet)."""
         return (self.received >= self.sent and not self.loading
-                and time.monotonic() - max(self.last, since) >= QUIET_S)
+                and time.monotonic() - max(self.last, since) >= self.quiet_s)
 
     def pending(self) -> str:
         """What :meth:`quiet_since` waits for, in words (for a timeout's message)."""

