@@ -291,12 +291,14 @@ def no_ray():
 
 # -- the explorer in a real browser: one server for every browser test, one Chromium per module ------
 def skip_without_chromium():
-    """Skips the test, naming what to install, without the system Chromium or the playwright package."""
-    from anchordiv.benchmarks.browser import CHROMIUM
+    """Skips the test, naming what to install, without the system Chromium or the playwright package
+    (the library's own check, :func:`anchordiv.benchmarks.browser.check_browser`)."""
+    from anchordiv.benchmarks.browser import check_browser
 
-    if not Path(CHROMIUM).is_file():
-        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install -y chromium)")
-    pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (pip install playwright)")
+    try:
+        check_browser()
+    except ValueError as error:
+        pytest.skip(str(error))
 
 
 @pytest.fixture(scope="session")
