@@ -22,14 +22,16 @@ EXPLAIN_KEY = "explain_open"
 
 
 def explain_expander():
-    """The expander of "why this neighbour?"; opening or closing it reruns :func:`explain_section`."""
+    """The expander of "why this neighbour?"; opening or closing it reruns the fragment it is in."""
     return st.expander(EXPLAIN_LABEL, key=EXPLAIN_KEY, on_change="rerun")
 
 
-@st.fragment
 def explain_section(view: ExploreView, p: float, table: pd.DataFrame) -> None:
-    """A fragment of its own: choosing another neighbour reruns only this. Built only while its
-    expander is open (opening it reruns this fragment)."""
+    """Built only while its expander is open. Part of the results fragment, not a fragment nested
+    in it: Streamlit drops the unsent elements of a fragment whose next run has started, but not
+    those of a fragment nested in it, whose places then point past the end of the page's tree (the
+    browser's "Bad delta path index" error, which blanks the page) when two runs of the results
+    fragment are queued behind a full run, as two releases of p on a busy server."""
     box = explain_expander()
     if box.open:
         with box:
