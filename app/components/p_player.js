@@ -12,11 +12,13 @@
 // keeps the visitor's p and the image elements across those calls.
 
 const PLAYERS = new WeakMap();
-// The visitor's own p for each path (its key), and the path whose slider last had the keyboard:
-// kept outside the players because a busy server can redraw the player between two key presses
-// (a new host element), and the new one must neither fall back to the server's p nor drop the keys.
-const VISITOR_P = new Map();
-const KEYBOARD = { key: null, at: 0 };
+// The p the visitor last released, until a drawing from the server carries it back (its p_now),
+// and when the slider last had the keyboard. Kept outside the players: a busy server can
+// redraw the player with the p it had before the release (a run under way when the keys were
+// pressed, on the same path or a new query's), even on a new host element, and the visitor's p
+// must win over that p, and be reported again by a new player (the old one's report may be lost).
+const RELEASED = { p: null };
+const KEYBOARD = { at: -Infinity };
 const KEYBOARD_MS = 3000;      // a redraw this soon after a key on the slider gives the keyboard back
 const REPORT_DELAY_MS = 300;   // quick key presses in a row are one release: one run, not one per step
 const SWEEP_SECONDS = 2.5;     // Play: from p = 0 to p = 1 (or back) in this long
@@ -115,9 +117,7 @@ class Player {
 
   show(data) {
     if (!this.root.isConnected) this.bind();
-    const first = this.data === null;
-    const ownP = first ? VISITOR_P.get(data.key) : undefined;  // a redrawn player: the visitor's p
-    const previousP = first ? (ownP ?? data.p_now) : this.data.p[this.step];
+    const target = this.target(data);
     this.data = data;
     this.label.textContent = data.label;
     this.label.title = data.help;
@@ -127,6 +127,7 @@ class Player {
     if (data.key !== this.key) {
       this.pause(false);
       this.key = data.key;
+      this.reported = null;  // a new path: the server's p is its p_now
       this.tiles = data.items.map((item) => this.makeTile(item));
     }
     const marks = data.marks || { like: [], enabled: false };
@@ -137,18 +138,27 @@ class Player {
       this.baselines = baselines;
       this.drawBaselines(data.baselines);
     }
-    // The server's p counts on the first drawing only (a link, a reload, a return to the page);
-    // afterwards the visitor's own p stays, even while the server's run for an earlier release
-    // is still on its way back.
     this.step = -1;
-    this.moveTo(nearestStep(data.p, previousP), false);
+    this.moveTo(nearestStep(data.p, target), false);
     this.drawMarks();
-    if (ownP !== undefined) this.released();  // reported unless the server has it already
+    if (RELEASED.p !== null) this.released();  // reported unless this player has reported it
     const active = document.activeElement;
-    if (KEYBOARD.key === data.key && performance.now() - KEYBOARD.at < KEYBOARD_MS && active !== this.range
+    if (performance.now() - KEYBOARD.at < KEYBOARD_MS && active !== this.range
         && (active === null || active === document.body)) {
       this.range.focus({ preventScroll: true });
     }
+  }
+
+  // Where a drawing of data puts p: the visitor's release while the server has not carried it
+  // back; else the server's p on a first drawing (a link, a reload, a return to the page) or when
+  // the server's p changed (Back); else the p shown, which the visitor may be moving (Play, a drag).
+  target(data) {
+    if (RELEASED.p !== null && nearestStep(data.p, RELEASED.p) === nearestStep(data.p, data.p_now)) {
+      RELEASED.p = this.reported = null;  // the server has it: a later release of this p is news again
+    }
+    if (RELEASED.p !== null) return RELEASED.p;
+    if (this.data === null || data.p_now !== this.data.p_now) return data.p_now;
+    return this.data.p[this.step];
   }
 
   makeTile(item) {
@@ -288,7 +298,7 @@ class Player {
   }
 
   onKey(event) {
-    if (event.target === this.range) [KEYBOARD.key, KEYBOARD.at] = [this.key, performance.now()];
+    if (event.target === this.range) KEYBOARD.at = performance.now();
     if (event.key === " " || event.code === "Space") {
       if (event.target === this.playButton) return;  // the button's own click plays or pauses
       event.preventDefault();
@@ -334,7 +344,7 @@ class Player {
   // Until the delay is over, the slider carries data-anchordiv-reporting: a page with one may still
   // ask the server for a run (the browser tests wait for it to go).
   released() {
-    VISITOR_P.set(this.key, this.data.p[this.step]);
+    RELEASED.p = this.data.p[this.step];
     clearTimeout(this.timer);
     this.range.setAttribute("data-anchordiv-reporting", "");
     this.timer = setTimeout(() => {
