@@ -36,9 +36,10 @@ def plans(names: list[str]) -> list[list[tuple[str, str, int]]]:
 async def settled(page, traffic: PageTraffic | None) -> None:
     """Once the runs the last step asked for have come and gone. A visitor alone (``traffic``)
     waits for a quiet websocket (:mod:`page_traffic`); the crowd (``None``) keeps fixed pauses
-    around the running icon, the pace it has passed at: paced by its websockets, the crowd once
-    turned up a Streamlit frontend error ("Bad delta path index 2") that blanked one visitor's page
-    as two of its p releases ran under the load, not reproduced since nor yet understood."""
+    around the running icon, the pace it has passed at. Under load this test found a page blanked
+    by the frontend error "Bad delta path index 2" (two releases of p queued behind a full run, and
+    a fragment nested in the results fragment: docs/design.md, "Runs and fragments") and presses
+    of p lost to a redraw of the player (its protocol, same section); both are mended."""
     if traffic is None:
         await page.wait_for_timeout(400)
         await page.wait_for_function(f"() => !document.querySelector('{RUNNING}')", timeout=WAIT_MS)
