@@ -5,7 +5,8 @@
 * the math and search core imports no UI, no command line and no benchmark;
 * no module of the app is over 300 lines, and the app never edits ``sys.path``;
 * the session values the app keeps for itself (keys starting with ``_``) are declared in
-  ``app/session_keys.py`` alone.
+  ``app/session_keys.py`` alone;
+* no fragment of the app runs another (docs/design.md, "Runs and fragments").
 """
 from __future__ import annotations
 
@@ -183,3 +184,42 @@ def test_the_apps_own_session_keys_are_declared_in_one_module(tmp_path):
     spelled = [key for path in sorted((ROOT / "app").rglob("*.py")) if path.name != "session_keys.py"
                for key in private_session_keys(path)]
     assert spelled == []
+
+
+def fragments_reached(paths: list[Path]) -> dict[str, set[str]]:
+    """For each function decorated ``@st.fragment`` in ``paths``, the other such functions its body
+    reaches through calls by name to the functions defined there, however deep."""
+    functions, fragments = {}, set()
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef):
+                functions[node.name] = node
+                if any(ast.unparse(decorator).startswith("st.fragment") for decorator in node.decorator_list):
+                    fragments.add(node.name)
+
+    def called(function: ast.FunctionDef) -> set[str]:
+        return {node.func.id for node in ast.walk(function)
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in functions}
+
+    reached = {}
+    for fragment in fragments:
+        seen, todo = set(), called(functions[fragment])
+        while todo:
+            name = todo.pop()
+            if name not in seen and name != fragment:
+                seen.add(name)
+                todo |= called(functions[name])
+        reached[fragment] = seen & fragments
+    return reached
+
+
+def test_no_fragment_runs_another(tmp_path):
+    """Streamlit drops a fragment's unsent elements when its next run starts, but not those of a
+    fragment nested in it, which then point past the end of the page's tree (a blank page)."""
+    sample = tmp_path / "page.py"
+    sample.write_text("@st.fragment\ndef outer():\n    helper()\n\ndef helper():\n    inner()\n\n"
+                      "@st.fragment\ndef inner():\n    pass\n")
+    assert fragments_reached([sample]) == {"outer": {"inner"}, "inner": set()}
+    reached = fragments_reached(sorted((ROOT / "app").rglob("*.py")))
+    assert len(reached) >= 2  # the results fragment and the UMAP section's, at least
+    assert {fragment: others for fragment, others in reached.items() if others} == {}
