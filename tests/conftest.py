@@ -302,18 +302,25 @@ def skip_without_chromium():
 
 
 @pytest.fixture(scope="session")
-def app_url(tmp_path_factory):
+def chromium_and_weights():
+    """Skips, with the reason, without Chromium, the playwright package or the built-in weights:
+    what a test of the explorer in a real browser needs."""
+    from anchordiv.builtin.weights import ASSETS_DIR, WEIGHTS_NAME
+
+    skip_without_chromium()
+    if not (ASSETS_DIR / WEIGHTS_NAME).is_file():
+        pytest.skip("the built-in model weights are not there yet")
+
+
+@pytest.fixture(scope="session")
+def app_url(tmp_path_factory, chromium_and_weights):
     """``(url, log path)`` of one explorer server (``streamlit run app/streamlit_app.py``) on a small
     held-out gallery with a private cache, empty when it starts, shared by every browser test of
     the run: each drives its own browser contexts, so sessions never mix, and the server's start
     and its first page's work are paid once. Skipped, with the reason, without Chromium, the
     playwright package or the built-in weights."""
     from anchordiv.benchmarks.browser import explorer_env, streamlit_server, wait_healthy
-    from anchordiv.builtin.weights import ASSETS_DIR, WEIGHTS_NAME
 
-    skip_without_chromium()
-    if not (ASSETS_DIR / WEIGHTS_NAME).is_file():
-        pytest.skip("the built-in model weights are not there yet")
     workdir = tmp_path_factory.mktemp("browser")
     env = explorer_env(workdir, split="heldout", limit=96)
     app = Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py"

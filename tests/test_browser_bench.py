@@ -14,7 +14,6 @@ import sys
 
 import pytest
 
-from anchordiv.builtin.weights import ASSETS_DIR, WEIGHTS_NAME
 from anchordiv.app.step_clock import STAGES
 from anchordiv.benchmarks.browser import (CHROMIUM, CPU_FIGURES, CPU_WORDS, FIRST_START, MEASURES, browser_benchmark,
                                           check_browser, step_cpu)
@@ -34,15 +33,6 @@ class _Lines(logging.Handler):
         self.lines.append(record.getMessage())
 
 
-def skip_without_browser_or_weights() -> None:
-    try:
-        check_browser()
-    except ValueError as error:
-        pytest.skip(str(error))
-    if not (ASSETS_DIR / WEIGHTS_NAME).is_file():
-        pytest.skip("the built-in model weights are not there yet")
-
-
 def logged(module: str, bench, **options) -> tuple[dict, list[str]]:
     """``bench(**options)``'s figures and the lines it logged through ``module``'s logger."""
     logger, handler = logging.getLogger(module), _Lines()
@@ -57,8 +47,7 @@ def logged(module: str, bench, **options) -> tuple[dict, list[str]]:
 
 
 @pytest.fixture(scope="module")
-def results():
-    skip_without_browser_or_weights()
+def results(chromium_and_weights):
     return logged("anchordiv.benchmarks.browser", browser_benchmark, repeats=1, split="heldout", limit=96)
 
 
@@ -178,8 +167,7 @@ def test_the_isolation_benchmark_asks_for_the_costliest_figure_a_link_may():
     assert not set(links[0]["rows"]) & set(links[1]["rows"])
 
 
-def test_two_sessions_moving_p_at_once_end_on_the_grids_one_session_alone_shows():
-    skip_without_browser_or_weights()
+def test_two_sessions_moving_p_at_once_end_on_the_grids_one_session_alone_shows(chromium_and_weights):
     figures, lines = logged("anchordiv.benchmarks.browser_sessions", sessions_benchmark, sessions=2, repeats=2,
                             split="heldout", limit=96)
     assert figures["sessions"] == 2 and figures["repeats"] == 2
