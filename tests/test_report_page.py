@@ -166,4 +166,3 @@ def test_the_report_page_fits_its_tables_and_shows_whole_captions_at_two_widths(
             assert [caption.strip() for caption in captions] == labels, f"{width} px, {section.title}"
     for width, page in pages.items():
         page.screenshot(path=str(tmp_path / f"report-{width}.png"), full_page=True)
-        page.context.close()
