@@ -216,6 +216,25 @@ class SliderPath:
         """Every gallery id some step shows, ascending: the images a player of the path needs."""
         return np.unique(self.ids)
 
+    def ranking_runs(self, k: int | None = None) -> np.ndarray:
+        """The runs of consecutive steps whose top ``k`` (default: all the path's) shows the same
+        images, in whatever order: ``(R, 2)`` int64, each run's first and last step, ascending.
+
+        A sweep that stops once per run shows every change of *which* images are near the query;
+        the swaps of order inside a run are as many again (about half the steps of a typical
+        path), too many to hold each one long enough to read."""
+        top = np.sort(self.ids[:, :self.ids.shape[1] if k is None else k], axis=1)
+        starts = np.flatnonzero(np.r_[True, np.any(top[1:] != top[:-1], axis=1)])
+        return np.stack([starts, np.r_[starts[1:] - 1, len(self) - 1]], axis=1).astype(np.int64)
+
+    def sweep_stops(self, k: int | None = None) -> np.ndarray:
+        """The step a sweep shows for each run of :meth:`ranking_runs` ``(R,)``, ascending: the
+        middle of the run, but ``p``'s ends (the first step and the last) for the first and the
+        last run, so that a sweep goes from one anchor set to the other. A path of one run stops
+        at both ends."""
+        middles = self.ranking_runs(k).sum(axis=1)[1:-1] // 2
+        return np.unique(np.r_[0, middles, len(self) - 1]).astype(np.int64)
+
 
 def path_positions(p: int | ArrayLike) -> np.ndarray:
     """Slider positions ``(S,)``: ``p`` evenly spaced weights from 0 to 1 (an int of at least 2), or

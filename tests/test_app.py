@@ -127,6 +127,12 @@ def test_app_starts_on_the_builtin_world(library):
     assert len(neighbours(app, "cosine")) == 10
     assert not app.error
     assert "anchors in use" in messages(app)
+    data = player_data(app)  # Play's stops: one per set of images, the first and last at p's ends
+    runs, stops, steps = data["runs"], data["stops"], len(data["p"])
+    assert runs[0][0] == 0 and runs[-1][1] == steps - 1 and all(b[0] == a[1] + 1 for a, b in zip(runs, runs[1:]))
+    shown = [{data["items"][index]["id"] for index in data["order"][stop]} for stop in stops]
+    assert stops[0] == 0 and stops[-1] == steps - 1 and len(stops) == len(runs) >= 3
+    assert all(a != b for a, b in zip(shown, shown[1:])), "two stops of Play show the same images"
 
 
 def test_p_moves_the_neighbours_as_the_library_says(library):

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import anchordiv as ad
-from anchordiv.slider import log_sigmoid, mixture_scores
+from anchordiv.slider import SliderPath, log_sigmoid, mixture_scores
 
 from conftest import clustered
 from rankings import assert_same_ranking, check_candidates
@@ -305,3 +305,16 @@ def test_path_positions_and_weights_along_a_path_are_checked_and_match_one_at_a_
         assert np.array_equal(np.isneginf(along), np.isneginf(one_at_a_time))
         with pytest.raises(ValueError, match="in \\[0, 1\\]"):
             mixture.log_weights_along([1.2])
+
+
+def test_the_sweep_stops_once_per_set_of_images_at_the_ends_and_in_the_middles():
+    """Runs of one set of images, whatever their order; a sweep's stop for each: p's ends for the
+    first and last run, the middle of every other."""
+    ids = np.array([[1, 2], [2, 1], [2, 1], [3, 1], [3, 1], [1, 3], [4, 1], [4, 5]])
+    path = SliderPath(np.linspace(0, 1, 8), np.zeros((8, 2)), ids, np.ones(8, bool))
+    assert path.ranking_runs().tolist() == [[0, 2], [3, 5], [6, 6], [7, 7]]
+    assert path.sweep_stops().tolist() == [0, 4, 6, 7]
+    assert path.ranking_runs(k=1).tolist() == [[0, 0], [1, 2], [3, 4], [5, 5], [6, 7]]
+    assert path.sweep_stops(k=1).tolist() == [0, 1, 3, 5, 7]
+    still = SliderPath(np.linspace(0, 1, 3), np.zeros((3, 2)), np.tile([[1, 2]], (3, 1)), np.ones(3, bool))
+    assert still.ranking_runs().tolist() == [[0, 2]] and still.sweep_stops().tolist() == [0, 2]

@@ -52,7 +52,11 @@ def player_data(path: SliderPath, source: GallerySource, query_labels: Any, *, k
         gallery id shown, ascending by id; ``order`` ``(S, k)``: each step's items as indices into
         ``items``, best first; ``heads`` ``(S, k)``: each caption's first line (rank, ``d=`` value,
         marks); ``agreement`` ``(S,)``: each step's agreement with the query's labels; ``notes``
-        (the distinct step notes) and ``note`` ``(S,)`` (each step's index into them).
+        (the distinct step notes) and ``note`` ``(S,)`` (each step's index into them); ``runs``
+        ``(R, 2)``: the first and last step of each run showing the same images
+        (:meth:`~anchordiv.slider.SliderPath.ranking_runs`) and ``stops`` ``(R',)``: the step Play
+        holds for each (:meth:`~anchordiv.slider.SliderPath.sweep_stops`), as the p sweep's GIF
+        and strip do.
     """
     steps, k = path.ids.shape
     if steps > MAX_PLAYER_STEPS:
@@ -78,4 +82,6 @@ def player_data(path: SliderPath, source: GallerySource, query_labels: Any, *, k
         "agreement": [agreement_text(table.iloc[step * k:(step + 1) * k]) for step in range(steps)],
         "notes": notes,
         "note": [notes.index(note) for note in step_notes],
+        "runs": path.ranking_runs().tolist(),
+        "stops": path.sweep_stops().tolist(),
     }

@@ -21,8 +21,14 @@ const RELEASED = { p: null };
 const KEYBOARD = { at: -Infinity };
 const KEYBOARD_MS = 3000;      // a redraw this soon after a key on the slider gives the keyboard back
 const REPORT_DELAY_MS = 300;   // quick key presses in a row are one release: one run, not one per step
-const SWEEP_SECONDS = 2.5;     // Play: from p = 0 to p = 1 (or back) in this long
-const MOVE_MS = 160;           // how long a tile takes to glide to its new rank
+// Play stops once per run of steps that show the same images (the data's "stops", as the sweep's
+// GIF and strip do) and holds each long enough to read, the ends (p = 0, p = 1) twice as long.
+const HOLD_MS = 1250;
+const END_HOLD_MS = 2500;
+// A change of ranking: tiles glide from where they are drawn to their new places, a tile that
+// enters grows in from ENTER_OPACITY and one that leaves fades out where it stood, in this long.
+const MOVE_MS = 250;
+const ENTER_OPACITY = 0.5;
 
 export default function ({ data, parentElement, setStateValue }) {
   keepOneEntryPerControl();
@@ -84,12 +90,12 @@ class Player {
     this.key = null;
     this.step = -1;
     this.tiles = [];
-    this.frame = null;
+    this.playing = null;    // Play's timer for the next stop
     this.timer = null;
     this.reported = null;
-    this.places = null;     // each shown tile's place in the grid, as last painted
+    this.drawn = null;      // the path's order the grid shows (indices into the tiles)
+    this.dragging = false;  // a pointer holds the slider: the grid follows it with no glide
     this.baselineTiles = [];
-    this.placing = null;    // the frame that will read the places
     this.like = new Set();  // the gallery ids marked like the query
     this.bind();
   }
@@ -102,15 +108,24 @@ class Player {
     this.playButton = part("play");
     this.range = part("range");
     this.value = part("value");
+    this.ranking = part("ranking");
     this.title = part("title");
     this.agreement = part("agreement");
     this.grid = part("grid");
     this.panels = part("panels");
     this.note = part("note");
     this.baselines = null;
-    this.range.addEventListener("input", () => this.moveTo(Number(this.range.value)));
-    this.range.addEventListener("change", () => this.released());
-    this.range.addEventListener("pointerdown", () => this.pause(false));
+    this.drawn = null;
+    this.range.addEventListener("input", () => this.moveTo(Number(this.range.value), !this.dragging));
+    this.range.addEventListener("change", () => {
+      this.dragging = false;
+      this.released();
+    });
+    this.range.addEventListener("pointerdown", () => {
+      this.pause(false);
+      this.dragging = true;
+      window.addEventListener("pointerup", () => { this.dragging = false; }, { once: true });
+    });
     this.playButton.addEventListener("click", () => this.toggle());
     root.addEventListener("keydown", (event) => this.onKey(event));
   }
@@ -129,6 +144,7 @@ class Player {
       this.key = data.key;
       this.reported = null;  // a new path: the server's p is its p_now
       this.tiles = data.items.map((item) => this.makeTile(item));
+      this.drawn = null;
     }
     const marks = data.marks || { like: [], enabled: false };
     this.like = new Set(marks.like.map(Number));
@@ -252,49 +268,106 @@ class Player {
     this.title.textContent = data.title.split("{p}").join(p);
     this.agreement.textContent = data.agreement[step];
     this.note.textContent = data.notes.length ? data.notes[data.note[step]] : "";
+    this.drawRanking(step);
     this.drawGrid(step, animate);
   }
 
+  // Which of the path's runs of one set of images this step is in, and the p they span.
+  drawRanking(step) {
+    const runs = this.data.runs;
+    const run = runs.findIndex(([first, last]) => first <= step && step <= last);
+    if (run < 0) return;
+    const [first, last] = runs[run];
+    this.ranking.textContent = `ranking ${run + 1} of ${runs.length}`;
+    this.ranking.title = first === last ? `only at p = ${formatP(this.data.p[first])}`
+      : `the same images from p = ${formatP(this.data.p[first])} to ${formatP(this.data.p[last])}`;
+  }
+
+  // The captions follow every step; the tiles are laid out again only when the order changes,
+  // and then (unless the slider is dragged or motion is reduced) glide there (see glide).
   drawGrid(step, animate) {
-    const shown = this.data.order[step].map((index, rank) => {
+    const order = this.data.order[step];
+    const shown = order.map((index, rank) => {
       const tile = this.tiles[index];
       tile.caption.textContent = `${this.data.heads[step][rank]}\n${tile.name}`;
       return tile.element;
     });
-    const glide = animate && !window.matchMedia("(prefers-reduced-motion: reduce)").matches;
-    const before = glide ? this.places : null;
+    if (this.drawn !== null && this.drawn.length === order.length && this.drawn.every((index, rank) => index === order[rank])) {
+      return;
+    }
+    this.drawn = order.slice();
+    const glide = animate && this.grid.isConnected && !window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+    const before = glide ? this.drawnPlaces() : null;
+    this.settle();
     this.grid.replaceChildren(...shown);
-    // Where the tiles now stand is read in the next frame, when the browser lays the page out to
-    // paint it anyway: reading it here would lay the whole page out twice in every step.
-    cancelAnimationFrame(this.placing);
-    this.placing = requestAnimationFrame(() => {
-      this.places = this.placesOf(shown);
-      if (before) this.glide(shown, before, this.places);
-    });
+    if (before) this.glide(shown, before);
   }
 
-  // Each tile's place in its grid (relative to the grid, so a scroll between two steps moves nothing).
-  placesOf(tiles) {
+  // Where each tile of the grid is drawn now, a glide under way included: its centre relative to
+  // the grid (a scroll between two changes moves nothing), its size and its opacity.
+  drawnPlaces() {
     const origin = this.grid.getBoundingClientRect();
-    return new Map(tiles.map((tile) => {
-      const rect = tile.getBoundingClientRect();
-      return [tile, { left: rect.left - origin.left, top: rect.top - origin.top }];
-    }));
+    const places = new Map();
+    for (const element of this.grid.children) {
+      if (element.classList.contains("adp-ghost")) continue;
+      const rect = element.getBoundingClientRect();
+      places.set(element, { x: rect.left + rect.width / 2 - origin.left, y: rect.top + rect.height / 2 - origin.top,
+                            width: element.offsetWidth, height: element.offsetHeight,
+                            opacity: Number(getComputedStyle(element).opacity) });
+    }
+    return places;
   }
 
-  // Each tile that stays in the grid glides from its old place to its new one, so the eye can
-  // follow what moves; a tile that enters fades in.
-  glide(tiles, before, after) {
+  // Ends every glide at once: the tiles stand at their places and the leaving ones are gone.
+  settle() {
+    for (const element of this.grid.children) {
+      if (element.classList.contains("adp-ghost")) element.remove();
+      else for (const animation of element.getAnimations()) animation.cancel();
+    }
+  }
+
+  // Each tile that stays glides from where it was drawn to its new place, so the eye can follow
+  // what moves, and never jumps back to start again; a tile that enters grows in at its place from
+  // half opacity, so no place is ever empty; a tile that leaves fades out where it stood.
+  glide(tiles, before) {
+    const origin = this.grid.getBoundingClientRect();
+    const timing = { duration: MOVE_MS, easing: "ease-in-out" };
     for (const element of tiles) {
       const old = before.get(element);
-      const now = after.get(element);
       if (!old) {
-        element.animate([{ opacity: 0 }, { opacity: 1 }], { duration: MOVE_MS });
-      } else if (old.left !== now.left || old.top !== now.top) {
-        element.animate([{ transform: `translate(${old.left - now.left}px, ${old.top - now.top}px)` },
-                         { transform: "none" }], { duration: MOVE_MS, easing: "ease-out" });
+        element.animate([{ opacity: ENTER_OPACITY, transform: "scale(0.85)" }, { opacity: 1, transform: "none" }], timing);
+        continue;
+      }
+      before.delete(element);
+      const rect = element.getBoundingClientRect();
+      const dx = old.x - (rect.left + rect.width / 2 - origin.left);
+      const dy = old.y - (rect.top + rect.height / 2 - origin.top);
+      if (dx !== 0 || dy !== 0 || old.opacity < 1) {
+        element.animate([{ transform: `translate(${dx}px, ${dy}px)`, opacity: old.opacity },
+                         { transform: "none", opacity: 1 }], timing);
       }
     }
+    for (const [element, old] of before) this.fadeOut(element, old);
+  }
+
+  // A copy of a leaving tile, inert and without the hooks of a shown one, fading where it stood.
+  fadeOut(element, place) {
+    const ghost = element.cloneNode(true);
+    ghost.className = "adp-tile adp-ghost";
+    ghost.removeAttribute("role");
+    ghost.removeAttribute("data-anchordiv-id");
+    ghost.setAttribute("aria-hidden", "true");
+    ghost.inert = true;
+    for (const part of ghost.querySelectorAll("[data-anchordiv-mark], [data-anchordiv-caption]")) {
+      part.removeAttribute("data-anchordiv-mark");
+      part.removeAttribute("data-anchordiv-caption");
+    }
+    ghost.style.left = `${place.x - place.width / 2}px`;
+    ghost.style.top = `${place.y - place.height / 2}px`;
+    this.grid.append(ghost);
+    const fade = ghost.animate([{ opacity: place.opacity }, { opacity: 0, transform: "scale(0.85)" }],
+                               { duration: MOVE_MS, easing: "ease-in", fill: "forwards" });
+    fade.finished.then(() => ghost.remove(), () => ghost.remove());
   }
 
   onKey(event) {
@@ -303,39 +376,40 @@ class Player {
       if (event.target === this.playButton) return;  // the button's own click plays or pauses
       event.preventDefault();
       this.toggle();
-    } else if (event.target === this.range && this.frame !== null) {
+    } else if (event.target === this.range && this.playing !== null) {
       this.pause(false);  // a key on the slider takes p back from Play
     }
   }
 
   toggle() {
-    if (this.frame !== null) this.pause(true);
+    if (this.playing !== null) this.pause(true);
     else this.play();
   }
 
+  // From the stop after this step to p = 1 and back, each stop held (HOLD_MS) until Pause.
   play() {
     if (!this.data.enabled) return;
-    const last = this.data.p.length - 1;
-    let position = this.step >= last ? last : this.step;
-    let direction = this.step >= last ? -1 : 1;
-    let previous = null;
-    const advance = (now) => {
-      if (previous !== null) position += (direction * (now - previous) * last) / (1000 * SWEEP_SECONDS);
-      previous = now;
-      if (position >= last) [position, direction] = [2 * last - position, -1];
-      if (position <= 0) [position, direction] = [-position, 1];
-      this.moveTo(Math.round(position));
-      this.frame = requestAnimationFrame(advance);
+    const stops = this.data.stops;
+    let direction = this.step >= stops[stops.length - 1] ? -1 : 1;
+    const advance = () => {
+      let stop = nextStop(stops, this.data.runs, this.step, direction);
+      if (stop === null) {
+        direction = -direction;
+        stop = nextStop(stops, this.data.runs, this.step, direction);
+      }
+      this.moveTo(stop);
+      const end = stop === stops[0] || stop === stops[stops.length - 1];
+      this.playing = setTimeout(advance, end ? END_HOLD_MS : HOLD_MS);
     };
-    this.frame = requestAnimationFrame(advance);
     this.playButton.textContent = "Pause";
     this.playButton.setAttribute("aria-pressed", "true");
+    advance();
   }
 
   pause(report) {
-    if (this.frame === null) return;
-    cancelAnimationFrame(this.frame);
-    this.frame = null;
+    if (this.playing === null) return;
+    clearTimeout(this.playing);
+    this.playing = null;
     this.playButton.textContent = "Play";
     this.playButton.setAttribute("aria-pressed", "false");
     if (report) this.released();
@@ -350,11 +424,20 @@ class Player {
     this.timer = setTimeout(() => {
       this.range.removeAttribute("data-anchordiv-reporting");
       const p = this.data.p[this.step];
-      if (this.frame !== null || p === (this.reported ?? this.data.p_now)) return;
+      if (this.playing !== null || p === (this.reported ?? this.data.p_now)) return;
       this.reported = p;
       this.report(p);
     }, REPORT_DELAY_MS);
   }
+}
+
+// The first of the ascending stops after step (direction 1) or the last before it (-1) that shows
+// other images than step's run (a stop of the same run when there is none), or null.
+function nextStop(stops, runs, step, direction) {
+  const runOf = (at) => runs.findIndex(([first, last]) => first <= at && at <= last);
+  const ahead = direction > 0 ? stops.filter((stop) => stop > step) : stops.filter((stop) => stop < step).reverse();
+  const other = ahead.find((stop) => runOf(stop) !== runOf(step));
+  return other ?? (ahead.length ? ahead[0] : null);
 }
 
 function nearestStep(positions, p) {
