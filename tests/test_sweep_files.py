@@ -1,6 +1,7 @@
 """The p sweep as files (anchordiv.explorer.sweep_files and ``anchordiv sweep``): a strip PNG with
-one row per p and a looping GIF from p = 0 to 1 and back, drawn from a query's p path; each image
-read once; sizes bounded with a message naming the limit."""
+one row per ranking (or per p asked for) and a looping GIF from p = 0 to 1 and back, one frame per
+ranking, drawn from a query's p path; each image read once; sizes bounded with a message naming
+the limit."""
 from __future__ import annotations
 
 import io
@@ -51,17 +52,39 @@ def test_the_strip_has_one_row_per_p_and_reads_each_image_once(path):
     assert sorted(images.asked) == sorted(expected)  # each shown image once, no other
 
 
-def test_the_animation_loops_from_p_0_to_1_and_back_holding_the_ends(path):
+def test_the_animation_holds_each_ranking_from_p_0_to_1_and_back(path):
+    """One frame per change of the top k's images, the ends held twice as long, ping-pong."""
     images = Images()
-    gif = Image.open(io.BytesIO(sweep_gif(path, images, str, k=3, steps=11, frame_ms=100)))
-    assert gif.format == "GIF" and gif.n_frames == 2 * 11 - 2 and gif.info["loop"] == 0
+    stops = path.sweep_stops(3).tolist()
+    assert len(stops) >= 3, "the fixture's path should change its top 3 at least once"
+    gif = Image.open(io.BytesIO(sweep_gif(path, images, str, k=3, frame_ms=100)))
+    assert gif.format == "GIF" and gif.n_frames == 2 * len(stops) - 2 and gif.info["loop"] == 0
     durations = []
     for frame in range(gif.n_frames):
         gif.seek(frame)
         durations.append(gif.info["duration"])
-    assert durations[0] == durations[10] == 300 and set(durations[1:10] + durations[11:]) == {100}
-    expected = {int(item) for p in np.linspace(0, 1, 11) for item in path.ids[path.step_of(p), :3]}
+    ends = (0, len(stops) - 1)
+    assert [durations[i] for i in ends] == [200, 200]
+    assert {d for i, d in enumerate(durations) if i not in ends} == {100}
+    expected = {int(item) for step in stops for item in path.ids[step, :3]}
     assert sorted(images.asked) == sorted(expected)
+
+
+def test_the_default_strip_shows_the_animation_s_rankings(path):
+    """Without p values, one row per ranking of the sweep (the GIF's and Play's)."""
+    stops = path.sweep_stops(4)
+    strip = Image.open(io.BytesIO(sweep_strip_png(path, Images(), str, k=4, title="query 0")))
+    row_height = 24 + CELL + CAPTION_LINES * LINE_HEIGHT + 4
+    assert strip.size == (4 * CELL, 24 + len(stops) * row_height)
+
+
+def test_a_strip_of_more_rankings_than_rows_spreads_them(path, monkeypatch):
+    import anchordiv.explorer.sweep_files as sweep_files
+
+    monkeypatch.setattr(sweep_files, "MAX_STRIP_ROWS", 2)
+    strip = Image.open(io.BytesIO(sweep_strip_png(path, Images(), str, k=4)))
+    row_height = 24 + CELL + CAPTION_LINES * LINE_HEIGHT + 4
+    assert strip.size == (4 * CELL, 24 + 2 * row_height)  # the title band says "2 of its N rankings"
 
 
 @pytest.mark.parametrize("bad, message", [
@@ -73,7 +96,8 @@ def test_a_strip_past_its_bounds_is_refused(path, bad, message):
 
 
 def test_an_animation_past_its_bounds_is_refused(path):
-    for bad, message in ((dict(steps=1), "2 to 101"), (dict(steps=102), "2 to 101"), (dict(k=MAX_SWEEP_K + 1), "1 to 8")):
+    for bad, message in ((dict(frame_ms=0), "at least 20"), (dict(frame_ms=1.5), "whole number"),
+                         (dict(k=MAX_SWEEP_K + 1), "1 to 8")):
         with pytest.raises(ValueError, match=message):
             sweep_gif(path, Images(), str, **bad)
 
@@ -85,7 +109,8 @@ def test_the_command_writes_both_files_and_refuses_bad_options_in_one_line(tmp_p
     world = ["--split", "heldout", "--limit", "96"]
     assert main(["sweep", "--query", "#3", "--gif", str(gif), "--strip", str(strip), "-k", "4", "--p", "0", "1",
                  *world]) == 0
-    assert Image.open(gif).n_frames == 40 and Image.open(strip).size[0] == 4 * CELL
+    frames = Image.open(gif).n_frames  # 2R - 2 for R rankings: p = 0 to 1 and back
+    assert frames >= 2 and frames % 2 == 0 and Image.open(strip).size[0] == 4 * CELL
     out = capsys.readouterr().out
     assert f"wrote {gif}" in out and f"wrote {strip}" in out
     for argv, message in ((["--query", "#3"], "give --gif"), (["--query", "#3", "--gif", str(strip)], "must end in .gif"),

@@ -22,9 +22,10 @@ def add_parser(commands) -> argparse.ArgumentParser:
     sweep.add_argument("--query", required=True, metavar="Q",
                        help="#ID, NAME or name:NAME (first caption containing it), text:TEXT, random, random:SEED")
     sweep.add_argument("--gif", help="the animation's file (.gif): p from 0 to 1 and back")
-    sweep.add_argument("--strip", help="the strip's file (.png): one row of neighbours per p of --p")
-    sweep.add_argument("--p", nargs="+", type=float, default=[0.0, 0.25, 0.5, 0.75, 1.0], metavar="P",
-                       help="the strip's rows (default 0 0.25 0.5 0.75 1)")
+    sweep.add_argument("--strip", help="the strip's file (.png): one row of neighbours per ranking, or per p of --p")
+    sweep.add_argument("--p", nargs="+", type=float, metavar="P",
+                       help="the strip's rows (default: one per change of the top k's images, the rankings the "
+                            "GIF and the explorer's Play show)")
     add_anchor_set_options(sweep)
     sweep.add_argument("--kind", choices=list_anchor_models(), default="softmax", help="anchor model (default softmax)")
     sweep.add_argument("--scale", type=POSITIVE, default=10.0, help="logit scale s (default 10)")
@@ -85,7 +86,7 @@ def _checked_inputs(args: argparse.Namespace, most_k: int, parse_row):
         check_output_file(target, option)
     if args.k > most_k:
         raise ValueError(f"-k {args.k}: a sweep shows at most {most_k} neighbours per row")
-    if not all(0.0 <= p <= 1.0 for p in args.p):
+    if args.p is not None and not all(0.0 <= p <= 1.0 for p in args.p):
         raise ValueError(f"--p {' '.join(map(str, args.p))}: each p must be from 0 to 1")
     try:
         row = parse_row(args.query)
