@@ -20,11 +20,10 @@ from anchordiv.app.learn_anchors import player_marks, rerun_after_marks, take_pl
 from anchordiv.app.p_player import p_player
 from anchordiv.app.url_state import publish_link, share_box
 from anchordiv.explorer.page_state import SETTINGS
-from anchordiv.explorer.sweep_files import sweep_gif, sweep_strip_png
+from anchordiv.explorer.sweep_files import MAX_SWEEP_K, sweep_gif, sweep_strip_png
 from anchordiv.models import anchor_model_kind
 from anchordiv.slider import SliderPath
 
-SWEEP_K = 5  # neighbours per row of the sweep's files
 BASELINE_TITLES = {"cosine": "Cosine similarity", "iti": "ITI (our reading: cosine of anchor profiles)"}
 
 
@@ -108,9 +107,10 @@ def downloads(view: ExploreView, tables: dict[str, pd.DataFrame], p: float, path
 
 
 def sweep_downloads(columns, view: ExploreView, path: SliderPath) -> None:
-    """The p sweep as an animated GIF (p from 0 to 1 and back) and a strip PNG (one row per p), from
-    the path the player plays."""
-    source, k = view.source, min(SWEEP_K, view.k)
+    """The p sweep as an animated GIF (p from 0 to 1 and back) and a strip PNG, one frame or row per
+    ranking Play holds, from the path the player plays, with the player's top-k (at most
+    :data:`~anchordiv.explorer.sweep_files.MAX_SWEEP_K`)."""
+    source, k = view.source, min(MAX_SWEEP_K, view.k)
     title = f"Query: {view.query_text}"
     columns[0].download_button("Download the p sweep (animated GIF)",
                                lambda: sweep_gif(path, source.thumbnails, source.caption, k=k, title=title),

@@ -23,6 +23,7 @@ from conftest import APP_LIMIT
 from rankings import assert_same_ranking
 from anchordiv.builtin.weights import ASSETS_DIR, MANIFEST_NAME, WEIGHTS_NAME
 from anchordiv.grids import CAPTION_LINES, LINE_HEIGHT
+from anchordiv.explorer.sweep_files import MAX_STRIP_ROWS
 
 streamlit_testing = pytest.importorskip("streamlit.testing.v1")
 AppTest = streamlit_testing.AppTest
@@ -245,11 +246,14 @@ def test_downloads_hold_the_neighbours_shown(library, download_builders):
     grid = Image.open(io.BytesIO(files["neighbours.png"]))
     caption_height = CAPTION_LINES * LINE_HEIGHT + 4
     assert grid.format == "PNG" and grid.width == 5 * 128 and grid.height == 24 + 2 * (128 + caption_height)  # 5 x 2
-    # The p sweep, from the path the player plays: a looping GIF of 40 frames and a strip of 5 rows of 5.
+    # The p sweep, from the path the player plays: the rankings Play holds, p = 0 to 1 and back in a
+    # looping GIF, and a strip with a row of 10 for each.
+    rankings = len(player_data(app)["stops"])
+    assert 3 <= rankings <= MAX_STRIP_ROWS
     sweep = Image.open(io.BytesIO(files["p-sweep.gif"]))
-    assert sweep.format == "GIF" and sweep.n_frames == 40 and sweep.width == 5 * 128
+    assert sweep.format == "GIF" and sweep.n_frames == 2 * rankings - 2 and sweep.width == 10 * 128
     strip = Image.open(io.BytesIO(files["p-sweep.png"]))
-    assert strip.size == (5 * 128, 24 + 5 * (24 + 128 + caption_height))
+    assert strip.size == (10 * 128, 24 + rankings * (24 + 128 + caption_height))
 
 
 def _png() -> bytes:
