@@ -48,8 +48,12 @@ CLIPPED_JS = """() => {
 }"""
 SIDEWAYS_JS = "() => document.documentElement.scrollWidth - window.innerWidth"
 # The top of each neighbour grid's first image (a grid: a list of ten or more captioned images).
-GRID_TOPS_JS = """() => [...document.querySelectorAll('[data-anchordiv-grid]')]
-  .map(grid => grid.querySelector('img').getBoundingClientRect().top)"""
+# Each grid of the player: its top, its bottom and how many tiles its first row holds.
+GRIDS_JS = """() => [...document.querySelectorAll('[data-anchordiv-grid]')].map(grid => {
+  const tops = [...grid.querySelectorAll('[data-anchordiv-id]')].map(tile => Math.round(tile.getBoundingClientRect().top));
+  const box = grid.getBoundingClientRect();
+  return {top: box.top, bottom: box.bottom, firstRow: tops.filter(top => top === tops[0]).length};
+})"""
 
 
 @pytest.mark.parametrize("width", WIDTHS)
@@ -67,9 +71,13 @@ def test_no_page_clips_its_text_or_runs_past_its_column(app_url, browser, width,
                 wait_until_idle(page)
             page.get_by_text("Anchor divergence", exact=True).first.wait_for(timeout=60_000)
             page.get_by_text("Suggested anchors").first.wait_for(timeout=60_000)
-            # The p slider stands over the anchor-divergence grid only; cosine's grid starts level with it.
-            tops = page.evaluate(GRID_TOPS_JS)
-            assert len(tops) == 2 and abs(tops[0] - tops[1]) <= 2, f"grid tops {tops}\n{page_report(page, log_path)}"
+            # Each grid shows at least three tiles a row: cosine's beside the anchor divergence's,
+            # level with it, where both fit (1500 px), else below it (1000 px).
+            grids = page.evaluate(GRIDS_JS)
+            report = f"grids {grids}\n{page_report(page, log_path)}"
+            assert len(grids) == 2 and min(grid["firstRow"] for grid in grids) >= 3, report
+            beside = abs(grids[0]["top"] - grids[1]["top"]) <= 2
+            assert beside == (width == 1500) and (beside or grids[1]["top"] >= grids[0]["bottom"]), report
         page.screenshot(path=str(tmp_path / f"{name}-{width}.png"), full_page=True)
         report = f"{name} at {width} px\n{page_report(page, log_path)}"
         assert page.evaluate(SIDEWAYS_JS) <= 1, report

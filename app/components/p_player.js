@@ -229,6 +229,7 @@ class Player {
       }
     });
     this.root.style.setProperty("--adp-panels", String(baselines.length + 1));
+    this.root.setAttribute("data-panels", String(baselines.length + 1));
   }
 
   toggleMark(id) {
