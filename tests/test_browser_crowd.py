@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from page_traffic import PAGE_IDLE_JS, PageTraffic
+from anchordiv.benchmarks.page_traffic import PAGE_IDLE_JS, PageTraffic
 
 pytestmark = [pytest.mark.slow]
 
@@ -37,7 +37,7 @@ def plans(names: list[str]) -> list[list[tuple[str, str, int]]]:
 
 async def settled(page, traffic: PageTraffic | None) -> None:
     """Once the runs the last step asked for have come and gone. A visitor alone (``traffic``)
-    waits for a quiet websocket (:mod:`page_traffic`); the crowd (``None``) keeps fixed pauses
+    waits for a quiet websocket (:mod:`anchordiv.benchmarks.page_traffic`); the crowd (``None``) keeps fixed pauses
     around the running icon, the pace it has passed at. Under load this test found a page blanked
     by the frontend error "Bad delta path index 2" (two releases of p queued behind a full run, and
     a fragment nested in the results fragment: docs/design.md, "Runs and fragments") and presses

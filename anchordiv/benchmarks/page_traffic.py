@@ -1,4 +1,6 @@
-"""When a page in the browser tests is idle, read from Streamlit's websocket as it reaches Playwright.
+"""When a page of the explorer in a browser is idle, read from Streamlit's websocket as it reaches
+Playwright (sync or async: the handlers are plain functions): the browser tests and the rehearsal
+(:mod:`anchordiv.benchmarks.rehearsal`) wait with it.
 
 A page asks the server for a run by a message on its websocket, and the run's elements come back
 the same way; every message a page sends has an answer, and while a page is idle nothing passes
@@ -25,12 +27,13 @@ class PageTraffic:
     """The websocket messages of ``page`` (every socket it opens, reloads included): when the last
     one passed (``time.monotonic()``), whether the last one sent has had an answer, and ``runs``,
     the script runs whose end reached the page (Streamlit's ``script_finished`` messages); the
-    page's requests under way; and ``off_machine``, the URLs of the requests it made to any host
-    but this machine (none may be: nothing of a page is fetched from elsewhere)."""
+    page's requests under way and when the last one ended (``loaded``); and ``off_machine``, the
+    URLs of the requests it made to any host but this machine (none may be: nothing of a page is
+    fetched from elsewhere)."""
 
     def __init__(self, page, quiet_s: float = QUIET_S):
         self.quiet_s = quiet_s
-        self.last = self.sent = self.received = time.monotonic()
+        self.last = self.sent = self.received = self.loaded = time.monotonic()
         self.runs = 0
         self.loading: set = set()
         self.off_machine: list[str] = []
@@ -46,6 +49,7 @@ class PageTraffic:
 
     def _request_over(self, request) -> None:
         self.loading.discard(request)
+        self.loaded = time.monotonic()
 
     def quiet_since(self, since: float) -> bool:
         """Whether the last message sent has had its answer, no request is under way and nothing has
