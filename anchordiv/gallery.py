@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -58,10 +58,13 @@ class Gallery:
 
     @cached_property
     def captions(self) -> np.ndarray:
-        """Every image's caption (:meth:`caption`), built once: an object array ``(G,)`` of ``str``."""
-        names = self.labels[self.name_column].astype(str)
+        """Every image's caption (:meth:`caption`), built once: an object array ``(G,)`` of ``str``.
+        A missing label (an image a labels CSV has no row for keeps its folder, but has no style)
+        is left out, never written as "nan"."""
+        names = self.labels[self.name_column].map(_label_text)
         if self.style_column:
-            names = names + " · " + self.labels[self.style_column].astype(str)
+            styles = self.labels[self.style_column].map(_label_text)
+            names = pd.Series([f"{name} · {style}" if style else name for name, style in zip(names, styles)])
         return names.to_numpy(dtype=object)
 
     @cached_property
@@ -196,3 +199,8 @@ def folder_gallery(folder: str | os.PathLike, encoder, labels_csv: str | os.Path
         description=f"{display_name(root)} ({len(paths):,} images)", skipped=list(embedded.skipped),
         unlabelled=list(embedded.unlabelled),
     )
+
+
+def _label_text(value: Any) -> str:
+    """A label as text: ``""`` where it is missing (NaN, None, ``pd.NA``)."""
+    return "" if pd.isna(value) else str(value)

@@ -104,3 +104,27 @@ def test_the_map_colour_is_a_label_column_never_one_value_per_row():
     assert label_colour(labels, columns, ("style", "path", "filename")) == "label"  # style absent, the others unique
     assert label_colour(labels, ["path", "filename", "shade"], ("path",)) == "shade"
     assert label_colour(labels.iloc[:1], columns, ("path",)) == "path"  # one row: any column groups it
+
+
+@needs_builtin
+def test_images_a_labels_csv_leaves_out_keep_their_folder_label_everywhere(library, photos, tmp_path, monkeypatch):
+    """Issue 51: a CSV with a style for the cats only. The dogs keep their folder label, and have no
+    style: the page draws, their captions name the folder alone (never "nan"), and the style preset
+    lists the CSV's styles only."""
+    from player import player_data
+
+    partial = tmp_path / "cat-styles.csv"
+    partial.write_text("path,style\n" + "".join(f"cat/{number}.png,{STYLES[number % 2]}\n" for number in range(20)))
+    monkeypatch.setenv("ANCHORDIV_ALLOW_ANY_PATH", "1")
+    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    open_folder(app, photos["folder"], partial)
+    app.session_state["query_id"] = 25  # a dog (the folders are listed cat/ then dog/)
+    app.session_state["neighbour_table_open"] = True
+    app.run()
+    assert not app.exception and not app.error, [e.value for e in [*app.exception, *app.error]]
+    names = {item["name"] for item in player_data(app)["items"]}
+    assert "dog" in names and not any("nan" in name for name in names), names
+    table = next(frame.value for frame in app.dataframe if "gallery_id" in frame.value.columns)
+    assert set(table["label"]) <= {"cat", "dog"} and "nan" not in table.astype(str).to_string()
+    app.selectbox(key="preset_b").set_value(GALLERY_STYLES).run()
+    assert app.text_area(key="anchors_b").value == "\n".join(STYLES)
