@@ -43,6 +43,9 @@ def test_each_experiment_has_its_verdict():
     outcomes = {section.short_title: section.outcome for section in sections}
     assert outcomes["1. Object vs style anchors"] == "Holds" and outcomes["2. Anchor budget"] == "Partly holds"
     assert outcomes["Study"] is None and all(len(title) <= 40 for title in outcomes)
+    # A colon inside brackets belongs to the aside: the outcome is never cut inside it.
+    assert all(outcome.count("(") == outcome.count(")") for outcome in outcomes.values() if outcome), outcomes
+    assert "Does not show the ImageNet trend (CUB-like: flat or inconsistent)" in outcomes.values()
 
 
 def test_the_page_opens_with_the_outcomes_before_the_figures(library):

@@ -49,10 +49,11 @@ class ReportSection:
 
     @property
     def outcome(self) -> str | None:
-        """The verdict's first words, up to its first colon ("Holds", "Partly holds", "Does not show
-        the ImageNet trend (...)"), or ``None`` without a verdict."""
+        """The verdict's first words, up to its first colon outside brackets ("Holds", "Partly
+        holds", "Does not show the ImageNet trend (CUB-like: flat or inconsistent)"), or ``None``
+        without a verdict."""
         verdict = self.verdict
-        return None if verdict is None else verdict.split(":", 1)[0].strip()
+        return None if verdict is None else _before_colon(verdict).strip()
 
     @property
     def verdict(self) -> str | None:
@@ -141,3 +142,14 @@ def report_table(path: Path) -> pd.DataFrame:
         return pd.read_csv(io.BytesIO(data))
     except (ValueError, UnicodeDecodeError) as error:  # pandas' parser and empty-data errors are ValueErrors
         raise ValueError(f"{path.name}: not a readable CSV table ({error})") from error
+
+
+def _before_colon(text: str) -> str:
+    """``text`` up to its first colon outside round brackets (all of it without one): a colon
+    inside brackets belongs to the aside, not to the sentence's head."""
+    depth = 0
+    for position, char in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == ":" and depth <= 0:
+            return text[:position]
+    return text
