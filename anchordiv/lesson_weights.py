@@ -65,11 +65,11 @@ def nearest_points(model: EmpiricalAnchors, query_angle: float, k: int) -> pd.Da
 def learn_from_marks(query_angle: float, marked_angles: Sequence[float], scale: float) -> FeedbackAnchors:
     """:class:`anchordiv.FeedbackAnchors` at scale ``s`` (its defaults otherwise, seed :data:`SEED`)
     fitted on the vocabulary ``u(vocabulary_angles())``, the query ``u(query_angle)`` and the toy
-    gallery ``u(toy_points())``, with the marked points as the query's positives. The unmarked
-    points are what they are compared with: each marked point should rank among the nearest
-    ``top_fraction`` (10%) of them, seen from the query and from the other marked points, and costs
-    nothing once it does, so the unmarked points are not pushed behind the marked ones (a person
-    marks a few of the points they mean, not all).
+    gallery ``u(toy_points())``, with the marked points as the query's positives: the weight goes
+    to the anchors that the query and every marked point hold more than the circle's points do on
+    average (a soft minimum of their standardised scores), so the anchors between them, not those
+    only the query holds. The anchors are one kind (directions), so the weights are never refused
+    for leaning on the wrong kind; ``decided_`` still says whether the points agree on a direction.
 
     Raises ``ValueError`` when nothing is marked or a mark is not a toy point."""
     marks = [float(angle) for angle in marked_angles]

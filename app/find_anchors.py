@@ -15,10 +15,11 @@ from anchordiv.app.explore_view import ExploreView
 from anchordiv.app.learn_anchors import marks_section, show_term_table, use_buttons
 from anchordiv.explorer.literal import markdown_literal, shown
 from anchordiv.explorer.page_state import FIND_AUTO, FIND_FILE, FIND_OWN, SETTINGS
-from anchordiv.explorer.vocabulary import FIND_TERMS, default_vocabulary, file_terms, typed_terms, vocabulary_files
+from anchordiv.explorer.vocabulary import (FIND_TERMS, default_vocabulary, file_terms, panel_vocabulary, typed_terms,
+                                           vocabulary_files)
 from anchordiv.images import display_name
 from anchordiv.prompts import default_choice
-from anchordiv.vocabularies import load_vocabulary, vocabulary_description
+from anchordiv.vocabularies import vocabulary_description
 
 SUGGESTED = 10  # terms in each suggestion table
 PAIR_TERMS = 8  # terms pulling and pushing in "why this neighbour?"
@@ -39,7 +40,7 @@ def find_anchors_section(view: ExploreView) -> None:
         if terms is None:
             return
         suggestions(view, terms)
-        marks_section(view, terms)
+        marks_section(view, terms, chosen_kinds(view.encoder, terms))
 
 
 def vocabulary_label(option: str, encoder) -> str:
@@ -92,7 +93,17 @@ def chosen_terms(encoder) -> tuple[str, ...]:
             raise ValueError("choose a text file of terms")
         found = roots.confine(path, "vocabulary file").stat()
         return vocabulary_file_terms(roots, str(path), found.st_mtime_ns, found.st_size)
-    return tuple(load_vocabulary(default_vocabulary(encoder.name) if choice == FIND_AUTO else choice))
+    return panel_vocabulary(default_vocabulary(encoder.name) if choice == FIND_AUTO else choice)[0]
+
+
+def chosen_kinds(encoder, terms: tuple[str, ...]) -> tuple[str, ...] | None:
+    """What kind each of ``terms`` is when they are a named list whose terms come in kinds (the
+    built-in world's: objects and styles); ``None`` (one kind) for a person's own list."""
+    choice = st.session_state.get("find_vocabulary", FIND_AUTO)
+    if choice in (FIND_OWN, FIND_FILE):
+        return None
+    listed, kinds = panel_vocabulary(default_vocabulary(encoder.name) if choice == FIND_AUTO else choice)
+    return kinds if listed == terms else None
 
 
 @st.cache_data(show_spinner=False, max_entries=4, hash_funcs=cached.BY_IDENTITY)

@@ -21,8 +21,8 @@ from anchordiv.app.query_inputs import caption_of
 from anchordiv.app.session_keys import (FIND_LEARNED, FIND_MARKS, FIND_MARKS_OF, PLAYER_MARKS_FOR, PLAYER_MARKS_TAKEN,
                                          find_problem)
 from anchordiv.explorer.anchors import weighted_anchor_text
-from anchordiv.explorer.feedback import (MAX_MARKED_QUERIES, MAX_MARKS, LearnedAnchors, QueryMarks, learn_weights,
-                                         marks_key, start_summary, training_set, weight_summary)
+from anchordiv.explorer.feedback import (MAX_MARKED_QUERIES, MAX_MARKS, LearnedAnchors, QueryMarks, explanation,
+                                         learn_weights, marks_key, too_few_to_tell, training_set)
 from anchordiv.explorer.literal import markdown_literal
 from anchordiv.explorer.page_state import SETTINGS
 from anchordiv.prompts import default_choice
@@ -56,17 +56,18 @@ def use_buttons(column, terms: list[str], name: str, text: str | None = None) ->
         column.error(problem)
 
 
-def marks_section(view: ExploreView, terms: tuple[str, ...]) -> None:
-    """The marks of this query, how many queries have marks, and the learned geometry."""
+def marks_section(view: ExploreView, terms: tuple[str, ...], kinds: tuple[str, ...] | None) -> None:
+    """The marks of this query, how many queries have marks, and the geometry learned over ``terms``
+    of ``kinds`` (``None``: one kind)."""
     st.markdown("**Mark neighbours, learn a geometry**")
     marks = query_marks(view)
     kept = gallery_marks(view.source.key)
     st.caption(f"Marks kept for {len(kept)} quer{'y' if len(kept) == 1 else 'ies'} on this gallery "
                f"(this one {'included' if marks.marked else 'not marked yet'}); each query keeps its own.")
-    request = learn_request(view, terms, kept)
+    request = learn_request(view, terms, kinds, kept)
     learn_col, clear_col = st.columns(2)
     if learn_col.button("Learn a geometry", key="find_learn", type="primary"):
-        learned = attempt(lambda: learn(view, terms, list(kept.values())), "Cannot learn a geometry")
+        learned = attempt(lambda: learn(view, terms, kinds, list(kept.values())), "Cannot learn a geometry")
         if learned is not None:
             st.session_state[FIND_LEARNED] = (request, learned)
     clear_col.button("Clear all marks", key="find_clear", on_click=clear_marks, args=(view.source.key,))
@@ -79,10 +80,12 @@ def marks_section(view: ExploreView, terms: tuple[str, ...]) -> None:
         st.info("The vocabulary, scale or marks changed since these weights were learned: press Learn again.")
 
 
-def learn_request(view: ExploreView, terms: tuple[str, ...], kept: dict[str, QueryMarks]) -> tuple:
+def learn_request(view: ExploreView, terms: tuple[str, ...], kinds: tuple[str, ...] | None,
+                  kept: dict[str, QueryMarks]) -> tuple:
     """What a geometry is learned from, to tell a learned one that is out of date: the gallery's
-    key (first), the encoder, a hash of the vocabulary, the sidebar's scale and every query's marks."""
-    vocabulary = hashlib.sha256("\n".join(terms).encode("utf-8")).hexdigest()
+    key (first), the encoder, a hash of the vocabulary and its kinds, the sidebar's scale and every
+    query's marks."""
+    vocabulary = hashlib.sha256("\n".join([*terms, "", *(kinds or ())]).encode("utf-8")).hexdigest()
     marks = tuple(sorted((key, query.like, query.unlike) for key, query in kept.items()))
     return (view.source.key, view.encoder.name, vocabulary, float(view.geometry.spec.scale), marks)
 
@@ -204,8 +207,9 @@ def query_marks(view: ExploreView) -> QueryMarks:
     return store_marks(kept, key, marks)
 
 
-def learn(view: ExploreView, terms: tuple[str, ...], marks: list[QueryMarks]) -> LearnedAnchors:
-    """The geometry learned from ``marks`` over ``terms`` at the sidebar's scale: on the gallery
+def learn(view: ExploreView, terms: tuple[str, ...], kinds: tuple[str, ...] | None,
+          marks: list[QueryMarks]) -> LearnedAnchors:
+    """The geometry learned from ``marks`` over ``terms`` of ``kinds`` at the sidebar's scale: on the gallery
     rows the section reads (all of a gallery in memory, a fixed sample of a large store) and the
     marked rows; ``ValueError`` naming what to fix."""
     data = training_set(marks, len(view.source))
@@ -215,7 +219,8 @@ def learn(view: ExploreView, terms: tuple[str, ...], marks: list[QueryMarks]) ->
         extra = np.setdiff1d(data.marked_ids, ids)
         if extra.size:
             ids, rows = np.concatenate([ids, extra]), torch.cat([rows, view.source.rows(extra)])
-        return learn_weights(anchors, terms, data, ids, rows, view.geometry.spec.scale, device=view.geometry.device)
+        return learn_weights(anchors, terms, data, ids, rows, view.geometry.spec.scale, kinds,
+                             device=view.geometry.device)
 
 
 def show_term_table(column, frame: pd.DataFrame, key: str) -> None:
@@ -229,8 +234,12 @@ def show_term_table(column, frame: pd.DataFrame, key: str) -> None:
 
 def show_learned(learned: LearnedAnchors) -> None:
     """The learned anchors as the geometry's explanation: a sentence, the table and the chart of
-    the weights, "Use as A" / "Use as B" and the download."""
-    st.markdown(markdown_literal(f"{weight_summary(learned)} {start_summary(learned)}"))
+    the weights, "Use as A" / "Use as B" and the download; or, when the marks do not decide the
+    weights, that they are too few to tell and what to mark (the weights are not offered)."""
+    if not learned.decided:
+        st.warning(too_few_to_tell(learned))
+        return
+    st.markdown(markdown_literal(explanation(learned)))
     table = learned.table()
     table_col, chart_col = st.columns([2, 3])
     show_term_table(table_col, table, "find_learned_table")
@@ -243,9 +252,10 @@ def show_learned(learned: LearnedAnchors) -> None:
                    "Cannot write the learned set")
     if text is None:
         return
-    st.caption(f"Learned from the marks of {learned.queries} quer{'y' if learned.queries == 1 else 'ies'} "
-               f"(fixed seed; final loss {learned.loss:.3f}). As an anchor set its terms are encoded through the "
-               "set's templates: keep them 'auto' to use the geometry learned here.")
+    st.caption(f"Learned from the marks of {learned.queries} quer{'y' if learned.queries == 1 else 'ies'}: the "
+               "weight is on the kind of term that the query and the items marked like it agree on most. As an "
+               "anchor set its terms are encoded through the set's templates: keep them 'auto' to use the "
+               "geometry learned here.")
     use_buttons(st, list(learned.terms), "learned", text)
     # The format of an anchor set's own download, which its "Load set" reads back.
     st.download_button("Download the learned set (terms and weights)", text.encode(), "learned-anchors.tsv",

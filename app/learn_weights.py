@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from anchordiv import FeedbackAnchors, lesson, lesson_weights
+from anchordiv import lesson, lesson_weights
 from anchordiv.app.errors import ERROR_CHARS, attempt
 from anchordiv.app.session_keys import WEIGHTS_LEARNED, WEIGHTS_REQUEST
 from anchordiv.explorer.literal import markdown_literal
@@ -113,10 +113,9 @@ def learner_section(query: float, k: int, scale: float) -> None:
     vocabulary = lesson_weights.vocabulary_angles()
     st.markdown(f"Mark two or three points as **like the query** and press *Learn*: anchordiv's learner "
                 f"(`FeedbackAnchors`, seed {lesson_weights.SEED}) chooses the weights of {len(vocabulary)} anchors, "
-                f"one every {lesson_weights.VOCABULARY_STEP:g}°, so that each marked point ranks among the nearest "
-                f"{FeedbackAnchors().top_fraction:.0%} of the unmarked points, seen from the query (and from the "
-                "other marked points). A marked point that does costs nothing more: the unmarked points are not "
-                "pushed behind the marked ones, since many of them may be like the query too.")
+                f"one every {lesson_weights.VOCABULARY_STEP:g}°, by what the query and every marked point share: "
+                "each anchor's score on them, standardised over the circle's points, and its soft minimum over "
+                "them. The weight goes to the anchors they all hold, not to those only the query holds.")
     state = st.session_state
     keep_known_marks(state)
     labels = st.multiselect("Points like the query", list(POINT_LABELS), key="learn_weights_marks",
@@ -161,6 +160,9 @@ def _remember(query: float, marks: list[float], scale: float) -> None:
 def show_learned(learned, request: tuple, k: int) -> None:
     """The learned weights' bar chart, and the learned neighbourhood against the uniform one."""
     query, marks, scale = request
+    if not learned.decided_:  # the Explore page offers no weights then; the lesson shows why
+        st.info("These marks share no one direction with the query (too few, or at odds): the learner would not "
+                "offer these weights on the Explore page. They are shown here to see why: spread, not peaked.")
     vocabulary = lesson_weights.vocabulary_angles()
     table = lesson_weights.weight_table(vocabulary, learned.weights_)
     chart, compare = st.columns(2)

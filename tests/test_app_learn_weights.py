@@ -111,16 +111,13 @@ def test_learning_from_marked_points_draws_what_the_learner_learned():
     assert any("press Learn again" in plain(info.value) for info in app.info)
 
 
-def test_the_section_says_the_learner_s_objective():
-    """The sentence over the marks states FeedbackAnchors' objective: a marked point is to rank in
-    the top fraction (top_fraction, 10%) of the unmarked ones, not before every unmarked one."""
-    from anchordiv import FeedbackAnchors
-
+def test_the_section_says_what_the_learner_weighs():
+    """The sentence over the marks states FeedbackAnchors' rule: the weight goes to what the query
+    and every marked point share (a soft minimum of their standardised scores)."""
     app = open_learn()
     text = " ".join(plain(item.value) for item in app.markdown)
-    assert FeedbackAnchors().top_fraction == 0.1
-    assert "each marked point ranks among the nearest 10% of the unmarked points" in text, text
-    assert "not pushed behind the marked ones" in text and "rank before the unmarked" not in text
+    assert "by what the query and every marked point share" in text, text
+    assert "its soft minimum over them" in text and "not to those only the query holds" in text
 
 
 def test_learning_with_no_marks_says_what_to_do():

@@ -8,8 +8,9 @@ import pytest
 import torch
 
 import anchordiv as ad
-from anchordiv.explorer.feedback import (MAX_MARKED_QUERIES, MAX_MARKS, LearnedAnchors, QueryMarks, learn_weights,
-                                         marks_key, training_set, weight_summary)
+from anchordiv.explorer.feedback import (MAX_MARKED_QUERIES, MAX_MARKS, LearnedAnchors, QueryMarks, explanation,
+                                         learn_weights, marks_key, too_few_to_tell, training_set)
+from anchordiv.explorer.literal import SHOWN_CHARS, markdown_literal, shown
 from anchordiv.explorer.paths import DataRoots
 from anchordiv.explorer.vocabulary import (FIND_TERMS, bounded_terms, default_vocabulary, file_terms, gallery_sample,
                                            typed_terms, vocabulary_files)
@@ -106,7 +107,7 @@ def test_learning_on_a_sample_renumbers_the_marks_and_matches_the_whole_gallery_
     whole = learn_weights(anchors, terms, data, np.arange(len(images)), images, scale=10.0)
     order = np.random.default_rng(1).permutation(len(images))  # the same rows in another order
     shuffled = learn_weights(anchors, terms, data, order, images[order], scale=10.0)
-    direct = ad.FeedbackAnchors(scale=10.0, seed=0, spread_weight="auto").fit(anchors, images[[query]], images, [same])
+    direct = ad.FeedbackAnchors(scale=10.0, seed=0).fit(anchors, images[[query]], images, [same])
     expected = {terms[i]: w for i, w in enumerate(direct.weights_) if w > 0}
     assert dict(zip(whole.terms, whole.weights)) == pytest.approx(expected)
     assert dict(zip(shuffled.terms, shuffled.weights)) == pytest.approx(expected, abs=1e-6)
@@ -114,25 +115,25 @@ def test_learning_on_a_sample_renumbers_the_marks_and_matches_the_whole_gallery_
     assert whole.table().columns.tolist() == ["term", "weight"]
 
 
-def test_a_fixed_start_is_feedbackanchors_own_and_auto_keeps_the_start_that_fits_the_marks_better():
+def test_with_kinds_the_weight_goes_to_the_kind_the_marks_share():
     images, rows, anchors, terms = style_world()
+    kinds = ["object" if term.startswith("object") else "style" for term in terms]
     query = 0
-    same = [i for i in range(len(images)) if rows[i][1] == rows[query][1] and rows[i][0] != rows[query][0]][:3]
-    data = training_set([QueryMarks(images[query].numpy(), query, "q", tuple(same))], len(images))
-    plain = learn_weights(anchors, terms, data, np.arange(len(images)), images, scale=10.0, spread_weight=0.0)
-    direct = ad.FeedbackAnchors(scale=10.0, seed=0, spread_weight=0.0).fit(anchors, images[[query]], images, [same])
-    assert dict(zip(plain.terms, plain.weights)) == pytest.approx({terms[i]: w for i, w in enumerate(direct.weights_) if w > 0})
-    leaning = learn_weights(anchors, terms, data, np.arange(len(images)), images, scale=10.0, spread_weight=0.85)
-    assert dict(zip(plain.terms, plain.weights)) != pytest.approx(dict(zip(leaning.terms, leaning.weights)))
-    # "auto" keeps one of the two, the one whose weight sits more on what the marks share: a style here.
-    chosen = learn_weights(anchors, terms, data, np.arange(len(images)), images, scale=10.0)
-    kept, other = (leaning, plain) if chosen.spread_weight > 0 else (plain, leaning)
-    assert dict(zip(chosen.terms, chosen.weights)) == pytest.approx(dict(zip(kept.terms, kept.weights)))
 
-    def on_styles(learned):
-        return sum(weight for term, weight in zip(learned.terms, learned.weights) if term.startswith("style"))
+    def learned_from(like) -> LearnedAnchors:
+        data = training_set([QueryMarks(images[query].numpy(), query, "q", tuple(like))], len(images))
+        return learn_weights(anchors, terms, data, np.arange(len(images)), images, scale=10.0, kinds=kinds)
 
-    assert on_styles(chosen) >= on_styles(other)
+    same_style = [i for i in range(len(images)) if rows[i][1] == rows[query][1] and rows[i][0] != rows[query][0]][:3]
+    same_object = [i for i in range(len(images)) if rows[i][0] == rows[query][0] and rows[i][1] != rows[query][1]][:3]
+    by_style, by_object = learned_from(same_style), learned_from(same_object)
+    assert by_style.decided and by_style.kind == "style" and by_style.terms[0] == f"style {rows[query][1]}"
+    assert all(term.startswith("style") for term in by_style.terms)
+    assert by_object.decided and by_object.kind == "object" and by_object.terms[0] == f"object {rows[query][0]}"
+    assert by_object.kinds == ("object", "style")
+    # marks at odds (one of each): nothing is shared by all, so the page is told it cannot tell
+    at_odds = learned_from([same_style[0], same_object[0]])
+    assert not at_odds.decided
 
 
 def test_learning_refuses_one_term_and_a_sample_without_the_marks():
@@ -144,23 +145,43 @@ def test_learning_refuses_one_term_and_a_sample_without_the_marks():
         learn_weights(anchors, terms, data, np.arange(5), images[:5], scale=10.0)
 
 
-@pytest.mark.parametrize("weights, sentence", [
-    ([0.5, 0.5], "All of the weight is on 2 terms: a, b."),
-    ([1.0], "All of the weight is on 1 term: a."),
-    ([0.5, 0.3, 0.2], "Most of the weight (80%) is on 2 terms: a, b."),
-    ([0.6, 0.12, 0.1, 0.1, 0.08], "Most of the weight (72%) is on 2 terms: a, b."),
-    ([0.9, 0.1], "Most of the weight (90%) is on 1 term: a."),
+@pytest.mark.parametrize("weights, kind, sentence", [
+    ([0.5, 0.5], "term", "What your marks share with the query: a. All of the weight is on 2 terms: a, b."),
+    ([1.0], "style", "What your marks share with the query: a (a style). All of the weight is on 1 style term: a."),
+    ([0.5, 0.3, 0.2], "object", "What your marks share with the query: a (an object). Most of the weight (80%) is on "
+                                "2 object terms: a, b."),
+    ([0.6, 0.12, 0.1, 0.1, 0.08], "term", "What your marks share with the query: a. Most of the weight (72%) is on "
+                                          "2 terms: a, b."),
 ])
-def test_the_summary_names_the_terms_that_hold_most_of_the_weight(weights, sentence):
-    learned = LearnedAnchors(tuple("abcde"[:len(weights)]), np.asarray(weights), 1, 0.0)
-    assert weight_summary(learned) == sentence
+def test_the_explanation_names_the_shared_term_and_the_terms_that_hold_most_of_the_weight(weights, kind, sentence):
+    learned = LearnedAnchors(tuple("abcde"[:len(weights)]), np.asarray(weights), 1, kind)
+    assert explanation(learned) == sentence
 
 
 def test_a_spread_geometry_says_it_is_spread():
-    learned = LearnedAnchors(tuple(f"t{i}" for i in range(40)), np.full(40, 1 / 40), 1, 0.0)
-    assert weight_summary(learned).startswith("The weight is spread over 40 terms; the top 10 hold 25%")
+    learned = LearnedAnchors(tuple(f"t{i}" for i in range(40)), np.full(40, 1 / 40), 1)
+    assert "The weight is spread over 40 terms; the top 10 hold 25%" in explanation(learned)
+
+
+@pytest.mark.parametrize("term_chars", [12, 40, 120, 200])
+def test_the_explanation_is_never_cut_inside_a_term(term_chars):
+    """Long terms (the issue's "face with open … (59 characters left out) …"): the sentence fits what
+    the page shows uncut, and names whole terms only, counting those it leaves out."""
+    terms = tuple(f"{i:02d} " + "face with open mouth "[: term_chars - 3].ljust(term_chars - 3, "x") for i in range(30))
+    learned = LearnedAnchors(terms, np.full(30, 1 / 30), 1, "object", ("object", "style"))
+    text = explanation(learned)
+    assert len(text) <= SHOWN_CHARS and shown(text) == text and "left out" not in markdown_literal(text)
+    named = text.split(": ", 2)[-1].removesuffix(".").split(", ")
+    more = named.pop() if named[-1].startswith("and ") else ""
+    assert all(term in terms for term in named) and (more == f"and {10 - len(named)} more" if more else len(named) == 10)
+
+
+def test_too_few_to_tell_says_so_and_what_to_mark():
+    learned = LearnedAnchors(("a", "b"), np.asarray([0.6, 0.4]), 1, "object", ("object", "style"), decided=False)
+    said = too_few_to_tell(learned)
+    assert "too few" in said and "no geometry is offered" in said and "(its object or its style)" in said
 
 
 def test_the_table_shows_small_weights_to_four_significant_digits():
-    learned = LearnedAnchors(("a", "b", "c"), np.asarray([0.9998, 1.2345678e-4, 7.5e-5]), 1, 0.0)
+    learned = LearnedAnchors(("a", "b", "c"), np.asarray([0.9998, 1.2345678e-4, 7.5e-5]), 1)
     assert learned.table()["weight"].tolist() == [0.9998, 1.235e-4, 7.5e-5]

@@ -42,12 +42,13 @@ def same_style(world, style, count, seed):
     return np.random.default_rng(seed).choice(ids, size=count, replace=False)
 
 
-@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.parametrize("style", RENDERED)
 def test_a_style_sets_its_items_apart_by_its_own_phrase(encoder, world, terms, style):
-    """Over 5 seeded draws of 50 items of one style (of many emoji): a rendered style's phrase
-    separates them best in most draws (neon on black, which the built-in model reads least well, is
-    the weakest); google's and twitter's artwork is subtler, its phrase in the top 3 in most. No
-    other style's phrase is among the top 5 in any draw."""
+    """Over 5 seeded draws of 50 items of one style (of many emoji): the style's phrase separates
+    them best in most draws (neon on black, which the built-in model reads least well, is the
+    weakest). No other style's phrase is among the top 5 in any draw. (google's and twitter's own
+    drawings have no phrase: the vendors' names are no style terms, issue 50.)"""
+    assert not {"google", "twitter"} & set(terms)
     ranks = []
     for seed in range(5):
         neighbours = world.embeddings[same_style(world, style, 50, seed=seed)]
@@ -55,10 +56,7 @@ def test_a_style_sets_its_items_apart_by_its_own_phrase(encoder, world, terms, s
         assert len(top) == 5 and np.all(np.diff(scores) <= 0)
         assert not (set(top) & set(STYLES)) - {style}, (style, top)
         ranks.append(top.index(style) if style in top else len(top))
-    if style in RENDERED:
-        assert ranks.count(0) >= 3, (style, ranks)
-    else:
-        assert sum(rank < 3 for rank in ranks) >= 3, (style, ranks)
+    assert ranks.count(0) >= 3, (style, ranks)
 
 
 def test_a_kept_gallery_tilt_gives_the_same_terms_without_reading_the_gallery(encoder, world, terms):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import anchordiv
-from anchordiv.vocabularies import MAX_TERM_CHARS, MAX_TERMS, parse_vocabulary, vocabulary_description
+from anchordiv.vocabularies import MAX_TERM_CHARS, MAX_TERMS, parse_vocabulary, vocabulary_description, vocabulary_kinds
 from anchordiv.vocabularies import sources
 from anchordiv.vocabularies.catalog import FOLDER, SHIPPED
 
@@ -34,7 +34,7 @@ def test_the_library_names_every_vocabulary():
     ("dtd-47", 47, "banded", "zigzagged"),
     ("places365", 365, "airfield", "zen garden"),
     ("chexpert-14", 14, "No Finding", "Support Devices"),
-    ("builtin-world-styles", 7, "google", "watercolor painting"),
+    ("builtin-world-styles", 5, "pencil sketch", "watercolor painting"),
 ])
 def test_each_list_has_its_size_and_order(name, count, first, last):
     terms = anchordiv.load_vocabulary(name)
@@ -83,14 +83,18 @@ def test_every_shipped_file_has_the_sha256_its_sources_file_gives():
 def test_computed_lists_come_from_the_world_and_the_chexpert_layout():
     from anchordiv.datasets.layouts import CHEXPERT_CONDITIONS
     from anchordiv.datasets.shipped import read_shipped
-    from anchordiv.datasets.styles import STYLES
+    from anchordiv.datasets.shipped import VENDORS
+    from anchordiv.datasets.styles import RENDITIONS, STYLES
     from anchordiv.explorer.anchors import CHEXPERT_PATHOLOGIES
 
     assert anchordiv.load_vocabulary("chexpert-14") == list(CHEXPERT_CONDITIONS) == list(CHEXPERT_PATHOLOGIES)
     names = list(read_shipped().index["name"])
     assert anchordiv.load_vocabulary("builtin-world-names") == names
-    assert anchordiv.load_vocabulary("builtin-world-styles") == list(STYLES)
-    assert anchordiv.load_vocabulary("builtin-world") == names + list(STYLES)
+    # the vendors' names describe no look: they are no style term (issue 50)
+    assert anchordiv.load_vocabulary("builtin-world-styles") == list(RENDITIONS) == [s for s in STYLES if s not in VENDORS]
+    assert anchordiv.load_vocabulary("builtin-world") == names + list(RENDITIONS)
+    assert vocabulary_kinds("builtin-world") == ["object"] * len(names) + ["style"] * len(RENDITIONS)
+    assert vocabulary_kinds("builtin-world-styles") == ["style"] * len(RENDITIONS) and vocabulary_kinds("coco-80") is None
     assert not list(FOLDER.glob("*world*")) and not list(FOLDER.glob("*chexpert*"))  # computed, never a copy
 
 

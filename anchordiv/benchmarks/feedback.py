@@ -1,31 +1,41 @@
-"""The learned-geometry benchmark (issue 25): :class:`~anchordiv.FeedbackAnchors` on the built-in world.
+"""The learned-geometry benchmark (issues 25 and 50): the Explore page's "Learn a geometry" on the
+built-in world, through the very functions the page calls.
 
-Two figures, both on the built-in encoder's shipped world embeddings:
+Each fit is the page's own path: the query's and its marks' :class:`~anchordiv.explorer.feedback.QueryMarks`,
+:func:`~anchordiv.explorer.feedback.training_set`, :func:`~anchordiv.explorer.feedback.learn_weights`,
+on the gallery the explorer shows by default (the whole world, read as the panel reads it:
+:func:`~anchordiv.explorer.vocabulary.gallery_sample`), at the sidebar's default scale
+(:data:`~anchordiv.explorer.page_state.GEOMETRY`), over the panel's default vocabulary for the
+built-in model (chosen, listed and encoded as the panel does) and over a 2,000-term one
+(:func:`world_vocabulary`).
 
-* **speed**: the time of one ``fit`` with the whole world as the gallery (G = 19,728) and a
-  2,000-term vocabulary (:func:`world_vocabulary`), best of ``repeats``;
-* **quality**, on one split (the training split unless asked): for ``queries`` seeded queries and
-  each task, 5 marked items (``"style"``: of the query's style, other emoji; ``"emoji"``: the
-  query's emoji in other renderings), the average precision of the query's *other* relevant items
-  (query and marked items left out of the ranking) under the learned geometry, cosine, and the
-  whole vocabulary with uniform weights; and how often the style phrases (for ``"emoji"``: the
-  emoji names) hold at least half of the learned weight.
+Figures, per vocabulary, number of marks (1, 3, 5) and task, on ``queries`` seeded queries of one
+split (the training split while designing; the held-out split once, for the docs):
 
-The design is chosen on the training split; the held-out split is measured once the design is
-fixed, for the docs (``python -m anchordiv bench --feedback --heldout``).
+* ``"object"``: the marks are the query's emoji drawn in other styles; ``"style"``: other emoji in
+  the query's style (queries drawn by a vendor, google or twitter, are left out of this task: the
+  vendors' names are no style terms, so such a query's style has no term to find); ``"mixed"``:
+  marks of both kinds (every other mark the query's emoji, the rest its style), which no kind of
+  term can follow;
+* **followed**: the share of queries whose marks decide the weights (not "too few to tell") with
+  at least half the weight on the task's kind of term and the query's own term (its name; its
+  style) among the 3 heaviest; **flagged**: the share the page answers "too few to tell";
+* the mean weight on the task's kind of term, and the mean average precision of the query's
+  *other* relevant items (query and marks left out of the ranking) under the learned weights
+  (also when flagged), cosine and the whole vocabulary with uniform weights.
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from ..builtin.captions import STYLE_TEMPLATES, subcategory_words
+from ..datasets.shipped import VENDORS
 from ..metrics import average_precision
 from ..models.empirical import EmpiricalAnchors
-from ..models.feedback import FeedbackAnchors
 
 VOCABULARY_SIZE = 2000
 GENERIC_PHRASES = (
@@ -36,6 +46,10 @@ GENERIC_PHRASES = (
     "bright colours", "dark background", "white background", "soft edges", "sharp edges", "texture",
     "brush strokes", "pixels", "lines", "glow", "flat colours", "shading", "small", "large",
 )
+TASKS = ("object", "style", "mixed")
+MARK_COUNTS = (1, 3, 5)
+# Where the task's own term must rank among the learned weights to count as followed.
+TOP = 3
 
 
 def style_phrases(styles: list[str]) -> list[str]:
@@ -44,123 +58,190 @@ def style_phrases(styles: list[str]) -> list[str]:
 
 
 def world_vocabulary(labels, size: int = VOCABULARY_SIZE) -> tuple[list[str], list[str]]:
-    """``(terms, style terms)``: ``size`` distinct texts about the world, its emoji names, style phrases,
-    subcategories and categories, generic phrases, then ``"a {name}"`` until ``size``."""
+    """``(terms, kinds)``: ``size`` distinct texts about the world and what each describes. Its emoji
+    names, subcategories and categories (kind ``"object"``), the style phrases of its drawing styles
+    (``"style"``; not the vendors' names, which describe no look), generic phrases (``"other"``),
+    then ``"a {name}"`` (``"object"``) until ``size``."""
     names = list(dict.fromkeys(labels["name"].astype(str)))
-    styles = sorted(dict.fromkeys(labels["style"].astype(str)))
-    styled = style_phrases(styles)
+    styles = sorted(style for style in dict.fromkeys(labels["style"].astype(str)) if style not in VENDORS)
     subcategories = [subcategory_words(s) for s in dict.fromkeys(labels["subcategory"].astype(str))]
     categories = list(dict.fromkeys(labels["category"].astype(str)))
-    terms = list(dict.fromkeys([*names, *styled, *subcategories, *categories, *GENERIC_PHRASES]))
-    for name in names:
-        if len(terms) >= size:
-            break
-        if f"a {name}" not in terms:
-            terms.append(f"a {name}")
-    return terms[:size], styled
+    kinds: dict[str, str] = {}
+    for kind, group in (("object", names), ("style", style_phrases(styles)), ("object", subcategories),
+                        ("object", categories), ("other", GENERIC_PHRASES), ("object", [f"a {name}" for name in names])):
+        for term in group:
+            if len(kinds) < size:
+                kinds.setdefault(term, kind)
+    return list(kinds), list(kinds.values())
 
 
 @dataclass
 class FeedbackBenchConfig:
-    queries: int = 50
-    marked: int = 5
+    queries: int = 16
     repeats: int = 3
     seed: int = 0
-    params: dict = field(default_factory=dict)
 
 
-def _world(split: str):
+@dataclass(frozen=True)
+class Vocabulary:
+    """A vocabulary as the learner gets it: its terms, their kinds and their embeddings ``(N, d)``."""
+
+    name: str
+    terms: tuple[str, ...]
+    kinds: tuple[str, ...] | None
+    anchors: torch.Tensor
+
+
+def page_setting(split: str):
+    """What the page learns with: the built-in encoder, the explorer's default gallery (the whole
+    world) and the rows the panel reads of it, the sidebar's default scale, the panel's default
+    vocabulary and the 2,000-term one, and the ids of ``split`` (the queries and marks)."""
     from ..encoders.builtin import load_builtin_encoder
+    from ..explorer.page_state import GEOMETRY
+    from ..explorer.vocabulary import default_vocabulary, gallery_sample, panel_vocabulary
     from ..gallery import world_gallery
-    from ..text_cache import encode_texts_cached
+    from ..prompts import default_choice, encode_anchors
 
     encoder = load_builtin_encoder()
-    gallery = world_gallery(encoder, split)
-    terms, styled = world_vocabulary(gallery.labels)
-    anchors = encode_texts_cached(encoder, terms)
-    return encoder, gallery, terms, styled, anchors
+    gallery = world_gallery(encoder, "all")
+    ids = gallery_sample(len(gallery))
+    name = default_vocabulary(encoder.name)
+    terms, kinds = panel_vocabulary(name)
+    wide_terms, wide_kinds = world_vocabulary(gallery.labels)
+    vocabularies = [Vocabulary(f"page default ({name}, {len(terms):,} terms)", terms, kinds,
+                               encode_anchors(encoder, terms, default_choice(encoder))),
+                    Vocabulary(f"{len(wide_terms):,}-term", tuple(wide_terms), tuple(wide_kinds),
+                               encode_anchors(encoder, wide_terms, default_choice(encoder)))]
+    in_split = np.flatnonzero(gallery.labels["split"].to_numpy() == split)
+    return gallery, ids, gallery.embeddings[ids], float(GEOMETRY.scale), vocabularies, in_split
+
+
+def learn_as_the_page_does(gallery, ids, rows, scale: float, vocabulary: Vocabulary, query: int, marks):
+    """:func:`~anchordiv.explorer.feedback.learn_weights` of one query's "like the query" marks, as
+    the page calls it."""
+    from ..explorer.feedback import QueryMarks, learn_weights, training_set
+
+    marked = QueryMarks(np.asarray(gallery.embeddings[query], dtype=np.float32), query, gallery.caption(query),
+                        tuple(int(item) for item in marks))
+    data = training_set([marked], len(gallery))
+    return learn_weights(vocabulary.anchors, vocabulary.terms, data, ids, rows, scale, vocabulary.kinds)
 
 
 def time_fit(config: FeedbackBenchConfig) -> dict:
-    """Seconds of one fit on the whole world (best of ``repeats``), with one query and 5 marked items."""
-    encoder, gallery, terms, _, anchors = _world("all")
+    """Seconds of one page fit on the whole world with the 2,000-term vocabulary (best of ``repeats``),
+    one query and 5 marks."""
+    gallery, ids, rows, scale, vocabularies, _ = page_setting("all")
     rng = np.random.default_rng(config.seed)
     styles = gallery.labels["style"].to_numpy()
     query = int(rng.integers(len(gallery)))
     same = np.flatnonzero(styles == styles[query])
-    marked = rng.choice(same[same != query], size=config.marked, replace=False)
+    marks = rng.choice(same[same != query], size=5, replace=False)
     times = []
     for _ in range(config.repeats):
-        model = FeedbackAnchors(scale=encoder.logit_scale, **config.params)
         start = time.perf_counter()
-        model.fit(anchors, gallery.embeddings[[query]], gallery.embeddings, [marked.tolist()])
+        learned = learn_as_the_page_does(gallery, ids, rows, scale, vocabularies[1], query, marks)
         times.append(time.perf_counter() - start)
-    return {"gallery": len(gallery), "anchors": len(terms), "threads": torch.get_num_threads(),
-            "seconds": min(times), "support": int(model.support_.size)}
+    return {"gallery": len(gallery), "anchors": len(vocabularies[1].terms), "threads": torch.get_num_threads(),
+            "seconds": min(times), "support": len(learned.terms)}
 
 
-TASKS = ("style", "emoji")
+def draw_cases(labels, in_split: np.ndarray, task: str, n_marks: int, count: int, seed: int) -> list[tuple[int, list[int]]]:
+    """``count`` seeded ``(query, marks)`` of ``task`` with ``n_marks`` marks, all from ``in_split``."""
+    emoji, style = labels["emoji_id"].to_numpy(), labels["style"].to_numpy()
+    inside = np.zeros(len(labels), bool)
+    inside[in_split] = True
+    rng = np.random.default_rng([seed, TASKS.index(task), n_marks])
+    cases = []
+    for query in rng.permutation(in_split):
+        same_object = np.flatnonzero(inside & (emoji == emoji[query]) & (style != style[query]))
+        same_style = np.flatnonzero(inside & (style == style[query]) & (emoji != emoji[query]))
+        if task == "style" and style[query] in VENDORS:
+            continue
+        wanted = {"object": (n_marks, 0), "style": (0, n_marks), "mixed": ((n_marks + 1) // 2, n_marks // 2)}[task]
+        if same_object.size < wanted[0] or same_style.size < wanted[1]:
+            continue
+        marks = [*rng.choice(same_object, wanted[0], replace=False), *rng.choice(same_style, wanted[1], replace=False)]
+        cases.append((int(query), [int(item) for item in marks]))
+        if len(cases) == count:
+            break
+    return cases
+
+
+def own_terms(labels, query: int, task: str) -> set[str]:
+    """The terms that name what the query's marks share with it: its name (or ``"a {name}"``) for
+    ``"object"``, its style (or ``"{style} style"``) for ``"style"``."""
+    if task == "object":
+        name = str(labels["name"].iloc[query])
+        return {name, f"a {name}"}
+    return set(style_phrases([str(labels["style"].iloc[query])]))
 
 
 def quality(config: FeedbackBenchConfig, split: str = "train") -> dict:
-    """Per task of :data:`TASKS`, the mean AP of the other relevant items on ``split``: learned,
-    cosine, uniform vocabulary; the share of queries whose task terms hold half the weight."""
-    encoder, gallery, terms, styled, anchors = _world(split)
-    labels = {"style": gallery.labels["style"].to_numpy(), "emoji": gallery.labels["emoji_id"].to_numpy()}
-    names = set(gallery.labels["name"].astype(str))
-    task_terms = {"style": np.isin(np.asarray(terms), styled),
-                  "emoji": np.asarray([term in names or term.removeprefix("a ") in names for term in terms])}
-    uniform = EmpiricalAnchors(scale=encoder.logit_scale).fit(anchors)
-    return {task: _task_quality(config, encoder, gallery.embeddings, anchors, uniform, labels, task, task_terms[task])
-            for task in TASKS}
+    """Per vocabulary, number of marks and task: the figures of the module's docstring on ``split``."""
+    gallery, ids, rows, scale, vocabularies, in_split = page_setting(split)
+    labels = gallery.labels
+    embeddings = gallery.embeddings
+    relevant_label = {"object": labels["emoji_id"].to_numpy(), "style": labels["style"].to_numpy()}
+    results = {}
+    for vocabulary in vocabularies:
+        kind_of = dict(zip(vocabulary.terms, vocabulary.kinds or ()))
+        uniform = EmpiricalAnchors(scale=scale).fit(vocabulary.anchors)
+        for n_marks in MARK_COUNTS:
+            for task in TASKS:
+                if task == "mixed" and n_marks == 1:
+                    continue
+                rows_of = {"followed": [], "flagged": [], "kind_weight": [], "learned": [], "cosine": [], "uniform": []}
+                for query, marks in draw_cases(labels, in_split, task, n_marks, config.queries, config.seed):
+                    learned = learn_as_the_page_does(gallery, ids, rows, scale, vocabulary, query, marks)
+                    rows_of["flagged"].append(not learned.decided)
+                    if task == "mixed":
+                        continue
+                    on_kind = float(sum(w for term, w in zip(learned.terms, learned.weights)
+                                        if kind_of.get(term, task) == task))
+                    top = set(learned.terms[:TOP]) & own_terms(labels, query, task)
+                    rows_of["kind_weight"].append(on_kind)
+                    rows_of["followed"].append(learned.decided and on_kind >= 0.5 and bool(top))
+                    for name, score in _scores(learned, vocabulary, uniform, scale, embeddings, query).items():
+                        keep = np.ones(len(embeddings), bool)
+                        keep[[query, *marks]] = False
+                        relevant = relevant_label[task] == relevant_label[task][query]
+                        rows_of[name].append(average_precision(score[keep], relevant[keep]))
+                results[(vocabulary.name, n_marks, task)] = {
+                    "queries": len(rows_of["flagged"]),
+                    **{name: float(np.mean(values)) for name, values in rows_of.items() if values}}
+    return results
 
 
-def _task_quality(config, encoder, embeddings, anchors, uniform, labels, task: str, is_task_term) -> dict:
-    rng = np.random.default_rng(config.seed)
-    other = labels["emoji" if task == "style" else "style"]
-    same_label = labels[task]
-    rows = {"learned": [], "cosine": [], "uniform": [], "task_weight": [], "seconds": [], "support": []}
-    for query in rng.permutation(len(embeddings)):
-        relevant_all = same_label == same_label[query]
-        candidates = np.flatnonzero(relevant_all & (other != other[query]))
-        if candidates.size <= config.marked:  # nothing would be left to find
-            continue
-        marked = rng.choice(candidates, size=config.marked, replace=False)
-        keep = np.ones(len(embeddings), bool)
-        keep[[query, *marked]] = False
-        model = FeedbackAnchors(scale=encoder.logit_scale, seed=config.seed, **config.params)
-        start = time.perf_counter()
-        model.fit(anchors, embeddings[[query]], embeddings, [marked.tolist()])
-        rows["seconds"].append(time.perf_counter() - start)
-        rows["support"].append(model.support_.size)
-        rows["task_weight"].append(float(model.weights_[is_task_term].sum()))
-        x = embeddings[[query]]
-        scores = {"learned": -model.divergence(x, embeddings)[0], "uniform": -uniform.divergence(x, embeddings)[0],
-                  "cosine": (embeddings @ x[0]).numpy()}
-        for name, score in scores.items():
-            rows[name].append(average_precision(np.asarray(score)[keep], relevant_all[keep]))
-        if len(rows["learned"]) == config.queries:
-            break
-    weights = np.asarray(rows["task_weight"])
-    return {"queries": len(rows["learned"]), **{name: float(np.mean(rows[name])) for name in ("learned", "cosine", "uniform")},
-            "task_half": float(np.mean(weights >= 0.5)), "task_weight": float(weights.mean()),
-            "fit_seconds": float(np.median(rows["seconds"])), "support": float(np.median(rows["support"]))}
+def _scores(learned, vocabulary: Vocabulary, uniform: EmpiricalAnchors, scale: float, embeddings, query: int) -> dict:
+    """Each gallery item's closeness to ``query`` ``(G,)``, higher first: minus the divergence under
+    the learned weights and under uniform ones, and the cosine."""
+    position = {term: row for row, term in enumerate(vocabulary.terms)}
+    support = [position[term] for term in learned.terms]
+    model = EmpiricalAnchors(scale=scale, weights=learned.weights).fit(vocabulary.anchors[support])
+    x = embeddings[[query]]
+    return {"learned": -model.divergence(x, embeddings)[0].numpy(), "cosine": (embeddings @ x[0]).numpy(),
+            "uniform": -uniform.divergence(x, embeddings)[0].numpy()}
 
 
-TASK_WORDS = {"style": ("same-style items (other emoji)", "the style phrases"),
-              "emoji": ("same-emoji items (other renderings)", "the emoji names")}
+TASK_WORDS = {"object": "object marks (its emoji, other styles)", "style": "style marks (its style, other emoji)",
+              "mixed": "mixed marks (both kinds)"}
 
 
 def figure_lines(speed: dict, results: dict, split: str) -> list[str]:
-    """The benchmark's printed result."""
-    lines = [f"fit, whole world: G={speed['gallery']:,}, N={speed['anchors']:,} terms, {speed['threads']} threads: "
-             f"{speed['seconds']:.2f} s (best of runs), {speed['support']} anchors kept"]
-    for task, figures in results.items():
-        marked, terms = TASK_WORDS[task]
-        lines += [f"{split} split, {figures['queries']} queries, 5 marked {marked}: mean AP of the other ones: "
-                  f"learned {figures['learned']:.3f}, cosine {figures['cosine']:.3f}, uniform vocabulary "
-                  f"{figures['uniform']:.3f}",
-                  f"  {terms} hold >= half the learned weight for {figures['task_half']:.0%} of queries (mean "
-                  f"{figures['task_weight']:.2f}); median fit {figures['fit_seconds']:.2f} s, median support "
-                  f"{figures['support']:.0f} anchors"]
+    """The benchmark's printed result: the fit's time, then one table row per vocabulary, marks and task."""
+    width = max(len(vocabulary) for vocabulary, _, _ in results)
+    lines = [f"one page fit, whole world: G={speed['gallery']:,}, N={speed['anchors']:,} terms, {speed['threads']} "
+             f"threads: {speed['seconds']:.2f} s (best of runs), {speed['support']} anchors kept",
+             f"{split} split; followed = not flagged, >= half the weight on the task's kind of term and the query's "
+             f"own term in the top {TOP}; AP of the query's other relevant items (learned also when flagged)",
+             f"{'vocabulary':<{width}} {'marks':>5} {'task':<40} {'n':>3} {'followed':>8} {'flagged':>7} {'kind w':>6} "
+             f"{'AP learned':>10} {'cosine':>6} {'uniform':>7}"]
+    for (vocabulary, n_marks, task), figures in results.items():
+        if task == "mixed":
+            lines.append(f"{vocabulary:<{width}} {n_marks:>5} {TASK_WORDS[task]:<40} {figures['queries']:>3} {'':>8} "
+                         f"{figures['flagged']:>7.0%}")
+            continue
+        lines.append(f"{vocabulary:<{width}} {n_marks:>5} {TASK_WORDS[task]:<40} {figures['queries']:>3} "
+                     f"{figures['followed']:>8.0%} {figures['flagged']:>7.0%} {figures['kind_weight']:>6.2f} "
+                     f"{figures['learned']:>10.3f} {figures['cosine']:>6.3f} {figures['uniform']:>7.3f}")
     return lines

@@ -25,8 +25,9 @@ def add_parser(commands) -> argparse.ArgumentParser:
                        help="the store benchmark: N synthetic rows in a float16 GalleryStore, sharded search and "
                             "the certified p slider (build time, memory, new-query pass, slider moves)")
     bench.add_argument("--feedback", action="store_true",
-                       help="the learned-geometry benchmark (issue 25): FeedbackAnchors' fit time on the whole built-in "
-                            "world with a 2,000-term vocabulary, and its average precision on the training split")
+                       help="the learned-geometry benchmark (issues 25, 50): the Explore page's learning path on the built-in "
+                            "world with 1, 3 and 5 marks, on its default vocabulary and a 2,000-term one: how often "
+                            "the weights follow the marks, and the average precision, on the training split")
     bench.add_argument("--heldout", action="store_true",
                        help="with --feedback: measure the quality on the held-out split instead (for the docs, once "
                             "the design is fixed on the training split)")
@@ -105,8 +106,8 @@ def _run_synthetic(args: argparse.Namespace) -> int:
 
 
 def _run_feedback(args: argparse.Namespace) -> int:
-    """``bench --feedback``: FeedbackAnchors on the built-in world (quality on the training split, or with
-    ``--heldout`` the held-out split)."""
+    """``bench --feedback``: the page's learning path on the built-in world (quality on the training
+    split, or with ``--heldout`` the held-out split)."""
     from ..benchmarks.feedback import FeedbackBenchConfig, figure_lines, quality, time_fit
 
     if args.synthetic:
@@ -117,11 +118,13 @@ def _run_feedback(args: argparse.Namespace) -> int:
     if args.repeats is not None:
         config.repeats = args.repeats
     split = "heldout" if args.heldout else "train"
-    print(f"anchordiv bench --feedback: built-in world, {config.queries} seeded {split} queries per task, "
-          f"{config.marked} marked items each", flush=True)
+    print(f"anchordiv bench --feedback: the page's own learning path on the built-in world, {config.queries} "
+          f"seeded {split} queries per task and number of marks; the style task leaves out queries drawn by a "
+          "vendor (google, twitter: no style term names them)", flush=True)
     speed = time_fit(config)
     results = quality(config, split)
     for line in figure_lines(speed, results, split):
         print(line)
-    write_json(args.json, {"speed": speed, split: results})
+    write_json(args.json, {"speed": speed, split: {f"{vocabulary} | {marks} marks | {task}": figures
+                                                   for (vocabulary, marks, task), figures in results.items()}})
     return 0

@@ -1,7 +1,8 @@
 """A geometry learned from the gallery items a person marks (the Explore page's "Find anchors"):
 the marks of one query (:class:`QueryMarks`), the training data they make for
 :class:`~anchordiv.FeedbackAnchors` (:func:`training_set`), the fit over a vocabulary
-(:func:`learn_weights`) and its explanation in words (:func:`weight_summary`)."""
+(:func:`learn_weights`), and what the page says of it (:func:`explanation`; when the marks are too
+few to tell what they share, :func:`too_few_to_tell`)."""
 from __future__ import annotations
 
 import hashlib
@@ -13,14 +14,16 @@ import pandas as pd
 import torch
 
 from ..device import resolve_device
-from ..models.feedback import FeedbackAnchors
+from ..models.feedback import ONE_KIND, FeedbackAnchors
 from .anchors import WEIGHT_DIGITS
+from .literal import SHOWN_CHARS, shown
 
 # Marks of one query, each way (the grids show at most 2 x 50 items), and queries with marks.
 MAX_MARKS = 50
 MAX_MARKED_QUERIES = 20
 FIT_SEED = 0
-# The explanation names the fewest top terms holding this share of the weight, at most SUMMARY_TERMS.
+# The explanation names the fewest top terms holding this share of the weight, at most SUMMARY_TERMS,
+# whole ones only, in at most SHOWN_CHARS characters (what the page shows of a text uncut).
 SUMMARY_SHARE = 2 / 3
 SUMMARY_TERMS = 10
 
@@ -99,44 +102,41 @@ def check_marks(query: QueryMarks, n_items: int) -> None:
 @dataclass(frozen=True)
 class LearnedAnchors:
     """A learned geometry's anchors: the terms with positive weight and their weights, largest
-    first (summing to 1), how many queries it was learned from, its final loss, and the start the
-    weights descended from (``spread_weight``: > 0 leans on the gallery's main axes, 0 is the
-    marks' contrast alone)."""
+    first (summing to 1), how many queries it was learned from, the kind of term the weight is on
+    (``"object"``, ``"style"``; ``"term"`` for a vocabulary of one kind) and the vocabulary's kinds,
+    and whether the marks decide it (:attr:`~anchordiv.FeedbackAnchors.decided_`: when not, the
+    weights are a guess that the page does not offer)."""
 
     terms: tuple[str, ...]
     weights: np.ndarray
     queries: int
-    loss: float
-    spread_weight: float = 0.0
+    kind: str = ONE_KIND
+    kinds: tuple[str, ...] = (ONE_KIND,)
+    decided: bool = True
 
     def table(self) -> pd.DataFrame:
         """``term`` and ``weight``, one row per term, the weight to :data:`~anchordiv.explorer.anchors.WEIGHT_DIGITS`
         significant digits as :func:`~anchordiv.explorer.anchors.weighted_anchor_text` writes it (decimals
         would show a small positive weight as 0)."""
-        shown = [float(f"{weight:.{WEIGHT_DIGITS}g}") for weight in self.weights]
-        return pd.DataFrame({"term": list(self.terms), "weight": shown})
+        shown_weights = [float(f"{weight:.{WEIGHT_DIGITS}g}") for weight in self.weights]
+        return pd.DataFrame({"term": list(self.terms), "weight": shown_weights})
 
 
 def learn_weights(anchors: torch.Tensor, terms: Sequence[str], data: TrainingSet, gallery_ids: np.ndarray,
-                  gallery_rows: torch.Tensor, scale: float, seed: int = FIT_SEED,
-                  spread_weight: float | str = "auto", device: str | torch.device | None = None) -> LearnedAnchors:
-    """:class:`~anchordiv.FeedbackAnchors` at ``scale`` with ``seed``, over the vocabulary's
-    embeddings ``anchors`` ``(N, d)`` (row ``i`` for ``terms[i]``), on the gallery rows
-    ``gallery_rows`` ``(G', d)`` of the distinct ids ``gallery_ids`` ``(G',)`` (a sample of the
-    gallery holding every marked id: the marks are renumbered to their positions in it).
+                  gallery_rows: torch.Tensor, scale: float, kinds: Sequence[str] | None = None, seed: int = FIT_SEED,
+                  device: str | torch.device | None = None) -> LearnedAnchors:
+    """:class:`~anchordiv.FeedbackAnchors` at ``scale`` with ``seed`` (its defaults otherwise), over
+    the vocabulary's embeddings ``anchors`` ``(N, d)`` (row ``i`` for ``terms[i]``, of kind
+    ``kinds[i]``; ``None``: one kind), on the gallery rows ``gallery_rows`` ``(G', d)`` of the
+    distinct ids ``gallery_ids`` ``(G',)`` (a sample of the gallery holding every marked id: the
+    marks are renumbered to their positions in it).
 
-    Its objective is :class:`~anchordiv.FeedbackAnchors`' (at its defaults): each item marked like
-    a query should rank within the top ``top_fraction`` (10%) of that query's comparison items (the
-    items marked "not like it", its 256 cosine-nearest unmarked rows and 4,096 unmarked rows drawn
-    with the seed), a smoothed rank penalty that costs nothing once it does (the marked items also
-    serve as queries of one another); 60 Adam steps on the weights, after which those below 0.1% of
-    the largest become 0. ``spread_weight`` is FeedbackAnchors' start: ``"auto"`` (the default)
-    descends both from the terms along which the gallery varies most and from the marks' contrast
-    alone, and keeps the weights that sit more on what the marks share (a style, an object), so the
-    marks decide where the weight goes (docs/benchmarks.md has the figures); a number fixes the
-    start. The fit runs on ``device`` (``None``: CUDA when available,
-    else CPU). A ``ValueError`` for fewer than 2 terms, a marked id missing from
-    ``gallery_ids``, a fit that fails or weights that are not finite.
+    The weights go to the kind of term on which the query and the items marked like it agree most
+    (the same object in other styles: object names; the same style on other objects: styles),
+    most to the term they share; ``decided`` is ``False`` when the marks are too few, or too much
+    at odds, to tell what they share (:class:`~anchordiv.FeedbackAnchors` gives the rule). The fit
+    runs on ``device`` (``None``: CUDA when available, else CPU). A ``ValueError`` for fewer than
+    2 terms, a marked id missing from ``gallery_ids``, a fit that fails or weights that are not finite.
     """
     if len(terms) < 2 or anchors.shape[0] != len(terms):
         raise ValueError(f"a vocabulary of {len(terms)} term(s) has nothing to weigh; choose a list of at least 2 terms")
@@ -149,8 +149,9 @@ def learn_weights(anchors: torch.Tensor, terms: Sequence[str], data: TrainingSet
         return [[position[int(item)] for item in items] for items in lists]
 
     try:
-        learner = FeedbackAnchors(scale=float(scale), seed=seed, spread_weight=spread_weight)
-        model = learner.fit(anchors.to(resolve_device(device)), data.queries, gallery_rows, renumbered(data.positives), renumbered(data.negatives))
+        learner = FeedbackAnchors(scale=float(scale), seed=seed)
+        model = learner.fit(anchors.to(resolve_device(device)), data.queries, gallery_rows, renumbered(data.positives),
+                            renumbered(data.negatives), kinds=kinds)
     except (RuntimeError, FloatingPointError) as error:  # numerical trouble, said as what to try
         raise ValueError(f"the fit failed ({error}); mark other items or choose another list") from None
     weights = np.asarray(model.weights_, dtype=np.float64)
@@ -158,30 +159,51 @@ def learn_weights(anchors: torch.Tensor, terms: Sequence[str], data: TrainingSet
         raise ValueError("the fit did not converge (weights are not finite); mark other items or choose another list")
     order = np.argsort(-weights, kind="stable")
     order = order[weights[order] > 0]
-    return LearnedAnchors(tuple(terms[i] for i in order), weights[order], len(data.queries), float(model.loss_),
-                          float(model.spread_weight_))
+    return LearnedAnchors(tuple(terms[i] for i in order), weights[order], len(data.queries), model.kind_,
+                          tuple(model.agreement_), model.decided_)
 
 
-def start_summary(learned: LearnedAnchors) -> str:
-    """Which start the weights came from, in words: of the two, the one whose weights sit more on
-    what the marks share."""
-    if learned.spread_weight > 0:
-        return ("These weights lean on the terms along which the gallery varies most: of the two starts tried, "
-                "they sit more on what your marks share.")
-    return ("These weights come from what your marks share alone: of the two starts tried, they sit more on it "
-            "than leaning on the terms along which the gallery varies most.")
+def too_few_to_tell(learned: LearnedAnchors) -> str:
+    """What the page says instead of the weights when the marks do not decide them: that they are
+    too few (or too much at odds) to tell what they share with the query, and what to mark."""
+    things = " or ".join(f"its {kind}" for kind in learned.kinds) if len(learned.kinds) > 1 else "it"
+    return ("Your marks are too few, or too much at odds, to tell what they share with the query, so no "
+            "geometry is offered. Mark two or three more items that share with the query the one thing you "
+            f"mean ({things}), and clear any marks that share something else.")
 
 
-def weight_summary(learned: LearnedAnchors) -> str:
-    """The geometry in one sentence: with ``w_(1) >= w_(2) >= ...`` the learned weights, the fewest
-    ``m`` top terms with ``sum_{j <= m} w_(j) >= 2/3`` (at most :data:`SUMMARY_TERMS`), e.g.
-    "Most of the weight (72%) is on 6 terms: pixel art, ...". """
+def explanation(learned: LearnedAnchors, limit: int = SHOWN_CHARS) -> str:
+    """The geometry in words, as :func:`~anchordiv.explorer.literal.shown` shows it in at most
+    ``limit`` characters and never cut inside a term: what the marks share with the query (the top
+    term and its kind), then, with ``w_(1) >= w_(2) >= ...`` the learned weights, the fewest ``m``
+    top terms with ``sum_{j <= m} w_(j) >= 2/3`` (at most :data:`SUMMARY_TERMS`; those that do not
+    fit in ``limit`` are counted, not named), e.g. "What your marks share with the query:
+    dog face (an object). Most of the weight (72%) is on 6 object terms: dog face, ...". """
+    kind = "" if learned.kind == ONE_KIND else learned.kind
+    what = f" ({'an' if kind[:1] in tuple('aeiou') else 'a'} {kind})" if kind else ""
     cumulative = np.cumsum(learned.weights)
     count = min(int(np.searchsorted(cumulative, SUMMARY_SHARE - 1e-12)) + 1, SUMMARY_TERMS, len(learned.terms))
     share = float(cumulative[count - 1])
-    terms = ", ".join(learned.terms[:count])
+    noun = f"{kind} term" if kind else "term"
     if count == len(learned.terms):
-        return f"All of the weight is on {count} term{'s' * (count != 1)}: {terms}."
-    if share >= SUMMARY_SHARE:
-        return f"Most of the weight ({share:.0%}) is on {count} term{'s' * (count != 1)}: {terms}."
-    return (f"The weight is spread over {len(learned.terms)} terms; the top {count} hold {share:.0%}: {terms}.")
+        lead = f" All of the weight is on {count} {noun}{'s' * (count != 1)}: "
+    elif share >= SUMMARY_SHARE:
+        lead = f" Most of the weight ({share:.0%}) is on {count} {noun}{'s' * (count != 1)}: "
+    else:
+        lead = f" The weight is spread over {len(learned.terms)} {noun}s; the top {count} hold {share:.0%}: "
+    opening = f"What your marks share with the query: {shown(learned.terms[0])}{what}."
+    if len(shown(opening + lead)) + len(f"and {count:,} more.") > limit:  # a term too long to quote in the sentence
+        opening = f"What your marks share with the query is the first term of the table{what}."
+    head = shown(opening + lead)
+    return head + _whole_terms([shown(term) for term in learned.terms[:count]], limit - len(head)) + "."
+
+
+def _whole_terms(terms: list[str], room: int) -> str:
+    """``terms`` joined by commas in at most ``room - 1`` characters (a full stop follows): as many
+    whole terms as fit, then how many more are left out (which may leave out one more term to fit)."""
+    for kept in range(len(terms), -1, -1):
+        left = len(terms) - kept
+        text = ", ".join(terms[:kept]) + (f"{', ' if kept else ''}and {left:,} more" if left else "")
+        if len(text) < room:
+            return text
+    return ""

@@ -12,7 +12,7 @@ from typing import Sequence
 import numpy as np
 
 from ..projection import sample_ids
-from ..vocabularies import parse_vocabulary, read_vocabulary_file
+from ..vocabularies import load_vocabulary, parse_vocabulary, read_vocabulary_file, vocabulary_kinds
 from .literal import without_joiners
 from .paths import MENU_LIMIT, SCAN_LIMIT, DataRoots
 
@@ -28,6 +28,14 @@ def default_vocabulary(encoder_name: str) -> str:
     """The list the panel opens on: the built-in world's names and styles for the built-in model
     (the words its captions use), the ImageNet-1k class names for every other (CLIP models)."""
     return "builtin-world" if str(encoder_name).startswith("builtin") else "imagenet-1k"
+
+
+def panel_vocabulary(name: str) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
+    """The terms of the named list (:func:`~anchordiv.vocabularies.load_vocabulary`) and what kind
+    each one is (:func:`~anchordiv.vocabularies.vocabulary_kinds`: ``None`` for a list of one
+    kind), as the panel learns over them (a person's own list is one kind)."""
+    kinds = vocabulary_kinds(name)
+    return tuple(load_vocabulary(name)), None if kinds is None else tuple(kinds)
 
 
 def bounded_terms(terms: Sequence[str], source: str) -> tuple[str, ...]:

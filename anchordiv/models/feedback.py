@@ -1,156 +1,149 @@
-"""An empirical anchor model whose weights are learned from the neighbours a person marks (issue 25)."""
+"""An empirical anchor model whose weights follow what the items a person marks share with the query
+(issues 25 and 50)."""
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import numpy as np
 import torch
 
-from .._validation import ArrayLike, Interval, as_matrix, check_dimension, one_of, unit_rows
+from .._validation import ArrayLike, Interval, as_matrix, check_dimension, unit_rows
 from .empirical import DiscreteAnchors
 
-
-# The starts "auto" descends from: the gallery's main axes with the contrast, and the contrast alone.
-AUTO_SPREAD_WEIGHTS = (0.85, 0.0)
+# The kind of every term when the caller names none: the vocabulary is one kind.
+ONE_KIND = "term"
 
 
 class FeedbackAnchors(DiscreteAnchors):
-    """The empirical anchor model with weights ``w`` learned so that marked items rank near their queries.
+    """The empirical anchor model with weights ``w`` on the terms that a query and the items marked
+    like it share.
 
     The fitted geometry is :class:`EmpiricalAnchors` with the learned weights: with ``a_i`` the
     unit-norm anchors ``(N, d)``, ``s`` the scale and ``eta = s x``,
 
         kappa_w(eta) = log sum_i w_i exp(eta . a_i),
-        p_w(i | eta) = w_i exp(eta . a_i - kappa_w(eta)),
-        D_w(x -> y)  = KL(p_w(.|eta_x) || p_w(.|eta_y))
-                     = kappa_w(eta_y) - kappa_w(eta_x) - sum_i p_w(i|eta_x) s (y - x) . a_i.
+        D_w(x -> y)  = KL(p_w(.|eta_x) || p_w(.|eta_y)),  p_w(i | eta) = w_i exp(eta . a_i - kappa_w(eta)).
 
-    ``fit`` chooses ``w`` on the probability simplex by minimising
+    ``fit`` reads each term's standardised score on every member ``m`` of a query's group ``g``
+    (the query and the items marked like it, ``M_g`` of them)::
 
-        L(w) = 1/|T| sum_{(q, y+) in T} beta softplus((r_q(y+) - alpha) / beta) + lambda H(w),
-        r_q(y+) = 1/|C_q| sum_{y- in C_q} sigmoid((D_w(q -> y+) - D_w(q -> y-)) / tau),
-        H(w) = -sum_i w_i log w_i,
+        z_i(m) = (m . a_i - mu_i) / sigma_i,
 
-    where ``T`` holds the pairs (training query ``q``, one of its positives ``y+``), ``C_q`` is the
-    query's comparison items: its marked negatives, its ``n_hard`` nearest unmarked gallery items by
-    cosine and ``n_negatives`` unmarked items drawn at random with ``seed`` (shared by all
-    queries); ``r_q(y+)`` is the smoothed fraction of them nearer ``q`` than ``y+`` (its rank, as a
-    fraction), ``alpha`` is ``top_fraction``, ``beta`` is ``smoothing``, ``tau`` is ``temperature``
-    and ``lambda`` is ``sparsity``. The first term asks each positive to rank within the top
-    ``alpha`` of the comparison items and no further: a person marks a few of the items they mean
-    and leaves the rest unmarked, so the unmarked items nearest the query are often alike to it too,
-    and a loss that pushed every unmarked item behind every marked one would learn what tells the
-    few marked items from their unmarked likes (in the built-in world: their names) instead of what
-    they share. With ``pairwise=True`` every positive also serves as a training query whose
-    positives are the query and the other positives (items marked alike are alike to one another).
+    ``mu_i`` and ``sigma_i`` the mean and standard deviation of ``y . a_i`` over the reference rows
+    (at most ``n_reference`` gallery rows drawn with ``seed``); ``z`` does not depend on ``s``. Then:
 
-    Optimisation (float64, autograd): ``w = softmax(theta)`` with ``theta`` started at
-    ``init_sharpness * (spread_weight * z_spread + z_contrast)``: ``z_spread`` is the log standard deviation of
-    anchor ``i``'s logit ``s y . a_i`` over the random and hard comparison items, standardised over
-    the anchors (the terms along which the gallery varies most), ``z_contrast`` the absolute
-    difference of the training queries' mean logit and the comparison items', over that standard
-    deviation (the terms on which the marked items stand out, by having them or by lacking them);
-    then ``max_iter`` Adam steps of size ``learning_rate`` on ``theta``. Finally weights below
-    ``threshold`` times the largest become exactly 0 and the rest are renormalised. Deterministic
-    for a given ``seed``; the cost is ``O(M N d)`` once (``M = Q' + n_hard + n_negatives`` rows,
-    ``Q'`` the training queries) plus ``O(max_iter (M N Q' + P M))`` for the steps, ``P`` the pairs.
+    * the group's **shared score** of term ``i``, a soft minimum over its members minus a soft
+      maximum over the items marked "not like it" (``U_g``, none: 0), the latter kept only above 0::
+
+          S_i^g = -tau log (1/M_g sum_m exp(-z_i(m) / tau)) - max(0, tau log (1/|U_g| sum_u exp(z_i(u) / tau)));
+
+      a term all members hold scores high, one that only the query holds (its style, when the marks
+      share its object) scores low;
+    * the group's **agreement** within a kind ``k`` of terms (``kinds``: e.g. object names, styles):
+      with ``p_m(. | k)`` member ``m``'s pick among the kind's terms, the log of their
+      Bhattacharyya coefficient (the sum over the terms of the members' geometric mean)::
+
+          A_k^g = log sum_{i in k} exp(1/M_g sum_m log p_m(i | k)),  p_m(i | k) = exp(gamma z_i(m)) / sum_{j in k} exp(gamma z_j(m)),
+
+      at most 0 (every member picks alike), however the picks spread over near-synonyms ("office
+      worker", "woman office worker"). Unlike ``S``, it does not grow with the kind's size: five
+      styles and 1,644 object names compete fairly;
+    * the kind's **excess** agreement ``E_k = A_k - A_k^0``: ``A_k = 1/Q sum_g A_k^g`` over the
+      ``Q`` queries, less ``A_k^0``, the mean agreement of ``n_null`` groups per query of as many
+      reference rows drawn at random with ``seed`` (a coarse kind, a few generic phrases, agrees on anything;
+      only agreement beyond chance says what the marks share);
+    * the chosen kind ``k* = argmax_k E_k``,
+      and the weights ``w_i = 1/Q sum_g softmax_{j in k*}(beta S_j^g)_i`` on its terms (0 on every
+      other term): most on the shared term, the rest spread over its kind, which is what tells the
+      kind's terms apart (weight on a single anchor would make every divergence 0);
+    * weights below ``threshold`` times the largest become exactly 0 and the rest are renormalised.
+
+    The marks **decide** (``decided_``) when ``A_{k*} >= log(min_agreement)`` (something is shared
+    by every member) and ``E_{k*} - E_k >= min_margin`` for every other kind ``k`` (it is clearly of
+    one kind): otherwise they are too few, or contradict each other, to tell what they share, and
+    the weights are the best guess of a result that should be shown as such. Deterministic for a
+    given ``seed``; the cost is ``O(R N d)`` for the reference rows (``R`` of them) plus
+    ``O((M + n_null M) N)`` for the ``M`` members and marked items and the random groups.
 
     Parameters
     ----------
     scale : float, default 100.0
-        The logit scale ``s``; use the encoder's (``encoder.logit_scale``).
-    temperature : float, default 1.0
-        ``tau``, in nats of divergence.
-    top_fraction : float, default 0.1
-        ``alpha``, in ``(0, 1)``: how far down the comparison items a positive may rank at no cost.
-    smoothing : float, default 0.05
-        ``beta`` (``> 0``): the softness of the rank penalty's corner at ``alpha``.
-    sparsity : float, default 0.0
-        ``lambda``, the weight of the entropy term (``>= 0``); larger values put the weight on
-        fewer anchors (at the cost of the ranking on the built-in world, docs/benchmarks.md).
-    n_negatives : int, default 4096
-        Unmarked gallery items drawn at random into every ``C_q`` (fewer when the gallery is smaller).
-    n_hard : int, default 256
-        Each query's cosine-nearest unmarked items added to its ``C_q``.
-    max_iter : int, default 60
-        Adam steps.
-    learning_rate : float, default 0.1
-        Adam's step size on ``theta``.
-    init_sharpness : float, default 3.0
-        The factor of the start direction in the starting ``theta`` (0: start from uniform weights).
-    spread_weight : float or "auto", default "auto"
-        The weight of ``z_spread`` in the start direction (``>= 0``). It leans the learner towards the
-        terms along which the gallery varies most, which keeps the learned weight on few, readable
-        terms when that is what the marked items share (a style in the built-in world); 0 starts from
-        the contrast alone, which ranks better when the marked items share something else (the same
-        emoji) at the price of weight spread over many terms (docs/benchmarks.md). ``"auto"``
-        descends from both (:data:`AUTO_SPREAD_WEIGHTS`) and keeps the weights that sit most on what
-        the marked items share, ``sum_i w_i c_i`` with ``c_i`` the marked items' mean logit of anchor
-        ``i`` minus the comparison items', over the latter's standard deviation: the marks decide
-        (twice the descent's cost).
+        The logit scale ``s`` of the fitted geometry; use the encoder's (``encoder.logit_scale``).
+    softness : float, default 0.5
+        ``tau`` (``> 0``), in units of ``z``: how soft the shared score's minimum (and maximum) is.
+    agreement_sharpness : float, default 2.0
+        ``gamma`` (``> 0``): how sharply each member picks a term of a kind.
+    weight_sharpness : float, default 1.0
+        ``beta`` (``>= 0``): how much of the weight goes to the most shared terms of the kind rather
+        than spread evenly over it (0: uniform over the kind).
+    min_agreement : float, default 0.5
+        The smallest Bhattacharyya coefficient ``exp(A_{k*})`` of the members' picks that decides, in ``(0, 1]``.
+    min_margin : float, default 0.5
+        ``E_{k*} - E_k``, in nats, by which the chosen kind must lead every other one (``>= 0``).
+    n_null : int, default 64
+        Random groups per query whose agreement is chance's, ``A_k^0``.
+    n_reference : int, default 20000
+        Gallery rows the standardisation reads (all when the gallery is smaller).
     threshold : float, default 0.001
-        Weights below ``threshold * max(w)`` become 0 after the descent (in ``[0, 1)``).
-    pairwise : bool, default True
-        Whether the positives also serve as training queries (above).
+        Weights below ``threshold * max(w)`` become 0 (in ``[0, 1)``).
     seed : int, default 0
-        Seeds the random comparison items.
+        Seeds the draws of the reference rows and of the random groups.
 
     Attributes
     ----------
     weights_ : ndarray of shape (N,)
-        The learned ``w``: non-negative, summing to 1, entries below the threshold exactly 0.
+        The learned ``w``: non-negative, summing to 1, 0 outside the chosen kind and below the threshold.
     support_ : ndarray of shape (N_+,)
         The ids of the anchors with ``w_i > 0``.
     anchors_ : tensor of shape (N_+, d)
         The unit-norm anchors of the support (the others carry no mass and change no divergence).
     log_weights_ : tensor of shape (N_+,)
         ``log w_i`` on the support.
-    loss_ : float
-        ``L(w)`` at the learned (thresholded) weights.
-    spread_weight_ : float
-        The start's ``spread_weight`` the weights descend from (with ``"auto"``, the one chosen).
+    shared_ : ndarray of shape (N,)
+        ``1/Q sum_g S_i^g``, each term's shared score.
+    agreement_ : dict of str to float
+        ``A_k`` for every kind ``k``.
+    excess_ : dict of str to float
+        ``E_k`` for every kind ``k``.
+    kind_ : str
+        ``k*``, the chosen kind.
+    decided_ : bool
+        Whether the marks decide (above); when ``False`` the weights are a guess not to act on.
     n_features_in_ : int
         ``d``.
     """
 
     parameter_constraints = {
         **DiscreteAnchors.parameter_constraints,
-        "temperature": Interval(0, open_low=True, example="e.g. temperature=1.0"),
-        "top_fraction": Interval(0, 1, open_low=True, open_high=True, example="a fraction of the gallery, e.g. 0.1"),
-        "smoothing": Interval(0, open_low=True, example="e.g. smoothing=0.05"),
-        "sparsity": Interval(example="e.g. sparsity=0.05, 0 for none"),
-        "n_negatives": Interval(integer=True), "n_hard": Interval(integer=True), "max_iter": Interval(integer=True),
-        "learning_rate": Interval(example="e.g. learning_rate=0.1"),
-        "init_sharpness": Interval(example="e.g. init_sharpness=2.0"),
-        "spread_weight": Interval(also=("auto",), example='e.g. 1.0, 0 for none, "auto" to let the marks choose'),
+        "softness": Interval(0, open_low=True, example="e.g. softness=0.5"),
+        "agreement_sharpness": Interval(0, open_low=True, example="e.g. agreement_sharpness=2.0"),
+        "weight_sharpness": Interval(example="e.g. weight_sharpness=1.0, 0 for uniform over the kind"),
+        "min_agreement": Interval(0, 1, open_low=True, example="a coefficient in (0, 1], e.g. 0.5"),
+        "min_margin": Interval(example="in nats per member, e.g. 0.5"),
+        "n_reference": Interval(1, integer=True, example="e.g. 20000"),
+        "n_null": Interval(1, integer=True, example="e.g. 64"),
         "threshold": Interval(0, 1, open_high=True, example="a fraction of the largest weight, e.g. 1e-3"),
-        "pairwise": one_of(True, False),
         "seed": Interval(integer=True),
     }
 
-    def __init__(self, *, scale: float = 100.0, temperature: float = 1.0, top_fraction: float = 0.1,
-                 smoothing: float = 0.05, sparsity: float = 0.0, n_negatives: int = 4096, n_hard: int = 256,
-                 max_iter: int = 60, learning_rate: float = 0.1, init_sharpness: float = 3.0,
-                 spread_weight: float | str = "auto",
-                 threshold: float = 0.001, pairwise: bool = True, seed: int = 0):
+    def __init__(self, *, scale: float = 100.0, softness: float = 0.5, agreement_sharpness: float = 2.0,
+                 weight_sharpness: float = 1.0, min_agreement: float = 0.5, min_margin: float = 0.5,
+                 n_reference: int = 20000, n_null: int = 64, threshold: float = 0.001, seed: int = 0):
         super().__init__(scale=scale)
-        self.temperature = temperature
-        self.top_fraction = top_fraction
-        self.smoothing = smoothing
-        self.sparsity = sparsity
-        self.n_negatives = n_negatives
-        self.n_hard = n_hard
-        self.max_iter = max_iter
-        self.learning_rate = learning_rate
-        self.init_sharpness = init_sharpness
-        self.spread_weight = spread_weight
+        self.softness = softness
+        self.agreement_sharpness = agreement_sharpness
+        self.weight_sharpness = weight_sharpness
+        self.min_agreement = min_agreement
+        self.min_margin = min_margin
+        self.n_reference = n_reference
+        self.n_null = n_null
         self.threshold = threshold
-        self.pairwise = pairwise
         self.seed = seed
 
     def fit(self, anchors: ArrayLike, queries: ArrayLike = None, gallery: ArrayLike = None,
-            positives: Sequence[Sequence[int]] = None, negatives: Sequence[Sequence[int]] | None = None
-            ) -> "FeedbackAnchors":
+            positives: Sequence[Sequence[int]] = None, negatives: Sequence[Sequence[int]] | None = None,
+            kinds: Sequence[str] | None = None) -> "FeedbackAnchors":
         """Learn the anchor weights from marked gallery items.
 
         Parameters
@@ -158,13 +151,15 @@ class FeedbackAnchors(DiscreteAnchors):
         anchors : array-like of shape (N, d)
             The vocabulary's text embeddings ``a_i`` (rows normalised inside).
         queries : array-like of shape (Q, d)
-            The query image embeddings ``q``.
+            The query image embeddings.
         gallery : array-like of shape (G, d)
             The gallery image embeddings ``y``.
         positives : list of Q lists of int
             For each query, the gallery ids marked "like the query" (at least one per query).
         negatives : list of Q lists of int, optional
-            For each query, gallery ids marked "not like it" (always in ``C_q``).
+            For each query, gallery ids marked "not like it".
+        kinds : sequence of N str, optional
+            The kind of each term (e.g. ``"object"``, ``"style"``); ``None``: all one kind.
 
         Returns
         -------
@@ -172,12 +167,11 @@ class FeedbackAnchors(DiscreteAnchors):
             ``self``, fitted.
         """
         params = self.check_params()
-        starts = AUTO_SPREAD_WEIGHTS if params["spread_weight"] == "auto" else (params["spread_weight"],)
         if queries is None or gallery is None or positives is None:
             raise ValueError("fit needs anchors (N, d), queries (Q, d), gallery (G, d) and positives "
                              "(one list of gallery ids per query).")
         unit_anchors = unit_rows(as_matrix(anchors, "anchors"), "anchors")
-        dim = unit_anchors.shape[1]
+        n_terms, dim = unit_anchors.shape
         query_rows = as_matrix(queries, "queries")
         check_dimension(query_rows, dim, "queries")
         gallery_rows = as_matrix(gallery, "gallery")
@@ -190,23 +184,39 @@ class FeedbackAnchors(DiscreteAnchors):
             if set(good) & set(bad):
                 raise ValueError(f"query {row} marks gallery ids {sorted(set(good) & set(bad))} both positive and "
                                  "negative; mark each item one way.")
+        kind_of = _kind_labels(kinds, n_terms)
 
         device = unit_anchors.device
         a = unit_anchors.to(torch.float64)
         q = unit_rows(query_rows.to(device), "queries").to(torch.float64)
         g = unit_rows(gallery_rows.to(device), "gallery").to(torch.float64)
         generator = np.random.default_rng(params["seed"])
-        batch = _training_groups(q, g, marked, unliked, params["n_negatives"], params["n_hard"], params["pairwise"],
-                                 generator)
-        prepared = _prepared(a, batch, params["scale"])
-        terms = dict(tau=params["temperature"], lam=params["sparsity"], alpha=params["top_fraction"],
-                     beta=params["smoothing"])
-        fits = [_descend(prepared, terms, steps=params["max_iter"], lr=params["learning_rate"],
-                         sharpness=params["init_sharpness"], spread_weight=weight, threshold=params["threshold"])
-                + (weight,) for weight in starts]
-        # Of several starts, the weights that sit most on what the marked items share.
-        shared = _shared(prepared)[0]
-        weights, self.loss_, self.spread_weight_ = max(fits, key=lambda fitted: float((fitted[0] * shared).sum()))
+        reference = np.sort(generator.choice(n_gallery, size=min(params["n_reference"], n_gallery), replace=False))
+        reference_scores = g[torch.as_tensor(reference, device=device)] @ a.T
+        standardise = _standardiser(reference_scores)
+        groups = [(standardise(torch.cat([q[[row]], g[torch.as_tensor(good, device=device)]]) @ a.T),
+                   standardise(g[torch.as_tensor(bad, device=device)] @ a.T) if bad else None)
+                  for row, (good, bad) in enumerate(zip(marked, unliked))]
+        members = {name: torch.as_tensor(np.flatnonzero(kind_of == name), device=device) for name in dict.fromkeys(kind_of)}
+        tau, gamma = params["softness"], params["agreement_sharpness"]
+        scores = torch.stack([_shared_score(z, z_unlike, tau) for z, z_unlike in groups])  # (Q, N)
+        chance = [standardise(reference_scores[torch.as_tensor(generator.integers(len(reference), size=z.shape[0]),
+                                                               device=device)])
+                  for z, _ in groups for _ in range(params["n_null"])]
+        agreement = _mean_agreement([z for z, _ in groups], members, gamma)
+        baseline = _mean_agreement(chance, members, gamma)
+        excess = {name: value - baseline[name] for name, value in agreement.items()}
+        kind = max(excess, key=excess.get)
+        chosen = members[kind]
+        weights = torch.zeros(n_terms, dtype=torch.float64, device=device)
+        weights[chosen] = torch.softmax(params["weight_sharpness"] * scores[:, chosen], dim=1).mean(dim=0)
+        weights = torch.where(weights >= params["threshold"] * weights.max(), weights, torch.zeros_like(weights))
+        weights = weights / weights.sum()
+        runner_up = max((value for name, value in excess.items() if name != kind), default=-math.inf)
+        self.decided_ = bool(agreement[kind] >= math.log(params["min_agreement"])
+                             and excess[kind] - runner_up >= params["min_margin"])
+        self.kind_, self.agreement_, self.excess_ = str(kind), agreement, excess
+        self.shared_ = scores.mean(dim=0).cpu().numpy()
         support = torch.nonzero(weights > 0).flatten()
         self.weights_ = weights.to(unit_anchors.dtype).cpu().numpy()
         self.support_ = support.cpu().numpy()
@@ -214,6 +224,46 @@ class FeedbackAnchors(DiscreteAnchors):
         self.log_weights_ = weights[support].log().to(unit_anchors.dtype)
         self._mark_fitted(dim)
         return self
+
+
+def _kind_labels(kinds: Sequence[str] | None, n_terms: int) -> np.ndarray:
+    """``kinds`` as an ``(N,)`` array of str (all :data:`ONE_KIND` when ``None``)."""
+    if kinds is None:
+        return np.full(n_terms, ONE_KIND, dtype=object)
+    if isinstance(kinds, (str, bytes)) or len(kinds) != n_terms:
+        raise ValueError(f"kinds must name the kind of each of the {n_terms} terms (one str per anchor); got "
+                         f"{kinds if isinstance(kinds, (str, bytes)) else f'{len(kinds)} entries'!r}.")
+    return np.asarray([str(kind) for kind in kinds], dtype=object)
+
+
+def _standardiser(reference_scores: torch.Tensor):
+    """The map from scores ``(n, N)`` to ``z = (scores - mu) / sigma``, ``mu`` and ``sigma`` over the
+    rows of ``reference_scores`` ``(R, N)`` (a term on which the reference does not vary gets ``sigma`` 1)."""
+    mean = reference_scores.mean(dim=0)
+    deviation = reference_scores.std(dim=0) if reference_scores.shape[0] > 1 else torch.ones_like(mean)
+    deviation = torch.where(deviation > 0, deviation, torch.ones_like(deviation))
+    return lambda scores: (scores - mean) / deviation
+
+
+def _shared_score(z: torch.Tensor, z_unlike: torch.Tensor | None, tau: float) -> torch.Tensor:
+    """``S_i`` ``(N,)`` of one group: the soft minimum of its members' ``z`` ``(M, N)``, less the soft
+    maximum (above 0) of the items marked "not like it" ``(U, N)``."""
+    members = -tau * (torch.logsumexp(-z / tau, dim=0) - math.log(z.shape[0]))
+    if z_unlike is None:
+        return members
+    unlike = tau * (torch.logsumexp(z_unlike / tau, dim=0) - math.log(z_unlike.shape[0]))
+    return members - unlike.clamp_min(0.0)
+
+
+def _mean_agreement(groups: list[torch.Tensor], kinds: dict[str, torch.Tensor], gamma: float) -> dict[str, float]:
+    """Per kind (its term ids in ``kinds``), the mean :func:`_agreement` of the groups' ``z`` ``(M, N)``."""
+    return {name: float(torch.stack([_agreement(z[:, ids], gamma) for z in groups]).mean()) for name, ids in kinds.items()}
+
+
+def _agreement(z: torch.Tensor, gamma: float) -> torch.Tensor:
+    """``A_k`` of one group over one kind's columns of ``z`` ``(M, N_k)``: the log Bhattacharyya
+    coefficient of the members' ``softmax(gamma z)``, ``log sum_i exp(mean_m log p_m(i))``."""
+    return torch.logsumexp(torch.log_softmax(gamma * z, dim=1).mean(dim=0), dim=0)
 
 
 def _id_lists(lists: Any, n_queries: int, n_gallery: int, name: str, need_one: bool) -> list[list[int]]:
@@ -235,119 +285,3 @@ def _id_lists(lists: Any, n_queries: int, n_gallery: int, name: str, need_one: b
             raise ValueError(f"{name}[{row}] has ids {bad[:5].tolist()} outside the gallery's range [0, {n_gallery}).")
         result.append(sorted(set(array.tolist())))
     return result
-
-
-def _training_groups(q: torch.Tensor, g: torch.Tensor, marked: list[list[int]], unliked: list[list[int]],
-                     n_negatives: int, n_hard: int, pairwise: bool, generator: np.random.Generator) -> dict:
-    """The rows the loss sees and the groups that compare them.
-
-    ``rows`` ``(M, d)``: the queries, then the gallery items any group uses (positives, marked
-    negatives, each query's ``n_hard`` cosine-nearest unmarked items, and ``n_negatives`` items drawn
-    at random, shared by all groups). ``groups``: ``(anchor row, positive rows, negative mask (M,))``
-    per training query (the queries and, with ``pairwise``, their positives).
-    """
-    n_gallery = g.shape[0]
-    n_hard = min(n_hard, n_gallery)
-    wanted = [n_hard + len(good) + len(bad) for good, bad in zip(marked, unliked)]
-    # Each query's nearest rows, ranked on the rows' device and read once.
-    nearest = torch.sort(-(q @ g.T), dim=1, stable=True).indices[:, :max(wanted)].cpu().numpy()
-    hard = [row[:count] for row, count in zip(nearest, wanted)]
-    drawn = generator.choice(n_gallery, size=min(n_negatives, n_gallery), replace=False)
-    used = np.unique(np.concatenate([drawn, *hard, *[np.asarray(ids, np.int64) for ids in marked + unliked]]))
-    position = {int(item): row + q.shape[0] for row, item in enumerate(used)}
-    rows = torch.cat([q, g[torch.as_tensor(used)]])
-    random_rows = np.asarray([position[int(item)] for item in drawn], np.int64)
-    groups = []
-    for row, (good, bad, nearest) in enumerate(zip(marked, unliked, hard)):
-        good_rows = [position[item] for item in good]
-        mask = np.zeros(rows.shape[0], bool)
-        mask[random_rows] = True
-        mask[[position[int(item)] for item in nearest]] = True
-        mask[[position[item] for item in bad]] = True
-        mask[good_rows] = False
-        mask[:q.shape[0]] = False
-        groups.append((row, good_rows, mask))
-        if pairwise:
-            members = [row, *good_rows]
-            for k, member in enumerate(members[1:], start=1):
-                groups.append((member, members[:k] + members[k + 1:], mask))
-    return {"rows": rows, "groups": groups}
-
-
-def _prepared(a: torch.Tensor, batch: dict, scale: float) -> dict:
-    """The logits ``L = s rows a^T`` ``(M, N)``, their row maxima ``m`` and ``E = exp(L - m)``, with the groups
-    as index tensors."""
-    logits = scale * batch["rows"] @ a.T
-    peak = logits.amax(dim=1)
-    groups = [(anchor, torch.as_tensor(positive), torch.as_tensor(np.flatnonzero(mask)))
-              for anchor, positive, mask in batch["groups"]]
-    return {"logits": logits, "shifted": torch.exp(logits - peak[:, None]), "peak": peak, "groups": groups,
-            "anchors": torch.as_tensor([group[0] for group in batch["groups"]])}
-
-
-def _divergences(w: torch.Tensor, prepared: dict) -> torch.Tensor:
-    """``D_w(anchor row of group k -> row m)`` ``(K, M)`` from the prepared logits."""
-    logits, shifted = prepared["logits"], prepared["shifted"]
-    total = shifted @ w
-    kappa = torch.log(total) + prepared["peak"]
-    anchors = prepared["anchors"]
-    tilt = w * shifted[anchors] / total[anchors, None]
-    return (kappa[None, :] - kappa[anchors, None] - tilt @ logits.T
-            + (tilt * logits[anchors]).sum(dim=1, keepdim=True))
-
-
-def _objective(w: torch.Tensor, prepared: dict, tau: float, lam: float, alpha: float, beta: float) -> torch.Tensor:
-    """``L(w)``: the mean top-``alpha`` rank penalty of the positives plus ``lam`` times the entropy of ``w``."""
-    divergence = _divergences(w, prepared)
-    penalty, pairs = 0.0, 0
-    for k, (_, positive, negative) in enumerate(prepared["groups"]):
-        nearer = torch.sigmoid((divergence[k, positive][:, None] - divergence[k, negative][None, :]) / tau).mean(dim=1)
-        penalty = penalty + (beta * torch.nn.functional.softplus((nearer - alpha) / beta)).sum()
-        pairs += positive.numel()
-    entropy = -(w * torch.log(w.clamp_min(1e-300))).sum()
-    return penalty / pairs + lam * entropy
-
-
-def _start(prepared: dict, spread_weight: float) -> torch.Tensor:
-    """The starting direction ``spread_weight * z_spread + z_contrast`` ``(N,)``.
-
-    ``z_spread``: the log standard deviation of each anchor's logit over the comparison items (the
-    gallery), standardised over the anchors: the terms along which the gallery varies most (in the
-    built-in world, its styles). ``z_contrast``: the absolute difference of the marked items' mean
-    logit (the groups' anchors) and the comparison items', in units of the latter's standard
-    deviation: the terms on which the marked items stand out, by having them or by lacking them."""
-    shared, spread = _shared(prepared)
-    return spread_weight * _standardised(spread.log()) + shared.abs()
-
-
-def _shared(prepared: dict) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(shared (N,), spread (N,))``: how much more the marked items (the groups' anchors) have each
-    term than the comparison items, their mean logits' difference in units of the comparison items'
-    standard deviation (``spread``)."""
-    logits = prepared["logits"]
-    members = logits[torch.unique(prepared["anchors"])]
-    others = logits[torch.unique(torch.cat([group[2] for group in prepared["groups"]]))]
-    spread = others.std(dim=0).clamp_min(1e-12)
-    return (members.mean(dim=0) - others.mean(dim=0)) / spread, spread
-
-
-def _standardised(values: torch.Tensor) -> torch.Tensor:
-    deviation = values.std()
-    return (values - values.mean()) / deviation if deviation > 0 else torch.zeros_like(values)
-
-
-def _descend(prepared: dict, terms: dict, steps: int, lr: float, sharpness: float, spread_weight: float,
-             threshold: float) -> tuple[torch.Tensor, float]:
-    """Adam on the logits ``theta`` of ``w = softmax(theta)`` from ``sharpness`` times :func:`_start`,
-    ``terms`` the objective's ``tau, lam, alpha, beta``; ``(w (N,) after thresholding, L(w))``."""
-    theta = (sharpness * _start(prepared, spread_weight)).requires_grad_(True)
-    optimiser = torch.optim.Adam([theta], lr=lr)
-    for _ in range(steps):
-        optimiser.zero_grad()
-        _objective(torch.softmax(theta, dim=0), prepared, **terms).backward()
-        optimiser.step()
-    weights = torch.softmax(theta.detach(), dim=0)
-    weights = torch.where(weights >= threshold * weights.max(), weights, torch.zeros_like(weights))
-    weights = weights / weights.sum()
-    with torch.no_grad():
-        return weights, float(_objective(weights, prepared, **terms))

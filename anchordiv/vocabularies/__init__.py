@@ -12,7 +12,8 @@ from .catalog import (
     parse_vocabulary,
     read_vocabulary_file,
     vocabulary_description,
+    vocabulary_kinds,
 )
 
 __all__ = ["MAX_TERMS", "MAX_TERM_CHARS", "list_vocabularies", "load_vocabulary", "parse_vocabulary",
-           "read_vocabulary_file", "vocabulary_description"]
+           "read_vocabulary_file", "vocabulary_description", "vocabulary_kinds"]

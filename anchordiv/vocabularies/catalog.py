@@ -46,18 +46,35 @@ def _world_names() -> list[str]:
 
 
 def _world_styles() -> list[str]:
-    from ..datasets.styles import STYLES
+    from ..datasets.styles import RENDITIONS
 
-    return list(STYLES)
+    # The vendors' own drawings (google, twitter) are where the renditions start, not styles a
+    # picture can be in: their names describe no look (issue 50).
+    return list(RENDITIONS)
 
 
 # Computed vocabularies: name -> (how to compute it, what it is). Never a shipped copy.
 COMPUTED: dict[str, tuple[Callable[[], list[str]], str]] = {
     "chexpert-14": (_chexpert, "the 14 CheXpert observations (\"No Finding\" included)"),
     "builtin-world-names": (_world_names, "the names of the built-in world's emoji"),
-    "builtin-world-styles": (_world_styles, "the built-in world's styles"),
+    "builtin-world-styles": (_world_styles, "the built-in world's drawing styles (not the vendors' names)"),
     "builtin-world": (lambda: _world_names() + _world_styles(), "the built-in world's names, then its styles"),
 }
+
+
+# The kinds of the computed vocabularies' terms (what each term describes), in the lists' order;
+# a vocabulary not named here is one kind.
+KINDS: dict[str, Callable[[], list[str]]] = {
+    "builtin-world-names": lambda: ["object"] * len(_world_names()),
+    "builtin-world-styles": lambda: ["style"] * len(_world_styles()),
+    "builtin-world": lambda: ["object"] * len(_world_names()) + ["style"] * len(_world_styles()),
+}
+
+
+def vocabulary_kinds(name: str) -> list[str] | None:
+    """What each term of the vocabulary ``name`` describes (``"object"``, ``"style"``), in its
+    order, for the lists whose terms come in kinds; ``None`` for any other name or a path."""
+    return KINDS[name]() if isinstance(name, str) and name in KINDS else None
 
 
 def list_vocabularies() -> list[str]:
