@@ -17,6 +17,7 @@ from anchordiv.explorer.literal import markdown_literal, shown
 from anchordiv.explorer.page_state import FIND_AUTO, FIND_FILE, FIND_OWN, SETTINGS
 from anchordiv.explorer.vocabulary import (FIND_TERMS, default_vocabulary, file_terms, panel_vocabulary, typed_terms,
                                            vocabulary_files)
+from anchordiv.grids import readable_value
 from anchordiv.images import display_name
 from anchordiv.prompts import default_choice
 from anchordiv.vocabularies import vocabulary_description
@@ -160,9 +161,11 @@ def pair_terms_section(view: ExploreView, neighbour: int, rank: int) -> None:
     pull_col, push_col = st.columns(2)
     pull_col.table(term_table(terms_of.pull_terms, terms_of.pull_scores, "pull: √(p_q · p_n)"))
     push_col.table(term_table(terms_of.push_terms, terms_of.push_scores, f"push: p_{x} log(p_{x} / p_{y})"))
-    st.caption(f"p_q and p_n: the query's and the neighbour's tilted distributions over the vocabulary (uniform "
-               f"weights). KL(p_{x} ‖ p_{y}) = {terms_of.divergence:.4f}, the sum of every term's push score; a "
-               "pull score is large for a term both lean on (their sum over all terms is 1 for equal distributions).")
+    st.caption(f"p_q and p_n: the query's and the neighbour's tilted distributions over this vocabulary (uniform "
+               f"weights), not over the geometry's anchors. Their KL(p_{x} ‖ p_{y}) = "
+               f"{readable_value(terms_of.divergence, divergence=True)}, the sum of every term's push score, is "
+               "another number from the anchor divergence above, which the geometry's own anchors and weights give. "
+               "A pull score is large for a term both lean on (their sum over all terms is 1 for equal distributions).")
 
 
 def term_table(terms, scores, name: str) -> pd.DataFrame:

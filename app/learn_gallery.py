@@ -18,6 +18,7 @@ from anchordiv.app.encoder_choice import load_encoder_for
 from anchordiv.app.sidebar import load_gallery_for
 from anchordiv.app.url_state import link_notes, publish_link, share_box
 from anchordiv.explorer.literal import markdown_literal, plotly_literal
+from anchordiv.grids import readable_value
 from anchordiv.explorer.page_state import DIRECTIONS, SETTINGS
 from anchordiv.explorer.sidebar_state import SidebarState
 from anchordiv.models import anchor_model_kind
@@ -134,7 +135,10 @@ def kl_section(geometry: ex.ExplorerGeometry, model, query: torch.Tensor, neighb
                 f"alike adds about nothing, and one the {second} leans on more adds a negative term that "
                 "**pulls** the total down.")
     st.latex(r"D = \sum_i p_i \log\frac{p_i}{q_i}")
-    st.caption(f"Sum of the terms: {terms['term'].sum():.4f} nats · the model's divergence: {divergence:.4f}"
+    # Both through one rounding (3 significant digits): at four decimals 0.00054 and 0.00055 read
+    # "0.0005" and "0.0006", two numbers that seem to disagree.
+    st.caption(f"Sum of the terms: {readable_value(terms['term'].sum(), divergence=True)} nats · the model's "
+               f"divergence: {readable_value(divergence, divergence=True)} nats"
                + ("" if query_tilt.exact else " (this model is smooth, so the terms are over the softmax tilt "
                                               "of the anchors in use, a stand-in)"))
     with st.expander("All the terms"):

@@ -13,6 +13,7 @@ import anchordiv as ad
 from anchordiv.app import cached
 from anchordiv.builtin.weights import ASSETS_DIR, WEIGHTS_NAME
 from anchordiv.explorer.feedback import MAX_MARKS
+from anchordiv.grids import readable_value
 from markup import plain
 from test_app import AppTest, TIMEOUT, APP, neighbours
 
@@ -83,7 +84,9 @@ def test_the_section_shows_the_librarys_suggestions_and_pull_push_terms(library)
     np.testing.assert_allclose(pull.iloc[:, 0], pair.pull_scores, atol=1e-4)
     assert [plain(term) for term in push.index] == list(pair.push_terms)
     np.testing.assert_allclose(push.iloc[:, 0], pair.push_scores, atol=1e-4)
-    assert f"KL(p_q ‖ p_n) = {pair.divergence:.4f}," in " ".join(caption.value for caption in app.caption)
+    said = " ".join(caption.value for caption in app.caption)
+    assert f"KL(p_q ‖ p_n) = {readable_value(pair.divergence, divergence=True)}," in said
+    assert "not over the geometry's anchors" in said  # one name for one number: said how it differs
     assert not app.error
 
 

@@ -15,6 +15,7 @@ from markup import plain
 from anchordiv import explain, lesson
 from anchordiv import explorer as ex
 from anchordiv.builtin.weights import ASSETS_DIR, MANIFEST_NAME, WEIGHTS_NAME
+from anchordiv.grids import readable_value
 from anchordiv.text_cache import encode_texts_cached
 
 streamlit_testing = pytest.importorskip("streamlit.testing.v1")
@@ -315,6 +316,10 @@ def test_gallery_kl_terms_and_responsibilities_are_the_librarys(library):
         expected = dict(zip(terms["anchor"], terms["term"]))
         assert drawn == pytest.approx({anchor: expected[anchor] for anchor in drawn}, rel=1e-6)
         assert set(terms["anchor"].head(8)) <= set(drawn) and set(terms["anchor"].tail(8)) <= set(drawn)
+        # The sum of the terms and the divergence through one rounding: the same number, read the same.
+        said = next(caption.value for caption in app.caption if caption.value.startswith("Sum of the terms"))
+        total, model = re.findall(r": ([0-9.,]+) nats", said)
+        assert total == model == readable_value(terms["term"].sum(), divergence=True), said
         lines = chart(app, "learn_chart_gallery_responsibility")
         for point in ("query", name):
             expected = curve[(curve["point"] == point) & (curve["component"] == "A")]["responsibility"]
