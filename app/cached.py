@@ -224,6 +224,16 @@ def get_p_sweep(geometry_key: str, _geometry: ex.ExplorerGeometry, query: np.nda
                       weighting=weighting)
 
 
+@st.cache_resource(show_spinner="Placing the points outside the sample: the sample's nearest neighbours under "
+                                "this geometry, then UMAP's transform…", max_entries=8)
+def get_map_placer(key: str, sampled: int, _source: ex.GallerySource, _ids: np.ndarray, _xy: np.ndarray, method: str,
+                   _geometry: ex.ExplorerGeometry, _p: float, _weighting: str) -> ex.MapPlacer:
+    """What places points outside the sample of ``sampled`` points on the map ``key`` names (its
+    geometry, ``p`` and weighting; laid out by ``method``) by UMAP's ``transform``: built once,
+    then kept while the map is."""
+    return ex.map_placer(_source, _ids, _xy, method, _geometry, _p, _weighting)
+
+
 # -- queries ----------------------------------------------------------------------------------------
 @st.cache_data(show_spinner="Embedding the uploaded image…", max_entries=32, hash_funcs=BY_IDENTITY)
 def embed_upload(encoder, data: bytes, name: str) -> np.ndarray:
@@ -280,7 +290,8 @@ def vocabulary_gallery_tilt(encoder, terms: tuple[str, ...], source: ex.GalleryS
     return gallery_mean_tilt(encoder, vocabulary_gallery(source)[1], terms)
 
 
-@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=BY_IDENTITY)
+@st.cache_data(show_spinner="Weighing the vocabulary for this pair (the first time, encoding its terms too)…",
+               max_entries=64, hash_funcs=BY_IDENTITY)
 def pair_terms(encoder, terms: tuple[str, ...], query: np.ndarray, neighbour: np.ndarray, scale: float, k: int):
     """:func:`~anchordiv.pair_terms` of the query and a neighbour over ``terms`` at ``scale``."""
     from anchordiv import pair_terms as pair

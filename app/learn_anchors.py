@@ -67,7 +67,8 @@ def marks_section(view: ExploreView, terms: tuple[str, ...], kinds: tuple[str, .
     request = learn_request(view, terms, kinds, kept)
     learn_col, clear_col = st.columns(2)
     if learn_col.button("Learn a geometry", key="find_learn", type="primary"):
-        learned = attempt(lambda: learn(view, terms, kinds, list(kept.values())), "Cannot learn a geometry")
+        with st.spinner(f"Learning a geometry from your marks over {len(terms):,} terms…"):
+            learned = attempt(lambda: learn(view, terms, kinds, list(kept.values())), "Cannot learn a geometry")
         if learned is not None:
             st.session_state[FIND_LEARNED] = (request, learned)
     clear_col.button("Clear all marks", key="find_clear", on_click=clear_marks, args=(view.source.key,))
