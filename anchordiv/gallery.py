@@ -15,6 +15,7 @@ import pandas as pd
 import torch
 from PIL import Image
 
+from .name_match import rank_matches, search_key
 from .progress import ProgressCallback
 
 
@@ -73,12 +74,24 @@ class Gallery:
         them without building pandas rows on every move of p."""
         return {column: self.labels[column].to_numpy() for column in self.labels.columns}
 
+    @cached_property
+    def search_keys(self) -> tuple[np.ndarray, pd.Series]:
+        """Every image's name and caption as a search compares them
+        (:func:`~anchordiv.name_match.search_key`), made once: ``(names (G,), captions (G,))``."""
+        names = self.labels[self.name_column].astype(str)
+        return (np.array([search_key(name) for name in names], dtype=object),
+                pd.Series([search_key(caption) for caption in self.captions], dtype=object))
+
     def find(self, text: str, limit: int = 200) -> list[int]:
-        """Gallery ids whose caption contains ``text`` (case-insensitive), at most ``limit``."""
-        needle = text.strip().lower()
-        captions = pd.Series(self.captions).str.lower()
-        hits = np.flatnonzero(captions.str.contains(needle, regex=False).to_numpy())
-        return hits[:limit].tolist()
+        """Gallery ids whose caption contains ``text`` (case-insensitive), best first (an exact name,
+        then a caption starting with ``text``, then one with a word starting with it, then the rest;
+        ties by the shorter name, then the smaller id: :mod:`anchordiv.name_match`), at most ``limit``."""
+        needle = search_key(text)
+        if not needle:
+            return []
+        names, captions = self.search_keys
+        hits = np.flatnonzero(captions.str.contains(needle, regex=False).to_numpy(dtype=bool))
+        return rank_matches(needle, hits, names[hits], captions.iloc[hits].tolist(), limit)
 
 
 def _encode_in_chunks(encoder, images: Callable[[int], Image.Image], count: int,

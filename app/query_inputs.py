@@ -12,6 +12,7 @@ from anchordiv.app.cached import embed_text_query, embed_upload, encoded_thumbna
 from anchordiv.app.errors import attempt
 from anchordiv.app.photo_notice import upload_notice
 from anchordiv.app.session_keys import menu_labels
+from anchordiv.app.url_state import UPLOAD_NOT_LINKED
 from anchordiv.explorer.literal import shown, without_joiners
 from anchordiv.explorer.page_state import SETTINGS, TEXT_QUERY, UPLOAD_QUERY
 from anchordiv.explorer.query import distinct_captions
@@ -93,10 +94,18 @@ def pick_query(source: ex.GallerySource, encoder) -> Query:
     if mode == TEXT_QUERY:
         return text_query(encoder)
 
+    def searched() -> None:
+        # Enter takes the best match at once (source.find ranks them); the menu offers the others.
+        best = source.find(without_joiners(state.query_search), limit=1)
+        if best:
+            state.query_id = state.query_pick = best[0]
+
     # One above the other: side by side in the narrow query column, a 1000 px window left each a
     # few letters of its placeholder.
     needle = st.text_input("Search by name", key="query_search", placeholder="e.g. cat, rocket, pizza",
-                           max_chars=SETTINGS["query_search"].max_chars)
+                           max_chars=SETTINGS["query_search"].max_chars, on_change=searched,
+                           help="Enter takes the best match: an exact name first, then names that start with "
+                                "the text, then names with a word that does, then any that contain it.")
     needle = without_joiners(needle)
     options = source.find(needle) if needle.strip() else []
     if needle.strip() and not options:
@@ -107,11 +116,15 @@ def pick_query(source: ex.GallerySource, encoder) -> Query:
         if item is not None and 0 <= item < len(source):
             state.query_id = item
 
-    match_menu(st, "Matches", source, options, key="query_pick", on_change=picked,
-               placeholder=f"{len(options)} match(es)" if options else "search first")
+    if picked_item("query_pick") not in (None, state.query_id):
+        # The menu shows the query or nothing: a map click or a typed row has moved the query since.
+        state.query_pick = None
+    match_menu(st, "Matches, best first" if options else "Matches", source, options, key="query_pick",
+               on_change=picked, placeholder=f"{len(options)} match(es)" if options else "search first")
 
     def draw_random() -> None:
         state.query_id = int(np.random.default_rng().integers(len(source)))
+        forget_search()
 
     # A short label: the query column of a 1000 px window cut "Random gallery image" to "Random gallery im…".
     st.button("Random image", key="query_random", on_click=draw_random, help="Draw a random gallery image as the query")
@@ -125,10 +138,17 @@ def pick_query(source: ex.GallerySource, encoder) -> Query:
     return source_item(source, int(state.query_id))
 
 
+def forget_search() -> None:
+    """Clear the name search and its menu: they named a query that a random draw or an upload has
+    replaced (a callback: the widgets are not drawn yet)."""
+    st.session_state.query_search = ""
+    st.session_state.query_pick = None
+
+
 def upload_query(encoder) -> tuple[np.ndarray | None, None, None, Any, str]:
     """The uploaded query as ``(embedding (d,), None, None, image, description)``; :data:`NO_QUERY`
     while none is uploaded or when it cannot be used (an error box says why)."""
-    upload = st.file_uploader("Upload an image (PNG, JPEG or WebP)", key="query_upload")
+    upload = st.file_uploader("Upload an image (PNG, JPEG or WebP)", key="query_upload", on_change=forget_search)
     if upload is None:
         st.info("Upload an image to use it as the query.")
         return NO_QUERY
@@ -137,6 +157,7 @@ def upload_query(encoder) -> tuple[np.ndarray | None, None, None, Any, str]:
         return NO_QUERY
     image = ex.query_image_from_upload(upload.getvalue(), upload.name)
     upload_notice(encoder, upload.getvalue(), upload.name)
+    st.caption(UPLOAD_NOT_LINKED)
     return vector, None, None, image, f"upload {upload.name}"
 
 

@@ -6,6 +6,8 @@ A shared demo shows visitors messages, never tracebacks or server internals.
 """
 from __future__ import annotations
 
+import ipaddress
+import re
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -30,6 +32,11 @@ SETTINGS = {
     "runner.postScriptGC": "false",
 }
 
+
+# A host name (RFC 1123): dot-separated labels of letters, digits and inner hyphens, 253 characters
+# at most, the last not all digits (999.1.1.1 is a mistyped address, not a name).
+HOST_NAME_CHARS = 253
+HOST_NAME = re.compile(r"((?!-)[A-Za-z0-9-]{1,63}(?<!-)\.)*(?!-)(?![0-9]+$)[A-Za-z0-9-]{1,63}(?<!-)")
 
 # Read by Streamlit at the start of every run, so a server started without the flags above (a bare
 # `streamlit run app/streamlit_app.py`) takes it from the entry script, from its first run on:
@@ -57,11 +64,31 @@ def streamlit_flags() -> list[str]:
     return [f"--{name}={value}" for name, value in SETTINGS.items()]
 
 
+def server_address(text: str) -> str:
+    """``text`` as the one address a server listens on (Streamlit's ``server.address``): an IPv4 or
+    IPv6 address (``127.0.0.1``, ``::1``) or a host name (``localhost``), as typed less surrounding
+    spaces. Raises ``ValueError`` saying what is accepted for anything else (an empty text, a
+    port, a URL, more than :data:`HOST_NAME_CHARS` characters)."""
+    address = str(text).strip()
+    try:
+        return str(ipaddress.ip_address(address))
+    except ValueError:
+        pass
+    if len(address) <= HOST_NAME_CHARS and HOST_NAME.fullmatch(address):
+        return address
+    shown = address if len(address) <= 60 else address[:60] + "…"
+    raise ValueError(f"{shown!r} is not an address to listen on; give an IP address such as 127.0.0.1 (this "
+                     "machine only) or ::1, or a host name such as localhost")
+
+
 def streamlit_argv(script: str | Path, app_args: Sequence[str] = (), port: int | None = None,
-                   extra: Sequence[str] = ()) -> list[str]:
+                   extra: Sequence[str] = (), address: str | None = None) -> list[str]:
     """The command line that serves ``script`` with this Python's Streamlit and :data:`SETTINGS`
     (headless, no error details for visitors, the upload cap), on ``port`` (``None``: Streamlit's
-    default), with ``extra`` ``streamlit run`` options, passing ``app_args`` to the script."""
+    default) and ``address`` (:func:`server_address`; ``None``: Streamlit's default, every
+    address of the machine), with ``extra`` ``streamlit run`` options, passing ``app_args`` to the script."""
     server = [f"--server.port={port}"] if port is not None else []
+    if address is not None:
+        server.append(f"--server.address={server_address(address)}")
     passed = ["--", *app_args] if app_args else []
     return [sys.executable, "-m", "streamlit", "run", str(script), *streamlit_flags(), *server, *extra, *passed]

@@ -18,9 +18,12 @@ from anchordiv.cache import cache_dir
 from anchordiv.explorer import limits, links
 from anchordiv.explorer.anchors import preset_in
 from anchordiv.explorer.literal import markdown_literal
-from anchordiv.explorer.page_state import EVERY_RUN, ON_ARRIVAL, PRESET_DEFAULTS, VIEW, kept_keys
+from anchordiv.explorer.page_state import EVERY_RUN, ON_ARRIVAL, PRESET_DEFAULTS, UPLOAD_QUERY, VIEW, kept_keys
 
 WHOLE_LINK = "all of it"  # how a link refused whole is named among the notes
+# Said under an uploaded query in use and in the Share box: what the page's link carries then.
+UPLOAD_NOT_LINKED = ("An uploaded image cannot travel in a link: it stays in this browser session. The page's link "
+                     "keeps the anchors and p, and opens on the gallery's default query.")
 
 # The page widgets' values that outlive a page that does not draw them (the sidebar's widgets keep
 # their own: page_state.PERSISTED). Those drawn after the gallery (a folder not chosen yet stops
@@ -158,7 +161,11 @@ def link_notes() -> None:
 
 def link_params(fields: list[links.LinkField], source: ex.GallerySource | None = None) -> dict[str, str | list[str]]:
     """The URL parameters of the current values of ``fields``, with the gallery's token when they
-    name anything (a query id means nothing on another gallery)."""
+    name anything (a query id means nothing on another gallery). While the query is an upload
+    (which no link can carry) the link names no query: the gallery image picked before it is not
+    what the page shows."""
+    if st.session_state.get("query_mode") == UPLOAD_QUERY:
+        fields = [item for item in fields if item.key != "query_id"]
     params = links.write_link(st.session_state, fields)
     if source is not None and params:
         params[links.GALLERY_PARAM] = links.gallery_token(source.key)
@@ -185,5 +192,7 @@ def share_box(fields: list[links.LinkField], source: ex.GallerySource | None = N
     with box:
         st.code((st.context.url or "") + ("?" + urlencode(params, doseq=True) if params else ""), language=None,
                 wrap_lines=True)
+        if st.session_state.get("query_mode") == UPLOAD_QUERY:
+            st.warning(UPLOAD_NOT_LINKED)
         st.caption("Opening this link on a server with the same gallery and model shows the same view. An uploaded "
                    "query cannot travel in a link; long anchor lists are kept on this server under a hash.")

@@ -48,6 +48,24 @@ def test_demo_passes_what_follows_the_double_dash_to_the_explorer(tmp_path, monk
                                            port=8600)]
 
 
+def test_demo_serves_on_one_address_when_asked(monkeypatch, capsys):
+    """``--address`` becomes Streamlit's ``server.address``; anything but an IP address or a host
+    name is a usage error before the server starts."""
+    started = []
+    monkeypatch.setattr(subprocess, "call", lambda argv: started.append(argv) or 0)
+    assert main(["demo", "--address", " 127.0.0.1 "]) == 0
+    assert "--server.address=127.0.0.1" in started[0] and started[0][-1] == "--server.address=127.0.0.1"
+    assert main(["demo", "--address", "::1", "--port", "8600"]) == 0 and "--server.address=::1" in started[1]
+    assert main(["demo", "--address", "localhost"]) == 0 and "--server.address=localhost" in started[2]
+    assert not any(item.startswith("--server.address") for item in demo.streamlit_argv(demo.app_script()))
+    capsys.readouterr()
+    for bad in ("", "http://127.0.0.1", "127.0.0.1:8501", "-a", "a b", "x" * 100_000, "host;rm -rf /", "999.1.1.1"):
+        assert main(["demo", f"--address={bad}"]) == 2, bad
+        err = capsys.readouterr().err
+        assert "is not an address to listen on" in err and "127.0.0.1" in err and len(err) < 400, err
+    assert len(started) == 3
+
+
 def test_demo_refuses_a_missing_data_root_before_the_server_starts(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(subprocess, "call", lambda argv: pytest.fail("the server started"))
     assert main(["demo", "--", "--data-root", str(tmp_path / "nowhere")]) == 2

@@ -1,5 +1,6 @@
 """The names a menu of gallery items shows (anchordiv.explorer.query.distinct_captions): items whose
-captions read the same are told apart by the labels that differ and their id, the others are not touched."""
+captions read the same are told apart by the labels that differ and their id, put first (a narrow menu
+cuts an option's end), the others are not touched."""
 from __future__ import annotations
 
 import pandas as pd
@@ -24,8 +25,8 @@ def labelled_source(names: list[str], sources: list[str]) -> ex.MemorySource:
 def test_items_sharing_a_caption_get_the_differing_labels_and_their_id():
     source = labelled_source(["dog face", "dog face", "cat face", "dog face"], ["google", "twitter", "google", "google"])
     shown = distinct_captions(source, [0, 1, 2, 3])
-    assert shown == ["dog face (source google, #0)", "dog face (source twitter, #1)", "cat face",
-                     "dog face (source google, #3)"]
+    assert shown == ["source google, #0: dog face", "source twitter, #1: dog face", "cat face",
+                     "source google, #3: dog face"]
     assert len(set(shown)) == len(shown)
 
 
@@ -35,7 +36,7 @@ def test_captions_that_read_the_same_once_drawn_are_told_apart():
 
     source = labelled_source(["dog\nface", "dog face"], ["google", "google"])
     menu = [shown(text) for text in distinct_captions(source, [1, 0])]
-    assert menu[0].startswith("dog face (") and menu[0].endswith("#1)") and menu[1].endswith("#0)")
+    assert menu[0].endswith("#1: dog face") and menu[1].endswith("#0: dog face")
 
 
 def test_a_menu_without_shared_captions_is_left_as_it_is():

@@ -15,7 +15,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from ..app.server_settings import EXPLORER_SCRIPT, streamlit_argv
+from ..app.server_settings import EXPLORER_SCRIPT, server_address, streamlit_argv
 from ..extras import require
 from .checks import check_input, check_labels
 from .options import COUNT
@@ -29,6 +29,9 @@ def add_parser(commands) -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="start the explorer (Streamlit) on the built-in world, or with --folder "
                                             "on your images; the explorer's own options after --, e.g. -- --data-root DIR")
     demo.add_argument("--port", type=COUNT, help="the server's port (default: Streamlit's, 8501)")
+    demo.add_argument("--address", type=listen_address,
+                      help="the one address the server listens on, e.g. 127.0.0.1 for this machine only (Streamlit's "
+                           "server.address; default: every address of the machine)")
     demo.add_argument("--model", help="the encoder the explorer opens with: builtin (its default), "
                                       "open_clip:ARCH or open_clip:hf-hub:ORG/REPO")
     demo.add_argument("--pretrained", help="with an open_clip:ARCH model: its pretrained tag or checkpoint file")
@@ -55,7 +58,15 @@ def run(args: argparse.Namespace) -> int:
     LaunchOptions.from_launch(app_args, os.environ)  # a mistyped --data-root or model is refused before the server starts
     if args.model is not None or args.folder is not None:
         _prepare(args)
-    return subprocess.call(streamlit_argv(app_script(), app_args, port=args.port))
+    return subprocess.call(streamlit_argv(app_script(), app_args, port=args.port, address=args.address))
+
+
+def listen_address(text: str) -> str:
+    """An argparse type: :func:`~anchordiv.app.server_settings.server_address`, its refusal as a usage error."""
+    try:
+        return server_address(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _check_choices(args: argparse.Namespace) -> None:

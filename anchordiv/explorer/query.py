@@ -51,10 +51,11 @@ def distinct_captions(source: Labelled, items: Sequence[int]) -> list[str]:
     """The captions of ``items`` for one menu, no two reading the same.
 
     An item whose caption (as :func:`~anchordiv.explorer.literal.shown` draws it) no other item of
-    the menu shares keeps it as is. Items sharing one get, in brackets, the labels that differ among
+    the menu shares keeps it as is. Items sharing one get, before it, the labels that differ among
     them (column and value, e.g. the emoji world's ``source``) and their gallery id, e.g.
-    ``"dog face · pencil sketch (source twitter, #6711)"``: the id alone would tell them apart, the
-    labels tell a reader how.
+    ``"source twitter, #6711: dog face · pencil sketch"``: the id alone would tell them apart, the
+    labels tell a reader how. They come first because a narrow menu cuts a long option's end, and
+    what it cut was all that told two options apart.
 
     Parameters
     ----------
@@ -78,7 +79,7 @@ def distinct_captions(source: Labelled, items: Sequence[int]) -> list[str]:
     for group in sharing.values():
         if len(group) > 1:
             told_apart |= _tell_apart(source, group)
-    return [f"{caption} ({told_apart[item]})" if item in told_apart else caption
+    return [f"{told_apart[item]}: {caption}" if item in told_apart else caption
             for item, caption in zip(items, captions)]
 
 

@@ -100,7 +100,9 @@ class GallerySource(Protocol):
         """Item ``item``'s name, as menus and grids show it."""
 
     def find(self, text: str, limit: int = 200) -> list[int]:
-        """Items whose name contains ``text`` (case-insensitive), at most ``limit``."""
+        """Items whose name contains ``text`` (case-insensitive), best first (an exact name, then a
+        prefix, a word start, any match; ties by the shorter name, then the smaller id:
+        :func:`~anchordiv.name_match.rank_matches`), at most ``limit``."""
 
     def default_query(self) -> int:
         """The item a page opens on."""

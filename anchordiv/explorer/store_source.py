@@ -5,9 +5,9 @@ fast on every run.
 * :class:`StoreSource` opens a store for a chosen encoder (its name and dimension must match) and
   carries what the page asks per item: a name (:meth:`~StoreSource.caption`), a label, a vector,
   a thumbnail read from disk (:mod:`.thumbnails`).
-* :class:`NameIndex` finds items by name: built once (sorted names for prefix matches by bisection,
-  one joined text for substring matches by ``str.find``), so a search never loops in Python over
-  every name.
+* :class:`NameIndex` finds items by name, best first (:mod:`anchordiv.name_match`): built once
+  (sorted names for prefix matches by bisection, one joined text for word starts and substrings,
+  scanned in C), so a search never loops in Python over every name.
 * :func:`cosine_top_k`: the cosine baseline over the store, block by block.
 
 Its geometry is :meth:`ExplorerGeometry.over_store <anchordiv.explorer.ExplorerGeometry.over_store>`:
@@ -18,15 +18,17 @@ from __future__ import annotations
 import bisect
 import hashlib
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Sequence
+from typing import TYPE_CHECKING, Callable, ClassVar, Sequence
 
 import numpy as np
 import pandas as pd
 import torch
 
 from .._validation import as_matrix, unit_rows
+from ..name_match import rank_matches, search_key, word_start
 from ..sharded import SCAN_BLOCK_ELEMENTS
 from ..store import MANIFEST, GalleryStore
 from ..topk import RunningTopK, check_top_k, exclusion_matrix, mask_excluded
@@ -44,56 +46,74 @@ if TYPE_CHECKING:
 PROJECTION_ROWS = 3_000
 # Matches a name search returns: a menu longer than this is not read by anyone.
 SEARCH_LIMIT = 200
+# Items of each kind of match (prefix, word start, anywhere) a store's name search ranks: a few
+# milliseconds of scanning, on every run of a page that shows a search.
+SEARCH_CANDIDATES = 1_000
 
 
 # -- names ------------------------------------------------------------------------------------
 class NameIndex:
-    """Case-insensitive search over ``G`` item names, built once.
+    """Case-insensitive search over ``G`` item names, built once, ranked as every gallery ranks
+    matches (:func:`~anchordiv.name_match.rank_matches`: an exact name, then a prefix, then a word
+    start, then any match; ties by the shorter name, then the smaller id).
 
-    The lower-cased names are kept sorted (a prefix is a range found by bisection, ``O(log G)``)
-    and joined, one per line, into one text: a substring is found by ``str.find`` (a scan in C)
-    and mapped to its item by a binary search over the line starts, stopping after ``limit`` hits.
-    So a search costs ``O(log G + limit)`` Python steps, never a loop over every name.
+    The names (as :func:`~anchordiv.name_match.search_key` reads them) are kept sorted, so the
+    names starting with a text are a range found by bisection (``O(log G)``), and joined, one per
+    line, into one text, where the names holding the text at a word start (a regular expression)
+    or anywhere (``str.find``) are found by a scan in C and mapped to their item by a binary search
+    over the line starts. Each kind stops after :data:`SEARCH_CANDIDATES` items (or ``limit``, when
+    more), which are ranked: a search costs ``O(log G + candidates)`` Python steps, never a loop
+    over every name. So over a store of more matches than that, a rank's ties are ordered among the
+    first candidates found of that kind (prefixes in name order, the others in item order).
     """
 
     def __init__(self, names: Sequence[str]):
-        # A line break in a name would split its line; no search text holds one (see _needle).
-        lowered = [str(name).lower().replace("\n", " ") for name in names]
+        # search_key leaves no line break in a name, so each name is one line of the joined text.
+        keys = [search_key(name) for name in names]
         self.names = [str(name) for name in names]
-        order = sorted(range(len(lowered)), key=lowered.__getitem__)
-        self._sorted = [lowered[item] for item in order]
+        self._keys = keys
+        order = sorted(range(len(keys)), key=keys.__getitem__)
+        self._sorted = [keys[item] for item in order]
         self._sorted_items = np.asarray(order, dtype=np.int64)
-        self._text = "\n".join(lowered) + "\n"
-        self._starts = np.cumsum([0] + [len(name) + 1 for name in lowered], dtype=np.int64)
+        self._text = "\n".join(keys) + "\n"
+        self._starts = np.cumsum([0] + [len(key) + 1 for key in keys], dtype=np.int64)
+        self._longest = max(map(len, keys), default=0)
 
     def __len__(self) -> int:
         return len(self.names)
 
     def find(self, text: str, limit: int = SEARCH_LIMIT) -> list[int]:
-        """Items whose name starts with ``text`` (in name order), then those containing it (in item
-        order), at most ``limit``, case-insensitive; empty for a blank ``text``."""
-        needle = _needle(text)
-        if not needle:
+        """Items whose name contains ``text`` (case-insensitive), best first, at most ``limit``;
+        empty for a blank ``text``."""
+        needle = search_key(text)
+        if not needle or limit < 1 or len(needle) > self._longest:  # a pasted page matches no name, at no cost
             return []
+        most = max(int(limit), SEARCH_CANDIDATES)
         first = bisect.bisect_left(self._sorted, needle)
+        # The names starting with the needle sort before it followed by the last code point (a
+        # noncharacter, which no name is expected to hold).
+        end = min(bisect.bisect_left(self._sorted, needle + chr(sys.maxunicode), first), first + most)
+        words, joined = word_start(needle), self._text
+        candidates = dict.fromkeys(self._sorted_items[first:end].tolist())
+        candidates |= self._lines(lambda at: hit.start() if (hit := words.search(joined, at)) else -1, most)
+        candidates |= self._lines(lambda at: joined.find(needle, at), most)
+        items = list(candidates)
+        keys = [self._keys[item] for item in items]
+        return rank_matches(needle, items, keys, keys, limit)
+
+    def _lines(self, search: Callable[[int], int], most: int) -> dict[int, None]:
+        """The first ``most`` items (in item order) whose line of the joined text ``search(position)``
+        finds (where, or -1 for nowhere after ``position``): one hit per item, then on to the next line."""
         found: dict[int, None] = {}
-        for position in range(first, min(first + limit, len(self._sorted))):
-            if not self._sorted[position].startswith(needle):
-                break
-            found[int(self._sorted_items[position])] = None
         at = 0
-        while len(found) < limit:
-            at = self._text.find(needle, at)
-            if at < 0:
+        while len(found) < most:
+            hit = search(at)
+            if hit < 0:
                 break
-            item = int(np.searchsorted(self._starts, at, side="right")) - 1
-            found.setdefault(item, None)
-            at = int(self._starts[item + 1])  # on to the next name: one hit per item
-        return list(found)
-
-
-def _needle(text: str) -> str:
-    return " ".join(str(text).split()).lower()
+            item = int(np.searchsorted(self._starts, hit, side="right")) - 1
+            found[item] = None
+            at = int(self._starts[item + 1])
+        return found
 
 
 def store_names(store: GalleryStore) -> tuple[list[str], str | None]:

@@ -30,8 +30,8 @@ ROW_EXAMPLE = "e.g. '#12', 'cat', 'name:cat', 'text:a dog in watercolor', 'rando
 @dataclass(frozen=True)
 class QueryRow:
     """One row of the figure, as text: a gallery image by id (``"id"``, ``value`` the id) or by name
-    (``"name"``: the first image whose caption contains it), a text query (``"text"``), a random
-    gallery image (``"random"``, ``value`` the seed or ``None``), or an image whose bytes the caller
+    (``"name"``: the best match, :meth:`~anchordiv.gallery.Gallery.find`), a text query (``"text"``), a
+    random gallery image (``"random"``, ``value`` the seed or ``None``), or an image whose bytes the caller
     holds (``"image"``: a file the command line reads; ``"upload"``: a file uploaded to the app).
 
     Text form: :func:`parse_query_row`; ``str()`` gives it back.
