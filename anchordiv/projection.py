@@ -1,9 +1,12 @@
 """2-D projections of a gallery under any geometry: UMAP on the geometry's own kNN graph.
 
 The kNN graph comes from the index's exact search (anchor divergence, cosine or ITI), and
-umap-learn lays it out through ``precomputed_knn``, so UMAP never computes a metric of its own.
-Divergences are not symmetric; UMAP symmetrises the fuzzy graph itself (its fuzzy union).
-Projections can be cached on disk by a caller-supplied key (:func:`cached_projection`).
+umap-learn lays it out through ``precomputed_knn`` under its ``"precomputed"`` metric, so UMAP never
+computes a metric of its own. Divergences are not symmetric; UMAP symmetrises the fuzzy graph itself
+(its fuzzy union). Projections can be cached on disk by a caller-supplied key
+(:func:`cached_projection`). Points outside a layout are placed by UMAP's own ``transform`` from
+their distances to the laid-out points under the same geometry (:func:`restored_reducer`,
+:func:`transform_points`).
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ DEFAULT_EPOCHS = 200
 # estimate to tell the visitor; nothing waits on it.
 LAYOUT_SECONDS_PER_POINT = 6.0 / 10_000
 COMPILE_SECONDS = 10.0
+MIN_DIST = 0.1
 _compiled = False  # whether this process has laid out a graph (and so compiled the kernels)
 
 
@@ -44,13 +48,18 @@ def sample_ids(n_items: int, limit: int, seed: int = 0) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).choice(n_items, size=limit, replace=False))
 
 
+def distances_of(index: Index, values: torch.Tensor) -> torch.Tensor:
+    """``index``'s search ``values`` as distances, smaller closer as UMAP expects: its divergences
+    (clamped at 0 against round-off), or ``1 - similarity`` for similarity indexes."""
+    return ((1.0 - values) if index.higher_is_closer else values).clamp_min(0)
+
+
 def knn_graph(index: Index, embeddings: torch.Tensor, n_neighbors: int = DEFAULT_NEIGHBOURS,
               batch: int = 2048, progress: ProgressCallback | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Each item's ``n_neighbors`` nearest items (itself first), from ``index`` built over
     ``embeddings`` ``(n, d)``: ``(indices (n, n_neighbors) int64, distances (n, n_neighbors) float32)``.
 
-    Distances are the index's divergences (clamped at 0 against round-off) or ``1 - similarity``
-    for similarity indexes, so that smaller is closer, as UMAP expects. ``progress(fraction, text)``
+    Distances are :func:`distances_of` the index's values. ``progress(fraction, text)``
     hears after each ``batch`` of rows.
     """
     n_items = len(embeddings)
@@ -63,9 +72,9 @@ def knn_graph(index: Index, embeddings: torch.Tensor, n_neighbors: int = DEFAULT
         block = embeddings[start:start + batch]
         values, ids = index.search(block, k - 1, exclude=torch.arange(start, start + len(block)))
         own = torch.arange(start, start + len(block), device=ids.device)  # results stay where the index computes
-        distances = (1.0 - values) if index.higher_is_closer else values
+        distances = distances_of(index, values)
         all_ids.append(torch.cat([own[:, None], ids], dim=1))
-        all_dists.append(torch.cat([torch.zeros_like(distances[:, :1]), distances.clamp_min(0)], dim=1))
+        all_dists.append(torch.cat([torch.zeros_like(distances[:, :1]), distances], dim=1))
         if progress is not None:
             done = start + len(block)
             progress(done / n_items, f"{done:,} of {n_items:,} points")
@@ -74,25 +83,78 @@ def knn_graph(index: Index, embeddings: torch.Tensor, n_neighbors: int = DEFAULT
 
 
 def umap_from_knn(indices: np.ndarray, distances: np.ndarray, seed: int = 0, n_epochs: int = DEFAULT_EPOCHS,
-                  min_dist: float = 0.1) -> np.ndarray:
+                  min_dist: float = MIN_DIST) -> np.ndarray:
     """UMAP projection ``(n, 2)`` float32 of a precomputed kNN graph (``indices``/``distances`` ``(n, k)``,
     each row starting with the item itself)."""
-    require("umap", "explorer", "A UMAP projection")
-    import umap  # imported here: it is slow to import and only the projection needs it
-
     seed = check_positive_int(seed, "seed", minimum=0)
     n_epochs = check_positive_int(n_epochs, "n_epochs")
     n_items, k = indices.shape
-    with warnings.catch_warnings():
-        # umap warns that precomputed_knn without a search index cannot transform new points; we never do.
-        warnings.simplefilter("ignore")
-        reducer = umap.UMAP(n_neighbors=k, n_components=2, metric="euclidean", min_dist=min_dist,
-                            random_state=seed, n_epochs=n_epochs, precomputed_knn=(indices, distances, None),
-                            n_jobs=1, init="spectral" if n_items > k + 1 else "random")
-        points = reducer.fit_transform(np.zeros((n_items, 1), dtype=np.float32))
+    reducer = fitted_umap(indices, distances, seed, n_epochs, min_dist, "spectral" if n_items > k + 1 else "random")
     global _compiled
     _compiled = True
-    return np.asarray(points, dtype=np.float32)
+    return np.asarray(reducer.embedding_, dtype=np.float32)
+
+
+def restored_reducer(indices: np.ndarray, distances: np.ndarray, layout: np.ndarray, seed: int = 0,
+                     n_epochs: int = DEFAULT_EPOCHS, min_dist: float = MIN_DIST):
+    """The fitted ``umap.UMAP`` of :func:`umap_from_knn` for a layout it made (``layout`` ``(n, 2)``,
+    from the kNN graph ``indices``/``distances`` ``(n, k)`` with the same ``seed``, ``n_epochs`` and
+    ``min_dist``), for :func:`transform_points`, without laying the graph out again.
+
+    A layout cached on disk keeps its points, not umap-learn's reducer, and umap-learn has no way
+    to make one from a layout. Its ``transform`` reads, of what a fit leaves, only the layout
+    (``embedding_``) and the settings, never the training graph's layout steps; so the reducer
+    is fitted for no epochs from ``layout`` and then given ``layout`` itself (a fit rescales its
+    start) and the epochs the layout was made with, which ``transform`` takes a third of
+    (tests/test_explorer.py checks that its positions equal those of the reducer that made the layout)."""
+    layout = np.asarray(layout, dtype=np.float32)
+    reducer = fitted_umap(indices, distances, check_positive_int(seed, "seed", minimum=0), 0, min_dist, layout)
+    reducer.embedding_ = layout
+    reducer.set_params(n_epochs=check_positive_int(n_epochs, "n_epochs"))
+    return reducer
+
+
+def transform_points(reducer, indices: np.ndarray, distances: np.ndarray) -> np.ndarray:
+    """Positions ``(m, 2)`` float32 on ``reducer``'s layout (:func:`restored_reducer`) of ``m`` points
+    outside it, by umap-learn's ``UMAP.transform``: each point's nearest laid-out items ``indices``
+    ``(m, k)`` and its distances to them ``distances`` ``(m, k)`` under the layout's geometry
+    (:func:`distances_of`), ``k`` at least the layout's ``n_neighbors``. Each point starts at the
+    membership-weighted mean of its neighbours' positions and is then optimised against the fixed
+    layout, as UMAP places a new point."""
+    import scipy.sparse
+
+    n_points, k = indices.shape
+    if n_points == 0:
+        return np.zeros((0, 2), dtype=np.float32)
+    # Built from its parts, so a distance of 0 (a point equal to a laid-out one) stays an entry.
+    rows = scipy.sparse.csr_matrix((np.asarray(distances, dtype=np.float32).ravel(),
+                                    np.asarray(indices, dtype=np.int64).ravel(), np.arange(0, n_points * k + 1, k)),
+                                   shape=(n_points, len(reducer.embedding_)))
+    with warnings.catch_warnings():
+        # umap warns that a precomputed matrix is taken as distances to the laid-out points: it is.
+        warnings.simplefilter("ignore")
+        return np.asarray(reducer.transform(rows), dtype=np.float32)
+
+
+def fitted_umap(indices: np.ndarray, distances: np.ndarray, seed: int, n_epochs: int, min_dist: float, init):
+    """umap-learn's reducer fitted to the kNN graph ``indices``/``distances`` ``(n, k)``: its
+    ``"precomputed"`` metric takes the graph as it is, and lets ``transform`` take distances too."""
+    require("umap", "explorer", "A UMAP projection")
+    import scipy.sparse
+    import umap  # imported here: it is slow to import and only the projection needs it
+
+    n_items, k = indices.shape
+    with warnings.catch_warnings():
+        # umap warns that precomputed_knn without a search index cannot transform new points: with
+        # the precomputed metric it can, from their distances (transform_points).
+        warnings.simplefilter("ignore")
+        reducer = umap.UMAP(n_neighbors=k, n_components=2, metric="precomputed", min_dist=min_dist,
+                            random_state=seed, n_epochs=n_epochs, precomputed_knn=(indices, distances),
+                            n_jobs=1, init=init)
+        # The graph comes from precomputed_knn; the matrix only sizes the fit (an empty one is
+        # symmetric with a zero diagonal, as umap checks).
+        reducer.fit(scipy.sparse.csr_matrix((n_items, n_items), dtype=np.float32))
+    return reducer
 
 
 def layout_estimate(n_items: int, n_epochs: int = DEFAULT_EPOCHS) -> float:

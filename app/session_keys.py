@@ -59,6 +59,7 @@ def find_problem(name: str) -> str:
 COMPARE_UPLOADS = "_compare_uploads"  # the uploaded query images' bytes, by the name their row carries
 COMPARE_ROWS_FULL = "_compare_rows_full"  # a row was not added: the figure has as many as it may
 COMPARE_COLUMN_ERROR = "_compare_column_error"  # why the typed column was not added
+COMPARE_ROWS_FROM = "_compare_rows_from"  # the rows the Explore query gave last: rows still equal follow it
 
 # -- the lesson on weights (learn_weights) --
 WEIGHTS_REQUEST = "_learn_weights_request"  # what the last click asked the learner for: (query, marks, scale)

@@ -5,6 +5,7 @@ anchordiv.explorer computes for the same query, anchors, p and model.
 """
 from __future__ import annotations
 
+import base64
 import io
 import json
 import os
@@ -48,6 +49,31 @@ def select_projection_point(app: AppTest, chart_key: str, gallery_id: int) -> Ap
     states = app._tree.get_widget_states()
     states.widgets.append(WidgetState(id=chart.proto.id, string_value=json.dumps(selection)))
     return app._run(states)
+
+
+def map_figure(app: AppTest, chart_key: str) -> dict:
+    """The Plotly figure of the map ``chart_key`` names."""
+    chart = next(element for element in app.get("plotly_chart") if element.proto.id.endswith(chart_key))
+    return json.loads(chart.proto.spec)
+
+
+def map_traces(app: AppTest, chart_key: str) -> list[dict]:
+    """The traces of the map ``chart_key`` names, in the order Plotly draws them (the last on top)."""
+    return [{name: plotly_values(value) for name, value in trace.items()}
+            for trace in map_figure(app, chart_key)["data"]]
+
+
+def map_labels(app: AppTest, chart_key: str) -> list[str]:
+    """The texts written on the map ``chart_key`` names (its annotations)."""
+    return [note["text"] for note in map_figure(app, chart_key)["layout"].get("annotations", [])]
+
+
+def plotly_values(value):
+    """A trace's value as a list where Plotly sent an array as base64 bytes (``{"dtype", "bdata"}``)."""
+    if not (isinstance(value, dict) and "bdata" in value):
+        return value
+    array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+    return array.reshape([int(side) for side in value["shape"].split(",")]).tolist() if "shape" in value else array.tolist()
 
 
 def start() -> AppTest:
@@ -176,8 +202,8 @@ def test_changing_the_model_and_query(library):
     choice = app.selectbox(key="query_pick").options[3]
     app.selectbox(key="query_pick").set_value(choice).run()
     query_id = app.session_state["query_id"]
-    # The slice draws each emoji by two vendors: a caption two options share ends with its id.
-    assert choice.startswith(library["gallery"].caption(query_id)) and f"#{query_id})" in choice and "pixel art" in choice
+    # The slice draws each emoji by two vendors: a caption two options share starts with its id.
+    assert choice.endswith(library["gallery"].caption(query_id)) and f"#{query_id}:" in choice and "pixel art" in choice
     assert_shows(app, expected_ranking(library, presets["Gallery object names"], presets["Gallery styles"],
                                        kind="gaussian", query_id=query_id))
     app.button(key="query_random").click().run()
@@ -256,7 +282,7 @@ def test_downloads_hold_the_neighbours_shown(library, download_builders):
     assert strip.size == (10 * 128, 24 + rankings * (24 + 128 + caption_height))
 
 
-def _png() -> bytes:
+def red_png() -> bytes:
     buffer = io.BytesIO()
     Image.new("RGB", (64, 64), (200, 30, 30)).save(buffer, format="PNG")
     return buffer.getvalue()
@@ -270,7 +296,7 @@ def test_uploads_good_and_bad(library):
     assert any("broken.png" in plain(error.value) for error in app.error)
     app.file_uploader(key="query_upload").set_value(("notes.txt", b"just text", "text/plain")).run()
     assert not app.exception and any("not an image" in plain(error.value) for error in app.error)
-    app.file_uploader(key="query_upload").set_value(("red.png", _png(), "image/png")).run()
+    app.file_uploader(key="query_upload").set_value(("red.png", red_png(), "image/png")).run()
     assert not app.exception and not app.error and len(neighbours(app)) == 10
 
 
@@ -397,18 +423,35 @@ def test_two_sessions_do_not_share_state(library):
 @pytest.mark.slow
 def test_umap_layout_and_p_sweep(library):
     app = start()
-    assert not [box for box in app.checkbox if box.key == "umap_show"]  # closed: its controls are not drawn
-    app.session_state["umap_open"] = True
+    assert not [box for box in app.checkbox if box.key == "umap_cosine"]  # closed: its controls are not drawn
+    assert not app.get("plotly_chart")
+    app.session_state["umap_open"] = True  # what opening the section does: the map is drawn at once
     app.run()
-    app.checkbox(key="umap_show").check().run()
     assert not app.exception and not app.error
+    traces = map_traces(app, "umap_chart_anchor")
+    assert [trace.get("name") for trace in traces].index("query") == len(traces) - 1  # drawn last: above the rest
+    assert traces[-1]["marker"]["symbol"] == "star" and traces[-1]["type"] == traces[0]["type"]  # in the same layer
+    assert [label for label in map_labels(app, "umap_chart_anchor") if label.startswith("query: ")]
     app.checkbox(key="umap_cosine").check().run()
     assert not app.exception and not app.error
-    # A small sample leaves the query and its neighbours out: they are placed on the map all the same.
+    # A small sample leaves the query and its neighbours out: UMAP's transform places each on the map.
     app.number_input(key="umap_points").set_value(30).run()
-    charts = [element.proto.spec for element in app.get("plotly_chart")]
-    assert len(charts) == 2 and all("role=query" in spec and "role=neighbour" in spec for spec in charts)
-    assert any("were not among the 30 sampled points" in plain(caption.value) for caption in app.caption)
+    for key in ("umap_chart_anchor", "umap_chart_cosine"):
+        traces = map_traces(app, key)
+        assert traces[-1]["name"] == "query" and len(traces[-1]["x"]) == 1
+        spots = {(round(x, 3), round(y, 3)) for trace in traces if trace["name"].endswith(", neighbour")
+                 for x, y in zip(trace["x"], trace["y"])}
+        assert len(spots) == app.session_state["top_k"], spots  # each its own spot, not one averaged spot
+    assert any("were not among the 30 sampled points" in plain(caption.value) and "transform" in plain(caption.value)
+               for caption in app.caption)
+    # A text query is no gallery image: it is placed on the map too, labelled with its text.
+    app.radio(key="query_mode").set_value("Text").run()
+    app.text_input(key="query_text").set_value("a pixel art cat").run()
+    assert not app.exception and not app.error
+    query = map_traces(app, "umap_chart_anchor")[-1]
+    assert query["name"] == "query" and query["customdata"] == [[-1]]
+    assert any("pixel art cat" in label for label in map_labels(app, "umap_chart_anchor"))
+    app.radio(key="query_mode").set_value("Gallery image").run()
     # The projection stays at the p it was made at until asked for the geometry at the current p.
     assert app.session_state["umap_p"] == 0.5
     release_p(app, 0.8)

@@ -70,10 +70,16 @@ def shown_table(app: AppTest) -> pd.DataFrame:
     return app.dataframe[0].value
 
 
-def shown_figure_url(app: AppTest) -> str:
-    """The ``src`` of the preview's image (the page's one HTML block)."""
+def shown_figure_urls(app: AppTest) -> list[str]:
+    """The ``src`` of each of the preview's images (the page's one HTML block): one per column when
+    readable, the whole figure when fitted to the page."""
     (body,) = [element.proto.body for element in app.get("html")]
-    return re.search(r'<img [^>]*src="([^"]+)"', body).group(1)
+    return re.findall(r'<img [^>]*src="([^"]+)"', body)
+
+
+def shown_figure_url(app: AppTest) -> str:
+    """The ``src`` of the preview's first image."""
+    return shown_figure_urls(app)[0]
 
 
 def assert_page_shows(app: AppTest, result: fg.CompareResult) -> None:
@@ -86,9 +92,11 @@ def assert_page_shows(app: AppTest, result: fg.CompareResult) -> None:
     value = "divergence" if "divergence" in want else "similarity"
     pd.testing.assert_series_equal(table[value], want[value], check_exact=False, rtol=1e-5)
     assert len(app.get("html")) == 1
-    url = shown_figure_url(app)
-    assert url.startswith("data:image/svg+xml;base64,"), url[:40]
-    drawn = " ".join(ElementTree.fromstring(base64.b64decode(url.split(",", 1)[1])).itertext())
+    urls = shown_figure_urls(app)
+    assert len(urls) == len(result.columns)  # readable: a picture per column, the legend and settings under the last
+    assert all(url.startswith("data:image/svg+xml;base64,") for url in urls), [url[:40] for url in urls]
+    drawn = " ".join(" ".join(ElementTree.fromstring(base64.b64decode(url.split(",", 1)[1])).itertext())
+                     for url in urls)
     assert f"top-{result.settings.k}" in drawn
     assert ("ITI over" in drawn) == any(column.kind == "iti" for column in result.columns)
     assert any(" · ".join(result.settings.lines()) in plain(caption.value) for caption in app.caption)
@@ -98,7 +106,7 @@ def test_the_page_opens_on_the_library_figure_with_its_downloads(library):
     app = open_compare()
     assert not app.error
     rows, columns = app.session_state["compare_rows"], app.session_state["compare_columns"]
-    assert rows == [f"#{ex.default_query_id(library['gallery'])}", "random:1"]
+    assert rows == [f"#{ex.default_query_id(library['gallery'])}"]  # the query Explore opens on
     assert columns == ["cosine", "A", "B", "mix p=0.5"]
     assert_page_shows(app, expected(library, rows, columns))
     keys = {button.proto.id.rsplit("-", 1)[-1] for button in app.get("download_button")}
@@ -119,7 +127,7 @@ def test_each_control_changes_what_the_library_says(library):
     pick.select_index(1).run()
     second_kiss = library["gallery"].find("kissing")[1]
     rows = app.session_state["compare_rows"]
-    assert rows[2:] == ["text:a dog in watercolor", f"#{second_kiss}"]
+    assert rows[1:] == ["text:a dog in watercolor", f"#{second_kiss}"]
     app.number_input(key="compare_k").set_value(3).run()
     app.radio(key="compare_weighting").set_value("literal").run()
     assert_page_shows(app, expected(library, rows, columns, k=3, weighting="literal"))
@@ -176,6 +184,34 @@ def test_the_sidebar_chosen_on_explore_holds_on_the_first_run_of_compare(library
     app.switch_page("views/compare.py").run()
     rows, columns = app.session_state["compare_rows"], app.session_state["compare_columns"]
     assert_page_shows(app, expected(library, rows, columns, spec=ex.GeometrySpec(scale=20.0)))
+
+
+def test_the_figure_starts_from_the_query_explored(library):
+    """Compare opens on the Explore page's query (a gallery image, or a text); rows the visitor has
+    not changed follow the next query explored, rows they changed stay."""
+    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    app.session_state["query_id"] = 7
+    app.run()
+    app.switch_page("views/compare.py").run()
+    assert app.session_state["compare_rows"] == ["#7"] and not app.error
+    assert shown_table(app)["query"].iloc[0] == "#7"
+    app.switch_page("views/explore.py").run()
+    app.radio(key="query_mode").set_value("Text").run()
+    app.text_input(key="query_text").set_value("a  red square").run()
+    app.switch_page("views/compare.py").run()
+    assert app.session_state["compare_rows"] == ["text:a red square"] and not app.exception
+    app.multiselect(key="compare_rows").set_value(["#3"]).run()
+    app.switch_page("views/explore.py").run()
+    app.radio(key="query_mode").set_value("Gallery image").run()
+    app.switch_page("views/compare.py").run()
+    assert app.session_state["compare_rows"] == ["#3"] and not app.exception
+
+
+def test_a_link_s_query_is_the_first_row(library):
+    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    app.query_params["query"] = "12"
+    app.switch_page("views/compare.py").run()
+    assert not app.exception and app.session_state["compare_rows"] == ["#12"]
 
 
 def test_the_figure_travels_in_the_link(library):
@@ -304,11 +340,15 @@ def shown_text_pixels(app: AppTest, column_width: float) -> float:
 
 
 def test_the_preview_is_readable_unless_asked_to_fit_the_page(library):
-    """The figure is drawn for print; the page shows its smallest text at 10 px and lets it scroll
-    sideways, or fits it to the column when asked (where a four-column figure's text is tiny)."""
+    """The figure is drawn for print; the page shows its smallest text at 10 px, a picture per column
+    that wrap onto the next line where the page is narrower than them side by side (each narrower
+    than the page's column in a 1500 px window, about 1,100 px), or fits the whole figure to the
+    column when asked (where a four-column figure's text is tiny)."""
     app = open_compare()
     body = app.get("html")[0].proto.body
-    assert "overflow-x:auto" in body and "<script" not in body
+    assert "flex-wrap:wrap" in body and "overflow-x:auto" in body and "<script" not in body
+    widths = [float(width) for width in re.findall(r"width:([0-9.]+)px", body)]
+    assert len(widths) == len(app.session_state["compare_columns"]) and max(widths) < 1000, widths
     assert shown_text_pixels(app, column_width=700) >= 9.9
     app.radio(key="compare_preview_size").set_value("Fit to the page's width").run()
     assert not app.exception, app.exception

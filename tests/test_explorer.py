@@ -380,6 +380,34 @@ def test_knn_graph_and_projection(world, tmp_path, monkeypatch):
     assert projection.sample_ids(10, 20).tolist() == list(range(10))
 
 
+
+@pytest.mark.parametrize("method", ["anchor", "cosine"])
+def test_points_outside_a_map_are_placed_by_umaps_own_transform(world, method):
+    """A point outside a map's sample lands where the reducer that laid the map out would put it
+    (UMAP.transform from its nearest sampled items under the map's geometry), though that reducer is
+    restored from the kept layout; each lands on its own spot, one equal to a sampled item beside it."""
+    gallery = world[0]
+    shared = geometry(world)
+    ids, xy = ex.geometry_projection(gallery, method, shared, p=0.5, max_points=40, n_neighbors=5)
+    placer = ex.map_placer(gallery, ids, xy, method, shared, 0.5, n_neighbors=5)
+    outside = np.setdiff1d(np.arange(len(gallery)), ids)
+    placed = placer.place(gallery.rows(outside))
+    # The reducer that made the layout, fitted again from the same graph: its transform agrees.
+    sample = gallery.rows(ids)
+    indices, distances = projection.knn_graph(placer.index, sample, n_neighbors=5)
+    made = projection.fitted_umap(indices, distances, 0, projection.DEFAULT_EPOCHS, projection.MIN_DIST, "spectral")
+    np.testing.assert_array_equal(made.embedding_, xy)
+    values, nearest = placer.index.search(gallery.rows(outside), 5)
+    np.testing.assert_array_equal(placed, projection.transform_points(
+        made, nearest.numpy(), projection.distances_of(placer.index, values).numpy()))
+    assert placed.shape == (len(outside), 2) and np.all(np.isfinite(placed))
+    assert len(np.unique(placed.round(3), axis=0)) == len(outside)  # not one averaged spot
+    # A sampled item placed as if outside (its distance 0 to itself kept) lands among its neighbours.
+    again = placer.place(sample[:1])[0]
+    spacing = np.median(np.linalg.norm(xy - xy[0], axis=1))
+    assert np.linalg.norm(again - xy[0]) < spacing
+    assert placer.place(torch.zeros((0, sample.shape[1]))).shape == (0, 2)
+
 def test_invisible_lines_are_blank_but_joiners_inside_anchors_stay():
     parsed = ex.parse_anchor_text("\u200b\n\u200d\u2060\n\ufeff \ndog\n👨\u200d👩\u200d👧")
     assert parsed.anchors == ("dog", "👨\u200d👩\u200d👧") and parsed.blank_lines == 3

@@ -196,13 +196,19 @@ def test_the_projection_is_of_a_fixed_sample(world):
     assert ids.tolist() == sample_ids(len(gallery), 60, 0).tolist() and xy.shape == (60, 2)
     frame = gallery.projection_frame(ids, xy, int(ids[0]), [int(ids[1]), 10_000])
     assert frame.role.tolist()[:3] == ["query", "neighbour", "gallery"] and frame.label.iloc[0] == gallery.labels_of(ids[0])
-    # The query and its neighbours are always on the map: one outside the sample is placed beside its
-    # nearest sampled items, and a query that is no store row (an upload) too.
+    # The query and its neighbours are always on the map: one outside the sample is placed by UMAP's
+    # transform from its nearest sampled items, and a query that is no store row (an upload) too.
     outside = next(item for item in range(len(gallery)) if item not in set(ids.tolist()))
+    place = ex.map_placer(gallery, ids, xy, "anchor", geometry, 0.5, n_neighbors=5).place
     more, placed_xy, query_xy, placed = ex.with_query_and_neighbours(
-        gallery, ids, xy, int(ids[0]), [int(ids[1]), outside], None, "anchor", geometry, 0.5)
+        gallery, ids, xy, int(ids[0]), [int(ids[1]), outside], None, place)
     assert placed == 1 and more.tolist() == [*ids.tolist(), outside] and query_xy is None
-    assert np.all(placed_xy[-1] >= xy.min(axis=0)) and np.all(placed_xy[-1] <= xy.max(axis=0))
+    spread = xy.max(axis=0) - xy.min(axis=0)
+    assert np.all(placed_xy[-1] >= xy.min(axis=0) - spread) and np.all(placed_xy[-1] <= xy.max(axis=0) + spread)
     _, _, query_xy, placed = ex.with_query_and_neighbours(gallery, ids, xy, None, [], gallery.rows([outside])[0],
-                                                          "anchor", geometry, 0.5)
+                                                          place)
     assert placed == 1 and query_xy.shape == (2,) and np.allclose(query_xy, placed_xy[-1])
+    # Nothing outside the sample: nothing is placed (the placer is not even asked).
+    _, _, query_xy, placed = ex.with_query_and_neighbours(gallery, ids, xy, int(ids[0]), [int(ids[1])], None,
+                                                          lambda rows: pytest.fail("placed"))
+    assert placed == 0 and query_xy is None

@@ -21,7 +21,8 @@ imported as modules):
   :func:`grid_captions` and :func:`combined_table` (also the CSV download); over a source,
   :func:`neighbour_grid_png` and :func:`p_sweep` (:mod:`.source`);
 * :mod:`.maps`: UMAP maps of a sample, :func:`geometry_projection`, :func:`projection_key`,
-  :func:`point_roles` and :func:`with_query_and_neighbours`;
+  :func:`point_roles` and :func:`with_query_and_neighbours`, placing points outside the sample with
+  :func:`map_placer`;
 * :mod:`.store_source` and :mod:`.thumbnails`: :class:`NameIndex`, :func:`cosine_top_k`,
   :func:`store_stamp` and the images of a store read for the shown items only;
 * :mod:`.page_state`: every setting of the pages, declared once (key, URL parameter, default,
@@ -50,7 +51,8 @@ from .anchors import (
     weighted_anchor_text,
 )
 from .geometry import WEIGHTING_HELP, ExplorerGeometry, GeometrySpec, baseline_index, calibration_frame
-from .maps import geometry_projection, point_roles, project_rows, projection_key, with_query_and_neighbours
+from .maps import (MapPlacer, geometry_projection, map_placer, point_roles, project_rows, projection_key,
+                   with_query_and_neighbours)
 from .neighbours import (
     agreement,
     agreement_text,
@@ -68,9 +70,10 @@ from .store_source import NameIndex, StoreSource, cosine_top_k, store_stamp
 __all__ = [
     "ANIMALS", "BACKGROUNDS", "CHEXPERT_PATHOLOGIES", "CLOTHING", "DOG_BREEDS", "FOOD", "GENERIC_STYLES",
     "MAX_ANCHORS", "VEHICLES", "WEIGHTING_HELP", "AnchorText", "Capabilities", "DataRoots", "ExplorerGeometry",
-    "GallerySource", "GeometrySpec", "MemorySource", "NameIndex", "BackgroundJobs", "SharedBuilds", "StoreSource",
+    "GallerySource", "GeometrySpec", "MapPlacer", "MemorySource", "NameIndex", "BackgroundJobs", "SharedBuilds",
+    "StoreSource",
     "agreement", "agreement_text", "anchor_file_text", "anchor_presets", "baseline_index", "calibration_frame",
-    "combined_table", "cosine_top_k", "default_query_id", "geometry_projection", "grid_captions",
+    "combined_table", "cosine_top_k", "default_query_id", "geometry_projection", "grid_captions", "map_placer",
     "neighbour_grid_png", "neighbour_table", "p_sweep", "parse_anchor_text",
     "point_roles", "project_rows", "projection_key", "query_image_from_upload", "search_one", "store_stamp",
     "weighted_anchor_text", "with_query_and_neighbours",

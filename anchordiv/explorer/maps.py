@@ -1,12 +1,13 @@
 """2-D maps of a gallery: a UMAP of a fixed sample of its rows under a geometry
 (:func:`geometry_projection`), the cache key of one (:func:`projection_key`), and the roles its
 points play in a plot (:func:`point_roles`), with the query and its neighbours always on it
-(:func:`with_query_and_neighbours`). UMAP itself is imported (by
-:mod:`anchordiv.projection`) only when used."""
+(:func:`with_query_and_neighbours`), those outside the sample placed by UMAP's own ``transform``
+(:func:`map_placer`). UMAP itself is imported (by :mod:`anchordiv.projection`) only when used."""
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Protocol, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
 
 import numpy as np
 import torch
@@ -92,22 +93,36 @@ def projection_index(embeddings: torch.Tensor, method: str, geometry: ExplorerGe
     return baseline_index(method, embeddings, iti_anchors, device=None if geometry is None else geometry.device)
 
 
-# Sampled items whose mean position places a point outside the sample (UMAP starts a new point there).
-PLACING_NEIGHBOURS = 5
+@dataclass(frozen=True)
+class MapPlacer:
+    """What places points outside a map's sample (the query, its neighbours) on the map: ``index``
+    over the sampled rows under the map's geometry, and ``reducer``, UMAP's reducer of the map's
+    layout (:func:`anchordiv.projection.restored_reducer`). The layout stays as it is."""
+
+    index: Any
+    reducer: Any
+
+    def place(self, rows: torch.Tensor) -> np.ndarray:
+        """Positions ``(m, 2)`` of ``rows`` ``(m, d)`` by UMAP's ``transform``, from their nearest
+        sampled items under the map's geometry (as many as the layout's graph has per point)."""
+        if len(rows) == 0:
+            return np.zeros((0, 2), dtype=np.float32)
+        values, nearest = self.index.search(torch.as_tensor(rows, dtype=torch.float32), self.reducer.n_neighbors)
+        return projection.transform_points(self.reducer, nearest.cpu().numpy(),
+                                           projection.distances_of(self.index, values).cpu().numpy())
 
 
-def place_outside(gallery: Rows, ids: np.ndarray, xy: np.ndarray, rows: torch.Tensor, method: str,
-                  geometry: ExplorerGeometry | None = None, p: float = 0.5, weighting: str = "calibrated",
-                  iti_anchors: torch.Tensor | None = None) -> np.ndarray:
-    """Positions ``(m, 2)`` on a map of the sampled ``ids`` (laid out at ``xy`` ``(n, 2)``) for
-    ``rows`` ``(m, d)`` outside the sample (the query, its neighbours): each the mean position of its
-    :data:`PLACING_NEIGHBOURS` nearest sampled items under the map's own geometry, which is where
-    UMAP starts a new point, so the fixed layout is kept and nothing is projected again."""
-    if len(rows) == 0:
-        return np.zeros((0, 2))
-    index = projection_index(gallery.rows(np.asarray(ids)), method, geometry, p, weighting, iti_anchors)
-    _, nearest = index.search(rows.numpy(), min(PLACING_NEIGHBOURS, len(ids)))
-    return np.asarray(xy)[nearest].mean(axis=1)
+def map_placer(gallery: Rows, ids: np.ndarray, xy: np.ndarray, method: str, geometry: ExplorerGeometry | None = None,
+               p: float = 0.5, weighting: str = "calibrated", iti_anchors: torch.Tensor | None = None, seed: int = 0,
+               n_neighbors: int = projection.DEFAULT_NEIGHBOURS) -> MapPlacer:
+    """The :class:`MapPlacer` of the map :func:`geometry_projection` laid out (the sampled ``ids``
+    ``(n,)`` at ``xy`` ``(n, 2)``, with the same ``method``, geometry, ``seed`` and ``n_neighbors``):
+    the sample's kNN graph again, and UMAP's reducer restored from it and the layout, which is not
+    laid out again."""
+    embeddings = gallery.rows(np.asarray(ids))
+    index = projection_index(embeddings, method, geometry, p, weighting, iti_anchors)
+    indices, distances = projection.knn_graph(index, embeddings, n_neighbors)
+    return MapPlacer(index, projection.restored_reducer(indices, distances, xy, seed=seed))
 
 
 def point_roles(ids: np.ndarray, query_id: int | None, neighbour_ids: Sequence[int]) -> np.ndarray:
@@ -118,25 +133,23 @@ def point_roles(ids: np.ndarray, query_id: int | None, neighbour_ids: Sequence[i
 
 
 def with_query_and_neighbours(gallery: Rows, ids: np.ndarray, xy: np.ndarray, query_id: int | None,
-                              neighbour_ids: Sequence[int], query_row: torch.Tensor | None, method: str,
-                              geometry: ExplorerGeometry | None = None, p: float = 0.5,
-                              weighting: str = "calibrated", iti_anchors: torch.Tensor | None = None
+                              neighbour_ids: Sequence[int], query_row: torch.Tensor | None,
+                              place: Callable[[torch.Tensor], np.ndarray]
                               ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, int]:
     """A map of the sampled ``ids`` ``(n,)`` at ``xy`` ``(n, 2)`` with the query and its neighbours
     always on it: those of the query (``query_id``) and ``neighbour_ids`` outside the sample are
-    placed by :func:`place_outside` and appended. A query that is not a gallery item
-    (``query_id`` ``None``; ``query_row`` its embedding ``(d,)``) is placed too, as the returned
-    ``query_xy`` ``(2,)`` (else ``None``). Returns ``(ids, xy, query_xy, placed)``, ``placed``
-    counting the points placed."""
+    placed by ``place(rows (m, d)) -> (m, 2)`` (:meth:`MapPlacer.place`; called only when there is
+    something to place) and appended. A query that is not a gallery item (``query_id`` ``None``;
+    ``query_row`` its embedding ``(d,)``) is placed too, as the returned ``query_xy`` ``(2,)`` (else
+    ``None``). Returns ``(ids, xy, query_xy, placed)``, ``placed`` counting the points placed."""
     shown = set(np.asarray(ids).tolist())
     wanted = ([query_id] if query_id is not None else []) + [int(item) for item in neighbour_ids]
     missing = np.asarray([item for item in dict.fromkeys(wanted) if item not in shown], dtype=np.int64)
-    rows = gallery.rows(missing) if len(missing) else torch.zeros((0, 0))
+    rows = [gallery.rows(missing)] if len(missing) else []
     alone = query_id is None and query_row is not None
     if alone:
-        query = torch.as_tensor(query_row, dtype=torch.float32).reshape(1, -1)
-        rows = torch.cat([rows, query]) if len(missing) else query
-    placed = place_outside(gallery, ids, xy, rows, method, geometry, p, weighting, iti_anchors)
+        rows.append(torch.as_tensor(query_row, dtype=torch.float32).reshape(1, -1))
+    placed = np.asarray(place(torch.cat(rows)), dtype=np.float32) if rows else np.zeros((0, 2), dtype=np.float32)
     ids = np.concatenate([np.asarray(ids), missing])
     xy = np.concatenate([np.asarray(xy), placed[:len(missing)]])
     return ids, xy, (placed[-1] if alone else None), len(placed)

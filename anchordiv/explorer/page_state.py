@@ -54,7 +54,7 @@ TEMPLATE_OPTIONS = (AUTO, *TEMPLATE_SETS)
 # Fig. 1: the baseline, each set alone, and their mixture.
 DEFAULT_COLUMNS = ("cosine", "A", "B", "mix p=0.5")
 # How large the Compare page shows its figure (the downloads are the same either way).
-PREVIEW_SIZES = ("Readable (scroll sideways)", "Fit to the page's width")
+PREVIEW_SIZES = ("Readable (a picture per geometry)", "Fit to the page's width")
 # The Find anchors panel's vocabulary menu: the model's default list, the named lists, one's own.
 FIND_AUTO, FIND_OWN, FIND_FILE = AUTO, "own list (typed)", "own list (a text file)"
 FIND_VOCABULARIES = (FIND_AUTO, *list_vocabularies(), FIND_OWN, FIND_FILE)

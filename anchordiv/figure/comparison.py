@@ -185,6 +185,11 @@ class CompareResult:
     tables: list[list[pd.DataFrame]]
     settings: CompareSettings
 
+    def column(self, index: int) -> CompareResult:
+        """The figure of column ``index`` alone, its settings still the whole figure's (a page too
+        narrow for every column shows them one under another)."""
+        return replace(self, columns=[self.columns[index]], tables=[[row[index]] for row in self.tables])
+
     def frame(self) -> pd.DataFrame:
         """Every table in one, with ``query`` and ``geometry`` columns (their text specs): the CSV download."""
         return pd.concat([table.assign(query=str(query.row), geometry=str(column))

@@ -51,9 +51,10 @@ def least_size(n_rows: int, n_columns: int, k: int, layout: FigureLayout) -> tup
 
 
 def figure_inches(n_rows: int, n_columns: int, k: int, header: float, settings_lines: int,
-          layout: FigureLayout) -> tuple[float, float]:
-    height = (2 * layout.margin + header + n_rows * layout.row_height() + layout.legend
-              + settings_lines * layout.settings_line)
+          layout: FigureLayout, footer: bool = True) -> tuple[float, float]:
+    """``(width, height)``; without ``footer``, no room for the legend and the settings lines."""
+    height = (2 * layout.margin + header + n_rows * layout.row_height()
+              + (layout.legend + settings_lines * layout.settings_line if footer else 0.0))
     return figure_width(n_columns, k, layout), height
 
 

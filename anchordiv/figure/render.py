@@ -34,10 +34,11 @@ FONT_FAMILY = "DejaVu Sans"  # matplotlib's own font: every format draws and mea
 _FITTED_SHARE = 0.95
 
 
-def figure_size(result: CompareResult, layout: FigureLayout = FigureLayout()) -> tuple[float, float]:
+def figure_size(result: CompareResult, layout: FigureLayout = FigureLayout(),
+                footer: bool = True) -> tuple[float, float]:
     """``(width, height)`` of :func:`render_figure`'s figure in inches (PNG pixels: times ``dpi``)."""
     return figure_inches(len(result.queries), len(result.columns), result.settings.k, _header_height(result, layout),
-                 len(_settings_lines(result, layout)), layout)
+                         len(_settings_lines(result, layout)) if footer else 0, layout, footer)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -86,7 +87,8 @@ def _header_height(result: CompareResult, layout: FigureLayout) -> float:
 
 
 def render_figure(result: CompareResult, format: str = "png", dpi: int = 200,
-                  layout: FigureLayout = FigureLayout(), limits: FigureLimits = DEFAULT_LIMITS) -> bytes:
+                  layout: FigureLayout = FigureLayout(), limits: FigureLimits = DEFAULT_LIMITS,
+                  footer: bool = True) -> bytes:
     """The figure of ``result`` as ``format`` bytes: ``"png"`` (at ``dpi``), ``"pdf"`` or ``"svg"``
     (vector: text as text, each thumbnail an embedded image; no timestamps, so the same result
     gives the same bytes). Rows are the queries (image and caption at the left), columns the
@@ -108,6 +110,9 @@ def render_figure(result: CompareResult, format: str = "png", dpi: int = 200,
         The sizes in inches.
     limits : FigureLimits
         A PNG's highest dpi and most pixels.
+    footer : bool
+        Whether the legend and the settings are drawn under the grid (a page showing a figure's
+        columns one at a time, :meth:`CompareResult.column`, draws them under the last only).
 
     Returns
     -------
@@ -123,11 +128,11 @@ def render_figure(result: CompareResult, format: str = "png", dpi: int = 200,
     if format not in FORMATS:
         raise ValueError(f"unknown figure format {format!r}; use one of {', '.join(FORMATS)}")
     if format == "png":
-        check_png(figure_size(result, layout), dpi, limits)
+        check_png(figure_size(result, layout, footer), dpi, limits)
     import matplotlib
 
     with matplotlib.rc_context(_rc(layout)):
-        page = _drawn(result, layout)
+        page = _drawn(result, layout, footer)
         buffer = io.BytesIO()
         # zlib's fastest level: half the encoding time of a large PNG, for a sixth more bytes.
         options = {"png": {"metadata": {"Software": None}, "pil_kwargs": {"compress_level": 1}},
@@ -165,17 +170,17 @@ def draw_figure(result: CompareResult, layout: FigureLayout = FigureLayout()) ->
     return _drawn(result, layout).figure
 
 
-def _drawn(result: CompareResult, layout: FigureLayout) -> _Page:
+def _drawn(result: CompareResult, layout: FigureLayout, footer: bool = True) -> _Page:
     """The drawn page: its figure and the full texts of what it shortened."""
     import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     with matplotlib.rc_context(_rc(layout)):
-        figure = Figure(figsize=figure_size(result, layout))
+        figure = Figure(figsize=figure_size(result, layout, footer))
         FigureCanvasAgg(figure)
         page = _Page(figure)
-        _draw(page, result, layout)
+        _draw(page, result, layout, footer)
         page.add_frames()
     return page
 
@@ -227,7 +232,7 @@ class _Page:
         self.text(left, top, fitted.text, gid=gid, **style)
 
 
-def _draw(page: _Page, result: CompareResult, layout: FigureLayout) -> None:
+def _draw(page: _Page, result: CompareResult, layout: FigureLayout, footer: bool) -> None:
     k = result.settings.k
     # A neighbour often recurs across the columns of its row; each is loaded and shrunk once.
     thumbnail = functools.cache(lambda item: _thumbnail(result.gallery.image(item)))
@@ -243,6 +248,8 @@ def _draw(page: _Page, result: CompareResult, layout: FigureLayout) -> None:
         for left, table in zip(column_left, tables):
             _draw_cell(page, table, result.gallery.name_column, thumbnail, left, top, layout)
         top += layout.row_height()
+    if not footer:
+        return
     _draw_legend(page, top, layout)
     for line in _settings_lines(result, layout):
         top += layout.settings_line

@@ -21,13 +21,13 @@ from anchordiv.app.compare_preview import show_preview
 from anchordiv.app.errors import ERROR_CHARS, attempt
 from anchordiv.app.encoder_choice import load_encoder_for
 from anchordiv.app.query_inputs import match_menu, picked_item
-from anchordiv.app.session_keys import COMPARE_COLUMN_ERROR, COMPARE_ROWS_FULL, COMPARE_UPLOADS
+from anchordiv.app.session_keys import COMPARE_COLUMN_ERROR, COMPARE_ROWS_FROM, COMPARE_ROWS_FULL, COMPARE_UPLOADS
 from anchordiv.app.sidebar import load_gallery_for, sidebar_state
 from anchordiv.app.url_state import follow_link, link_notes, publish_link, share_box, sidebar_fields
 from anchordiv.encoders.specs import parse_model_spec
 from anchordiv.explorer import limits, links
 from anchordiv.explorer.literal import markdown_literal, without_joiners
-from anchordiv.explorer.page_state import COMPARE, SETTINGS
+from anchordiv.explorer.page_state import COMPARE, SETTINGS, TEXT_QUERY
 from anchordiv.explorer.sidebar_state import SidebarState
 from anchordiv.models import list_anchor_models
 from anchordiv.prompts import AUTO
@@ -38,6 +38,24 @@ COMMON_COLUMNS = ["cosine", "iti", "A", "B", "mix p=0.25", "mix p=0.5", "mix p=0
 
 
 # -- rows -----------------------------------------------------------------------------------------
+def explore_rows(source: ex.MemorySource) -> list[str]:
+    """The rows the figure starts from: the query the visitor was exploring (the Explore page's, as
+    this session or the link left it: its text, or its gallery image; an upload stays on Explore,
+    which the page's own uploader takes). Rows the visitor has not changed since the last Explore
+    query gave them follow the next one."""
+    state = st.session_state
+    text = " ".join(without_joiners(state.get("query_text", "")).split())
+    if state.get("query_mode") == TEXT_QUERY and text:
+        rows = [str(fg.QueryRow("text", text))]
+    else:
+        query_id = state.get("query_id")
+        rows = [f"#{query_id if isinstance(query_id, int) and 0 <= query_id < len(source) else source.default_query()}"]
+    if ROWS in state and state[ROWS] == state.get(COMPARE_ROWS_FROM):
+        state[ROWS] = rows
+    state[COMPARE_ROWS_FROM] = rows
+    return rows
+
+
 def add_row(spec: str) -> None:
     """Append ``spec`` to the rows (a callback: it runs before the rows' widget is drawn), unless
     the figure has as many as it may (then say so below the rows)."""
@@ -210,7 +228,7 @@ def main(sidebar: SidebarState) -> None:
     set_a, set_b, view_link = anchor_sets(source)
     texts_a, texts_b = set_a.anchors, set_b.anchors  # the terms: the figure's captions and ITI
     state = st.session_state
-    page_fields = links.compare_fields([f"#{source.default_query()}", str(fg.QueryRow("random", 1))])
+    page_fields = links.compare_fields(explore_rows(source))
     follow_link(page_fields, COMPARE)
     link_notes()
     state.setdefault(COMPARE_UPLOADS, {})
