@@ -66,11 +66,12 @@ def source_item(source: ex.GallerySource, item: int) -> Query:
             f"#{item} {source.caption(item)}")
 
 
-def choose_query(source: ex.GallerySource, encoder) -> Query:
-    """The query the widgets name (:func:`pick_query`). While "Upload" waits for its file, the last
-    query stays, so the page keeps its results."""
+def choose_query(source: ex.GallerySource, encoder, notices) -> Query:
+    """The query the widgets name (:func:`pick_query`); what is to be said of an upload goes to the
+    container ``notices`` (wider than the query's column, where a paragraph ran a word a line).
+    While "Upload" waits for its file, the last query stays, so the page keeps its results."""
     state = st.session_state
-    query = pick_query(source, encoder)
+    query = pick_query(source, encoder, notices)
     if query[0] is not None:
         state.last_query = (source.key, query)
     elif state.get("query_upload") is None and state.get("last_query", (None,))[0] == source.key \
@@ -80,7 +81,7 @@ def choose_query(source: ex.GallerySource, encoder) -> Query:
     return query
 
 
-def pick_query(source: ex.GallerySource, encoder) -> Query:
+def pick_query(source: ex.GallerySource, encoder, notices) -> Query:
     """The query the widgets name now: an upload, a text, or a gallery item (found by name, drawn
     at random or, where the source numbers its rows, typed by its row number); :data:`NO_QUERY`
     while there is none yet."""
@@ -90,7 +91,7 @@ def pick_query(source: ex.GallerySource, encoder) -> Query:
     st.subheader("Query")
     mode = st.radio("Query from", SETTINGS["query_mode"].options, horizontal=True, key="query_mode")
     if mode == UPLOAD_QUERY:
-        return upload_query(encoder)
+        return upload_query(encoder, notices)
     if mode == TEXT_QUERY:
         return text_query(encoder)
 
@@ -145,9 +146,10 @@ def forget_search() -> None:
     st.session_state.query_pick = None
 
 
-def upload_query(encoder) -> tuple[np.ndarray | None, None, None, Any, str]:
+def upload_query(encoder, notices) -> tuple[np.ndarray | None, None, None, Any, str]:
     """The uploaded query as ``(embedding (d,), None, None, image, description)``; :data:`NO_QUERY`
-    while none is uploaded or when it cannot be used (an error box says why)."""
+    while none is uploaded or when it cannot be used (an error box says why). The photo notice and
+    that an upload is not in the link go to the container ``notices``."""
     upload = st.file_uploader("Upload an image (PNG, JPEG or WebP)", key="query_upload", on_change=forget_search)
     if upload is None:
         st.info("Upload an image to use it as the query.")
@@ -156,8 +158,9 @@ def upload_query(encoder) -> tuple[np.ndarray | None, None, None, Any, str]:
     if vector is None:
         return NO_QUERY
     image = ex.query_image_from_upload(upload.getvalue(), upload.name)
-    upload_notice(encoder, upload.getvalue(), upload.name)
-    st.caption(UPLOAD_NOT_LINKED)
+    with notices:
+        upload_notice(encoder, upload.getvalue(), upload.name)
+        st.caption(UPLOAD_NOT_LINKED)
     return vector, None, None, image, f"upload {upload.name}"
 
 

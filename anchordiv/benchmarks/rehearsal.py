@@ -2,7 +2,7 @@
 built-in world with an empty private cache (as ``make demo`` does on a fresh clone) and walks the
 demo as a newcomer would, in headless system Chromium, in windows of 1500x1000, 1280x720 and
 1000x800 (one fresh session each, one after another, on the one server): open, move p by keys and
-by a drag, Play, search a name, pick a match, upload a photo, back to a gallery query, type comma
+by a drag, Play, search a name, pick another match, upload a photo, back to a gallery query, type comma
 anchors, mark three neighbours, learn a geometry, open each expander, share, then the Compare,
 Learn and Report pages (:data:`~anchordiv.benchmarks.rehearsal_steps.STEPS`).
 

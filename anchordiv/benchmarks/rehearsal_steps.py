@@ -238,10 +238,10 @@ async def search(walk: Walk) -> Outcome:
 
 
 async def pick(walk: Walk) -> Outcome:
-    """Open the Matches menu and pick its first match."""
+    """Open the Matches menu and pick its second match (Enter took the first)."""
     page = walk.page
     before = await walk.query()
-    option = page.get_by_role("option").first
+    option = page.get_by_role("option").nth(1)
 
     async def choose() -> None:
         await page.locator(".st-key-query_pick").click()
@@ -293,16 +293,20 @@ async def comma_anchors(walk: Walk) -> Outcome:
 
 
 async def mark(walk: Walk) -> Outcome:
-    """Mark three neighbours "like the query" on the anchor-divergence grid: those of the query's
-    object (✓obj) first, then the first others."""
+    """Mark three neighbours "like the query", as a person who means its object would: those of
+    the query's object (✓obj) first, from the anchor-divergence grid and then the baselines' beside
+    it, then the first others."""
     page = walk.page
-    tiles = page.locator(f"{GRID} .adp-tile[data-anchordiv-id]")
-    found = [(await tile.get_attribute("data-anchordiv-id"),
-              await tile.locator("[data-anchordiv-caption]").inner_text()) for tile in await tiles.all()]
-    chosen = sorted(found, key=lambda item: "✓obj" not in item[1])[:MARKS]
+    tiles = page.locator("[data-anchordiv-grid] .adp-tile[data-anchordiv-id]")
+    found = {}
+    for tile in await tiles.all():
+        found.setdefault(await tile.get_attribute("data-anchordiv-id"),
+                         await tile.locator("[data-anchordiv-caption]").inner_text())
+    chosen = sorted(found.items(), key=lambda item: "✓obj" not in item[1])[:MARKS]
     for item, _ in chosen:
-        await walk.act(lambda item=item: page.locator(f'{GRID} button[data-anchordiv-mark="{item}"]').click())
-    pressed = await page.locator(f'{GRID} button[data-anchordiv-mark][aria-pressed="true"]').count()
+        await walk.act(lambda item=item: page.locator(f'button[data-anchordiv-mark="{item}"]').first.click())
+    pressed = len({await button.get_attribute("data-anchordiv-mark") for button in
+                   await page.locator('button[data-anchordiv-mark][aria-pressed="true"]').all()})
     likes = page.locator(".st-key-find_like")
     listed = f"; Find anchors lists {quoted(await likes.inner_text())}" if await likes.count() else ""
     return Outcome(f"marked {', '.join(quoted(caption, 60) for _, caption in chosen)}; {pressed} toggles pressed"
@@ -369,7 +373,7 @@ class Step:
 
 
 STEPS = (Step("open", open_explorer, tall=True), Step("move p by keys", keys), Step("move p by drag", drag),
-         Step("Play", play), Step("search a name", search), Step("pick a match", pick),
+         Step("Play", play), Step("search a name", search), Step("pick another match", pick),
          Step("upload a photo", upload), Step("back to a gallery query", gallery_again),
          Step("type comma anchors", comma_anchors), Step("mark three neighbours", mark),
          Step("learn a geometry", learn),

@@ -41,8 +41,9 @@ def main(sidebar: SidebarState) -> None:
     # The gesture first: the query, the p player and its grid share the first screen; the anchors
     # they depend on are drawn first (the script needs them) but shown below.
     query_col, results_col = st.columns([1.5, 4], gap="medium")
+    notices = results_col.container()  # above the results: what is said of the query, in a wide column
     with query_col:
-        query, query_id, query_labels, image, query_text = choose_query(source, encoder)
+        query, query_id, query_labels, image, query_text = choose_query(source, encoder, notices)
         if image is not None:
             st.image(image, caption=markdown_literal(query_text), width=QUERY_IMAGE_WIDTH)
         elif query is not None:
