@@ -62,9 +62,9 @@ class Gallery:
         """Every image's caption (:meth:`caption`), built once: an object array ``(G,)`` of ``str``.
         A missing label (an image a labels CSV has no row for keeps its folder, but has no style)
         is left out, never written as "nan"."""
-        names = self.labels[self.name_column].map(_label_text)
+        names = self.labels[self.name_column].map(label_text)
         if self.style_column:
-            styles = self.labels[self.style_column].map(_label_text)
+            styles = self.labels[self.style_column].map(label_text)
             names = pd.Series([f"{name} · {style}" if style else name for name, style in zip(names, styles)])
         return names.to_numpy(dtype=object)
 
@@ -214,6 +214,7 @@ def folder_gallery(folder: str | os.PathLike, encoder, labels_csv: str | os.Path
     )
 
 
-def _label_text(value: Any) -> str:
-    """A label as text: ``""`` where it is missing (NaN, None, ``pd.NA``)."""
+def label_text(value: Any) -> str:
+    """A label as text: ``""`` where it is missing (NaN, None, ``pd.NA``: an image a labels CSV has
+    no row for has no style)."""
     return "" if pd.isna(value) else str(value)

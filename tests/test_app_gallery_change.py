@@ -4,6 +4,7 @@ gallery presets read the folder's label columns (never another gallery's); the U
 on a label column, never a path."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,7 @@ from anchordiv import explorer as ex
 from anchordiv.builtin.weights import ASSETS_DIR, MANIFEST_NAME, WEIGHTS_NAME
 from anchordiv.explorer.anchors import GALLERY_NAMES, GALLERY_STYLES, GENERIC, GENERIC_STYLES, preset_in
 from anchordiv.explorer.colours import label_colour
+from anchordiv.explorer.source import NO_LABEL
 
 AppTest = pytest.importorskip("streamlit.testing.v1").AppTest
 APP = Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py"
@@ -120,8 +122,12 @@ def test_images_a_labels_csv_leaves_out_keep_their_folder_label_everywhere(libra
     open_folder(app, photos["folder"], partial)
     app.session_state["query_id"] = 25  # a dog (the folders are listed cat/ then dog/)
     app.session_state["neighbour_table_open"] = True
+    app.session_state["umap_open"] = True  # the map, coloured by style
     app.run()
     assert not app.exception and not app.error, [e.value for e in [*app.exception, *app.error]]
+    traces = [trace.get("name") for trace in json.loads(next(chart.proto.spec for chart in app.get("plotly_chart")))["data"]]
+    assert any(name.startswith(f"{NO_LABEL},") for name in traces), traces  # the dogs are on the map, their own colour
+    assert not any("nan" in str(name).lower() for name in traces), traces
     names = {item["name"] for item in player_data(app)["items"]}
     assert "dog" in names and not any("nan" in name for name in names), names
     table = next(frame.value for frame in app.dataframe if "gallery_id" in frame.value.columns)

@@ -19,6 +19,7 @@ import pandas as pd
 import torch
 
 from ..cache import cache_dir
+from ..gallery import label_text
 from ..grids import grid_png, ranked_captions
 from ..search import Index
 from .anchors import anchor_presets, preset_sources
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 # Rows of the fixed UMAP sample a page offers first: in memory a layout of 4,000 points takes
 # seconds (docs/benchmarks.md); a store's rows are read from disk, so fewer.
 MEMORY_PROJECTION_ROWS = 4_000
+NO_LABEL = "(no label)"  # the map's colour for images without the colouring label
 
 
 @dataclass(frozen=True)
@@ -264,7 +266,8 @@ class MemorySource:
                          neighbour_ids: Sequence[int], colour: str) -> pd.DataFrame:
         frame = self.gallery.labels.iloc[ids].reset_index(drop=True).assign(x=xy[:, 0], y=xy[:, 1], gallery_id=ids)
         frame["role"] = point_roles(ids, query_id, neighbour_ids)
-        frame[colour] = frame[colour].astype(str)
+        # A missing label is a colour of its own: a map that dropped it would hide those images.
+        frame[colour] = [label_text(value) or NO_LABEL for value in frame[colour]]
         return frame
 
 
