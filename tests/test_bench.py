@@ -108,6 +108,9 @@ def test_synthetic_bench_refuses_what_it_cannot_do(capsys, monkeypatch):
     assert "--moves belongs to the store benchmark; add --synthetic" in capsys.readouterr().err
     assert main(["bench", "--engine", "ray"]) == 2
     assert "--engine belongs to the store benchmark" in capsys.readouterr().err
+    for option in (["--heldout"], ["--seed", "3"]):
+        assert main(["bench", *option]) == 2
+        assert f"{option[0]} belongs to the learned-geometry benchmark; add --feedback" in capsys.readouterr().err
     monkeypatch.setattr("anchordiv.benchmarks.scale.available_memory", lambda device: 2**20)
     assert main(["bench", "--scale", "5000", "--synthetic", "--dim", "8"]) == 2
     assert "this benchmark needs about" in capsys.readouterr().err

@@ -31,6 +31,9 @@ def add_parser(commands) -> argparse.ArgumentParser:
     bench.add_argument("--heldout", action="store_true",
                        help="with --feedback: measure the quality on the held-out split instead (for the docs, once "
                             "the design is fixed on the training split)")
+    bench.add_argument("--seed", type=NATURAL,
+                       help="with --feedback: the seed that draws the queries and their marks (default 0, the "
+                            "queries the design was chosen on; another seed draws queries it was not tuned on)")
     bench.add_argument("--shard-rows", type=COUNT, dest="shard_rows", help="with --synthetic: rows per shard (65,536)")
     bench.add_argument("--moves", type=COUNT, help="with --synthetic: random p per slider (1,000)")
     bench.add_argument("--store-dir", dest="store_dir",
@@ -57,8 +60,9 @@ def run(args: argparse.Namespace) -> int:
     check_output_file(args.json, "--json")
     if args.feedback:
         return _run_feedback(args)
-    if args.heldout:
-        raise ValueError("--heldout belongs to the learned-geometry benchmark; add --feedback.")
+    for option, given in (("--heldout", args.heldout), ("--seed", args.seed is not None)):
+        if given:
+            raise ValueError(f"{option} belongs to the learned-geometry benchmark; add --feedback.")
     if args.synthetic:
         return _run_synthetic(args)
     if args.engine != "both":
@@ -117,9 +121,11 @@ def _run_feedback(args: argparse.Namespace) -> int:
         config.queries = args.queries
     if args.repeats is not None:
         config.repeats = args.repeats
+    if args.seed is not None:
+        config.seed = args.seed
     split = "heldout" if args.heldout else "train"
     print(f"anchordiv bench --feedback: the page's own learning path on the built-in world, {config.queries} "
-          f"seeded {split} queries per task and number of marks; the style task leaves out queries drawn by a "
+          f"{split} queries (seed {config.seed}) per task and number of marks; the style task leaves out queries drawn by a "
           "vendor (google, twitter: no style term names them)", flush=True)
     speed = time_fit(config)
     results = quality(config, split)
