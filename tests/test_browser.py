@@ -247,8 +247,8 @@ def test_browser_shows_a_hostile_link_as_text(app_url, browser, tmp_path):
 
 def check_compare_exports(page, tmp_path: Path, log_path: Path) -> None:
     """Open Compare, download its PNG, PDF and SVG and check that each opens and holds the grid:
-    the default figure is 2 query rows x 4 geometry columns x top-5, one image per thumbnail and
-    one per query."""
+    the default figure is one query row (the Explore page's query) x 4 geometry columns x top-5,
+    one image per thumbnail and one per query."""
     import re
     from xml.etree import ElementTree
 
@@ -265,7 +265,7 @@ def check_compare_exports(page, tmp_path: Path, log_path: Path) -> None:
             page.get_by_role("button", name=f"Download {kind}").click()
         files[kind] = tmp_path / f"figure.{kind.lower()}"
         download.value.save_as(files[kind])
-    images = 2 * (4 * 5 + 1)
+    images = 1 * (4 * 5 + 1)
     with Image.open(files["PNG"]) as png:
         assert png.format == "PNG" and png.width > 1000 and png.height > 400, png.size
     pdf = files["PDF"].read_bytes()
@@ -305,8 +305,8 @@ def test_browser_opens_a_gallery_store_and_moves_p_on_the_certified_slider(store
 
     # red-0 as the query: its copy named as markup is its nearest neighbour, and the player shows
     # that name as the characters it is (no element made of it, no alert).
-    page.get_by_label("Search by name").fill("red-0")
-    page.get_by_label("Search by name").press("Enter")
+    page.get_by_role("textbox", name="Search by name").fill("red-0")
+    page.get_by_role("textbox", name="Search by name").press("Enter")
     wait_until_idle(page)
     page.locator('[data-testid="stSelectbox"]').filter(has_text="Matches").click()
     page.get_by_role("option").filter(has_text="red-0.png").first.click()
