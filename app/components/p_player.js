@@ -276,7 +276,7 @@ class Player {
   // Which of the path's runs of one set of images this step is in, and the p they span.
   drawRanking(step) {
     const runs = this.data.runs;
-    const run = runs.findIndex(([first, last]) => first <= step && step <= last);
+    const run = runOf(runs, step);
     if (run < 0) return;
     const [first, last] = runs[run];
     this.ranking.textContent = `ranking ${run + 1} of ${runs.length}`;
@@ -311,9 +311,7 @@ class Player {
     const places = new Map();
     for (const element of this.grid.children) {
       if (element.classList.contains("adp-ghost")) continue;
-      const rect = element.getBoundingClientRect();
-      places.set(element, { x: rect.left + rect.width / 2 - origin.left, y: rect.top + rect.height / 2 - origin.top,
-                            width: element.offsetWidth, height: element.offsetHeight,
+      places.set(element, { ...centreOf(element, origin), width: element.offsetWidth, height: element.offsetHeight,
                             opacity: Number(getComputedStyle(element).opacity) });
     }
     return places;
@@ -340,9 +338,9 @@ class Player {
         continue;
       }
       before.delete(element);
-      const rect = element.getBoundingClientRect();
-      const dx = old.x - (rect.left + rect.width / 2 - origin.left);
-      const dy = old.y - (rect.top + rect.height / 2 - origin.top);
+      const now = centreOf(element, origin);
+      const dx = old.x - now.x;
+      const dy = old.y - now.y;
       if (dx !== 0 || dy !== 0 || old.opacity < 1) {
         element.animate([{ transform: `translate(${dx}px, ${dy}px)`, opacity: old.opacity },
                          { transform: "none", opacity: 1 }], timing);
@@ -432,13 +430,21 @@ class Player {
   }
 }
 
+// The index of the run ([first, last] steps) that holds step, or -1.
+const runOf = (runs, step) => runs.findIndex(([first, last]) => first <= step && step <= last);
+
 // The first of the ascending stops after step (direction 1) or the last before it (-1) that shows
 // other images than step's run (a stop of the same run when there is none), or null.
 function nextStop(stops, runs, step, direction) {
-  const runOf = (at) => runs.findIndex(([first, last]) => first <= at && at <= last);
   const ahead = direction > 0 ? stops.filter((stop) => stop > step) : stops.filter((stop) => stop < step).reverse();
-  const other = ahead.find((stop) => runOf(stop) !== runOf(step));
+  const other = ahead.find((stop) => runOf(runs, stop) !== runOf(runs, step));
   return other ?? (ahead.length ? ahead[0] : null);
+}
+
+// Where element is drawn (its transform included): its centre relative to the rectangle origin.
+function centreOf(element, origin) {
+  const rect = element.getBoundingClientRect();
+  return { x: rect.left + rect.width / 2 - origin.left, y: rect.top + rect.height / 2 - origin.top };
 }
 
 function nearestStep(positions, p) {
