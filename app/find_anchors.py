@@ -94,7 +94,7 @@ def chosen_terms(encoder) -> tuple[str, ...]:
             raise ValueError("choose a text file of terms")
         found = roots.confine(path, "vocabulary file").stat()
         return vocabulary_file_terms(roots, str(path), found.st_mtime_ns, found.st_size)
-    return panel_vocabulary(default_vocabulary(encoder.name) if choice == FIND_AUTO else choice)[0]
+    return named_vocabulary(named_list(choice, encoder))[0]
 
 
 def chosen_kinds(encoder, terms: tuple[str, ...]) -> tuple[str, ...] | None:
@@ -103,8 +103,21 @@ def chosen_kinds(encoder, terms: tuple[str, ...]) -> tuple[str, ...] | None:
     choice = st.session_state.get("find_vocabulary", FIND_AUTO)
     if choice in (FIND_OWN, FIND_FILE):
         return None
-    listed, kinds = panel_vocabulary(default_vocabulary(encoder.name) if choice == FIND_AUTO else choice)
+    listed, kinds = named_vocabulary(named_list(choice, encoder))
     return kinds if listed == terms else None
+
+
+def named_list(choice: str, encoder) -> str:
+    """The named list a vocabulary menu choice means (the model's default for "auto")."""
+    return default_vocabulary(encoder.name) if choice == FIND_AUTO else choice
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def named_vocabulary(name: str) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
+    """:func:`~anchordiv.explorer.vocabulary.panel_vocabulary` of a named list, read once per server:
+    the section and "why this neighbour?" ask for its terms and kinds on every rerun, and the
+    built-in world's lists read the shipped index (its hashes checked) each time they are made."""
+    return panel_vocabulary(name)
 
 
 @st.cache_data(show_spinner=False, max_entries=4, hash_funcs=cached.BY_IDENTITY)
