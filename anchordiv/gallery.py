@@ -78,7 +78,7 @@ class Gallery:
     def search_keys(self) -> tuple[np.ndarray, pd.Series]:
         """Every image's name and caption as a search compares them
         (:func:`~anchordiv.name_match.search_key`), made once: ``(names (G,), captions (G,))``."""
-        names = self.labels[self.name_column].astype(str)
+        names = self.labels[self.name_column].map(label_text)
         return (np.array([search_key(name) for name in names], dtype=object),
                 pd.Series([search_key(caption) for caption in self.captions], dtype=object))
 
