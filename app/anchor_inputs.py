@@ -25,8 +25,8 @@ from anchordiv.prompts import AUTO, CUSTOM, TEMPLATE_SETS, TemplateChoice, defau
 def anchor_column(column, name: str, label: str, presets: dict[str, tuple[str, ...]], encoder,
                   sources: dict[str, str]) -> ex.AnchorText:
     """One anchor set: a preset menu that fills a text area (one anchor per line, or ``term<TAB>weight``
-    per line for a weighted set), the prompt templates it is encoded through (:func:`template_widgets`),
-    its count, and its export and reload (:func:`file_widgets`). Their values come from the session
+    per line for a weighted set), its count, and in an expander the prompt templates it is encoded
+    through (:func:`template_widgets`) and its export and reload (:func:`file_widgets`). Their values come from the session
     state (:func:`~anchordiv.app.url_state.follow_view_link`). A set whose weights are not usable is
     said in an error box and used as empty."""
     text_key, preset_key = f"anchors_{name}", f"preset_{name}"
@@ -40,18 +40,20 @@ def anchor_column(column, name: str, label: str, presets: dict[str, tuple[str, .
     column.selectbox(f"Preset for {label}", list(presets), key=preset_key, on_change=apply_preset,
                      format_func=lambda name: shown if name == chosen else name,
                      help=f"Read from {markdown_literal(source)}." if source else None)
-    column.text_area(f"Anchor set {label} (one per line)", key=text_key, height=160,
+    column.text_area(f"Anchor set {label} (one per line)", key=text_key, height=120,
                      max_chars=SETTINGS[text_key].max_chars,
                      help="A line of an anchor, a tab and a number gives the anchor a weight (a positive number; "
                           "the weights are normalised to sum to 1): then every line needs one, and the set is the "
                           "empirical model with those weights, whatever the sidebar's kind.")
     parsed = parsed_set(name, column)
-    choice = template_widgets(column, name, label, encoder)
+    summary = column.container()  # the count and the templates in use, above the expander that sets them
+    box = column.expander(f"Templates, save or load set {label[0]}", key=f"save_load_open_{name}", on_change="rerun")
+    choice = template_widgets(box, name, label, encoder, summary)
     if parsed is not None:
         encoded = f" · encoded as {markdown_literal(choice.label)}" if choice is not None else ""
         weighted = " · ITI uses its terms without the weights" if parsed.weights is not None else ""
-        (column.caption if len(parsed) else column.warning)(parsed.summary() + encoded + weighted)
-    file_widgets(column, name, parsed)
+        (summary.caption if len(parsed) else summary.warning)(parsed.summary() + encoded + weighted)
+    file_widgets(box, name, parsed)
     return parsed if parsed is not None else ex.AnchorText(())
 
 
@@ -65,14 +67,14 @@ def parsed_set(name: str, box=st) -> ex.AnchorText | None:
         return None
 
 
-def file_widgets(column, name: str, parsed: ex.AnchorText | None) -> None:
+def file_widgets(box, name: str, parsed: ex.AnchorText | None) -> None:
     """Set ``name``'s export (its text in use, :meth:`~anchordiv.explorer.AnchorText.text`, as a
     ``.tsv`` file) and reload (a UTF-8 file of at most
     :data:`~anchordiv.explorer.anchors.MAX_ANCHOR_FILE_BYTES` bytes, into the text area through
-    :func:`load_file`; a file that cannot be used leaves the text as it was and says why)."""
+    :func:`load_file`; a file that cannot be used leaves the text as it was and says why), in the
+    expander ``box``."""
     letter = name.upper()
-    # Drawn only while open: an uploader and a download button cost the browser on every move of p.
-    box = column.expander(f"Save or load set {letter}", key=f"save_load_open_{name}", on_change="rerun")
+    # Drawn only while open: an uploader and a download button cost the browser on every rerun.
     if not box.open:
         return
     with box:
@@ -103,10 +105,10 @@ def load_file(name: str) -> None:
         state[problem_key] = f"{upload.name} is not loaded, and set {name.upper()} is as it was: {error}"
 
 
-def template_widgets(column, name: str, label: str, encoder) -> TemplateChoice | None:
-    """The prompt templates of set ``name``: a menu ("auto" names the model's default) and, for
-    one's own, a text area (one template per line, ``{}`` where the anchor goes); the choice, or
-    ``None`` and an error box under them when one's own templates are not usable."""
+def template_widgets(column, name: str, label: str, encoder, errors) -> TemplateChoice | None:
+    """The prompt templates of set ``name`` in ``column``: a menu ("auto" names the model's default)
+    and, for one's own, a text area (one template per line, ``{}`` where the anchor goes); the
+    choice, or ``None`` and an error box in ``errors`` when one's own templates are not usable."""
     menu_key, own_key = f"templates_{name}", f"own_templates_{name}"
     default = TEMPLATE_SETS[default_choice(encoder).name]  # short: a menu shows its value on one line
     column.selectbox(f"Prompt templates for {label}", TEMPLATE_OPTIONS, key=menu_key,
@@ -120,7 +122,7 @@ def template_widgets(column, name: str, label: str, encoder) -> TemplateChoice |
     try:
         return set_templates(name, encoder)
     except ValueError as error:
-        column.error(markdown_literal(f"These templates are not used: {error}", ERROR_CHARS))
+        errors.error(markdown_literal(f"Set {name.upper()}'s own templates are not used: {error}", ERROR_CHARS))
         return None
 
 
@@ -142,18 +144,18 @@ def anchor_templates(encoder, shown: bool = False) -> tuple[TemplateChoice, Temp
         st.stop()
 
 
-def anchor_widgets(presets: dict[str, tuple[str, ...]], encoder,
+def anchor_widgets(box, presets: dict[str, tuple[str, ...]], encoder,
                    sources: dict[str, str]) -> tuple[ex.AnchorText, ex.AnchorText, str]:
-    """The anchors block of the Explore page: sets A and B side by side (with their templates for
-    ``encoder``; each preset menu's help says which label column ``sources`` a gallery preset
-    reads) and the weighting of p; ``(parsed A, parsed B, weighting)``."""
-    st.subheader("Anchors")
-    col_a, col_b = st.columns(2)
-    parsed_a = anchor_column(col_a, "a", "A (object)", presets, encoder, sources)
-    parsed_b = anchor_column(col_b, "b", "B (style)", presets, encoder, sources)
-    weighting = st.radio("Weights of A and B", SETTINGS["weighting"].options, horizontal=True, key="weighting",
-                         format_func=str.capitalize)
-    st.caption(ex.WEIGHTING_HELP[weighting])
+    """The anchors block of the Explore page in the container ``box`` (the sidebar's top, beside
+    the grids): set A above set B (with their templates for ``encoder``; each preset menu's help
+    says which label column ``sources`` a gallery preset reads) and the weighting of p;
+    ``(parsed A, parsed B, weighting)``."""
+    box.subheader("Anchors")
+    parsed_a = anchor_column(box, "a", "A (object)", presets, encoder, sources)
+    parsed_b = anchor_column(box, "b", "B (style)", presets, encoder, sources)
+    weighting = box.radio("Weights of A and B", SETTINGS["weighting"].options, horizontal=True, key="weighting",
+                          format_func=str.capitalize)
+    box.caption(ex.WEIGHTING_HELP[weighting])
     return parsed_a, parsed_b, weighting
 
 

@@ -18,7 +18,7 @@ from anchordiv.app.explore_details import explain_section
 from anchordiv.app.explore_view import ExploreView, certificate_text, neighbours, p_path, path_key, step_certified
 from anchordiv.app.learn_anchors import player_marks, rerun_after_marks, take_player_marks
 from anchordiv.app.p_player import p_player
-from anchordiv.app.url_state import publish_link, share_box
+from anchordiv.app.url_state import publish_link
 from anchordiv.explorer.page_state import SETTINGS
 from anchordiv.explorer.sweep_files import MAX_SWEEP_K, sweep_gif, sweep_strip_png
 from anchordiv.models import anchor_model_kind
@@ -31,12 +31,9 @@ TABLE_LABEL, TABLE_KEY = "Neighbour table and downloads", "neighbour_table_open"
 
 
 def results_section(view: ExploreView) -> None:
-    """The neighbours' heading, legend and share box, then :func:`results_fragment`."""
-    source = view.source
+    """The neighbours' heading and legend, then :func:`results_fragment`."""
     st.subheader("Neighbours")
-    st.caption(source.legend)
-    # Outside the fragment: its link is written on the full run that opens it, with p as it is then.
-    share_box(view.link_fields, source)
+    st.caption(view.source.legend)
     results_fragment(view)
 
 

@@ -72,8 +72,8 @@ def p_player(path: SliderPath, source: ex.GallerySource, query_labels: Any, *, k
 
 
 def baseline_panel(title: str, table: pd.DataFrame, source: ex.GallerySource) -> dict[str, Any]:
-    """A baseline's grid as the player draws it: its title, agreement line and captioned images."""
-    ids = table["gallery_id"].tolist()
-    tiles = [{"id": item, "name": source.caption(item), "caption": caption, "src": src} for item, caption, src
-             in zip(ids, ex.grid_captions(table, source, "similarity"), image_addresses(source, ids))]
+    """A baseline's grid as the player draws it: its title, agreement line and images, each with its
+    caption and marks (:func:`~anchordiv.explorer.grid_tiles`) and address."""
+    tiles = ex.grid_tiles(table, source, "similarity")
+    tiles = [{**tile, "src": src} for tile, src in zip(tiles, image_addresses(source, [tile["id"] for tile in tiles]))]
     return {"title": title, "agreement": ex.agreement_text(table), "tiles": tiles}

@@ -18,6 +18,7 @@ from anchordiv.explorer.page_state import SETTINGS, TEXT_QUERY, UPLOAD_QUERY
 from anchordiv.explorer.query import distinct_captions
 
 QUERY_IMAGE_WIDTH = 160
+QUERY_CAPTION_KEY = "query_caption"  # what names the query on Explore, under its picture (a page hook)
 NO_QUERY: tuple[None, None, None, None, str] = (None, None, None, None, "")
 # (embedding (d,) or None, gallery id or None, labels or None, image or None, description)
 Query = tuple[np.ndarray | None, int | None, Any, Any, str]
@@ -88,7 +89,6 @@ def pick_query(source: ex.GallerySource, encoder, notices) -> Query:
     state = st.session_state
     if "query_id" not in state or state.query_id >= len(source):
         state.query_id = source.default_query()
-    st.subheader("Query")
     mode = st.radio("Query from", SETTINGS["query_mode"].options, horizontal=True, key="query_mode")
     if mode == UPLOAD_QUERY:
         return upload_query(encoder, notices)

@@ -11,6 +11,9 @@ PERSIST = "session"
 
 # -- this run --
 SIDEBAR_STATE = "_sidebar_state"  # the run's SidebarState, drawn by the entry file, read by the page
+# The run's sidebar container above the settings every page shares: the page's own first controls
+# (Explore's anchor sets), where they stay in sight beside the page at any window size.
+PAGE_SIDEBAR = "_page_sidebar"
 
 # -- keeping widget values between pages (url_state.keep_values) --
 KEPT = "_kept"  # the kept widget values the last run left, by key

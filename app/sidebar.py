@@ -14,7 +14,7 @@ from anchordiv.app import cached
 from anchordiv.app.encoder_choice import encoder_widgets, follow_encoder
 from anchordiv.app.errors import ERROR_CHARS, attempt
 from anchordiv.app.photo_notice import folder_notice
-from anchordiv.app.session_keys import LAUNCH_FOLLOWED, PERSIST, SIDEBAR_STATE
+from anchordiv.app.session_keys import LAUNCH_FOLLOWED, PAGE_SIDEBAR, PERSIST, SIDEBAR_STATE
 from anchordiv.app.url_state import follow_link, sidebar_fields
 from anchordiv.explorer.literal import markdown_literal
 from anchordiv.explorer.page_state import FOLDER, SIDEBAR, SETTINGS, STORE
@@ -101,6 +101,7 @@ def draw_sidebar() -> SidebarState:
     linked = follow_link(sidebar_fields(), SIDEBAR)
     bar = st.sidebar
     bar.title("anchordiv explorer")
+    st.session_state[PAGE_SIDEBAR] = bar.container()
     bar.subheader("Data and model")
     launch = attempt(cached.launch_options, "This server's launch options are misconfigured", stop=True)
     follow_launch(launch)
@@ -121,6 +122,12 @@ def draw_sidebar() -> SidebarState:
 def sidebar_state() -> SidebarState:
     """What the sidebar this run drew sets (:func:`draw_sidebar`)."""
     return st.session_state[SIDEBAR_STATE]
+
+
+def page_sidebar():
+    """The sidebar's container for the page's own controls, above the shared settings (drawn
+    empty by :func:`draw_sidebar`: a page that uses it fills it on each run)."""
+    return st.session_state[PAGE_SIDEBAR]
 
 
 def follow_launch(launch: LaunchOptions) -> None:

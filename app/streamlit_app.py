@@ -83,7 +83,10 @@ PAGES = [
     st.Page(APP_DIR / "views" / "learn.py", title="Learn", icon=":material/school:", url_path="learn"),
     st.Page(APP_DIR / "views" / "report.py", title="Report", icon=":material/analytics:", url_path=REPORT),
 ]
-page = st.navigation(PAGES)
+# The pages in the bar at the top: the sidebar's first screen is left to the page's own controls
+# (Explore's anchor sets).
+page = st.navigation(PAGES, position="top")
+st.html(APP_DIR / "components" / "page.css")  # style tags only: Streamlit adds them without taking room
 keep_values(page.url_path)
 if page.url_path != REPORT:
     draw_sidebar()  # here, not in each page: one set of widgets the pages share (SidebarState)

@@ -70,10 +70,15 @@ def shown_table(app: AppTest) -> pd.DataFrame:
     return app.dataframe[0].value
 
 
+def preview_bodies(app: AppTest) -> list[str]:
+    """The HTML blocks of the page that show the figure (the page's style sheet is another)."""
+    return [element.proto.body for element in app.get("html") if "data-anchordiv-figure" in element.proto.body]
+
+
 def shown_figure_urls(app: AppTest) -> list[str]:
-    """The ``src`` of each of the preview's images (the page's one HTML block): one per column when
+    """The ``src`` of each of the preview's images (the page's one figure block): one per column when
     readable, the whole figure when fitted to the page."""
-    (body,) = [element.proto.body for element in app.get("html")]
+    (body,) = preview_bodies(app)
     return re.findall(r'<img [^>]*src="([^"]+)"', body)
 
 
@@ -91,7 +96,7 @@ def assert_page_shows(app: AppTest, result: fg.CompareResult) -> None:
         want[["query", "geometry", "rank", "gallery_id"]].values.tolist()
     value = "divergence" if "divergence" in want else "similarity"
     pd.testing.assert_series_equal(table[value], want[value], check_exact=False, rtol=1e-5)
-    assert len(app.get("html")) == 1
+    assert len(preview_bodies(app)) == 1
     urls = shown_figure_urls(app)
     assert len(urls) == len(result.columns)  # readable: a picture per column, the legend and settings under the last
     assert all(url.startswith("data:image/svg+xml;base64,") for url in urls), [url[:40] for url in urls]
@@ -330,7 +335,7 @@ def folder_figure(builtin, folder, columns):
 
 def shown_text_pixels(app: AppTest, column_width: float) -> float:
     """The smallest text of the preview in CSS pixels, the page's column ``column_width`` px wide."""
-    body = app.get("html")[0].proto.body
+    body = preview_bodies(app)[0]
     svg = base64.b64decode(shown_figure_url(app).split(",", 1)[1]).decode()
     units = float(re.search(r'<svg[^>]*\bwidth="([0-9.]+)pt"', svg).group(1))  # its user units are points
     sizes = [float(size) for size in re.findall(r"font-size: ([0-9.]+)px", svg)]
@@ -345,12 +350,12 @@ def test_the_preview_is_readable_unless_asked_to_fit_the_page(library):
     than the page's column in a 1500 px window, about 1,100 px), or fits the whole figure to the
     column when asked (where a four-column figure's text is tiny)."""
     app = open_compare()
-    body = app.get("html")[0].proto.body
+    body = preview_bodies(app)[0]
     assert "flex-wrap:wrap" in body and "overflow-x:auto" in body and "<script" not in body
     widths = [float(width) for width in re.findall(r"width:([0-9.]+)px", body)]
     assert len(widths) == len(app.session_state["compare_columns"]) and max(widths) < 1000, widths
     assert shown_text_pixels(app, column_width=700) >= 9.9
     app.radio(key="compare_preview_size").set_value("Fit to the page's width").run()
     assert not app.exception, app.exception
-    assert "width:100%" in app.get("html")[0].proto.body
+    assert "width:100%" in preview_bodies(app)[0]
     assert shown_text_pixels(app, column_width=700) < 9

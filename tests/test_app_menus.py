@@ -1,6 +1,7 @@
 """Menus and grid captions that tell items apart, through streamlit.testing.v1.AppTest: the Matches
 menu of a name search, the image-folder and checkpoint menus of a data root, and the neighbour grids'
-captions (whole on up to GRID_CAPTION_LINES lines, else cut at a word with "…")."""
+captions (rank and value, then the name whole on GRID_CAPTION_LINES line where it fits, else cut at
+a word with "…"; the whole name beside them, and the marks apart)."""
 from __future__ import annotations
 
 import re
@@ -61,17 +62,19 @@ def test_grid_captions_are_whole_when_they_fit_and_else_cut_at_a_word(library):
     app = start()
     data = player_data(app)  # the player's grid at the page's p, then the baselines' (cosine)
     step = data["p"].index(data["p_now"])
-    captions = [f"{head}\n{data['items'][index]['name']}" for head, index in zip(data["heads"][step], data["order"][step])]
-    captions += [tile["caption"] for baseline in data["baselines"] for tile in baseline["tiles"]]
+    tiles = [{**data["items"][index], "head": head} for head, index in zip(data["heads"][step], data["order"][step])]
+    tiles += [tile for baseline in data["baselines"] for tile in baseline["tiles"]]
     table = neighbour_table(app)
-    assert len(captions) == len(table) >= 20
-    for caption, item in zip(captions, table["gallery_id"]):
-        assert caption.count("\n") == 1, f"the name has no line of its own: {caption!r}"
-        name, full = caption.split("\n")[1], library["gallery"].caption(item)
+    assert len(tiles) == len(table) >= 20
+    for tile, item in zip(tiles, table["gallery_id"]):
+        line, full = tile["line"], library["gallery"].caption(item)
+        assert tile["name"] == full and re.fullmatch(r"\d+\. [ds]=\S+", tile["head"]), tile
         fits = len(textwrap.wrap(full, GRID_CAPTION_LINE_CHARS)) <= GRID_CAPTION_LINES
-        assert name == full if fits else (name.endswith("…") and full.startswith(name[:-1])
-                                          and full[len(name) - 1] == " "), (name, full)
-        assert len(textwrap.wrap(name, GRID_CAPTION_LINE_CHARS)) <= GRID_CAPTION_LINES
+        assert line == full if fits else (line.endswith("…") and full.startswith(line[:-1])
+                                          and full[len(line) - 1] == " "), (line, full)
+        assert len(textwrap.wrap(line, GRID_CAPTION_LINE_CHARS)) <= GRID_CAPTION_LINES
+        assert set(tile["marks"].split()) <= {"✓obj", "✓sty"}
+    assert any(tile["marks"] for tile in tiles), "the query shares its object or style with none of its neighbours"
 
 
 def test_the_sidebar_keeps_a_hidden_setting_and_every_setting_through_the_report(library):

@@ -188,7 +188,7 @@ def test_browser_links_restore_the_view_and_every_page_opens(app_url, browser, t
     page's PNG, PDF and SVG downloads open and hold its grid."""
     url, log_path = app_url
     page = open_explorer(browser, url, log_path)
-    navigation = page.locator('[data-testid="stSidebarNav"]').inner_text()
+    navigation = page.locator('[data-testid="stTopNav"]').inner_text()
     for title in ("Explore", "Compare", "Learn", "Report"):
         assert title in navigation, f"{title} missing from the navigation: {navigation}"
 
@@ -207,7 +207,7 @@ def test_browser_links_restore_the_view_and_every_page_opens(app_url, browser, t
     fresh.screenshot(path=str(tmp_path / "explore.png"), full_page=True)
 
     for title, text in (("Learn", "tilted"), ("Report", "reproduction report")):
-        fresh.locator('[data-testid="stSidebarNav"]').get_by_text(title, exact=True).click()
+        fresh.locator('[data-testid="stTopNav"]').get_by_text(title, exact=True).click()
         fresh.get_by_text(text).first.wait_for(timeout=120_000)
         wait_until_idle(fresh)
         assert not fresh.get_by_text("Traceback").count(), page_report(fresh, log_path)
@@ -254,7 +254,7 @@ def check_compare_exports(page, tmp_path: Path, log_path: Path) -> None:
 
     from PIL import Image
 
-    page.locator('[data-testid="stSidebarNav"]').get_by_text("Compare", exact=True).click()
+    page.locator('[data-testid="stTopNav"]').get_by_text("Compare", exact=True).click()
     page.get_by_role("button", name="Download PDF").wait_for(timeout=120_000)
     wait_until_idle(page)
     assert not page.get_by_text("Traceback").count(), page_report(page, log_path)
@@ -283,7 +283,7 @@ def test_browser_opens_a_gallery_store_and_moves_p_on_the_certified_slider(store
     page.on("dialog", lambda dialog: dialogs.append(dialog.message) or dialog.dismiss())
     page.get_by_text("Gallery store", exact=True).first.click()
     page.get_by_text("Choose a gallery store in the sidebar").first.wait_for(timeout=60_000)
-    page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first.click()
+    page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').filter(has_text="Gallery store").click()
     page.get_by_role("option").filter(has_text="shapes").first.click()
     page.get_by_text("Certified").first.wait_for(timeout=STARTUP_SECONDS * 1000)
     wait_for_grids(page, 20)
@@ -310,10 +310,12 @@ def test_browser_opens_a_gallery_store_and_moves_p_on_the_certified_slider(store
     wait_until_idle(page)
     page.locator('[data-testid="stSelectbox"]').filter(has_text="Matches").click()
     page.get_by_role("option").filter(has_text="red-0.png").first.click()
-    page.get_by_text("onerror").first.wait_for(timeout=60_000)
+    page.locator('[data-anchordiv-id][title*="onerror"]').first.wait_for(timeout=60_000)
     wait_until_idle(page)
-    names = page.locator("[data-anchordiv-caption]").all_inner_texts()
-    assert any(HOSTILE_NAME in name.replace("\n", " ") for name in names), names
+    names = page.locator("[data-anchordiv-id]").evaluate_all("tiles => tiles.map(tile => tile.title)")
+    assert any(name.startswith(HOSTILE_NAME) for name in names), names  # the whole name, in the tooltip
+    lines = page.locator("[data-anchordiv-caption]").all_inner_texts()
+    assert any("<img src=x" in line for line in lines), lines  # and its first words under the image
     assert not dialogs and page.locator('img[src="x"]').count() == 0, page_report(page, log_path)
 
 

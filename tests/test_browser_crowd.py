@@ -79,7 +79,7 @@ async def one_round(page, traffic: PageTraffic | None, name: str, styles: str, p
     if traffic is None:
         await page.wait_for_timeout(1000)  # the player reports p once keys rest (300 ms)
     await settled(page, traffic)
-    return {"query": await page.locator('[data-testid="stImageCaption"]').first.text_content(),
+    return {"query": await page.locator(".st-key-query_caption").first.text_content(),
             "anchors": await box.input_value(),
             "p": await slider.input_value(),
             "neighbours": (await page.evaluate(CAPTIONS_JS))[:20]}

@@ -431,23 +431,22 @@ def test_folder_gallery_with_a_non_utf8_name_and_an_unlabelled_image(tmp_path, m
 
 
 def test_grid_captions_shorten_at_a_word_boundary(world):
-    """A name longer than the grid's lines is cut after its last whole word that fits, with "…", on
-    a line of its own below the rank and value."""
+    """A name longer than the grid's line is cut after its last whole word that fits, with "…", on
+    a line of its own below the rank and value; the whole name and the marks come beside it."""
     gallery = world[0]
     name = "smiling face with open mouth and tightly-closed eyes"
     long = Gallery(embeddings=gallery.embeddings, labels=gallery.labels.assign(obj=name),
                    load=gallery.load, object_column="obj", name_column="obj", style_column="sty", key="long",
                    description="long names")
     values, ids = ex.search_one(geometry(world).index_at(1.0), gallery.embeddings[0], 3, exclude=0)
-    captions = ex.grid_captions(ex.neighbour_table(values, ids, long, long.labels.iloc[0], "divergence"), long,
-                                "divergence")
-    for caption, item in zip(captions, ids):
-        first, shown = caption.split("\n")
-        assert first.split()[1].startswith("d=") and shown.endswith("…"), caption
-        full = long.caption(int(item))
-        assert full.startswith(shown[:-1]) and full[len(shown) - 1] == " ", (shown, full)
+    tiles = ex.grid_tiles(ex.neighbour_table(values, ids, long, long.labels.iloc[0], "divergence"), long, "divergence")
+    for tile, item in zip(tiles, ids):
+        shown, full = tile["line"], long.caption(int(item))
+        assert tile["id"] == int(item) and tile["name"] == full and tile["head"].split()[1].startswith("d=")
+        assert shown.endswith("…") and full.startswith(shown[:-1]) and full[len(shown) - 1] == " ", (shown, full)
         assert len(textwrap.wrap(shown, GRID_CAPTION_LINE_CHARS)) <= GRID_CAPTION_LINES < len(
             textwrap.wrap(full, GRID_CAPTION_LINE_CHARS))
+        assert "✓obj" in tile["marks"]  # every neighbour is named as the query is
 
 
 def test_a_value_copied_out_of_a_shown_message_reads_back_as_itself():

@@ -19,6 +19,7 @@ from typing import Awaitable, Callable
 from ..explorer.literal import shown, without_joiners
 from .browser import FIRST_GRIDS, PLAYER_SLIDER, grids, slider_p, wait_until
 from .filmstrip import Screencast, filmstrip, save_png
+from .layout import LAYOUT_JS, Layout, layout_problems
 from .page_traffic import PAGE_IDLE_JS, PageTraffic
 from .play_frames import PLAY_FRAMES_JS, summarise
 from .rehearsal_report import PlayResult
@@ -38,7 +39,7 @@ TO_TOP_JS = """element => {
   element.scrollIntoView({block: 'start'});
   element.closest('[data-testid="stMain"]')?.scrollBy(0, -80);
 }"""
-QUERY_CAPTION = '[data-testid="stImageCaption"]'  # the first image caption on Explore is the query's
+QUERY_CAPTION = ".st-key-query_caption"  # what names the query on Explore, under its picture
 # The texts Find anchors writes between its "Learn a geometry" button and the button that offers the
 # learned set as anchor set A: the learned weights in words (tables and charts are not text), less
 # the buttons' own labels.
@@ -53,7 +54,7 @@ LEARNED_TEXT_JS = """section => {
 ERROR_BOXES = '[data-testid="stException"], [data-testid="stAlertContentError"]'
 # Explore's expanders: (Streamlit key, the step's words). Find anchors is opened by "learn".
 EXPANDERS = (("neighbour_table_open", "neighbour table"), ("explain_open", "why this neighbour"),
-             ("save_load_open_a", "save or load A"), ("save_load_open_b", "save or load B"),
+             ("save_load_open_a", "templates, save or load A"), ("save_load_open_b", "templates, save or load B"),
              ("sweep_open", "p sweep"), ("umap_open", "UMAP"))
 # The other pages: (nav link text, a text on the page once its first run has drawn it).
 PAGES = {"Compare": "Green frame", "Learn": "On the real gallery", "Report": "At a glance"}
@@ -145,8 +146,19 @@ async def open_explorer(walk: Walk) -> Outcome:
 
     await walk.act(go)
     grid = await walk.grid()
+    layout = Layout.from_page(await walk.page.evaluate(LAYOUT_JS))
+    problems = layout_problems(layout, explore=True)
     return Outcome(f"query {quoted(await walk.query())}; {len(grid)} tiles in the anchor-divergence grid, the first "
-                   f"{quoted(grid[0] if grid else '')}", bool(grid))
+                   f"{quoted(grid[0] if grid else '')}; {layout_text(layout)}"
+                   + (f"; falls short: {'; '.join(problems)}" if problems else ""), bool(grid) and not problems)
+
+
+def layout_text(layout: Layout) -> str:
+    """What the first screen gives (:mod:`~anchordiv.benchmarks.layout`), in a few words."""
+    tiles = " and ".join(str(grid["firstRow"]) for grid in layout.grids)
+    editors = " and ".join(f"{editor['top']} px" for editor in layout.editors)
+    return (f"p slider {layout.p_width} px, {tiles} tiles a row, captions of {layout.caption_lines} lines at most, "
+            f"the anchor editors at {editors} from the top")
 
 
 async def keys(walk: Walk) -> Outcome:
@@ -300,8 +312,9 @@ async def mark(walk: Walk) -> Outcome:
     tiles = page.locator("[data-anchordiv-grid] .adp-tile[data-anchordiv-id]")
     found = {}
     for tile in await tiles.all():
-        found.setdefault(await tile.get_attribute("data-anchordiv-id"),
-                         await tile.locator("[data-anchordiv-caption]").inner_text())
+        caption = await tile.locator("[data-anchordiv-caption]").inner_text()
+        marks = await tile.locator(".adp-marks").all_inner_texts()
+        found.setdefault(await tile.get_attribute("data-anchordiv-id"), " ".join([caption, *marks]))
     chosen = sorted(found.items(), key=lambda item: "✓obj" not in item[1])[:MARKS]
     for item, _ in chosen:
         await walk.act(lambda item=item: page.locator(f'button[data-anchordiv-mark="{item}"]').first.click())
@@ -356,7 +369,7 @@ def page_step(name: str) -> Callable[[Walk], Awaitable[Outcome]]:
     async def open_page(walk: Walk) -> Outcome:
         page = walk.page
         await page.keyboard.press("Escape")  # a popover left open (Share) would take the click
-        await walk.act(lambda: page.locator('[data-testid="stSidebarNav"] a').filter(has_text=name).click())
+        await walk.act(lambda: page.locator('[data-testid="stTopNav"] a').filter(has_text=name).click())
         drawn = await shown_within(page.get_by_text(PAGES[name]))
         return Outcome(f"{name} {'shows' if drawn else 'does not show'} {quoted(PAGES[name])}", drawn)
 

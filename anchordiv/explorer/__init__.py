@@ -18,7 +18,7 @@ imported as modules):
   every position of the ``p`` slider at once through a query's certified slider
   (:meth:`ExplorerGeometry.p_path`) without changing anything shared;
 * :mod:`.neighbours`: results, :func:`search_one`, :func:`neighbour_table`, :func:`agreement`,
-  :func:`grid_captions` and :func:`combined_table` (also the CSV download); over a source,
+  :func:`grid_tiles` and :func:`combined_table` (also the CSV download); over a source,
   :func:`neighbour_grid_png` and :func:`p_sweep` (:mod:`.source`);
 * :mod:`.maps`: UMAP maps of a sample, :func:`geometry_projection`, :func:`projection_key`,
   :func:`point_roles` and :func:`with_query_and_neighbours`, placing points outside the sample with
@@ -57,7 +57,7 @@ from .neighbours import (
     agreement,
     agreement_text,
     combined_table,
-    grid_captions,
+    grid_tiles,
     neighbour_table,
     search_one,
 )
@@ -73,7 +73,7 @@ __all__ = [
     "GallerySource", "GeometrySpec", "MapPlacer", "MemorySource", "NameIndex", "BackgroundJobs", "SharedBuilds",
     "StoreSource",
     "agreement", "agreement_text", "anchor_file_text", "anchor_presets", "baseline_index", "calibration_frame",
-    "combined_table", "cosine_top_k", "default_query_id", "geometry_projection", "grid_captions", "map_placer",
+    "combined_table", "cosine_top_k", "default_query_id", "geometry_projection", "grid_tiles", "map_placer",
     "neighbour_grid_png", "neighbour_table", "p_sweep", "parse_anchor_text",
     "point_roles", "project_rows", "projection_key", "query_image_from_upload", "search_one", "store_stamp",
     "weighted_anchor_text", "with_query_and_neighbours",

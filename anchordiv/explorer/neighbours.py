@@ -1,6 +1,6 @@
 """Results: the top-``k`` of one query (:func:`search_one`), its table of neighbours with label
 agreement (:func:`neighbour_table`, :func:`agreement`), and what the page shows and a user downloads
-(:func:`grid_captions`, :func:`combined_table`). Over a gallery source: the neighbour grid as a
+(:func:`grid_tiles`, :func:`combined_table`). Over a gallery source: the neighbour grid as a
 PNG and agreement as ``p`` moves (:mod:`.source`)."""
 from __future__ import annotations
 
@@ -18,11 +18,11 @@ from ..search import Index
 if TYPE_CHECKING:
     from ..gallery import Gallery
 
-# A grid caption's item name: four lines of what fits under the page's 96 px images (the world's
-# usual names, "smiling face with halo · watercolor painting", take four). Streamlit draws image
-# captions in 14 px Source Sans: 92 px inside the padding, about 6.6 px a letter (spaces less).
-GRID_CAPTION_LINES = 4
-GRID_CAPTION_LINE_CHARS = 14
+# A grid caption's item name: one line under the page's 96 px images, cut after a whole word with
+# "…" (the whole name is the tile's tooltip and in the neighbour table), so that a caption is two
+# lines at most. The player draws it in 13 px Source Sans, about 6.5 px a letter (spaces less).
+GRID_CAPTION_LINES = 1
+GRID_CAPTION_LINE_CHARS = 15
 
 
 def search_one(index: Index, query: torch.Tensor, k: int, exclude: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -81,15 +81,10 @@ class Captioned(Protocol):
     def caption(self, item: int) -> str: ...
 
 
-def grid_captions(table: pd.DataFrame, source: Captioned, value_name: str,
-                  line_chars: int = GRID_CAPTION_LINE_CHARS) -> list[str]:
-    """One caption per row of a :func:`neighbour_table` of ``source``, for the page's neighbour grid.
-
-    Each caption has two parts on lines of their own (``"\\n"`` between them): the rank, the value
-    and the marks ``✓obj`` / ``✓sty`` where the neighbour shares the query's object / style (plain
-    text: emoji glyphs are missing from many systems' fonts); then the item's caption, whole where
-    it fits :data:`GRID_CAPTION_LINES` lines of ``line_chars`` characters, else cut after the last word that fits, with
-    ``…`` (:func:`fit_lines`). The full caption stays in the neighbour table.
+def grid_tiles(table: pd.DataFrame, source: Captioned, value_name: str,
+               line_chars: int = GRID_CAPTION_LINE_CHARS) -> list[dict[str, object]]:
+    """What the page's neighbour grid writes on each row of a :func:`neighbour_table` of ``source``:
+    a caption of two lines and the marks drawn over the image.
 
     Parameters
     ----------
@@ -104,26 +99,37 @@ def grid_captions(table: pd.DataFrame, source: Captioned, value_name: str,
 
     Returns
     -------
-    list of str
-        Plain text, one per row; each of its lines to be drawn literally, as a line of its own.
+    list of dict
+        One per row, plain text each: ``id``; ``head``, the caption's first line (rank and value,
+        :func:`caption_heads`); ``line``, its second (the item's name as it fits one line,
+        :func:`grid_name`); ``name``, the whole name (for the image's alternative text and a
+        tooltip); ``marks``, ``"✓obj"`` / ``"✓sty"`` where the item shares the query's object /
+        style (:func:`agreement_marks`).
     """
-    names = [grid_name(source, item, line_chars) for item in table["gallery_id"].tolist()]
-    return [f"{head}\n{name}" for head, name in zip(caption_heads(table, value_name), names)]
+    ids = [int(item) for item in table["gallery_id"].tolist()]
+    return [{"id": item, "head": head, "line": grid_name(source, item, line_chars), "name": source.caption(item),
+             "marks": marks}
+            for item, head, marks in zip(ids, caption_heads(table, value_name), agreement_marks(table))]
 
 
 def caption_heads(table: pd.DataFrame, value_name: str) -> list[str]:
-    """The first line of each :func:`grid_captions` caption: rank, value and marks."""
-    heads = []
-    rows = zip(*(table[column].tolist() for column in ("rank", value_name, "same_object", "same_style")))
-    for rank, value, same_object, same_style in rows:
-        marks = ("✓obj " if same_object is True else "") + ("✓sty" if same_style is True else "")
-        shown = readable_value(value, divergence=value_name == "divergence")
-        heads.append(f"{rank}. {value_name[0]}={shown} {marks}".rstrip())
-    return heads
+    """The first line of each grid caption (:func:`grid_tiles`): rank and value, e.g. ``"3. d=0.21"``."""
+    rows = zip(table["rank"].tolist(), table[value_name].tolist())
+    return [f"{rank}. {value_name[0]}={readable_value(value, divergence=value_name == 'divergence')}"
+            for rank, value in rows]
+
+
+def agreement_marks(table: pd.DataFrame) -> list[str]:
+    """Per row of a :func:`neighbour_table`: ``"✓obj"`` where it shares the query's object,
+    ``"✓sty"`` its style, both, or ``""`` (plain text: emoji glyphs are missing from many
+    systems' fonts)."""
+    rows = zip(table["same_object"].tolist(), table["same_style"].tolist())
+    return [" ".join(mark for mark, same in (("✓obj", same_object), ("✓sty", same_style)) if same is True)
+            for same_object, same_style in rows]
 
 
 def grid_name(source: Captioned, item: int, line_chars: int = GRID_CAPTION_LINE_CHARS) -> str:
-    """The second part of a :func:`grid_captions` caption: the item's name as it fits the grid."""
+    """An item's name as it fits one line under a grid image (:func:`fit_lines`)."""
     return fit_lines(source.caption(item), line_chars, GRID_CAPTION_LINES)
 
 

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..slider import SliderPath
-from .neighbours import agreement_text, caption_heads, grid_name
+from .neighbours import agreement_text, caption_heads, grid_tiles
 from .source import GallerySource
 
 MAX_PLAYER_STEPS = 101
@@ -48,10 +48,11 @@ def player_data(path: SliderPath, source: GallerySource, query_labels: Any, *, k
     Returns
     -------
     dict
-        ``key``, ``p`` ``(S,)``, ``title``, ``enabled``; ``items``: ``{"id", "name"}`` per distinct
-        gallery id shown, ascending by id; ``order`` ``(S, k)``: each step's items as indices into
-        ``items``, best first; ``heads`` ``(S, k)``: each caption's first line (rank, ``d=`` value,
-        marks); ``agreement`` ``(S,)``: each step's agreement with the query's labels; ``notes``
+        ``key``, ``p`` ``(S,)``, ``title``, ``enabled``; ``items``: per distinct gallery id shown,
+        ascending by id, ``{"id", "name", "line", "marks"}`` (:func:`~.neighbours.grid_tiles`: the
+        whole name, the caption's second line, the marks over the image); ``order`` ``(S, k)``:
+        each step's items as indices into ``items``, best first; ``heads`` ``(S, k)``: each
+        caption's first line (rank, ``d=`` value); ``agreement`` ``(S,)``: each step's agreement with the query's labels; ``notes``
         (the distinct step notes) and ``note`` ``(S,)`` (each step's index into them); ``runs``
         ``(R, 2)``: the first and last step of each run showing the same images
         (:meth:`~anchordiv.slider.SliderPath.ranking_runs`) and ``stops`` ``(R',)``: the step Play
@@ -70,13 +71,15 @@ def player_data(path: SliderPath, source: GallerySource, query_labels: Any, *, k
     table = source.neighbour_table(path.values.ravel(), path.ids.ravel(), query_labels, "divergence")
     table["rank"] = np.tile(np.arange(1, k + 1), steps)
     heads = caption_heads(table, "divergence")
+    first = np.unique(path.ids.ravel(), return_index=True)[1]  # one row of the table per item, ascending by id
+    tiles = grid_tiles(table.iloc[first], source, "divergence")
     notes = list(dict.fromkeys(step_notes))
     return {
         "key": key,
         "p": [round(float(p), 6) for p in path.p],
         "title": title,
         "enabled": bool(enabled),
-        "items": [{"id": int(item), "name": grid_name(source, int(item))} for item in items],
+        "items": [{key: tile[key] for key in ("id", "name", "line", "marks")} for tile in tiles],
         "order": np.searchsorted(items, path.ids).tolist(),
         "heads": [heads[step * k:(step + 1) * k] for step in range(steps)],
         "agreement": [agreement_text(table.iloc[step * k:(step + 1) * k]) for step in range(steps)],

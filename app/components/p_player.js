@@ -177,19 +177,32 @@ class Player {
     return this.data.p[this.step];
   }
 
+  // A tile: the image, its "like the query" toggle and its marks (✓obj, ✓sty) over it, and a
+  // caption of two lines: rank and value (set per step), and the name as it fits one line (the
+  // whole name in the tooltip and the image's alternative text).
   makeTile(item) {
     const tile = document.createElement("div");
     tile.className = "adp-tile";
     tile.setAttribute("role", "listitem");
     tile.setAttribute("data-anchordiv-id", String(Number(item.id)));
+    tile.title = item.name;
     const image = document.createElement("img");
     image.className = "adp-img";
     image.alt = item.name;
     image.decoding = "async";
     image.src = safeSource(item.src);  // every image of the path is fetched now, once
+    const marks = document.createElement("div");
+    marks.className = "adp-marks";
+    marks.textContent = item.marks;
     const caption = document.createElement("div");
     caption.className = "adp-caption";
     caption.setAttribute("data-anchordiv-caption", "");
+    const head = document.createElement("div");
+    head.className = "adp-caption-head";
+    const line = document.createElement("div");
+    line.className = "adp-caption-name";
+    line.textContent = item.line;
+    caption.append(head, line);
     const mark = document.createElement("button");
     mark.type = "button";
     mark.className = "adp-mark";
@@ -197,7 +210,8 @@ class Player {
     mark.setAttribute("data-name", item.name);
     mark.addEventListener("click", () => this.toggleMark(Number(item.id)));
     tile.append(image, mark, caption);
-    return { element: tile, caption, name: item.name, mark };
+    if (item.marks) tile.append(marks);
+    return { element: tile, head, name: item.name, mark };
   }
 
   // The baselines' grids (cosine, ITI): p does not move them, so they are drawn once per query.
@@ -218,7 +232,7 @@ class Player {
       grid.setAttribute("data-anchordiv-grid", baseline.title);
       const tiles = baseline.tiles.map((item) => {
         const tile = this.makeTile(item);
-        tile.caption.textContent = item.caption;
+        tile.head.textContent = item.head;
         return tile;
       });
       this.baselineTiles.push(...tiles);
@@ -290,7 +304,7 @@ class Player {
     const order = this.data.order[step];
     const shown = order.map((index, rank) => {
       const tile = this.tiles[index];
-      tile.caption.textContent = `${this.data.heads[step][rank]}\n${tile.name}`;
+      tile.head.textContent = this.data.heads[step][rank];
       return tile.element;
     });
     if (this.drawn !== null && this.drawn.length === order.length && this.drawn.every((index, rank) => index === order[rank])) {

@@ -21,9 +21,9 @@ from anchordiv.app.explore_umap import umap_section
 from anchordiv.app.explore_view import ExploreView, baseline_tables
 from anchordiv.app.find_anchors import find_anchors_section
 from anchordiv.app.encoder_choice import load_encoder_for
-from anchordiv.app.query_inputs import QUERY_IMAGE_WIDTH, choose_query
-from anchordiv.app.sidebar import load_source_for, sidebar_state
-from anchordiv.app.url_state import follow_view_link, link_notes, publish_link, sidebar_fields
+from anchordiv.app.query_inputs import QUERY_CAPTION_KEY, QUERY_IMAGE_WIDTH, choose_query
+from anchordiv.app.sidebar import load_source_for, page_sidebar, sidebar_state
+from anchordiv.app.url_state import follow_view_link, link_notes, publish_link, share_box, sidebar_fields
 from anchordiv.explorer.literal import markdown_literal
 from anchordiv.explorer.sidebar_state import SidebarState
 
@@ -38,18 +38,23 @@ def main(sidebar: SidebarState) -> None:
     for note in source.notes:
         st.sidebar.warning(note)
 
-    # The gesture first: the query, the p player and its grid share the first screen; the anchors
-    # they depend on are drawn first (the script needs them) but shown below.
-    query_col, results_col = st.columns([1.5, 4], gap="medium")
+    # The gesture first: the query, the p player and its grid share the first screen, the anchors
+    # they depend on beside them, at the sidebar's top. The query stands left of the neighbours
+    # where both have room, else above them with its picture beside its controls (page.css).
+    with st.container(key="explore_top"):
+        query_col, results_col = st.columns([1.3, 4], gap="medium")
     notices = results_col.container()  # above the results: what is said of the query, in a wide column
-    with query_col:
+    with query_col, st.container(key="query_box"):
+        controls, picture = st.columns([3, 2], gap="small")
+    with controls:
         query, query_id, query_labels, image, query_text = choose_query(source, encoder, notices)
-        if image is not None:
-            st.image(image, caption=markdown_literal(query_text), width=QUERY_IMAGE_WIDTH)
-        elif query is not None:
-            st.caption(f"Query: {markdown_literal(query_text)}")
-    with st.container():
-        parsed_a, parsed_b, weighting = anchor_widgets(source_presets(source), encoder, source.preset_sources())
+    if image is not None:
+        picture.image(image, width=QUERY_IMAGE_WIDTH)
+    if query is not None:  # in the column's width: under the image it ran 24 letters a line
+        picture.container(key=QUERY_CAPTION_KEY).caption(markdown_literal(query_text if image is not None
+                                                                           else f"Query: {query_text}"))
+    parsed_a, parsed_b, weighting = anchor_widgets(page_sidebar(), source_presets(source), encoder,
+                                                   source.preset_sources())
     publish_link(fields, source)
     if query is None:
         return
@@ -59,8 +64,11 @@ def main(sidebar: SidebarState) -> None:
                                 if sidebar.show_iti else None)
     view = ExploreView(source, encoder, geometry, geometry_key, weighting, query, query_id, query_labels, query_text,
                        sidebar.top_k, baselines, fields)
+    with picture:  # beside the query, on the first screen at every width
+        share_box(fields, source)
     with results_col:
         results_section(view)
+    st.subheader("Anchors and geometry")
     find_anchors_section(view)
     if source.capabilities.p_sweep:
         sweep_section(view)
