@@ -57,6 +57,9 @@ def small_store(root: Path, markup_name: bool = False) -> Path:
                 root / "images" / label / f"{label}-{i}.png")
     if markup_name:  # a copy of red-0 named as markup: red-0's nearest neighbour, shown as the characters it is
         Image.new("RGB", (40, 40), (220, 20, 20)).save(root / "images" / "red" / f"{HOSTILE_NAME}.png")
+    # Labels for the red squares only (issue 51): the others keep their folder label.
+    (root / "images" / "red-styles.csv").write_text(
+        "path,style\n" + "".join(f"red/red-{i}.png,{('flat', 'faded')[i % 2]}\n" for i in range(10)))
     embed_folder_to_store(root / "images", load_encoder("builtin", device="cpu"), root / "stores" / "shapes",
                           shard_rows=8)
     return root
@@ -317,6 +320,42 @@ def test_browser_opens_a_gallery_store_and_moves_p_on_the_certified_slider(store
     lines = page.locator("[data-anchordiv-caption]").all_inner_texts()
     assert any("<img src=x" in line for line in lines), lines  # and its first words under the image
     assert not dialogs and page.locator('img[src="x"]').count() == 0, page_report(page, log_path)
+
+
+def test_a_labels_csv_for_some_images_leaves_the_others_their_folder_label_in_the_browser(store_app_url, browser,
+                                                                                           tmp_path):
+    """Issue 51: an image folder whose labels CSV has rows for the red squares only. The page
+    draws (no error box), a red square is named with its style, a blue one by its folder alone, in
+    the query's caption and the grids' names, and nothing reads "nan" (the neighbour table and the
+    map: tests/test_app_gallery_change.py)."""
+    url, log_path = store_app_url
+    page = new_page(browser)
+    page.goto(url)
+    page.get_by_text("Neighbours").first.wait_for(timeout=STARTUP_SECONDS * 1000)
+    wait_until_idle(page)
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    sidebar.get_by_text("Image folder", exact=True).click()
+    wait_until_idle(page)
+    for menu, option in (("Image folder (subfolders are labels)", "images"), ("Labels CSV", "red-styles.csv")):
+        sidebar.locator('[data-testid="stSelectbox"]').filter(has_text=menu).click()
+        page.get_by_role("option").filter(has_text=option).first.click()
+        wait_until_idle(page)
+    search = page.get_by_role("textbox", name="Search by name")
+    query = page.locator(".st-key-query_caption")
+    search.fill("red")
+    search.press("Enter")
+    wait_until_idle(page)
+    assert re.fullmatch(r"#\d+ red · (flat|faded)", query.inner_text().strip()), query.inner_text()  # the CSV's style
+    search.fill("blue")
+    search.press("Enter")
+    wait_until_idle(page)
+    assert re.fullmatch(r"#\d+ blue", query.inner_text().strip()), query.inner_text()  # the folder's label alone
+    wait_for_grids(page, 20)
+    report = page_report(page, log_path)
+    assert not page.locator('[data-testid="stException"], [data-testid="stAlertContentError"]').count(), report
+    names = page.locator("[data-anchordiv-id]").evaluate_all("tiles => tiles.map(tile => tile.title)")
+    page.screenshot(path=str(tmp_path / "partial-labels.png"), full_page=True)
+    assert "blue" in names and not any("nan" in name.lower() for name in names), names
 
 
 def details_text(page) -> str:

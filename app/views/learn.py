@@ -164,7 +164,7 @@ def circle_picture(toy: lesson.ToyGeometry, query: torch.Tensor, profile: pd.Dat
                                     hovertemplate="%{text}: p = %{customdata:.3f}<extra></extra>"))
     figure.add_annotation(x=float(query[0]), y=float(query[1]), ax=0, ay=0, xref="x", yref="y", axref="x", ayref="y",
                           showarrow=True, arrowhead=3, arrowwidth=2, text="query x")
-    figure.update_layout(title="Anchors (size = tilted probability) and the query", height=460,
+    figure.update_layout(title="Anchors and the query<br>(size: tilted probability)", height=460,
                          xaxis=dict(range=[-1.35, 1.35], visible=False),
                          yaxis=dict(range=[-1.35, 1.35], visible=False, scaleanchor="x"))
     st.plotly_chart(figure, key="learn_chart_circle")
