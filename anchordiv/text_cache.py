@@ -47,6 +47,12 @@ def encode_unkept(encoder, texts: list[str]) -> torch.Tensor:
     return torch.from_numpy(np.stack([known[text] for text in texts]).astype(np.float32))
 
 
+def kept_texts() -> list[tuple[str, str]]:
+    """The ``(encoder name, text)`` pairs whose rows this process holds, the least recently kept first."""
+    with _KEPT_LOCK:
+        return list(_KEPT)
+
+
 def keep_rows(encoder_name: str, texts: list[str], rows: np.ndarray) -> None:
     """Hold ``rows`` ``(n, d)``, the embeddings of ``texts`` by ``encoder_name``, for
     :func:`encode_unkept` (at most :data:`MAX_KEPT_TEXTS` texts, the least recently kept dropped)."""

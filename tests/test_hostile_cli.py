@@ -8,12 +8,21 @@ names the limit, the file or the line, and comes before the work; nothing is ign
   10,000-character text in queries, gallery names, anchors and the gallery's description.
 * Labels CSVs are read strictly (each kind of damage named with its file and line), the images a
   CSV misses are named in a warning, and an anchors file without anchors is refused.
+* Numeric options (issue 52): every one is bounded where it is declared; a value out of range,
+  ``nan``, ``inf``, a word or 5,000 digits is refused naming the option, its bounds and what to pass.
+* A folder of unreadable files (issue 52): ``demo`` and ``embed`` refuse a folder with no readable
+  image, naming a few of its files and counting the rest; with some readable, ``demo`` names the
+  others in a warning and starts the server.
+* Messages in the command's words (issue 52): a hub model's broken ``open_clip_config.json`` is named
+  as the problem (not its weights), and a bad ``--vocabulary`` names the option and the file.
 
 Runs in-process through ``anchordiv.cli.main`` (and once as a real process) on the small slice of
 the built-in world of conftest.py's ``library`` fixture."""
 from __future__ import annotations
 
+import argparse
 import io
+import json
 import os
 import re
 import subprocess
@@ -26,8 +35,12 @@ from PIL import Image
 
 from anchordiv import figure as fg
 from anchordiv.builtin.weights import ASSETS_DIR, MANIFEST_NAME, WEIGHTS_NAME
-from anchordiv.cli import main
+from anchordiv.cli import build_parser, main
+from anchordiv.cli.demo import listen_address
+from anchordiv.cli.output import name_skipped
+from anchordiv.encoders import hub_model_folder
 from anchordiv.gallery import folder_gallery
+from loopback_hub import CONFIG_NAME as HUB_CONFIG, WEIGHTS_NAME as HUB_WEIGHTS, tiny_hub_files
 
 needs_builtin = pytest.mark.skipif(
     not (ASSETS_DIR / WEIGHTS_NAME).is_file() or not (ASSETS_DIR / MANIFEST_NAME).is_file(),
@@ -86,10 +99,10 @@ LIMITS = {  # figure options -> regex of the refusal
                r"at 600 dpi this figure is 57,780 x 1,296 = 74,882,880 pixels, more than the limit of 40,000,000; "
                r"lower the dpi to 4\d\d or less, or raise the limit \(--max-pixels on the command line\)$"),
     "a PNG's side": (["--geometries", *EIGHT_COLUMNS, "--max-columns", "8", "-k", "20", "--dpi", "2000",
-                      "--max-dpi", "5000", "--max-pixels", "100000000000"],
+                      "--max-dpi", "5000", "--max-pixels", "4294836225"],
                      r"at 2,000 dpi this figure is 192,600 x \d[\d,]* pixels, and a PNG has at most 65,535 on a side; "
                      r"lower the dpi to 680 or less, or draw it as PDF or SVG$"),
-    "a limit of 0": (["--max-rows", "0"], r"--max-rows: must be an integer >= 1; got '0'"),
+    "a limit of 0": (["--max-rows", "0"], r"--max-rows: '0' is out of range; pass a whole number from 1 to 1000"),
 }
 
 
@@ -347,3 +360,291 @@ def test_anchors_past_the_cap_are_named_before_a_model_loads(no_model, tmp_path,
     assert capsys.readouterr().err == (f"anchordiv figure: warning: --anchors-a {str(anchors)!r} has 5,003 distinct "
                                        "anchors; only the first 5,000 are used (the most a set takes). Split the file "
                                        "or drop anchors\n")
+
+
+# -- numeric options (issue 52): every one bounded where it is declared ----------------------------
+def numeric_options() -> list[tuple[str, argparse.Action]]:
+    """``(command, action)`` for every option of every command whose value is converted by a type."""
+    commands = next(action.choices for action in build_parser()._actions if isinstance(action.choices, dict))
+    return [(name, action) for name, parser in commands.items() for action in parser._actions
+            if action.type is not None and action.type is not listen_address]
+
+
+NUMERIC = numeric_options()
+OPTION_IDS = [f"{command} {action.option_strings[-1]}" for command, action in NUMERIC]
+HOSTILE_NUMBERS = {"negative": "-1", "huge": "1e400", "5,000 digits": "9" * 5000, "nan": "nan", "inf": "inf",
+                   "-inf": "-inf", "text": "ten", "empty": "", "hex": "0x10", "with a comma": "1,000"}
+
+
+def test_every_numeric_option_is_bounded_by_the_shared_types():
+    """No ``type=int`` or ``type=float`` left: each type is :func:`integer` or :func:`number`."""
+    assert len(NUMERIC) > 40
+    for command, action in NUMERIC:
+        assert action.type.__qualname__ in ("integer.<locals>.parse", "number.<locals>.parse"), (command, action)
+
+
+@pytest.mark.parametrize("value", list(HOSTILE_NUMBERS.values()), ids=list(HOSTILE_NUMBERS))
+@pytest.mark.parametrize("command, action", NUMERIC, ids=OPTION_IDS)
+def test_a_hostile_number_is_refused_naming_the_option_and_its_bounds(command, action, value, no_model, capsys):
+    line = refusal([command, f"{action.option_strings[-1]}={value}"], capsys)  # "=": argparse takes -inf for an option
+    assert re.fullmatch(rf"anchordiv {command}: argument {'/'.join(action.option_strings)}: '.*' is (out of range|"
+                        r"not a (finite |whole )?number); pass a (whole )?number (from|above) -?[\d.e+-]+ (to|and at "
+                        rf"most) [\d.e+-]+ \(see `anchordiv {command} --help`\)", line), line
+    assert len(line) < 300
+
+
+@pytest.mark.parametrize("command, action", NUMERIC, ids=OPTION_IDS)
+def test_each_bound_is_taken_and_one_step_past_it_refused(command, action):
+    wanted = _wanted(action)
+    low, high = map(float, re.search(r"(?:from|above) (\S+) (?:to|and at most) (\S+)$", wanted).groups())
+    whole = wanted.startswith("a whole number")
+    step = 1 if whole else 1e-6 * max(1.0, high)
+    for value in (high, low + step):
+        assert action.type(str(int(value)) if whole else repr(value)) == value
+    for value in (high + step, low - step):
+        with pytest.raises(argparse.ArgumentTypeError, match="is out of range; pass"):
+            action.type(str(int(value)) if whole else repr(value))
+
+
+def _wanted(action: argparse.Action) -> str:
+    """What the option's refusal asks for, e.g. "a whole number from 1 to 65535"."""
+    with pytest.raises(argparse.ArgumentTypeError) as refused:
+        action.type("nan")
+    return str(refused.value).split("; pass ")[1]
+
+
+@pytest.mark.parametrize("value, what", [
+    ("65536", "out of range"), ("70000", "out of range"), ("0", "out of range"), ("-8501", "out of range"),
+    ("99999999999999999999999", "out of range"), ("8501.5", "not a whole number"), ("nan", "not a finite number"),
+    ("port", "not a number"),
+])
+def test_a_port_outside_1_to_65535_is_refused_before_the_server_starts(value, what, no_model, monkeypatch, capsys):
+    monkeypatch.setattr(subprocess, "call", tripwire)
+    assert refusal(["demo", "--port", value], capsys) == (
+        f"anchordiv demo: argument --port: {value!r} is {what}; pass a whole number from 1 to 65535 "
+        "(see `anchordiv demo --help`)")
+
+
+def test_whole_numbers_are_taken_as_written_in_any_plain_form(monkeypatch):
+    started = []
+    monkeypatch.setattr(subprocess, "call", lambda argv: started.append(argv) or 0)
+    for written in ("8600", " 8600 ", "8_600", "8.6e3", "8600.0"):
+        assert main(["demo", "--port", written]) == 0
+    assert all("--server.port=8600" in argv for argv in started) and len(started) == 5
+
+
+def test_a_port_out_of_range_is_one_line_from_a_real_process(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "anchordiv", "demo", "--port", "70000"], capture_output=True,
+                            text=True, timeout=60, env={**os.environ, "ANCHORDIV_CACHE": str(tmp_path / "cache")})
+    assert (result.returncode, result.stdout) == (2, "") and result.stderr == (
+        "anchordiv demo: argument --port: '70000' is out of range; pass a whole number from 1 to 65535 "
+        "(see `anchordiv demo --help`)\n"), result
+
+
+@pytest.mark.parametrize("extra, expected", [
+    (["--strip", "<strip>", "--p", *(["0.5"] * 26)],
+     "--p has 26 values, and a strip has at most 25 rows; give 25 or fewer"),
+    (["--gif", "<gif>", "--p", "0.5"], "--p sets the rows of the strip; add --strip FILE.png, or drop --p"),
+])
+def test_the_strips_p_values_are_checked_before_a_model_loads(extra, expected, no_model, tmp_path, capsys):
+    places = {"<strip>": str(tmp_path / "strip.png"), "<gif>": str(tmp_path / "sweep.gif")}
+    line = refusal(["sweep", "--query", "#0", *(places.get(word, word) for word in extra)], capsys)
+    assert line == f"anchordiv sweep: {expected}"
+
+
+# -- a folder of unreadable files (issue 52) --------------------------------------------------------
+def unreadable(folder, count: int) -> list[str]:
+    """``count`` files under ``folder`` that are not images a gallery takes, sorted as the embedding
+    lists them: text named .png, random bytes named .jpg, an empty file and a cut-off PNG, in turn."""
+    png = io.BytesIO()
+    Image.new("RGB", (32, 32), "green").save(png, format="PNG")
+    kinds = [("png", b"not an image"), ("jpg", os.urandom(200)), ("gif", b""), ("png", png.getvalue()[:60])]
+    folder.mkdir(parents=True, exist_ok=True)
+    names = [f"bad{number:02d}.{kinds[number % 4][0]}" for number in range(count)]
+    for number, name in enumerate(names):
+        (folder / name).write_bytes(kinds[number % 4][1])
+    return sorted(names)
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("ANCHORDIV_CACHE", str(tmp_path / "cache"))
+
+
+@needs_builtin
+@pytest.mark.parametrize("count", [1, 3, 12])
+def test_demo_refuses_a_folder_with_no_readable_image_before_the_server_starts(count, cache, tmp_path, monkeypatch,
+                                                                              capsys):
+    monkeypatch.setattr(subprocess, "call", tripwire)
+    names = unreadable(tmp_path / "junk", count)
+    line = refusal(["demo", "--folder", str(tmp_path / "junk"), "--device", "cpu", "-q"], capsys)
+    folder = str(tmp_path / "junk")
+    assert line.startswith(f"anchordiv demo: --folder {folder!r} has no readable image: {count} "
+                           f"file{'s' * (count != 1)} skipped ("), line
+    assert all(repr(name) in line for name in names[:3]) and not any(repr(name) in line for name in names[3:])
+    assert (f"; and {count - 3} more)" in line) == (count > 3)
+    assert line.endswith("); put PNG, JPEG, WebP, GIF or BMP images in it (subfolders are labels), or give another "
+                         "folder")
+
+
+@needs_builtin
+def test_embed_refuses_such_a_folder_too_and_writes_no_npz(cache, tmp_path, capsys):
+    unreadable(tmp_path / "junk", 5)
+    out = tmp_path / "out.npz"
+    line = refusal(["embed", str(tmp_path / "junk"), "--model", "builtin", "--device", "cpu", "--out", str(out), "-q"],
+                   capsys)
+    assert f"image folder {str(tmp_path / 'junk')!r} has no readable image: 5 files skipped (" in line
+    assert "; and 2 more)" in line and not out.exists()
+
+
+@needs_builtin
+def test_demo_refuses_an_empty_folder(cache, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(subprocess, "call", tripwire)
+    (tmp_path / "empty").mkdir()
+    assert refusal(["demo", "--folder", str(tmp_path / "empty"), "--device", "cpu", "-q"], capsys) == (
+        f"anchordiv demo: --folder {str(tmp_path / 'empty')!r} holds no files; put PNG, JPEG, WebP, GIF or BMP "
+        "images in it (subfolders are labels), or give another folder")
+
+
+@needs_builtin
+def test_demo_names_the_unreadable_files_of_a_folder_and_goes_on(cache, tmp_path, monkeypatch, capsys):
+    started = []
+    monkeypatch.setattr(subprocess, "call", lambda argv: started.append(argv) or 0)
+    folder = tmp_path / "mixed"
+    names = unreadable(folder / "cat", 6)
+    Image.new("RGB", (16, 16), "red").save(folder / "cat" / "good.png")
+    assert main(["demo", "--folder", str(folder), "--device", "cpu"]) == 0 and len(started) == 1
+    captured = capsys.readouterr()
+    assert "embedded 1 image: 0 reused from the cache, 1 newly encoded; 6 files skipped" in captured.out
+    assert "encoded 1 of 7 files now (0 reused from an earlier run, 6 skipped: not readable images)" in captured.err
+    assert "of 7 images" not in captured.err + captured.out
+    [warning] = [line for line in captured.err.splitlines() if "warning" in line]
+    assert warning.startswith(f"anchordiv demo: warning: --folder {str(folder)!r}: 6 files left out of the explorer (")
+    assert all(repr(f"cat/{name}") in warning for name in names[:3]) and "; and 3 more)" in warning
+    assert warning.endswith("); fix or remove them to include them, or go on: the explorer opens on the other images")
+
+
+def test_skipped_files_are_named_a_few_with_each_reason_once_then_counted():
+    skipped = [("a.png", "damaged"), ("b.png", "not an image"), ("c.png", "not an image"), ("d.png", "damaged")]
+    assert name_skipped(skipped) == "'a.png': damaged; 'b.png', 'c.png': not an image; and 1 more"
+    assert name_skipped(skipped[:1]) == "'a.png': damaged"
+    assert name_skipped([(f"{n}.png", "bad") for n in range(10_000)]).endswith("; and 9,997 more")
+
+
+# -- messages in the command's words (issue 52) -----------------------------------------------------
+HUB_REPO = "anchordiv-test/tiny-config"
+SUGGEST_WITH_HUB_MODEL = ["suggest", "a dog", "--model", f"open_clip:hf-hub:{HUB_REPO}", "--vocabulary", "colours",
+                          "--device", "cpu"]
+
+
+def _set(section: str, **fields):
+    """A change to a config: ``fields`` set in ``section`` (a path of keys, e.g. "model_cfg.vision_cfg")."""
+    def change(config: dict) -> None:
+        target = config
+        for key in section.split("."):
+            target = target[key]
+        target.update(fields)
+    return change
+
+
+UNBUILDABLE_CONFIGS = {  # what is wrong -> how the tiny model's config is changed
+    "no embed_dim": lambda config: config["model_cfg"].pop("embed_dim"),
+    "layers as text": _set("model_cfg.vision_cfg", layers="two"),
+    "an unknown field": _set("model_cfg", bogus=1),
+    "a negative size": _set("model_cfg.text_cfg", context_length=-5),
+    "an embed_dim as text": _set("model_cfg", embed_dim="32"),
+    "an unknown interpolation": _set("preprocess_cfg", interpolation="nope"),
+    "a mean as text": _set("preprocess_cfg", mean="grey"),
+}
+MALFORMED_CONFIGS = {  # the file's text -> what the refusal says about it
+    "not JSON": ("{not json", "is not a readable JSON file (JSONDecodeError)"),
+    "a list": ("[]", "has no 'model_cfg' object, so it is not an open_clip model config"),
+    "model_cfg a number": ('{"model_cfg": 3}', "has no 'model_cfg' object, so it is not an open_clip model config"),
+    "text_cfg a list": ('{"model_cfg": {"embed_dim": 32, "text_cfg": [1, 2]}}',
+                        "has model_cfg.text_cfg = [1, 2], not an object"),
+    "preprocess_cfg text": ('{"model_cfg": {}, "preprocess_cfg": "fast"}',
+                            'has preprocess_cfg = "fast", not an object'),
+    "tokenizer_kwargs a number": ('{"model_cfg": {"text_cfg": {"tokenizer_kwargs": 7}}}',
+                                  "has model_cfg.text_cfg.tokenizer_kwargs = 7, not an object"),
+}
+
+
+@pytest.fixture(scope="module")
+def tiny_hub(tmp_path_factory) -> dict[str, bytes]:
+    """The tiny hub model's ``open_clip_config.json`` and weights."""
+    return tiny_hub_files(tmp_path_factory.mktemp("tiny-hub"))
+
+
+def install_hub_model(files: dict[str, bytes], config: str):
+    """The tiny model's weights and ``config`` in anchordiv's folder for :data:`HUB_REPO`; the config's path."""
+    folder = hub_model_folder(HUB_REPO)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / HUB_WEIGHTS).write_bytes(files[HUB_WEIGHTS])
+    (folder / HUB_CONFIG).write_text(config)
+    return folder / HUB_CONFIG
+
+
+@pytest.mark.parametrize("case", list(UNBUILDABLE_CONFIGS))
+def test_a_hub_config_open_clip_cannot_build_is_named_not_the_weights(case, tiny_hub, cache, capsys):
+    config = json.loads(tiny_hub[HUB_CONFIG])
+    UNBUILDABLE_CONFIGS[case](config)
+    path = install_hub_model(tiny_hub, json.dumps(config))
+    line = refusal(SUGGEST_WITH_HUB_MODEL, capsys)
+    assert line.startswith(f"anchordiv suggest: open_clip cannot build open_clip:hf-hub:{HUB_REPO} from its model "
+                           f"config {path} ("), line
+    assert line.endswith("); the config is damaged or from another model: delete that open_clip_config.json and fetch "
+                         f"it again (python -m anchordiv fetch-model open_clip:hf-hub:{HUB_REPO}), or pick another "
+                         "model if the repository publishes it so"), line
+    assert HUB_WEIGHTS not in line
+
+
+@pytest.mark.parametrize("case", list(MALFORMED_CONFIGS))
+def test_a_malformed_hub_config_is_named_with_what_is_wrong(case, tiny_hub, cache, capsys):
+    text, expected = MALFORMED_CONFIGS[case]
+    path = install_hub_model(tiny_hub, text)
+    assert refusal(SUGGEST_WITH_HUB_MODEL, capsys) == (
+        f"anchordiv suggest: the model config {path} {expected}; delete it and fetch it again")
+
+
+def test_weights_that_do_not_fit_the_config_name_both_files(tiny_hub, cache, capsys):
+    config = json.loads(tiny_hub[HUB_CONFIG])
+    config["model_cfg"]["vision_cfg"]["width"] *= 2  # a model the config builds, of another size than the weights
+    path = install_hub_model(tiny_hub, json.dumps(config))
+    line = refusal(SUGGEST_WITH_HUB_MODEL, capsys)
+    assert line.startswith(f"anchordiv suggest: the weights {path.with_name(HUB_WEIGHTS)} do not fit the model that "
+                           f"the config {path} describes (RuntimeError: "), line
+    assert line.endswith("; the two files come from different models: delete both and fetch them again (python -m "
+                         f"anchordiv fetch-model open_clip:hf-hub:{HUB_REPO})"), line
+
+
+EMPTY_VOCABULARIES = {"empty": b"", "blank lines": b"\n\n\n", "spaces and tabs": b"  \t\n \n",
+                      "a BOM alone": b"\xef\xbb\xbf"}
+
+
+@pytest.mark.parametrize("content", list(EMPTY_VOCABULARIES.values()), ids=list(EMPTY_VOCABULARIES))
+def test_an_empty_vocabulary_file_is_refused_naming_the_option_and_the_file(content, no_model, tmp_path, capsys):
+    vocabulary = tmp_path / "terms.txt"
+    vocabulary.write_bytes(content)
+    line = refusal(["suggest", "a dog", "--vocabulary", str(vocabulary)], capsys)
+    assert line.startswith(f"anchordiv suggest: --vocabulary {str(vocabulary)!r} has no terms (the file is empty or "
+                           "every line is blank); give a text file with one term per line, or one of art-styles, ")
+    assert "terms is empty" not in line and "load_vocabulary" not in line
+
+
+@pytest.mark.parametrize("given, expected", [
+    ("<missing>", r"--vocabulary: vocabulary file '.*absent\.txt' does not exist or is not a file; give the path of a "
+                  r"text file with one term per line$"),
+    ("<folder>", r"--vocabulary: vocabulary file '.*' does not exist or is not a file"),
+    ("<latin-1>", r"--vocabulary: vocabulary file '.*latin\.txt' is not UTF-8 text \(invalid continuation byte at byte "
+                  r"3\); save it as UTF-8, one term per line$"),
+    ("<binary>", r"--vocabulary: .*binary\.txt: line 1 holds the control character U\+0000"),
+    ("", r"--vocabulary: unknown vocabulary '': give one of art-styles, .* or a path to a text file"),
+    ("imagenet", r"--vocabulary: unknown vocabulary 'imagenet': give one of"),
+])
+def test_a_bad_vocabulary_is_refused_naming_the_option(given, expected, no_model, tmp_path, capsys):
+    (tmp_path / "latin.txt").write_bytes(b"caf\xe9 au lait\n")
+    (tmp_path / "binary.txt").write_bytes(b"a\x00b\n")
+    places = {"<missing>": tmp_path / "absent.txt", "<folder>": tmp_path, "<latin-1>": tmp_path / "latin.txt",
+              "<binary>": tmp_path / "binary.txt"}
+    line = refusal(["suggest", "a dog", "--vocabulary", str(places.get(given, given))], capsys)
+    assert re.search(expected, line), line

@@ -114,7 +114,7 @@ def test_the_command_writes_both_files_and_refuses_bad_options_in_one_line(tmp_p
     out = capsys.readouterr().out
     assert f"wrote {gif}" in out and f"wrote {strip}" in out
     for argv, message in ((["--query", "#3"], "give --gif"), (["--query", "#3", "--gif", str(strip)], "must end in .gif"),
-                          (["--query", "#3", "--strip", str(strip), "-k", "11"], "at most 10"),
+                          (["--query", "#3", "--strip", str(strip), "-k", "11"], "from 1 to 10"),
                           (["--query", "#3", "--strip", str(strip), "--p", "1.5"], "from 0 to 1"),
                           (["--query", "image:x.png", "--strip", str(strip)], "gallery image")):
         assert main(["sweep", *argv, *world]) == 2

@@ -67,7 +67,7 @@ def test_the_rows_a_process_keeps_are_bounded(cache, monkeypatch):
     monkeypatch.setattr(text_cache, "MAX_KEPT_TEXTS", 3)
     encoder = load_builtin_encoder()
     encode_texts_cached(encoder, ["a", "b", "c", "d"])
-    assert [text for _, text in text_cache._KEPT] == ["b", "c", "d"]
+    assert [text for _, text in text_cache.kept_texts()] == ["b", "c", "d"]
 
 
 def test_a_damaged_file_is_encoded_again_and_an_unwritable_cache_only_costs_time(cache, tmp_path, monkeypatch):

@@ -5,7 +5,7 @@ import argparse
 from dataclasses import fields
 
 from .checks import check_output_file
-from .options import COUNT, NATURAL, POSITIVE, add_device_option, add_json_option, integer, labels_for, option_name
+from .options import SEED, add_device_option, add_json_option, integer, labels_for, number, option_name
 from .output import write_json
 
 STORE_ONLY = ("shard_rows", "moves", "store_dir", "address", "workers")
@@ -14,12 +14,13 @@ STORE_ONLY = ("shard_rows", "moves", "store_dir", "address", "workers")
 def add_parser(commands) -> argparse.ArgumentParser:
     bench = commands.add_parser("bench", help="Table-4-shaped runtime benchmark (fit + preprocess + retrieval)")
     bench.add_argument("--paper", action="store_true", help="the paper's size (Q=10,000, G=50,000, N=2^10..2^17): for a GPU")
-    bench.add_argument("--queries", type=COUNT)
-    bench.add_argument("--gallery", type=COUNT)
-    bench.add_argument("--dim", type=COUNT)
-    bench.add_argument("--anchors", type=integer(2), nargs="+", help="anchor counts N")
-    bench.add_argument("--k", type=COUNT)
-    bench.add_argument("--scale", type=POSITIVE,
+    # Sizes far past any machine's memory still parse: the run's memory estimate refuses them by name.
+    bench.add_argument("--queries", type=integer(1, 10**9))
+    bench.add_argument("--gallery", type=integer(1, 10**9))
+    bench.add_argument("--dim", type=integer(1, 65536))
+    bench.add_argument("--anchors", type=integer(2, 10**7), nargs="+", help="anchor counts N")
+    bench.add_argument("--k", type=integer(1, 10**6))
+    bench.add_argument("--scale", type=number(0, 10**12, low_open=True),
                        help="the anchor models' scale; with --synthetic, the gallery's row count N instead")
     bench.add_argument("--synthetic", action="store_true",
                        help="the store benchmark: N synthetic rows in a float16 GalleryStore, sharded search and "
@@ -31,23 +32,25 @@ def add_parser(commands) -> argparse.ArgumentParser:
     bench.add_argument("--heldout", action="store_true",
                        help="with --feedback: measure the quality on the held-out split instead (for the docs, once "
                             "the design is fixed on the training split)")
-    bench.add_argument("--seed", type=NATURAL,
+    bench.add_argument("--seed", type=SEED,
                        help="with --feedback: the seed that draws the queries and their marks (default 0, the "
                             "queries the design was chosen on; another seed draws queries it was not tuned on)")
-    bench.add_argument("--shard-rows", type=COUNT, dest="shard_rows", help="with --synthetic: rows per shard (65,536)")
-    bench.add_argument("--moves", type=COUNT, help="with --synthetic: random p per slider (1,000)")
+    bench.add_argument("--shard-rows", type=integer(1, 10**8), dest="shard_rows",
+                       help="with --synthetic: rows per shard (65,536)")
+    bench.add_argument("--moves", type=integer(1, 10**8), help="with --synthetic: random p per slider (1,000)")
     bench.add_argument("--store-dir", dest="store_dir",
                        help="with --synthetic: build the store here (kept) instead of a temporary folder")
     bench.add_argument("--engine", choices=["local", "ray", "both"], default="both",
                        help="with --synthetic: search in this process, in Ray actors, or both in turn (default both)")
     bench.add_argument("--address", help="with --synthetic --engine ray: the Ray cluster to join (default: a local instance)")
-    bench.add_argument("--workers", type=COUNT, help="with --synthetic --engine ray: Ray actors (default: one per CPU)")
-    bench.add_argument("--repeats", type=COUNT)
-    bench.add_argument("--warmup", type=NATURAL)
+    bench.add_argument("--workers", type=integer(1, 1024),
+                       help="with --synthetic --engine ray: Ray actors (default: one per CPU)")
+    bench.add_argument("--repeats", type=integer(1, 10**6))
+    bench.add_argument("--warmup", type=integer(0, 10**6))
     bench.add_argument("--methods", nargs="+", choices=["cosine", "softmax", "gaussian", "gmm", "naive"])
-    bench.add_argument("--naive-max-anchors", type=NATURAL, dest="naive_max_anchors")
-    bench.add_argument("--naive-queries", type=COUNT, dest="naive_queries")
-    bench.add_argument("--gmm-max-anchors", type=NATURAL, dest="gmm_max_anchors")
+    bench.add_argument("--naive-max-anchors", type=integer(0, 10**7), dest="naive_max_anchors")
+    bench.add_argument("--naive-queries", type=integer(1, 10**9), dest="naive_queries")
+    bench.add_argument("--gmm-max-anchors", type=integer(0, 10**7), dest="gmm_max_anchors")
     add_device_option(bench)
     add_json_option(bench, "rows")
     bench.set_defaults(handler=run)

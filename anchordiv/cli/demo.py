@@ -18,7 +18,8 @@ from pathlib import Path
 from ..app.server_settings import EXPLORER_SCRIPT, server_address, streamlit_argv
 from ..extras import require
 from .checks import check_input, check_labels
-from .options import COUNT
+from .options import integer
+from .output import name_skipped, warn
 
 # The demo's options that are the explorer's launch options too (the option, its args attribute).
 LAUNCH_OPTIONS = (("--model", "model"), ("--pretrained", "pretrained"), ("--folder", "folder"), ("--labels", "labels"),
@@ -28,7 +29,8 @@ LAUNCH_OPTIONS = (("--model", "model"), ("--pretrained", "pretrained"), ("--fold
 def add_parser(commands) -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="start the explorer (Streamlit) on the built-in world, or with --folder "
                                             "on your images; the explorer's own options after --, e.g. -- --data-root DIR")
-    demo.add_argument("--port", type=COUNT, help="the server's port (default: Streamlit's, 8501)")
+    demo.add_argument("--port", type=integer(1, 65535),
+                      help="the server's TCP port, 1 to 65535 (default: Streamlit's, 8501)")
     demo.add_argument("--address", type=listen_address,
                       help="the one address the server listens on, e.g. 127.0.0.1 for this machine only (Streamlit's "
                            "server.address; default: every address of the machine)")
@@ -106,7 +108,8 @@ def explorer_args(args: argparse.Namespace, roots) -> list[str]:
 
 def _prepare(args: argparse.Namespace) -> None:
     """The model loaded (a bad one refused here, a download made here with its progress) and, with
-    ``--folder``, the folder embedded into the cache the explorer reads it from."""
+    ``--folder``, the folder embedded into the cache the explorer reads it from: refused when no
+    image in it can be read, its unreadable files named in a warning when some can."""
     from ..cache import cache_dir
     from .fetch_model import load_with_progress
     from .embed import embed_to_cache
@@ -117,7 +120,12 @@ def _prepare(args: argparse.Namespace) -> None:
         return
     cache_dir(writable=True)
     print(f"anchordiv demo: embedding {args.folder} with {encoder.name} (cached for the explorer)", flush=True)
-    embed_to_cache(argparse.Namespace(**vars(args), batch_size=None, out=None), encoder)  # None: sized to the device
+    options = argparse.Namespace(**vars(args), batch_size=None, out=None)  # batch_size None: sized to the device
+    skipped = embed_to_cache(options, encoder, "--folder")
+    if skipped:
+        warn(args, f"--folder {args.folder!r}: {len(skipped):,} file{'s' * (len(skipped) != 1)} left out of the "
+                   f"explorer ({name_skipped(skipped)}); fix or remove them to include them, or go on: the "
+                   "explorer opens on the other images")
 
 
 def app_script() -> Path:

@@ -7,8 +7,8 @@ import argparse
 from ..cache import cache_dir
 from .checks import check_device, check_input, check_labels, check_output_file, check_output_folder
 from .logs import progress_bar, progress_shown
-from .options import COUNT, add_device_option, add_encoder_options, add_labels_option, option_name
-from .output import warn_unlabelled
+from .options import add_device_option, add_encoder_options, add_labels_option, integer, option_name
+from .output import name_skipped, warn_unlabelled
 
 
 def add_parser(commands) -> argparse.ArgumentParser:
@@ -16,12 +16,12 @@ def add_parser(commands) -> argparse.ArgumentParser:
     embed.add_argument("folder", help="folder of images, searched recursively")
     add_encoder_options(embed, required=True)
     add_labels_option(embed)
-    embed.add_argument("--batch-size", type=COUNT, dest="batch_size",
+    embed.add_argument("--batch-size", type=integer(1, 4096), dest="batch_size",
                        help="images per forward pass (default: sized to the device, 64 on a CPU)")
     add_device_option(embed)
     embed.add_argument("--out", help="also write embeddings, paths and labels to this .npz file; or, for a path "
                                      "not ending in .npz, a gallery store folder (resumable: a rerun continues)")
-    embed.add_argument("--shard-rows", type=COUNT, default=4096, dest="shard_rows",
+    embed.add_argument("--shard-rows", type=integer(1, 2**20), default=4096, dest="shard_rows",
                        help="images per shard of a store (default 4096)")
     embed.add_argument("--overwrite", action="store_true",
                        help="replace a store built from other files or settings at --out")
@@ -30,8 +30,9 @@ def add_parser(commands) -> argparse.ArgumentParser:
                             "per CPU) write the same store (--out must be a folder)")
     embed.add_argument("--address", help="with --engine ray: join the Ray cluster at this address (auto, HOST:PORT "
                                          "or ray://HOST:10001) instead of starting a local instance")
-    embed.add_argument("--workers", type=COUNT, help="with --engine ray: encoder actors, each holding a copy of the "
-                                                     "model (default: one per GPU, else one per CPU)")
+    embed.add_argument("--workers", type=integer(1, 1024),
+                       help="with --engine ray: encoder actors, each holding a copy of the model (default: one per "
+                            "GPU, else one per CPU)")
     embed.set_defaults(handler=run)
     return embed
 
@@ -84,19 +85,47 @@ def _embed_locally(args: argparse.Namespace, to_store: bool) -> list[tuple[str, 
     return _embed_to_store(args, encoder) if to_store else embed_to_cache(args, encoder)
 
 
-def embed_to_cache(args: argparse.Namespace, encoder) -> list[tuple[str, str]]:
-    """The folder's embeddings through the content-hash cache, also as an .npz with ``--out``."""
+def embed_to_cache(args: argparse.Namespace, encoder, folder_option: str = "image folder") -> list[tuple[str, str]]:
+    """The folder's embeddings through the content-hash cache, also as an .npz with ``--out``; the
+    files skipped are returned.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The command's options: ``folder``, ``labels``, ``batch_size`` and ``out``.
+    encoder : Encoder
+        What embeds the images.
+    folder_option : str
+        What the command calls the folder in a message (``--folder`` for ``demo``).
+
+    Raises
+    ------
+    ValueError
+        For a folder with no readable image (before ``--out`` is written), naming the files skipped.
+    """
     from ..embeddings import embed_folder, export_npz
 
     gallery = embed_folder(args.folder, encoder, labels_csv=args.labels, batch_size=args.batch_size,
                            progress=progress_shown())
+    if not gallery.paths:
+        raise ValueError(_no_images(f"{folder_option} {args.folder!r}", gallery.skipped))
     warn_unlabelled(args, gallery.unlabelled)
-    count = len(gallery.paths)
-    print(f"embedded {count} images: {gallery.reused} reused from the cache, {count - gallery.reused} newly encoded "
-          f"(cache: {gallery.cache_path})")
+    count, skipped = len(gallery.paths), len(gallery.skipped)
+    left_out = f"; {skipped:,} file{'s' * (skipped != 1)} skipped" if skipped else ""
+    print(f"embedded {count:,} image{'s' * (count != 1)}: {gallery.reused:,} reused from the cache, "
+          f"{count - gallery.reused:,} newly encoded{left_out} (cache: {gallery.cache_path})")
     if args.out:
         print(f"wrote {export_npz(gallery, args.out)}")
     return gallery.skipped
+
+
+def _no_images(folder: str, skipped: list[tuple[str, str]]) -> str:
+    """Why ``folder`` (as the command calls it) gives no gallery, and what to put in it instead."""
+    from ..images import ACCEPTED
+
+    found = (f"has no readable image: {len(skipped):,} file{'s' * (len(skipped) != 1)} skipped "
+             f"({name_skipped(skipped)})") if skipped else "holds no files"
+    return f"{folder} {found}; put {ACCEPTED} images in it (subfolders are labels), or give another folder"
 
 
 def _embed_to_store(args: argparse.Namespace, encoder) -> list[tuple[str, str]]:

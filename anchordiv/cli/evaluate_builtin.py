@@ -8,7 +8,7 @@ import pandas as pd
 
 from .checks import check_device, check_output_file, check_weights
 from .logs import progress_shown
-from .options import FRACTION, POSITIVE, add_device_option, add_json_option, add_weights_option
+from .options import FRACTION, SCALE, add_device_option, add_json_option, add_weights_option
 from .output import write_json
 
 DEFAULT_SCALES = (5.0, 10.0, 20.0, 50.0)
@@ -17,7 +17,7 @@ DEFAULT_SCALES = (5.0, 10.0, 20.0, 50.0)
 def add_parser(commands) -> argparse.ArgumentParser:
     evaluate = commands.add_parser("evaluate-builtin", help="zero-shot and retrieval figures on the held-out emoji")
     add_weights_option(evaluate)
-    evaluate.add_argument("--scales", type=POSITIVE, nargs="+", help="extra scales s for the sweep (default 5 10 20 50)")
+    evaluate.add_argument("--scales", type=SCALE, nargs="+", help="extra scales s for the sweep (default 5 10 20 50)")
     evaluate.add_argument("--memory-weight", type=FRACTION, dest="memory_weight",
                           help="mix of text projection and visual memory, 0 to 1 (default: the manifest's, 0.5)")
     add_json_option(evaluate, "figures")

@@ -7,17 +7,17 @@ import argparse
 from functools import partial
 
 from .checks import check_output_file
-from .options import COUNT, add_json_option, add_world_options, integer
+from .options import add_json_option, add_world_options, integer
 from .output import write_json
 
 
 def add_parser(commands) -> argparse.ArgumentParser:
     bench = commands.add_parser("explorer-bench", help="the explorer's interactive timings (move p, new query, UMAP)")
-    bench.add_argument("--gallery", type=COUNT, default=20_000, help="gallery size G (default 20,000)")
-    bench.add_argument("--anchors", type=integer(2), default=4_000, help="anchors in set A (default 4,000)")
-    bench.add_argument("--dim", type=COUNT, default=256, help="embedding dimension (default 256, the built-in model's)")
-    bench.add_argument("--umap-points", type=COUNT, default=10_000, dest="umap_points")
-    bench.add_argument("--repeats", type=COUNT, help="default 20 (5 with --browser)")
+    bench.add_argument("--gallery", type=integer(1, 10**7), default=20_000, help="gallery size G (default 20,000)")
+    bench.add_argument("--anchors", type=integer(2, 10**6), default=4_000, help="anchors in set A (default 4,000)")
+    bench.add_argument("--dim", type=integer(1, 65536), default=256, help="embedding dimension (default 256, the built-in model's)")
+    bench.add_argument("--umap-points", type=integer(1, 10**6), default=10_000, dest="umap_points")
+    bench.add_argument("--repeats", type=integer(1, 10**6), help="default 20 (5 with --browser)")
     bench.add_argument("--browser", action="store_true",
                        help="time the Streamlit explorer in headless Chromium against a minimal reference app "
                             "(first start, start, open, move p: grid changed, page at rest, and the server's CPU per p "
@@ -25,7 +25,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
     bench.add_argument("--isolation", action="store_true",
                        help="with --browser: another session's p step while one draws the costliest Compare "
                             "figure a link may ask for, and the server's CPU once a tab asking for it closed")
-    bench.add_argument("--sessions", type=integer(2), metavar="N",
+    bench.add_argument("--sessions", type=integer(2, 64), metavar="N",
                        help="with --browser: N browser sessions move p at once, each its own Streamlit session "
                             "(the explorer, then the reference app): their steps against one session's alone, and "
                             "whether each ends on the grid one session alone shows at that p")

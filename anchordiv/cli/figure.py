@@ -9,15 +9,18 @@ from typing import Callable
 from ..cache import atomic_write
 from .checks import anchor_file, check_device, check_input, check_output_file
 from .logs import progress_bar
-from .options import COUNT, POSITIVE, add_device_option, add_encoder_options, add_world_options
+from ..figure.limits import PNG_SIDE
+from .options import SCALE, add_device_option, add_encoder_options, add_world_options, integer
 
 ANCHOR_SETS = (("a", "A (default: the gallery's object names)", "Gallery object names"),
                ("b", "B (default: the gallery's styles)", "Gallery styles"))
-LIMITS = (("rows", "query rows"), ("columns", "geometry columns"), ("k", "neighbours per cell"),
-          ("neighbours", "neighbours in all (rows x columns x k)"),
-          ("geometries", "anchor geometries to fit (distinct encoders, anchor models and s=)"),
-          ("encoders", "encoders named by columns' model=SPEC (each loaded and embedding the world)"),
-          ("dpi", "dpi of a PNG"), ("pixels", "pixels of a PNG (width x height)"))
+# Each --max-NAME option: what it limits, and the most it may be raised to. The ceilings are far past
+# any figure worth drawing (a million thumbnails take hours); pixels stop where a PNG's sides do.
+LIMITS = (("rows", "query rows", 1000), ("columns", "geometry columns", 100), ("k", "neighbours per cell", 1000),
+          ("neighbours", "neighbours in all (rows x columns x k)", 10**6),
+          ("geometries", "anchor geometries to fit (distinct encoders, anchor models and s=)", 100),
+          ("encoders", "encoders named by columns' model=SPEC (each loaded and embedding the world)", 20),
+          ("dpi", "dpi of a PNG", 10**6), ("pixels", "pixels of a PNG (width x height)", PNG_SIDE**2))
 
 
 def add_anchor_set_options(parser: argparse.ArgumentParser) -> None:
@@ -59,17 +62,18 @@ def add_parser(commands) -> argparse.ArgumentParser:
                             help=f"prompt templates of set {name.upper()} only, as --templates")
     figure.add_argument("--kind", choices=list_anchor_models(), default="softmax",
                         help="anchor model of the anchor columns without model= (default softmax)")
-    figure.add_argument("--scale", type=POSITIVE, default=10.0, help="logit scale s of columns without s= (default 10)")
+    figure.add_argument("--scale", type=SCALE, default=10.0, help="logit scale s of columns without s= (default 10)")
     figure.add_argument("--weighting", choices=list(WEIGHTING_HELP), default="calibrated",
                         help="weights of A and B in mix columns without weighting= (default calibrated)")
     figure.add_argument("--reverse", action="store_true", help="rank by KL(p_neighbour || p_query)")
-    figure.add_argument("-k", "--k", type=COUNT, default=5, dest="k", help="neighbours per cell (default 5)")
+    # -k and --dpi go up to their --max-* ceilings; past their limits, the figure's check names the --max-* to raise.
+    figure.add_argument("-k", "--k", type=integer(1, 1000), default=5, dest="k", help="neighbours per cell (default 5)")
     add_world_options(figure, "--split", "--limit")
-    figure.add_argument("--dpi", type=COUNT, default=200, help="resolution of a PNG (default 200)")
-    for name, what in LIMITS:
+    figure.add_argument("--dpi", type=integer(1, 10**6), default=200, help="resolution of a PNG (default 200)")
+    for name, what, ceiling in LIMITS:
         default = getattr(DEFAULT_LIMITS, name)
-        figure.add_argument(f"--max-{name}", type=COUNT, default=default, dest=f"max_{name}",
-                            help=f"refuse a figure with more {what} (default {default:,})")
+        figure.add_argument(f"--max-{name}", type=integer(1, ceiling), default=default, dest=f"max_{name}",
+                            help=f"refuse a figure with more {what} (default {default:,}, at most {ceiling:,})")
     add_encoder_options(figure)
     add_device_option(figure)
     figure.set_defaults(handler=run)
@@ -124,7 +128,7 @@ def _checked_inputs(args: argparse.Namespace):
     check_output_file(args.out, "--out")
     rows = _parsed(args.queries, parse_query_row, "--queries")
     columns = _parsed(args.geometries, parse_geometry_column, "--geometries")
-    limits = FigureLimits(**{name: getattr(args, f"max_{name}") for name, _ in LIMITS})
+    limits = FigureLimits(**{name: getattr(args, f"max_{name}") for name, *_ in LIMITS})
     spec = GeometrySpec(kind=args.kind, scale=args.scale)
     check_figure_request(len(rows), len(columns), args.k, limits, dpi=args.dpi if form == "png" else None,
                          n_geometries=fitted_geometries(columns, spec), n_encoders=named_encoders(columns))

@@ -1,9 +1,13 @@
 """The parser every command shares: argparse refusals as :class:`UsageError`, the number types, and
-the options several commands take (defined here once, so each says and checks the same)."""
+the options several commands take (defined here once, so each says and checks the same).
+
+Every numeric option is bounded where it is declared, ``type=integer(low, high)`` or
+``type=number(low, high)``: a value out of range, ``nan``, ``inf`` or a word is refused by argparse
+as one line naming the option, its bounds and what to pass, before any work starts."""
 from __future__ import annotations
 
 import argparse
-import math
+from decimal import Decimal, InvalidOperation
 from typing import Callable
 
 MODEL_FORMS = "builtin, open_clip:<arch> (e.g. open_clip:ViT-B-32 with --pretrained) or open_clip:hf-hub:ORG/REPO"
@@ -27,34 +31,90 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(self.prog, message)
 
 
-def integer(minimum: int) -> Callable[[str], int]:
-    """An argparse type: an integer ``>= minimum``."""
+def integer(low: int, high: int) -> Callable[[str], int]:
+    """An argparse ``type``: a whole number from ``low`` to ``high``, both allowed.
+
+    Parameters
+    ----------
+    low, high : int
+        The smallest and the largest value the option takes.
+
+    Returns
+    -------
+    callable
+        ``parse(text) -> int``. Written as ``12``, ``1_000`` or ``1e3``; anything else, or a value
+        out of range, raises :class:`argparse.ArgumentTypeError`, which argparse reports as one line
+        naming the option.
+    """
+    wanted = f"a whole number from {low} to {high}"
+
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = None
-        if value is None or value < minimum:
-            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}; got {text!r}")
-        return value
+        value = _checked(text, low, high, wanted)
+        if value != value.to_integral_value():
+            raise argparse.ArgumentTypeError(f"{_shown(text)} is not a whole number; pass {wanted}")
+        return int(value)
     return parse
 
 
-def number(low: float, high: float = math.inf, low_open: bool = False) -> Callable[[str], float]:
-    """An argparse type: a finite number from ``low`` (excluded when ``low_open``) to ``high``."""
+def number(low: float, high: float, low_open: bool = False) -> Callable[[str], float]:
+    """An argparse ``type``: a finite number from ``low`` (excluded when ``low_open``) to ``high``.
+
+    Parameters
+    ----------
+    low, high : float
+        The bounds; ``high`` is allowed, ``low`` too unless ``low_open``.
+    low_open : bool
+        Whether ``low`` itself is refused (a scale must be above 0).
+
+    Returns
+    -------
+    callable
+        ``parse(text) -> float``. Text that is not a finite number (``nan`` and ``inf`` are not), or
+        one out of range, raises :class:`argparse.ArgumentTypeError`, reported naming the option.
+    """
+    wanted = (f"a number above {_bound(low)} and at most {_bound(high)}" if low_open
+              else f"a number from {_bound(low)} to {_bound(high)}")
+
     def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            value = math.nan
-        if not math.isfinite(value) or value < low or value > high or (low_open and value == low):
-            bound = (f"> {low:g}" if low_open else f">= {low:g}") + (f" and <= {high:g}" if math.isfinite(high) else "")
-            raise argparse.ArgumentTypeError(f"must be a finite number {bound}; got {text!r}")
+        value = float(_checked(text, low, high, wanted))
+        if low_open and value == low:  # the float, not the text: 1e-999 is above 0 but rounds to it
+            raise argparse.ArgumentTypeError(f"{_shown(text)} is out of range; pass {wanted}")
         return value
     return parse
 
 
-COUNT, NATURAL, POSITIVE, FRACTION = integer(1), integer(0), number(0, low_open=True), number(0, 1)
+def _checked(text: str, low: float, high: float, wanted: str) -> Decimal:
+    """``text`` as an exact number from ``low`` to ``high``, else a refusal saying what it is instead
+    and, as ``wanted``, what to pass.
+
+    Decimal, not float: ``1e400`` is out of range rather than infinite, and a 5,000-digit number is
+    compared exactly rather than refused as too long for ``int``."""
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is not a number; pass {wanted}") from None
+    if not value.is_finite():
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is not a finite number; pass {wanted}")
+    if not Decimal(low) <= value <= Decimal(high):
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is out of range; pass {wanted}")
+    return value
+
+
+def _shown(text: str, most: int = 40) -> str:
+    """``text`` quoted for a message, cut to ``most`` characters (an argument can be megabytes long)."""
+    return repr(text if len(text) <= most else text[:most] + "…")
+
+
+def _bound(value: float) -> str:
+    """A bound as typed: ``1000`` rather than ``1000.0`` or ``1e+03``."""
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+# The number types several commands share, each bound declared once.
+SEED = integer(0, 2**32 - 1)  # 32 bits: what every seeded library here takes (torch's seed overflows past 64)
+FRACTION = number(0, 1)  # a mix or a share, e.g. --memory-weight, --name-smoothing, a sweep's p
+# A logit scale s: CLIP learns 100 and the explorer's slider stops there; ten times that leaves room to explore.
+SCALE = number(0, 1000, low_open=True)
 
 
 def option_name(name: str) -> str:
@@ -102,7 +162,9 @@ def add_world_options(parser: argparse.ArgumentParser, split: str, limit: str, s
     """The emoji world's split (option ``split``, one of :data:`SPLITS`) the command ``shows``, and a
     cap on its images (option ``limit``); ``note`` opens each help text (``"with --browser: "``)."""
     parser.add_argument(split, choices=list(SPLITS), default="all", help=f"{note}the emoji world split {shows} (default all)")
-    parser.add_argument(limit, type=COUNT, help=f"{note}only the first N images of that split (default: all)")
+    # A limit above the split's size takes the whole split (19,728 images in all); a million is plenty.
+    parser.add_argument(limit, type=integer(1, 10**6),
+                        help=f"{note}only the first N images of that split (default: all)")
 
 
 def add_weights_option(parser: argparse.ArgumentParser, note: str = "") -> None:

@@ -7,8 +7,8 @@ import dataclasses
 
 from ..cache import cache_dir
 from .checks import anchor_file, check_device, check_input, check_labels, check_output_folder
-from .options import COUNT, NATURAL, POSITIVE, add_device_option, add_encoder_options, add_labels_option, labels_for
-from .options import option_name
+from .options import SCALE, SEED, add_device_option, add_encoder_options, add_labels_option, labels_for
+from .options import integer, option_name
 from .logs import progress_bar
 from .output import warn_unlabelled
 
@@ -35,9 +35,9 @@ def add_parser(commands) -> argparse.ArgumentParser:
     for role in ROLES:
         reproduce.add_argument(f"--{role}-anchors", dest=f"{role}_anchors",
                                help=f"with --folder: text file of {role} anchors, one per line")
-    reproduce.add_argument("--queries", type=COUNT, help="number of queries sampled from the gallery")
-    reproduce.add_argument("--scale", type=POSITIVE, help="logit scale s of the anchor models (default 10)")
-    reproduce.add_argument("--seed", type=NATURAL, help="seed of every random draw (default 0)")
+    reproduce.add_argument("--queries", type=integer(1, 10**6), help="number of queries sampled from the gallery")
+    reproduce.add_argument("--scale", type=SCALE, help="logit scale s of the anchor models (default 10)")
+    reproduce.add_argument("--seed", type=SEED, help="seed of every random draw (default 0)")
     reproduce.set_defaults(handler=run)
     return reproduce
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .options import COUNT, add_device_option, add_encoder_options
+from ..vocabularies import MAX_TERMS
+from .options import add_device_option, add_encoder_options, integer
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp")
 
@@ -18,7 +19,8 @@ def add_parser(commands) -> argparse.ArgumentParser:
     suggest.add_argument("--vocabulary", help="a vocabulary name (see anchordiv.list_vocabularies()) or a text file "
                                               "with one term per line (default: builtin-world for the built-in "
                                               "model, imagenet-1k for others)")
-    suggest.add_argument("--k", type=COUNT, default=10, help="how many terms to print (default 10)")
+    suggest.add_argument("--k", type=integer(1, MAX_TERMS), default=10,
+                         help=f"how many terms to print (default 10; a vocabulary has at most {MAX_TERMS:,})")
     add_encoder_options(suggest)
     add_device_option(suggest)
     suggest.set_defaults(handler=run)
@@ -33,8 +35,11 @@ def run(args: argparse.Namespace) -> int:
 
     # What can be checked is, before loading a model, which can take a while.
     query_is_image = _is_image(args.query)
-    vocabulary = args.vocabulary or default_vocabulary(args.model)  # the explorer's default for that model
-    terms = load_vocabulary(vocabulary)
+    if args.vocabulary is None:
+        vocabulary = default_vocabulary(args.model)  # the explorer's default for that model
+        terms = load_vocabulary(vocabulary)
+    else:
+        vocabulary, terms = args.vocabulary, _given_terms(args.vocabulary)
     check_device(args)
     encoder = load_with_progress(args.model, args.pretrained, args.device, args.allow_download)
     query = _image_embedding(encoder, args.query) if query_is_image else args.query
@@ -46,6 +51,22 @@ def run(args: argparse.Namespace) -> int:
     for rank, (term, probability) in enumerate(zip(chosen, probabilities), start=1):
         print(f"{rank:>3}  {term:<{width}}  {probability:.4f}")
     return 0
+
+
+def _given_terms(vocabulary: str) -> list[str]:
+    """The terms of ``--vocabulary``: a refusal names the option and the name or file given, and says
+    what the option takes (the library's own words name neither the option nor, for an empty file,
+    the file)."""
+    from .. import list_vocabularies, load_vocabulary
+
+    try:
+        terms = load_vocabulary(vocabulary)
+    except ValueError as error:
+        raise ValueError(f"--vocabulary: {error}") from None
+    if not terms:
+        raise ValueError(f"--vocabulary {vocabulary!r} has no terms (the file is empty or every line is blank); give "
+                         f"a text file with one term per line, or one of {', '.join(list_vocabularies())}")
+    return terms
 
 
 def _is_image(query: str) -> bool:

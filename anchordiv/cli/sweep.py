@@ -9,12 +9,12 @@ from ..cache import atomic_write
 from .checks import anchor_file, check_device, check_output_file
 from .figure import add_anchor_set_options, preset_anchors
 from .logs import progress_bar
-from .options import COUNT, POSITIVE, add_device_option, add_encoder_options, add_world_options
+from .options import FRACTION, SCALE, add_device_option, add_encoder_options, add_world_options, integer
 
 
 def add_parser(commands) -> argparse.ArgumentParser:
     from ..explorer import WEIGHTING_HELP
-    from ..explorer.sweep_files import MAX_SWEEP_K
+    from ..explorer.sweep_files import MAX_STRIP_ROWS, MAX_SWEEP_K
     from ..models import list_anchor_models
 
     sweep = commands.add_parser("sweep", help="one query's neighbours as p moves from B to A: an animated GIF and a "
@@ -23,15 +23,15 @@ def add_parser(commands) -> argparse.ArgumentParser:
                        help="#ID, NAME or name:NAME (first caption containing it), text:TEXT, random, random:SEED")
     sweep.add_argument("--gif", help="the animation's file (.gif): p from 0 to 1 and back")
     sweep.add_argument("--strip", help="the strip's file (.png): one row of neighbours per ranking, or per p of --p")
-    sweep.add_argument("--p", nargs="+", type=float, metavar="P",
-                       help="the strip's rows (default: one per change of the top k's images, the rankings the "
-                            "GIF and the explorer's Play show)")
+    sweep.add_argument("--p", nargs="+", type=FRACTION, metavar="P",
+                       help=f"the strip's rows, each from 0 to 1, at most {MAX_STRIP_ROWS} (default: one per change "
+                            "of the top k's images, the rankings the GIF and the explorer's Play show)")
     add_anchor_set_options(sweep)
     sweep.add_argument("--kind", choices=list_anchor_models(), default="softmax", help="anchor model (default softmax)")
-    sweep.add_argument("--scale", type=POSITIVE, default=10.0, help="logit scale s (default 10)")
+    sweep.add_argument("--scale", type=SCALE, default=10.0, help="logit scale s (default 10)")
     sweep.add_argument("--weighting", choices=list(WEIGHTING_HELP), default="calibrated",
                        help="how p becomes the weights of A and B (default calibrated)")
-    sweep.add_argument("-k", "--k", type=COUNT, default=5, dest="k",
+    sweep.add_argument("-k", "--k", type=integer(1, MAX_SWEEP_K), default=5, dest="k",
                        help=f"neighbours per row or frame (default 5, at most {MAX_SWEEP_K})")
     add_world_options(sweep, "--split", "--limit")
     add_encoder_options(sweep)
@@ -43,12 +43,12 @@ def add_parser(commands) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     from .fetch_model import load_with_progress
     from ..explorer import ExplorerGeometry, GeometrySpec
-    from ..explorer.sweep_files import MAX_SWEEP_K, sweep_gif, sweep_strip_png
+    from ..explorer.sweep_files import MAX_STRIP_ROWS, sweep_gif, sweep_strip_png
     from ..figure import parse_query_row, resolve_queries
     from ..gallery import world_gallery
     from ..prompts import default_choice, encode_anchors
 
-    row, files = _checked_inputs(args, MAX_SWEEP_K, parse_query_row)
+    row, files = _checked_inputs(args, MAX_STRIP_ROWS, parse_query_row)
     encoder = load_with_progress(args.model, args.pretrained, args.device, args.allow_download)
     with progress_bar("emoji world") as progress:
         gallery = world_gallery(encoder, split=args.split, limit=args.limit, progress=progress)
@@ -75,19 +75,21 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _checked_inputs(args: argparse.Namespace, most_k: int, parse_row):
+def _checked_inputs(args: argparse.Namespace, most_rows: int, parse_row):
     """What can be checked before a model loads: the files to write (at least one, each with its
-    suffix), -k, the strip's p values, the query (not an image or an upload) and the anchor files."""
+    suffix), the number of the strip's p values (each value and -k are bounded by their parser), the
+    query (not an image or an upload) and the anchor files."""
     if not args.gif and not args.strip:
         raise ValueError("give --gif FILE.gif, --strip FILE.png or both: the files to write")
     for option, target, suffix in (("--gif", args.gif, ".gif"), ("--strip", args.strip, ".png")):
         if target and Path(target).suffix.lower() != suffix:
             raise ValueError(f"{option} {target!r} must end in {suffix}")
         check_output_file(target, option)
-    if args.k > most_k:
-        raise ValueError(f"-k {args.k}: a sweep shows at most {most_k} neighbours per row")
-    if args.p is not None and not all(0.0 <= p <= 1.0 for p in args.p):
-        raise ValueError(f"--p {' '.join(map(str, args.p))}: each p must be from 0 to 1")
+    if args.p is not None and not args.strip:
+        raise ValueError("--p sets the rows of the strip; add --strip FILE.png, or drop --p")
+    if args.p is not None and len(args.p) > most_rows:
+        raise ValueError(f"--p has {len(args.p):,} values, and a strip has at most {most_rows} rows; give "
+                         f"{most_rows} or fewer")
     try:
         row = parse_row(args.query)
     except ValueError as error:

@@ -13,20 +13,20 @@ from ..cache import cache_dir
 from ..resources import assets_dir
 from .checks import check_device, check_output_folder
 from .embed_builtin_world import embed_world_command
-from .options import COUNT, FRACTION, NATURAL, add_device_option
+from .options import FRACTION, SEED, add_device_option, integer
 
 
 def add_parser(commands) -> argparse.ArgumentParser:
     train = commands.add_parser("train-builtin", help="retrain the built-in model on the emoji world (seeded)")
-    train.add_argument("--epochs", type=COUNT, default=TrainConfig.epochs)
-    train.add_argument("--batch-size", type=COUNT, default=TrainConfig.batch_size, dest="batch_size")
-    train.add_argument("--seed", type=NATURAL, default=TrainConfig.seed)
+    train.add_argument("--epochs", type=integer(1, 10_000), default=TrainConfig.epochs)
+    train.add_argument("--batch-size", type=integer(1, 65536), default=TrainConfig.batch_size, dest="batch_size")
+    train.add_argument("--seed", type=SEED, default=TrainConfig.seed)
     train.add_argument("--name-smoothing", type=FRACTION, default=TrainConfig.name_smoothing, dest="name_smoothing",
                        help="target mass spread over semantically close training names (0: hard targets)")
     train.add_argument("--classify-subcategory", action=argparse.BooleanOptionalAction,
                        default=TrainConfig.classify_subcategory, dest="classify_subcategory",
                        help="also classify each image among the subcategory phrases")
-    train.add_argument("--max-emoji", type=COUNT, dest="max_emoji", help="train on the first N emoji only (a toy run)")
+    train.add_argument("--max-emoji", type=integer(1, 10**6), dest="max_emoji", help="train on the first N emoji only (a toy run)")
     train.add_argument("--out", default=str(assets_dir()), help="folder for the weights and manifest (default: assets/)")
     add_device_option(train)
     train.set_defaults(handler=run)

@@ -88,8 +88,9 @@ def cached_embeddings(root: Path, files: list[str], fingerprints: dict[str, str]
                 _remove_stray_temporaries(data_path, partial)
                 cached, reused = _rebuild(root, files, fingerprints, key, cached, partial, data_path,
                                           encoder, batch_size, progress)
-                logger.info("embedded %d of %d images (%d reused); cached in %s", len(files) - reused, len(files),
-                            reused, display_name(data_path))
+                logger.info("encoded %d of %d files now (%d reused from an earlier run, %d skipped: not readable "
+                            "images); cached in %s", len(cached[0]["rows"]) - reused, len(files), reused,
+                            len(cached[0]["skipped"]), display_name(data_path))
             _discard_partial(partial)
     meta, vectors = cached
     if reused is None:  # every row came from the cache

@@ -209,12 +209,41 @@ def write_shipped_hub_sources() -> Path:
 
 
 def read_hub_config(path: Path) -> dict[str, Any]:
-    """A hub model's ``open_clip_config.json``: ``{"model_cfg": {...}, "preprocess_cfg": {...}}``, checked."""
+    """A hub model's ``open_clip_config.json``: ``{"model_cfg": {...}, "preprocess_cfg": {...}}``, checked.
+
+    Parameters
+    ----------
+    path : Path
+        The config file.
+
+    Returns
+    -------
+    dict
+        The config, its ``model_cfg`` an object, and each of the sections read by name (``text_cfg``,
+        ``vision_cfg``, ``tokenizer_kwargs``, ``preprocess_cfg``) an object where present.
+
+    Raises
+    ------
+    ValueError
+        Naming the file, what is wrong in it and what to do.
+    """
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as error:  # RecursionError: nested too deep
-        raise ValueError(f"{path} is not a readable JSON file ({type(error).__name__}); delete it and fetch it "
-                         "again") from None
+        raise ValueError(f"the model config {path} is not a readable JSON file ({type(error).__name__}); delete it "
+                         "and fetch it again") from None
     if not isinstance(config, dict) or not isinstance(config.get("model_cfg"), dict):
-        raise ValueError(f"{path} has no 'model_cfg' object, so it is not an open_clip model config")
+        raise ValueError(f"the model config {path} has no 'model_cfg' object, so it is not an open_clip model config; "
+                         "delete it and fetch it again")
+    # The loader reads these sections with .get() and **: a list or a number there would fail far from the file.
+    model_cfg = config["model_cfg"]
+    text_cfg = model_cfg.get("text_cfg", {})
+    sections = {"model_cfg.text_cfg": text_cfg, "model_cfg.vision_cfg": model_cfg.get("vision_cfg", {}),
+                "preprocess_cfg": config.get("preprocess_cfg", {})}
+    if isinstance(text_cfg, dict):
+        sections["model_cfg.text_cfg.tokenizer_kwargs"] = text_cfg.get("tokenizer_kwargs", {})
+    for name, section in sections.items():
+        if not isinstance(section, dict):
+            raise ValueError(f"the model config {path} has {name} = {json.dumps(section)[:60]}, not an object; "
+                             "delete it and fetch it again")
     return config

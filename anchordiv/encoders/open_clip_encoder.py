@@ -142,16 +142,21 @@ def load_hub_encoder(
             f"{text_cfg['hf_model_name']!r}, which transformers fetches when the model is built; anchordiv allows "
             "that only with allow_download=True (CLI: --allow-download)")
     folder = f"local-dir:{files.config.parent}"
+    # Built from the local config alone (load_weights=False), then given the verified weights file:
+    # the folder may hold other files, and open_clip would pick one by its own rules. Each step's
+    # failure names its own file: the config's fields and preprocessing, then the weights against them.
     try:
-        # Built from the local config alone (load_weights=False), then given the verified weights file:
-        # the folder may hold other files, and open_clip would pick one by its own rules.
         with _without_random_init_warning(folder):
             model = open_clip.create_model(folder, load_weights=False, precision="fp32", device="cpu",
                                            pretrained_image=False, pretrained_text=False, weights_only=True)
+        preprocess = image_transform_v2(PreprocessCfg(**open_clip.get_model_preprocess_cfg(model)), is_train=False)
+        preprocess(Image.new("RGB", (8, 8)))  # a bad mean or interpolation fails here, not at the first image
+    except Exception as error:  # the model's constructor and torchvision raise many types for a field they cannot use
+        raise _bad_config(files.config, repo_id, error) from error
+    try:
         open_clip.load_checkpoint(model, str(files.weights), strict=True, weights_only=True)
     except Exception as error:  # as in load_open_clip_encoder: many types for files that do not fit
-        raise _unfit(files.weights, f"hf-hub:{repo_id}", error) from error
-    preprocess = image_transform_v2(PreprocessCfg(**open_clip.get_model_preprocess_cfg(model)), is_train=False)
+        raise _mismatched(files, repo_id, error) from error
     tokenizer = _hub_tokenizer(repo_id, folder, files, text_cfg, allow_download, cache_dir)
     return OpenClipEncoder(model, preprocess, tokenizer, name=f"open_clip:hf-hub:{repo_id}@{files.weights_sha256[:16]}",
                            dim=model_cfg["embed_dim"], device=device)
@@ -217,10 +222,33 @@ class _DropMessage(logging.Filter):
 
 
 def _unfit(path: Path, what: str, error: Exception) -> ValueError:
-    """The one-line error for weights that do not fit the model (cut short: a mismatch lists every key)."""
-    detail = " ".join(str(error).split())[:300]
-    return ValueError(f"could not load {path} as open_clip {what} weights ({type(error).__name__}: {detail}); "
+    """The one-line error for weights that do not fit the model."""
+    return ValueError(f"could not load {path} as open_clip {what} weights ({_described(error)}); "
                       "check that the file is a checkpoint for this architecture")
+
+
+def _bad_config(path: Path, repo_id: str, error: Exception) -> ValueError:
+    """The one-line error for a hub model's config that open_clip cannot build a model or its
+    preprocessing from: the config is named, not the weights, which were not read."""
+    return ValueError(f"open_clip cannot build open_clip:hf-hub:{repo_id} from its model config {path} "
+                      f"({_described(error)}); the config is damaged or from another model: delete that "
+                      f"open_clip_config.json and fetch it again (python -m anchordiv fetch-model "
+                      f"open_clip:hf-hub:{repo_id}), or pick another model if the repository publishes it so")
+
+
+def _mismatched(files: HubModelFiles, repo_id: str, error: Exception) -> ValueError:
+    """The one-line error for a hub model's weights that do not fit the model its config describes:
+    either file may be the stray one, so both are named."""
+    return ValueError(f"the weights {files.weights} do not fit the model that the config {files.config} describes "
+                      f"({_described(error)}); the two files come from different models: delete both "
+                      f"and fetch them again (python -m anchordiv fetch-model open_clip:hf-hub:{repo_id})")
+
+
+def _described(error: Exception) -> str:
+    """``error`` for a one-line message: its type and its text on one line, cut short (a mismatch
+    lists every key of the state dict)."""
+    detail = " ".join(str(error).split())[:300]
+    return f"{type(error).__name__}: {detail}" if detail else type(error).__name__
 
 
 def _refuse_hub_dependencies(arch: str, model_cfg: dict[str, Any]) -> None:

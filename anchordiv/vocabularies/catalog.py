@@ -115,7 +115,8 @@ def read_vocabulary_file(path: str | os.PathLike) -> list[str]:
     when it is not a readable file, not UTF-8, larger than :data:`MAX_FILE_BYTES` or out of bounds."""
     path = Path(path)
     if not path.is_file():
-        raise ValueError(f"vocabulary file {str(path)!r} is not a file")
+        raise ValueError(f"vocabulary file {str(path)!r} does not exist or is not a file; give the path of a text "
+                         "file with one term per line")
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
         raise ValueError(f"vocabulary file {str(path)!r} has {size:,} bytes; at most {MAX_FILE_BYTES:,} are read: keep "
@@ -126,7 +127,8 @@ def read_vocabulary_file(path: str | os.PathLike) -> list[str]:
         raise ValueError(f"vocabulary file {str(path)!r} is not UTF-8 text ({error.reason} at byte "
                          f"{error.start:,}); save it as UTF-8, one term per line") from None
     except OSError as error:
-        raise ValueError(f"vocabulary file {str(path)!r} cannot be read ({error.strerror or error})") from None
+        raise ValueError(f"vocabulary file {str(path)!r} cannot be read ({error.strerror or error}); give a file "
+                         "this user can read") from None
     return parse_vocabulary(text, source=str(path))
 
 
