@@ -71,20 +71,84 @@ def learn_from_marks(query_angle: float, marked_angles: Sequence[float], scale: 
     only the query holds. The anchors are one kind (directions), so the weights are never refused
     for leaning on the wrong kind; ``decided_`` still says whether the points agree on a direction.
 
-    Raises ``ValueError`` when nothing is marked or a mark is not a toy point."""
-    marks = [float(angle) for angle in marked_angles]
-    if not marks:
-        raise ValueError("no point is marked; mark two or three points of the circle as like the query, then learn.")
+    Every number of marks from one to all of the points is learned from: marks spread round the
+    circle (all of it, or all but one point) share no direction, and the fit says so with
+    ``decided_`` ``False`` and weights spread out, not peaked, rather than with an error. A point
+    marked twice counts once.
+
+    Parameters
+    ----------
+    query_angle : float
+        The query's direction in degrees (any finite number; taken modulo 360).
+    marked_angles : sequence of float
+        The points marked like the query, in degrees, each a point of :func:`toy_points` (modulo 360).
+    scale : float
+        The scale ``s``.
+
+    Returns
+    -------
+    FeedbackAnchors
+        The fitted learner.
+
+    Raises
+    ------
+    ValueError
+        When the query is not a finite angle, nothing is marked, or a mark is not a toy point; the
+        message says what to mark.
+    """
+    query = _degrees(query_angle)
+    if not np.isfinite(query):
+        raise ValueError(f"query_angle={query_angle!r} must be a finite number of degrees, e.g. 45.")
+    model = FeedbackAnchors(scale=scale, seed=SEED)
+    return model.fit(circle_directions(vocabulary_angles()), circle_directions([query]),
+                     circle_directions(toy_points()), [marked_points(marked_angles)])
+
+
+def marked_points(marked_angles: Sequence[float]) -> list[int]:
+    """The toy points a person marked, as distinct positions in :func:`toy_points`.
+
+    Parameters
+    ----------
+    marked_angles : sequence of float
+        Angles in degrees, each a point of the toy circle modulo 360; repeats count once.
+
+    Returns
+    -------
+    list of int
+        The points' positions, in the order first marked.
+
+    Raises
+    ------
+    ValueError
+        When nothing is marked, ``marked_angles`` is not a list of angles, or an angle is not a toy
+        point; the message names the mark and the points there are.
+    """
+    if marked_angles is None or isinstance(marked_angles, (str, bytes)) or not hasattr(marked_angles, "__iter__"):
+        raise ValueError(f"the marks must be a list of angles in degrees, e.g. [30, 45]; got {marked_angles!r}.")
     points = toy_points()
     ids = []
-    for angle in marks:
-        found = np.flatnonzero(np.isclose(points, angle % 360.0))
+    for angle in marked_angles:
+        degrees = _degrees(angle)
+        found = np.flatnonzero(np.isclose(points, degrees % 360.0))
         if not len(found):
-            raise ValueError(f"{angle:g}° is not a point of the toy circle; mark points every {POINT_STEP:g}°.")
+            mark = f"{degrees:g}°" if np.isfinite(degrees) else repr(angle)
+            raise ValueError(f"{mark} is not a point of the toy circle; mark points every {POINT_STEP:g}°, "
+                             f"from 0° to {points[-1]:g}°.")
         ids.append(int(found[0]))
-    model = FeedbackAnchors(scale=scale, seed=SEED)
-    return model.fit(circle_directions(vocabulary_angles()), circle_directions([float(query_angle)]),
-                     circle_directions(points), [ids])
+    if not ids:
+        raise ValueError("no point is marked; mark two or three points of the circle as like the query, then learn.")
+    return list(dict.fromkeys(ids))
+
+
+def _degrees(angle) -> float:
+    """``angle`` as a float; NaN for what is not a number, so that it matches no point and is no
+    finite angle."""
+    if isinstance(angle, bool):  # True is not 1°
+        return float("nan")
+    try:
+        return float(angle)
+    except (TypeError, ValueError):
+        return float("nan")
 
 
 def weight_table(angles: Sequence[float], weights: Sequence[float]) -> pd.DataFrame:

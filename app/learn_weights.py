@@ -127,6 +127,10 @@ def learner_section(query: float, k: int, scale: float) -> None:
     request = state.get(WEIGHTS_REQUEST)
     if request is None:
         return
+    if not request[1]:  # said here in the page's words, before the learner would refuse
+        st.info("No point is marked yet: choose two or three points in *Points like the query* above, "
+                "then press *Learn the weights*.")
+        return
     if state.get(WEIGHTS_LEARNED, (None, None))[0] != request:
         learned = attempt(lambda: lesson_weights.learn_from_marks(*request), "Cannot learn the weights")
         if learned is None:
@@ -161,8 +165,11 @@ def show_learned(learned, request: tuple, k: int) -> None:
     """The learned weights' bar chart, and the learned neighbourhood against the uniform one."""
     query, marks, scale = request
     if not learned.decided_:  # the Explore page offers no weights then; the lesson shows why
-        st.info("These marks share no one direction with the query (too few, or at odds): the learner would not "
-                "offer these weights on the Explore page. They are shown here to see why: spread, not peaked.")
+        these = "This mark shares" if len(marks) == 1 else f"These {len(marks)} marks share"
+        st.info(f"{these} no one direction with the query (too few, at odds or spread round the circle): "
+                "the learner would not offer these weights on the Explore page. They are shown here to see why: "
+                "spread, not peaked. For weights that peak, mark two or three neighbouring points near the query "
+                "and press *Learn the weights* again.")
     vocabulary = lesson_weights.vocabulary_angles()
     table = lesson_weights.weight_table(vocabulary, learned.weights_)
     chart, compare = st.columns(2)

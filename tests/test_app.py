@@ -21,6 +21,7 @@ from markup import plain
 from player import player_data, release_p
 from anchordiv import explorer as ex
 from conftest import APP_LIMIT
+from drawings import distinct_drawings
 from rankings import assert_same_ranking
 from anchordiv.builtin.weights import ASSETS_DIR, MANIFEST_NAME, WEIGHTS_NAME
 from anchordiv.grids import CAPTION_LINES, LINE_HEIGHT
@@ -333,11 +334,7 @@ def test_missing_checkpoint_and_broken_folder(library, tmp_path, monkeypatch):
     app.text_input(key="openclip_checkpoint").set_value(str(tmp_path / "missing.pt")).run()
     assert not app.exception and any("open_clip" in plain(error.value) for error in app.error)
     app.radio(key="encoder_source").set_value("Built-in (emoji drawings)").run()
-    folder = tmp_path / "images"
-    for label, colour in (("red", (220, 20, 20)), ("blue", (20, 20, 220))):
-        (folder / label).mkdir(parents=True)
-        for i in range(6):
-            Image.new("RGB", (64, 64), tuple(max(0, c - 15 * i) for c in colour)).save(folder / label / f"{i}.png")
+    folder = _image_folder(tmp_path / "images")
     (folder / "red" / "broken.jpg").write_bytes(b"\xff\xd8\xff not a jpeg")
     app.radio(key="gallery_source").set_value("Image folder").run()
     app.text_input(key="folder_path").set_value(str(folder)).run()
@@ -349,10 +346,12 @@ def test_missing_checkpoint_and_broken_folder(library, tmp_path, monkeypatch):
 
 
 def _image_folder(folder: Path) -> Path:
-    for label, colour in (("red", (220, 20, 20)), ("blue", (20, 20, 220))):
-        (folder / label).mkdir(parents=True)
-        for i in range(6):
-            Image.new("RGB", (64, 64), tuple(max(0, c - 15 * i) for c in colour)).save(folder / label / f"{i}.png")
+    """``folder`` with :func:`drawings.distinct_drawings` in two label folders, red/ and blue/:
+    images that differ, so that p calibrates on any machine."""
+    for number, image in enumerate(distinct_drawings()):
+        label = folder / ("red", "blue")[number % 2]
+        label.mkdir(parents=True, exist_ok=True)
+        image.save(label / f"{number}.png")
     return folder
 
 

@@ -1,6 +1,9 @@
 """The Learn page's lesson on anchor weights (app/learn_weights.py) through streamlit.testing.v1.AppTest:
-every picture is checked against anchordiv.lesson_weights, computed here from the same widget values."""
+every picture is checked against anchordiv.lesson_weights, computed here from the same widget values;
+then the library's learner at its edges (no mark to every point marked, repeats, marks that are no point)."""
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
@@ -123,8 +126,8 @@ def test_the_section_says_what_the_learner_weighs():
 def test_learning_with_no_marks_says_what_to_do():
     app = open_learn()
     app.button(key="learn_weights_learn").click().run()
-    assert not app.exception
-    assert any("no point is marked" in error for error in errors(app)), errors(app)
+    assert not app.exception and not errors(app), errors(app)
+    assert any("No point is marked yet: choose two or three points" in info.value for info in app.info)
     assert not any(element.proto.id.endswith("learn_weights_chart_learned") for element in app.get("plotly_chart"))
 
 
@@ -139,3 +142,43 @@ def test_the_lesson_travels_in_the_link_and_a_bad_mark_is_dropped():
     assert not again.exception
     assert again.slider(key="learn_weights_w180").value == 0.25
     assert again.multiselect(key="learn_weights_marks").value == ["30°"]
+
+
+# -- the learner at its edges, in the library -------------------------------------------------------
+POINTS = lesson_weights.toy_points().tolist()
+
+
+@pytest.mark.parametrize("marks, decided", [
+    ([60.0], True),
+    (POINTS, False),  # every point is like the query: they share no direction
+    (POINTS[:-1], False),
+    (POINTS[:3] + POINTS[4:], False),  # every point but the query's own (45°)
+], ids=["one", "all", "all but one", "all but the query's"])
+def test_the_learner_takes_one_mark_to_all_and_says_when_they_share_no_direction(marks, decided):
+    learned = lesson_weights.learn_from_marks(45.0, marks, 10.0)
+    weights = np.asarray(learned.weights_, dtype=np.float64)
+    assert np.all(np.isfinite(weights)) and np.all(weights >= 0) and weights.sum() == pytest.approx(1.0)
+    assert learned.decided_ is decided
+    assert lesson_weights.nearest_points(learned, 45.0, 12)["near"].sum() == 12
+
+
+def test_a_point_marked_twice_counts_once():
+    once = lesson_weights.learn_from_marks(45.0, [30.0, 60.0], 10.0)
+    again = lesson_weights.learn_from_marks(45.0, [30.0, 30.0, 390.0, 60.0, -300.0], 10.0)
+    np.testing.assert_array_equal(again.weights_, once.weights_)
+    assert lesson_weights.marked_points([60.0, 30.0, 60.0]) == [4, 2]
+
+
+@pytest.mark.parametrize("query, marks, message", [
+    (45.0, [], "no point is marked; mark two or three points of the circle as like the query"),
+    (45.0, None, "the marks must be a list of angles in degrees, e.g. [30, 45]"),
+    (45.0, "30", "the marks must be a list of angles in degrees"),
+    (45.0, [31.0], "31° is not a point of the toy circle; mark points every 15°, from 0° to 345°"),
+    (45.0, [float("nan")], "nan is not a point of the toy circle"),
+    (45.0, ["north"], "'north' is not a point of the toy circle"),
+    (45.0, [True], "True is not a point of the toy circle"),
+    (float("inf"), [30.0], "query_angle=inf must be a finite number of degrees"),
+])
+def test_marks_the_learner_cannot_take_say_what_to_mark(query, marks, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        lesson_weights.learn_from_marks(query, marks, 10.0)

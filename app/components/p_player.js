@@ -79,9 +79,14 @@ function changedParameters(from, to) {
   return [...names].filter((name) => before.searchParams.getAll(name).join("\n") !== after.searchParams.getAll(name).join("\n"));
 }
 
-// Only the server's own addresses (no scheme: a path such as /media/...) or inline PNG data.
-const safeSource = (src) =>
-  typeof src === "string" && (/^data:image\/png;base64,/.test(src) || !/^[a-z][a-z0-9+.-]*:/i.test(src)) ? src : "";
+// Only the server's own addresses, a path from its root ("/media/...") or from here ("./..."), or
+// inline PNG data; anything else becomes "" (no image). A browser reads "//host" and "/\host" as
+// another host, drops tabs and newlines inside an address and reads "\" as "/" (so "/<tab>/host"
+// is "//host" too): a path is printable ASCII (0x21-0x7e) less the backslash (0x5c), and its first
+// "/" is not followed by another. Exported for the test that runs it (tests/test_player_source.py).
+const SERVER_PATH = /^\.{0,2}\/(?!\/)[\x21-\x5b\x5d-\x7e]*$/;
+const PNG_DATA = /^data:image\/png;base64,[A-Za-z0-9+/]*={0,2}$/;
+export const safeSource = (src) => typeof src === "string" && (SERVER_PATH.test(src) || PNG_DATA.test(src)) ? src : "";
 
 class Player {
   constructor(host) {
