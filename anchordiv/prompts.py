@@ -13,8 +13,10 @@ for the built-in model, which was trained on its own captions. :func:`encode_anc
 from __future__ import annotations
 
 import hashlib
+import math
+import time
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 
@@ -38,6 +40,17 @@ MAX_TEMPLATE_CHARS = 200
 MAX_PROMPTS = 150_000
 # Texts given to the encoder at once: bounds the memory of the (texts, d) batch before averaging.
 ENCODE_CHUNK = 4096
+# Seconds an encode through several templates may take when nothing shows its progress (a page's
+# spinner). A page's request must answer within the minute, and an ensemble's cost is not known from
+# its size: the built-in model's text tower encodes over ten times faster than a CLIP ViT-B-32's, and
+# a machine shared with other work runs several times slower than an idle one. So the encode measures
+# its own pace and refuses, within seconds, an ensemble that would run past this, saying how many
+# anchors would fit: a visitor learns at once what to change, rather than watching a spinner for
+# minutes (the world's 1,644 names through 80 templates took 298 s on a 2-core machine). A caller that
+# shows progress (``anchordiv figure``'s bar) may take as long as it needs.
+ENCODE_SECONDS = 30.0
+# Texts encoded before the pace is first judged: one batch of the encoder's, enough to time it.
+PACE_TEXTS = 256
 
 
 @dataclass(frozen=True)
@@ -156,7 +169,7 @@ def filled(anchors: Sequence[str], templates: Sequence[str]) -> list[str]:
 
 
 def encode_anchors(encoder, anchors: Sequence[str], templates: TemplateChoice | Sequence[str] = AS_TYPED,
-                   progress: ProgressCallback | None = None) -> torch.Tensor:
+                   progress: ProgressCallback | None = None, max_seconds: float = math.inf) -> torch.Tensor:
     r"""The embeddings ``(N, d)`` of ``N`` anchors through prompt templates, as CLIP zero-shot does:
 
     .. math:: e(a) = \frac{\bar u(a)}{\lVert \bar u(a) \rVert}, \qquad
@@ -175,6 +188,10 @@ def encode_anchors(encoder, anchors: Sequence[str], templates: TemplateChoice | 
         The templates, each with one ``"{}"`` (:func:`check_templates`).
     progress : callable, optional
         ``progress(fraction, text)`` after each chunk of encodes.
+    max_seconds : float, default ``math.inf``
+        How long the encode may take (judged by its pace as it goes, :func:`template_mean`); a
+        result the text cache holds is read, never refused. A page that shows no progress passes
+        :data:`ENCODE_SECONDS`; a script or notebook may wait as long as it likes.
 
     Returns
     -------
@@ -185,7 +202,8 @@ def encode_anchors(encoder, anchors: Sequence[str], templates: TemplateChoice | 
     Raises
     ------
     ValueError
-        For bad templates, or more than :data:`MAX_PROMPTS` anchors x templates.
+        For bad templates, more than :data:`MAX_PROMPTS` anchors x templates, or an encode that
+        would take longer than ``max_seconds``, saying how many anchors fit.
     """
     from .text_cache import cached_text_embeddings, encode_texts_cached
 
@@ -196,24 +214,71 @@ def encode_anchors(encoder, anchors: Sequence[str], templates: TemplateChoice | 
     if len(anchors) * len(templates) > MAX_PROMPTS:
         raise ValueError(f"{len(anchors):,} anchors x {len(templates)} templates is {len(anchors) * len(templates):,} "
                          f"texts to encode; at most {MAX_PROMPTS:,} are taken (fewer anchors or templates)")
-    return cached_text_embeddings(encoder, [anchors, list(templates)],
-                                  lambda: template_mean(encoder, anchors, templates, progress))
+    return cached_text_embeddings(encoder, [anchors, list(templates)], _raising_again(
+        lambda: template_mean(encoder, anchors, templates, progress, max_seconds)))
+
+
+def _raising_again(build: Callable[[], torch.Tensor]) -> Callable[[], torch.Tensor]:
+    """``build``, whose ``ValueError`` a second call raises again without building: the text cache
+    builds once more after a ``ValueError`` (it takes one for an unwritable cache), and an encode
+    refused for its pace (:func:`check_pace`) would spend its seconds twice."""
+    raised: list[ValueError] = []
+
+    def once() -> torch.Tensor:
+        if raised:
+            raise raised[0]
+        try:
+            return build()
+        except ValueError as error:
+            raised.append(error)
+            raise
+    return once
 
 
 def template_mean(encoder, anchors: Sequence[str], templates: Sequence[str],
-                  progress: ProgressCallback | None = None) -> torch.Tensor:
+                  progress: ProgressCallback | None = None, max_seconds: float = math.inf) -> torch.Tensor:
     """:func:`encode_anchors`' formula, computed (no cache): ``(N, d)``, in chunks of about
-    :data:`ENCODE_CHUNK` texts."""
+    :data:`ENCODE_CHUNK` texts, the first two of :data:`PACE_TEXTS` to judge the pace early: the
+    first warms the text tower (a lazily loaded one would count as encoding), each later one is
+    timed, and a ``ValueError`` (:func:`check_pace`) stops an encode that, at its pace so far, would
+    take longer than ``max_seconds``."""
     if not anchors:
         return torch.zeros((0, encoder.dim))
-    per_chunk = max(1, ENCODE_CHUNK // len(templates))
-    means = []
-    for start in range(0, len(anchors), per_chunk):
-        chunk = anchors[start:start + per_chunk]
+    means, done, clock = [], 0, None  # clock: (anchors done, time) once the first chunk is through
+    while done < len(anchors):
+        texts = ENCODE_CHUNK if clock is not None and done > clock[0] else PACE_TEXTS
+        chunk = anchors[done:done + max(1, texts // len(templates))]
         units = encoder.encode_texts(filled(chunk, templates)).reshape(len(chunk), len(templates), -1)
         means.append(torch.nn.functional.normalize(units.mean(dim=1), dim=-1))
+        done += len(chunk)
+        if clock is None:
+            clock = (done, time.monotonic())
+        else:
+            pace = (time.monotonic() - clock[1]) / (done - clock[0])
+            check_pace(len(anchors), len(templates), pace, max_seconds)
         if progress is not None:
-            done = start + len(chunk)
             progress(done / len(anchors), f"Encoding anchors through {len(templates)} templates: "
                                           f"{done:,} / {len(anchors):,}")
     return torch.cat(means)
+
+
+def check_pace(anchors: int, templates: int, pace: float, max_seconds: float) -> None:
+    """A ``ValueError`` saying what to change when ``anchors`` anchors through ``templates``
+    templates would take longer than ``max_seconds`` at ``pace``; nothing otherwise.
+
+    Parameters
+    ----------
+    anchors, templates : int
+        The encode's size: ``anchors * templates`` texts.
+    pace : float
+        Seconds per anchor (through every template), as measured.
+    max_seconds : float
+        The bound (``math.inf``: none).
+    """
+    expected = pace * anchors
+    if expected <= max_seconds:
+        return
+    raise ValueError(f"{anchors:,} anchors through {templates} templates are {anchors * templates:,} texts to "
+                     f"encode, about {expected:,.0f} s on this machine, past the {max_seconds:g} s one request "
+                     f"may take: choose fewer anchors (about {int(max_seconds / pace):,} fit through these "
+                     f"templates) or fewer templates ('{PHOTO_TEMPLATE}' encodes each anchor once)")

@@ -23,7 +23,8 @@ from anchordiv.explorer.p_player import player_data
 from anchordiv.explorer.thumbnails import EncodedThumbnails
 from anchordiv.gallery import Gallery, folder_gallery, world_gallery
 from anchordiv.models import anchor_model_kind
-from anchordiv.prompts import AS_TYPED, TemplateChoice, encode_anchors
+from anchordiv import prompts
+from anchordiv.prompts import AS_TYPED, TemplateChoice
 from anchordiv.slider import SliderPath
 
 # Cached functions take encoders and sources themselves; Streamlit hashes them by the strings that
@@ -159,8 +160,8 @@ def source_presets(source: ex.GallerySource) -> dict[str, tuple[str, ...]]:
 @st.cache_resource(show_spinner="Encoding the anchors (kept on disk for later starts)…", max_entries=64,
                    hash_funcs=BY_IDENTITY)
 def encode_texts(encoder, texts: tuple[str, ...], templates: TemplateChoice = AS_TYPED) -> torch.Tensor:
-    """``texts`` encoded through ``templates`` (:func:`~anchordiv.prompts.encode_anchors`)."""
-    return encode_anchors(encoder, texts, templates)
+    """``texts`` through ``templates``, refused past :data:`~anchordiv.prompts.ENCODE_SECONDS` (a spinner meanwhile)."""
+    return prompts.encode_anchors(encoder, texts, templates, max_seconds=prompts.ENCODE_SECONDS)
 
 
 @st.cache_resource(show_spinner="Fitting the anchor model and indexing the gallery (one pass)…", max_entries=16,

@@ -16,6 +16,7 @@ from anchordiv.app.errors import ERROR_CHARS, attempt
 from anchordiv.app.session_keys import ENCODER_FOLLOWED, PERSIST
 from anchordiv.device import describe_device
 from anchordiv.encoders import CatalogEntry, ModelSpec, fetch_model, missing_files, parse_model_spec
+from anchordiv.encoders.folders import checkpoints_root
 from anchordiv.explorer.launch import LaunchOptions
 from anchordiv.explorer.literal import markdown_literal, shown
 from anchordiv.explorer.page_state import BUILTIN, HUB, OPEN_CLIP, PRETRAINED, SETTINGS
@@ -23,6 +24,11 @@ from anchordiv.explorer.sidebar_state import EncoderChoice
 from anchordiv.images import display_name
 
 WATCH_SECONDS = 0.25  # how often a visitor's progress bar of a download is redrawn
+# How the library's refusals to fetch a model's files advise its callers (the argument, the command
+# line's option): words a visitor cannot act on, which :func:`page_encoder` says in the page's.
+LIBRARY_DOWNLOAD_ADVICE = ("allow_download=True", "--allow-download")
+# What a visitor can do instead, on the page where a model's files are missing.
+SIDEBAR_MODELS = "Choose another model under Model in the sidebar"
 
 
 def catalog() -> dict[str, CatalogEntry]:
@@ -144,8 +150,8 @@ def load_named(choice: EncoderChoice, launch):
         st.stop()
     if spec.family != "builtin":
         ensure_files(spec, launch.allow_download)
-    return attempt(lambda: cached.get_encoder(spec.model, spec.pretrained, launch.allow_download),
-                   f"Could not load {shown(spec.label)}", stop=True)
+    return attempt(lambda: page_encoder(spec, spec.pretrained, SIDEBAR_MODELS), f"Could not load {shown(spec.label)}",
+                   stop=True)
 
 
 def load_checkpoint(choice: EncoderChoice, launch):
@@ -162,9 +168,9 @@ def load_checkpoint(choice: EncoderChoice, launch):
     def load():
         checkpoint = str(roots.confine(choice.checkpoint, "checkpoint"))
         # The same three arguments as every other call (a Compare column's too): one cached encoder.
-        return cached.get_encoder(f"open_clip:{choice.name}", checkpoint, launch.allow_download)
+        return page_encoder(parse_model_spec(f"open_clip:{choice.name}"), checkpoint, SIDEBAR_MODELS)
 
-    return attempt(load, "Could not load the open_clip model", stop=True)
+    return attempt(load, f"Could not load the open_clip model {shown(choice.name)}", stop=True)
 
 
 def ensure_files(spec: ModelSpec, allow_download: bool) -> None:
@@ -178,7 +184,7 @@ def ensure_files(spec: ModelSpec, allow_download: bool) -> None:
     if job is None and not missing:
         return
     if job is None and not allow_download:
-        st.info(markdown_literal(offline_text(spec, missing), ERROR_CHARS))
+        st.info(markdown_literal(offline_text(spec, missing, SIDEBAR_MODELS), ERROR_CHARS))
         st.stop()
     if job is None:
         offer = st.empty()  # cleared once the download starts: its progress bar takes the place
@@ -206,10 +212,51 @@ def watch(job, spec: ModelSpec) -> None:
         bar.progress(min(max(fraction, 0.0), 1.0), text=shown(text))
 
 
-def offline_text(spec: ModelSpec, missing) -> str:
-    """What to fetch and where to put it, for a server that downloads nothing."""
+def page_encoder(spec: ModelSpec, pretrained: str | None, instead: str):
+    """The encoder of ``spec`` with ``pretrained`` (its tag, or a checkpoint file the server
+    opens), through the app's cached loader, on the server's device.
+
+    Parameters
+    ----------
+    spec : ModelSpec
+        The model.
+    pretrained : str or None
+        Its tag or checkpoint file, as :func:`~anchordiv.app.cached.get_encoder` takes it.
+    instead : str
+        What a visitor can do on this page instead (e.g. :data:`SIDEBAR_MODELS`).
+
+    Raises
+    ------
+    ValueError
+        As the loader does; where it refuses to fetch files this server lacks (its advice,
+        ``allow_download=True``, is for code), in the page's words: :func:`fetch_refused_text`.
+    """
+    launch = cached.launch_options()
+    try:
+        return cached.get_encoder(spec.model, pretrained, launch.allow_download)
+    except ValueError as error:
+        if not any(advice in str(error) for advice in LIBRARY_DOWNLOAD_ADVICE):
+            raise
+        raise ValueError(fetch_refused_text(instead)) from error
+
+
+def fetch_refused_text(instead: str) -> str:
+    """What a visitor can do about a model that loads only with files fetched while it is built
+    (a tokenizer, a text model's config), on a server that downloads nothing: ``instead``, or ask
+    for downloads (no file to copy names them: open_clip fetches them by name)."""
+    return ("it needs files from the internet that are not on this server (open_clip fetches them while it "
+            f"builds the model), and this server downloads nothing. {instead}, or ask whoever runs this server "
+            "to start it with `anchordiv demo --allow-download`.")
+
+
+def offline_text(spec: ModelSpec, missing, instead: str) -> str:
+    """What a visitor can do about a model whose files (``missing``) are not on a server that
+    downloads nothing: ``instead``, or ask whoever runs the server to allow downloads or to copy
+    the files (each named with its URL and folder, and the command that fetches them)."""
     files = "; ".join(f"{file.text()} into {file.folder}" for file in missing)
-    return (f"{spec.label}: its weights are not on this server, and this server downloads nothing "
-            f"(start it with --allow-download, as make demo does, to let it). Copy {files}; or on a machine "
-            f"with internet run `python -m anchordiv fetch-model {spec.model}"
-            + (f" --pretrained {spec.pretrained}" if spec.pretrained else "") + " --to DIR` and copy DIR here.")
+    fetch = (f"python -m anchordiv fetch-model {spec.model}" + (f" --pretrained {spec.pretrained}" if spec.pretrained
+                                                                else "") + " --to DIR")
+    return (f"{spec.label}: its weights are not on this server, and this server downloads nothing. {instead}, or "
+            f"ask whoever runs this server to start it with `anchordiv demo --allow-download`, or to copy {files} "
+            f"(on a machine with internet, `{fetch}` fetches them; then copy the contents of DIR into "
+            f"{checkpoints_root()}).")

@@ -13,6 +13,7 @@ from anchordiv.app.cached import get_p_sweep
 from anchordiv.app.explore_view import ExploreView
 from anchordiv.app.find_anchors import pair_terms_section
 from anchordiv.app.query_inputs import caption_of
+from anchordiv.app.widget_checks import checked_rank
 from anchordiv.explorer.literal import markdown_literal
 from anchordiv.grids import readable_value
 
@@ -42,6 +43,7 @@ def explain_neighbour(view: ExploreView, p: float, table: pd.DataFrame) -> None:
     """The chosen neighbour's and the query's tilted distributions, the divergence, and the
     vocabulary's pull and push terms."""
     source, geometry = view.source, view.geometry
+    checked_rank("explain_rank", len(table), "Neighbour", st)
     rank = st.selectbox("Neighbour", table["rank"].tolist(), key="explain_rank",
                         format_func=lambda r: f"{r}. {caption_of(source)(table.gallery_id.iloc[r - 1])}")
     neighbour = int(table.gallery_id.iloc[rank - 1])

@@ -16,15 +16,17 @@ import torch
 from anchordiv.app import cached
 from anchordiv.app.errors import attempt
 from anchordiv.app.explore_view import ExploreView, neighbours
-from anchordiv.app.p_player import PLAYER_KEY
+from anchordiv.app.p_player import player_report
 from anchordiv.app.query_inputs import caption_of
-from anchordiv.app.session_keys import (FIND_LEARNED, FIND_MARKS, FIND_MARKS_OF, PLAYER_MARKS_FOR, PLAYER_MARKS_TAKEN,
-                                         find_problem)
+from anchordiv.app.session_keys import (FIND_LEARNED, FIND_MARKS, FIND_MARKS_OF, PLAYER_MARKS_FOR,
+                                         PLAYER_MARKS_LEFT_OUT, PLAYER_MARKS_TAKEN, find_problem)
+from anchordiv.app.widget_checks import IMAGES, checked_ids, say
 from anchordiv.explorer.anchors import weighted_anchor_text
 from anchordiv.explorer.feedback import (MAX_MARKED_QUERIES, MAX_MARKS, LearnedAnchors, QueryMarks, explanation,
                                          learn_weights, marks_key, too_few_to_tell, training_set)
 from anchordiv.explorer.literal import markdown_literal
 from anchordiv.explorer.page_state import SETTINGS
+from anchordiv.explorer.widget_values import gallery_ids
 from anchordiv.prompts import default_choice
 
 CHART_TERMS = 20  # bars in the weights' chart
@@ -138,18 +140,20 @@ def player_marks(view: ExploreView) -> dict:
 def take_player_marks() -> None:
     """The p player's toggle callback: the reported list of gallery ids becomes this query's "like"
     marks (ids of this gallery only, each once, at most :data:`~anchordiv.explorer.feedback.MAX_MARKS`;
-    anything else a client might send is ignored), and the page runs again whole so that Find
-    anchors shows them."""
+    anything else a client might send is left out, and said by :func:`rerun_after_marks`), and the
+    page runs again whole so that Find anchors shows them."""
     state = st.session_state
-    reported, target = (state.get(PLAYER_KEY) or {}).get("marks"), state.get(PLAYER_MARKS_FOR)
-    if not isinstance(reported, list) or target is None:
+    reported, target = player_report("marks"), state.get(PLAYER_MARKS_FOR)
+    if reported is None or target is None:
         return
     source_key, key, current, n_items = target
     kept = gallery_marks(source_key)
     if no_room(kept, key):
         return
-    like = [item for item in reported if isinstance(item, int) and not isinstance(item, bool) and 0 <= item < n_items]
-    like = list(dict.fromkeys(like))[:MAX_MARKS]
+    checked = gallery_ids(reported, n_items, MAX_MARKS)
+    state[PLAYER_MARKS_LEFT_OUT] = checked.note("The p player's marks", IMAGES,
+                                                "Mark images with the player's toggles.")
+    like = checked.kept
     current = kept.get(key) or current
     marks = store_marks(kept, key, replace(current, like=tuple(like),
                                            unlike=tuple(item for item in current.unlike if item not in like)))
@@ -160,9 +164,11 @@ def take_player_marks() -> None:
 
 def rerun_after_marks() -> None:
     """After a run started by a toggle (inside the results fragment), the whole page once more:
-    Find anchors, outside the fragment, shows the marks."""
+    Find anchors, outside the fragment, shows the marks; on that run, below the player, what was
+    left out of the marks it sent."""
     if st.session_state.pop(PLAYER_MARKS_TAKEN, False):
         st.rerun()
+    say(st.session_state.pop(PLAYER_MARKS_LEFT_OUT, ""), st)
 
 
 def mark_options(view: ExploreView) -> dict[int, str]:
@@ -188,6 +194,8 @@ def query_marks(view: ExploreView) -> QueryMarks:
     if state.get(FIND_MARKS_OF) != shown_for or "find_like" not in state or "find_unlike" not in state:
         state["find_like"], state["find_unlike"] = list(current.like), list(current.unlike)
         state[FIND_MARKS_OF] = shown_for
+    for menu, label in (("find_like", "“Like the query”"), ("find_unlike", "“Not like it”")):
+        checked_ids(menu, len(view.source), MAX_MARKS, label, "Mark items of the grids above.", st)
     where = mark_options(view)
     options = list(dict.fromkeys([*where, *state["find_like"], *state["find_unlike"]]))
     caption = caption_of(view.source)

@@ -17,6 +17,7 @@ from anchordiv.app.query_inputs import caption_of
 from anchordiv.app.encoder_choice import load_encoder_for
 from anchordiv.app.sidebar import load_gallery_for
 from anchordiv.app.url_state import link_notes, publish_link, share_box
+from anchordiv.app.widget_checks import checked_query_id, checked_rank
 from anchordiv.explorer.literal import markdown_literal, plotly_literal
 from anchordiv.grids import readable_value
 from anchordiv.explorer.page_state import DIRECTIONS, SETTINGS
@@ -37,23 +38,20 @@ def gallery_section(sidebar: SidebarState, fields: list, share_slot) -> None:
     source = cached.memory_source(gallery)
     set_a, set_b, view_link = anchor_sets(source)
     link_notes()
+    query_id = checked_query_id(source, "Choose the query on the Explore page.", st)  # before the link writes it
     fields = fields + view_link
     publish_link(fields, source)
     with share_slot:
         share_box(fields, source)
     geometry = geometry_for(sidebar, source, encoder, set_a, set_b)
     state = st.session_state
-    query_id = state.get("query_id")
-    if not isinstance(query_id, int) or not 0 <= query_id < len(gallery):
-        query_id = source.default_query()
     p = float(state.get("p", SETTINGS["p"].default))
     weighting = state.get("weighting", SETTINGS["weighting"].default)
     st.caption(settings_text(geometry.spec, sidebar.top_k, p, weighting))
     st.caption(ex.WEIGHTING_HELP[weighting])
     values, ids = attempt(lambda: ex.search_one(geometry.index_at(p, weighting), gallery.embeddings[query_id],
                                                 sidebar.top_k, exclude=query_id), "Cannot rank the gallery", stop=True)
-    if state["learn_neighbour"] > len(ids):  # a link's neighbour beyond this k
-        state["learn_neighbour"] = 1
+    checked_rank("learn_neighbour", len(ids), "Neighbour", st)  # a link's neighbour may lie beyond this k
     rank = st.selectbox("Neighbour", list(range(1, len(ids) + 1)), key="learn_neighbour",
                         format_func=lambda r: f"{r}. {caption_of(source)(int(ids[r - 1]))}")
     neighbour = int(ids[rank - 1])

@@ -3,6 +3,8 @@ query, labelled, is drawn above them (a click makes a point the query), the p it
 what its caption says."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import plotly.express as px
@@ -14,12 +16,24 @@ from anchordiv.explorer.page_state import GALLERY_QUERY
 
 
 def use_projection_pick(chart_key: str) -> None:
-    """on_select callback of a projection chart: the clicked image becomes the query. It runs before
-    the page is drawn, so it may still set the query-mode radio."""
-    points = st.session_state[chart_key].selection.points
-    if points and int(points[0]["customdata"][0]) >= 0:  # -1: a query that is no gallery image
-        st.session_state.query_id = int(points[0]["customdata"][0])
+    """on_select callback of a projection chart: the clicked image becomes the query (as the client
+    sent its id: the query's one check reads it, and names any value that is not an image of this
+    gallery, on the run this starts). It runs before the page is drawn, so it may still set the
+    query-mode radio."""
+    clicked = clicked_id(st.session_state.get(chart_key))
+    if clicked is not None and clicked != -1:  # -1: a query that is no gallery image
+        st.session_state.query_id = clicked
         st.session_state.query_mode = GALLERY_QUERY
+
+
+def clicked_id(event: Any) -> Any:
+    """The gallery id a chart's selection event gives its first point (its ``customdata``), as
+    sent; ``None`` when it selects no point, or is not shaped as a selection (a client may send
+    anything)."""
+    try:
+        return event["selection"]["points"][0]["customdata"][0]
+    except (KeyError, IndexError, TypeError):
+        return None
 
 
 def project_at_current_p() -> None:

@@ -11,6 +11,7 @@ component reports ``p``; :func:`take_released_p` makes it the page's ``p`` befor
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,10 +38,17 @@ P_PLAYER = st.components.v2.component("anchordiv.p_player", html=_asset("p_playe
                                       js=_asset("p_player.js"), isolate_styles=False)
 
 
+def player_report(name: str) -> Any:
+    """What the component last reported as ``name`` (``"p"``, ``"marks"``), as sent; ``None`` when
+    it reported none, or sent something other than a mapping of reports (a client may send anything)."""
+    reports = st.session_state.get(PLAYER_KEY)
+    return reports.get(name) if isinstance(reports, Mapping) else None
+
+
 def take_released_p() -> None:
     """The component's release callback: the ``p`` it reports becomes the page's ``p`` (a number
     in ``[0, 1]``; anything else a client might send is ignored)."""
-    reported = (st.session_state.get(PLAYER_KEY) or {}).get("p")
+    reported = player_report("p")
     if isinstance(reported, (int, float)) and not isinstance(reported, bool) and math.isfinite(reported):
         st.session_state["p"] = min(1.0, max(0.0, float(reported)))
 

@@ -2,6 +2,7 @@
 numbers its rows, typed by row), an uploaded image or a text."""
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import numpy as np
@@ -13,9 +14,11 @@ from anchordiv.app.errors import attempt
 from anchordiv.app.photo_notice import upload_notice
 from anchordiv.app.session_keys import menu_labels
 from anchordiv.app.url_state import UPLOAD_NOT_LINKED
+from anchordiv.app.widget_checks import IMAGES, checked_query_id, say
 from anchordiv.explorer.literal import shown, without_joiners
 from anchordiv.explorer.page_state import SETTINGS, TEXT_QUERY, UPLOAD_QUERY
 from anchordiv.explorer.query import distinct_captions
+from anchordiv.explorer.widget_values import gallery_ids, is_whole_in, not_among
 
 QUERY_IMAGE_WIDTH = 160
 QUERY_CAPTION_KEY = "query_caption"  # what names the query on Explore, under its picture (a page hook)
@@ -42,9 +45,14 @@ MENU_LABELS = 2000
 
 def match_menu(column, label: str, source: ex.GallerySource, options: list[int], *, key: str, on_change,
                placeholder: str) -> None:
-    """A menu of gallery matches whose pick :func:`picked_item` reads. Its labels are remembered: a
-    person may click a match of the last search while the run for a new one is on its way, and
-    Streamlit then returns the clicked label, which the new options no longer hold."""
+    """A menu of gallery matches whose pick :func:`picked_item` reads; a value it holds that is no
+    image of this gallery (a client may send any) is cleared, and said in ``column``. Its labels
+    are remembered: a person may click a match of the last search while the run for a new one is on
+    its way, and Streamlit then returns the clicked label, which the new options no longer hold."""
+    note = pick_note(key, len(source))
+    if note:
+        st.session_state[key] = None
+        say(note, column)
     format_func = distinct_caption_of(source, options)
     labels = {**st.session_state.get(menu_labels(key), {}), **{format_func(item): int(item) for item in options}}
     st.session_state[menu_labels(key)] = dict(list(labels.items())[-MENU_LABELS:])
@@ -52,13 +60,26 @@ def match_menu(column, label: str, source: ex.GallerySource, options: list[int],
                      placeholder=placeholder)
 
 
-def picked_item(key: str) -> int | None:
-    """The gallery id the menu ``key`` (:func:`match_menu`) holds: its option, or the id of a label
-    it showed; ``None`` when nothing known is picked."""
+def picked_value(key: str) -> Any:
+    """What the menu ``key`` (:func:`match_menu`) holds, a label it showed read as the item it named."""
     value = st.session_state.get(key)
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        return int(value)
-    return st.session_state.get(menu_labels(key), {}).get(value) if isinstance(value, str) else None
+    return st.session_state.get(menu_labels(key), {}).get(value, value) if isinstance(value, str) else value
+
+
+def picked_item(key: str) -> int | None:
+    """The gallery id the menu ``key`` holds: its option, or the id of a label it showed; ``None``
+    when nothing is picked, or nothing that can be a gallery id (its range is the caller's to check)."""
+    value = picked_value(key)
+    return int(value) if is_whole_in(value, 0, math.inf) else None
+
+
+def pick_note(key: str, n_items: int) -> str:
+    """What is to be said of the value the menu ``key`` holds when it is no image of this gallery of
+    ``n_items`` (empty when it is one, or nothing is picked)."""
+    value = picked_value(key)
+    if value is None or gallery_ids([value], n_items, 1).kept:
+        return ""
+    return f"The pick {not_among(value, IMAGES)}: it is ignored. Type a name above and choose a match."
 
 
 def source_item(source: ex.GallerySource, item: int) -> Query:
@@ -87,8 +108,7 @@ def pick_query(source: ex.GallerySource, encoder, notices) -> Query:
     at random or, where the source numbers its rows, typed by its row number); :data:`NO_QUERY`
     while there is none yet."""
     state = st.session_state
-    if "query_id" not in state or state.query_id >= len(source):
-        state.query_id = source.default_query()
+    checked_query_id(source, "Choose another query here.", notices)
     mode = st.radio("Query from", SETTINGS["query_mode"].options, horizontal=True, key="query_mode")
     if mode == UPLOAD_QUERY:
         return upload_query(encoder, notices)
@@ -114,11 +134,13 @@ def pick_query(source: ex.GallerySource, encoder, notices) -> Query:
 
     def picked() -> None:
         item = picked_item("query_pick")
-        if item is not None and 0 <= item < len(source):
+        if item is not None and item < len(source):  # any other value is named by the menu (match_menu)
             state.query_id = item
 
-    if picked_item("query_pick") not in (None, state.query_id):
+    pick = picked_item("query_pick")
+    if pick is not None and pick < len(source) and pick != state.query_id:
         # The menu shows the query or nothing: a map click or a typed row has moved the query since.
+        # (A value that is no image of this gallery is named, and cleared, by the menu itself.)
         state.query_pick = None
     match_menu(st, "Matches, best first" if options else "Matches", source, options, key="query_pick",
                on_change=picked, placeholder=f"{len(options)} match(es)" if options else "search first")
@@ -131,7 +153,7 @@ def pick_query(source: ex.GallerySource, encoder, notices) -> Query:
     st.button("Random image", key="query_random", on_click=draw_random, help="Draw a random gallery image as the query")
     if source.capabilities.row_numbers:
         def typed() -> None:
-            state.query_id = int(state.query_row)
+            state.query_id = state.query_row  # checked, with any other value, by the next run's first line
 
         state.query_row = int(state.query_id)  # follows a pick, a random draw or a link
         st.number_input(f"Row (0 to {len(source) - 1:,})", 0, len(source) - 1, step=1, key="query_row",

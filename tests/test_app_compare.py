@@ -359,3 +359,28 @@ def test_the_preview_is_readable_unless_asked_to_fit_the_page(library):
     assert not app.exception, app.exception
     assert "width:100%" in preview_bodies(app)[0]
     assert shown_text_pixels(app, column_width=700) < 9
+
+
+def test_a_column_whose_model_is_not_on_the_server_is_left_out_and_the_rest_drawn(library, loads, monkeypatch):
+    """A column naming a model whose weights this server lacks (as a link's columns= may) is left
+    out, as a column that does not parse is: a message names it, says why and what to do on this
+    page (another model=, or ask whoever runs the server; never the library's allow_download=True),
+    and the other columns are drawn. Nothing is loaded or fetched for it, even where the server may
+    download: the sidebar's download shows its progress, a figure's run would only wait."""
+    absent = "cosine model=open_clip:ViT-B-32 pretrained=laion2b_s34b_b79k"
+    monkeypatch.delenv("ANCHORDIV_ALLOW_DOWNLOAD", raising=False)
+    app = open_compare()
+    app.session_state["compare_columns"] = ["cosine", "A", absent]
+    app.run()
+    errors = " ".join(plain(error.value) for error in app.error)
+    assert f"Column '{absent}' is left out: ViT-B-32 · laion2b_s34b_b79k: its weights are not on this server" in errors
+    assert "Choose another model= for this column" in errors and "anchordiv demo --allow-download" in errors
+    assert "allow_download=True" not in errors
+    assert_page_shows(app, expected(library, app.session_state["compare_rows"], ["cosine", "A"]))
+
+    monkeypatch.setenv("ANCHORDIV_ALLOW_DOWNLOAD", "1")
+    app.run()
+    errors = " ".join(plain(error.value) for error in app.error)
+    assert f"Column '{absent}' is left out" in errors and "choose it under Model in the sidebar" in errors
+    assert_page_shows(app, expected(library, app.session_state["compare_rows"], ["cosine", "A"]))
+    assert all(spec != "open_clip:ViT-B-32" for spec, _ in loads)

@@ -159,13 +159,14 @@ def test_learn_angles_past_the_limit_are_a_message(app_env, angles, limit_text):
 
 
 def test_a_folder_whose_name_is_not_utf8_is_offered_with_a_replacement_character(app_env, tmp_path, monkeypatch):
-    from PIL import Image
+    from drawings import DRAWINGS, distinct_drawings
 
     root = tmp_path / "data"
     odd = os.fsencode(root) + b"/caf\xe9"
     os.makedirs(odd)
-    for shade in range(12):  # enough images to calibrate p on
-        Image.new("RGB", (8, 8), (20 * shade, 10, 200 - 10 * shade)).save(os.fsdecode(odd + b"/%d.png" % shade))
+    # Images that differ, so p calibrates on any machine: this test is about the folder's name.
+    for number, image in enumerate(distinct_drawings()):
+        image.save(os.fsdecode(odd + b"/%d.png" % number))
     monkeypatch.setenv("ANCHORDIV_DATA_ROOTS", str(root))
     app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
     app.radio(key="gallery_source").set_value("Image folder").run()
@@ -175,7 +176,7 @@ def test_a_folder_whose_name_is_not_utf8_is_offered_with_a_replacement_character
     # Chosen, it opens: Streamlit's cache used to fail to hash its name ("surrogates not allowed").
     menu.set_value(next(option for option in menu.options if "caf" in option)).run()
     assert not app.exception and not app.error, [error.value for error in app.error]
-    assert "12 images" in " ".join(caption.value for caption in app.caption), [c.value for c in app.caption]
+    assert f"{DRAWINGS} images" in " ".join(caption.value for caption in app.caption), [c.value for c in app.caption]
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -189,3 +190,44 @@ def test_shown_makes_any_text_one_line_of_visible_characters(text, expected):
 
     assert shown(text) == expected
     markdown_literal(text).encode("utf-8")  # always encodable, so Streamlit can send it
+
+
+# -- the weight lesson at its edges ----------------------------------------------------------------------
+def lesson_points() -> list[str]:
+    """The weight lesson's points as its list of marks names them: "0°" to "345°"."""
+    from anchordiv import lesson_weights
+
+    return [f"{angle:g}°" for angle in lesson_weights.toy_points()]
+
+
+def learned_chart_drawn(app: AppTest) -> bool:
+    return any(element.proto.id.endswith("learn_weights_chart_learned") for element in app.get("plotly_chart"))
+
+
+# Which of the 24 points are marked (the query is at 45°, the fourth point), and what the page says.
+@pytest.mark.parametrize("pick, told", [
+    (lambda points: [], "No point is marked yet: choose two or three points in *Points like the query* above"),
+    (lambda points: ["60°"], None),
+    (lambda points: points, "These 24 marks share no one direction with the query"),
+    (lambda points: points[:-1], "These 23 marks share no one direction with the query"),
+    (lambda points: points[:3] + points[4:], "These 23 marks share no one direction with the query"),
+], ids=["none", "one", "all", "all but one", "all but the query's"])
+def test_the_weight_lesson_learns_from_one_mark_to_all_or_says_what_to_mark(app_env, pick, told):
+    marks = pick(lesson_points())
+    app = open_page("learn", {})
+    assert app.slider(key="learn_weights_query").value == 45
+    app.multiselect(key="learn_weights_marks").set_value(marks).run()
+    app.button(key="learn_weights_learn").click().run()
+    assert not app.exception and not app.error, [error.value for error in app.error]
+    assert learned_chart_drawn(app) == bool(marks)
+    if told:
+        assert told in said(app), said(app)
+    else:
+        assert "no one direction" not in said(app), said(app)
+
+
+def test_a_lesson_link_that_marks_a_point_twice_learns_from_it_once(app_env):
+    app = open_page("learn", {"toy_marks": ["30°", "60°", "30°", "60°", "60°"]})
+    assert "counts once" in said(app) and app.multiselect(key="learn_weights_marks").value == ["30°", "60°"]
+    app.button(key="learn_weights_learn").click().run()
+    assert not app.exception and not app.error and learned_chart_drawn(app), said(app)

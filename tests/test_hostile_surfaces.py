@@ -484,6 +484,165 @@ def test_a_weighted_set_of_5000_terms_in_a_link_is_refused_whole(app_env):
     assert not problems, problems
 
 
+# -- widget values a client forges (issue 52): the query, picks, ranks, marks, rows, columns, clicks -
+# A client may send any value for a widget; Streamlit hands it to the page as sent. Each is read
+# through one check (anchordiv.explorer.widget_values): what no widget of the page could hold is left
+# out and named, never an exception. The state is forged as a session's own before a run (the value
+# the page reads), or sent as the browser sends it (a map click, the player's marks).
+COMPARE = "views/compare.py"
+EVIL = "**evil** [x](https://evil.example)"
+MILLION = list(range(10**6))
+# A value of each kind where a widget holds one gallery id or rank, and what a message names it by.
+FORGED_ONE = [
+    Case("out of range", 10**9, names=("1000000000",)),
+    Case("a million", MILLION, names=("[0, 1, 2, 3, ...]",)),
+    Case("Markdown", EVIL, names=(EVIL,)),
+    Case("a float", 2.5, names=("2.5",)),
+    Case("a bool", True, names=("True",)),
+    Case("nested", [[3]], names=("[[3]]",)),
+]
+# The widgets that hold one: (session-state key, page, state that draws it, the value it holds once
+# the forged one is left out: a gallery id, nothing picked, the first rank).
+ONE_VALUE = {
+    "the query": ("query_id", None, {}, "an id"), "the query on Learn": ("query_id", LEARN, {}, "an id"),
+    "the query on Compare": ("query_id", COMPARE, {}, "an id"), "a match menu": ("query_pick", None, {}, None),
+    "Compare's match menu": ("compare_pick", COMPARE, {}, None),
+    "the neighbour explained": ("explain_rank", None, {"explain_open": True}, 1),
+    "Learn's neighbour": ("learn_neighbour", LEARN, {}, 1),
+}
+
+
+def is_gallery_id(value: Any) -> bool:
+    from conftest import APP_LIMIT
+
+    return type(value) is int and 0 <= value < APP_LIMIT
+
+
+@pytest.mark.parametrize("case", FORGED_ONE, ids=str)
+@pytest.mark.parametrize("widget", ONE_VALUE)
+def test_a_forged_gallery_id_or_rank_is_named_and_left_out(app_env, widget, case):
+    key, page, drawn, expected = ONE_VALUE[widget]
+    outcome, app = page_outcome(lambda: open_page({}, page=page, state={**drawn, key: case.value}))
+    problems = verdict(case, outcome)
+    held = app.session_state[key]
+    if not (is_gallery_id(held) if expected == "an id" else held == expected and type(held) is type(expected)):
+        problems.append(f"{key} holds {str(held)[:60]} after the run")
+    assert not problems, problems
+
+
+# A list of each kind where a widget holds a list (a plain text stands for one value).
+FORGED_LISTS = [
+    Case("out of range", [3, 10**9], names=("1000000000",)),
+    Case("a million", MILLION, names=(f"{10**6 - MAX_MARKS:,} values past the {MAX_MARKS}",)),
+    Case("Markdown", [EVIL], names=(EVIL,)),
+    Case("a float", [2.5], names=("2.5",)),
+    Case("a bool", [True], names=("True",)),
+    Case("nested", [[3], [[4]]], names=("[3], [[4]]",)),
+    Case("text, float, bool and None", [EVIL, "7", 2.5, True, None], names=(EVIL,)),
+    Case("not a list", EVIL, names=(EVIL,)),
+]
+
+
+def kept_marks(case: Case) -> list[int]:
+    """What is kept of a list of :data:`FORGED_LISTS`: its gallery ids, at most MAX_MARKS."""
+    return list(range(MAX_MARKS)) if case.value is MILLION else [3] if case.name == "out of range" else []
+
+
+@pytest.mark.parametrize("case", FORGED_LISTS, ids=str)
+@pytest.mark.parametrize("key", ["find_like", "find_unlike"])
+def test_forged_marks_are_named_and_left_out(app_env, key, case):
+    """The marks' menus hold gallery ids of this gallery, at most MAX_MARKS; the forged list is read
+    on a run that keeps the menus' state (the marks are those of the query they were made for)."""
+    from anchordiv.app.session_keys import FIND_MARKS_OF
+
+    shown_for = open_page({}, state={"find_open": True}).session_state[FIND_MARKS_OF]
+    state = {"find_open": True, FIND_MARKS_OF: shown_for, "find_like": [], "find_unlike": [], key: case.value}
+    outcome, app = page_outcome(lambda: open_page({}, state=state))
+    problems = verdict(case, outcome)
+    marks = app.session_state[key]
+    if marks != kept_marks(case):
+        problems.append(f"{key} holds {str(marks)[:60]}, not {str(kept_marks(case))[:60]}")
+    assert not problems, problems
+
+
+FORGED_SPECS = [
+    Case("out of range", ["cosine", 10**9], names=("1000000000",)),
+    Case("a million", [f"evil {n}" for n in range(10**6)], names=("values past the",)),
+    Case("Markdown", [EVIL], names=(EVIL,)),  # a text, so a spec: named as one that does not parse
+    Case("a float", [2.5], names=("2.5",)),
+    Case("a bool", [True], names=("True",)),
+    Case("nested", [["A"]], names=("['A']",)),
+    Case("not a list", 10**9, names=("1000000000",)),
+]
+
+
+@pytest.mark.parametrize("case", FORGED_SPECS, ids=str)
+@pytest.mark.parametrize("key", ["compare_rows", "compare_columns"])
+def test_forged_compare_rows_and_columns_are_named_and_left_out(app_env, key, case):
+    outcome, app = page_outcome(lambda: open_page({}, page=COMPARE, state={key: case.value}))
+    problems = verdict(case, outcome)
+    specs = app.session_state[key]
+    most = SETTINGS[key].max_items
+    if not isinstance(specs, list) or len(specs) > most or not all(isinstance(spec, str) for spec in specs):
+        problems.append(f"{key} holds {str(specs)[:60]}")
+    assert not problems, problems
+
+
+def test_forged_map_clicks_are_named(app_env):
+    """A click on the UMAP map, as the browser sends it (the selection's JSON): its point's id, any value."""
+    import json
+
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+    app = open_page({}, state={"umap_open": True})
+    chart = next(element for element in app.get("plotly_chart") if element.proto.id.endswith("umap_chart_anchor"))
+    problems = []
+    for case in FORGED_ONE:
+        def click():
+            states = app._tree.get_widget_states()  # AppTest's own run step: it cannot click a chart
+            event = {"selection": {"points": [{"customdata": [case.value]}], "point_indices": [0], "box": [],
+                                   "lasso": []}}
+            states.widgets.append(WidgetState(id=chart.proto.id, string_value=json.dumps(event)))
+            return app._run(states)
+
+        outcome, app = page_outcome(click)
+        problems += [f"{case}: {problem}" for problem in verdict(case, outcome)]
+        if not is_gallery_id(app.session_state["query_id"]):
+            problems.append(f"{case}: the query is {str(app.session_state['query_id'])[:60]}")
+    assert not problems, problems
+
+
+@pytest.mark.parametrize("case", FORGED_LISTS, ids=str)
+def test_the_p_players_forged_marks_are_named_and_left_out(app_env, case):
+    """The marks as the player sends them (test_marks_from_the_p_player: what is kept of them)."""
+    from player import report_state
+
+    app = open_page({}, state={"find_open": True})
+    outcome, app = page_outcome(lambda: report_state(app, marks=case.value))
+    problems = verdict(case, outcome)
+    like = app.session_state["find_like"]
+    if like != kept_marks(case):
+        problems.append(f"the marks became {str(like)[:60]}, not {str(kept_marks(case))[:60]}")
+    assert not problems, problems
+
+
+# -- a link with thousands of values (issue 52): past Streamlit's own bound, named like a bad value ----
+@pytest.mark.parametrize("page, params, names", [
+    (COMPARE, {"rows": [f"#{n}" for n in range(5000)]}, ("rows: 5,000 values, but this page takes at most 12",)),
+    (LEARN, {"toy_marks": [f"{n}°" for n in range(3000)]}, ("toy_marks: 3,000 values",)),
+    (None, {"p": ["0.7"] * 2000}, ("the link holds 2,000 values",)),  # short, yet past 1,000 values
+], ids=["5,000 rows", "3,000 marks", "2,000 values of p"])
+def test_a_link_with_thousands_of_values_is_named(app_env, page, params, names):
+    """Streamlit drops a query string of over 1,000 values before the page runs; the app's wrapper of
+    that check (set up by a server's first run, here the first page opened) leaves a word in its place."""
+    open_page({})
+    outcome, app = page_outcome(lambda: open_page(params, page=page))
+    problems = verdict(Case("thousands of values", params, names=names), outcome)
+    if app.session_state.get("p") not in (None, 0.5):
+        problems.append(f"p is {app.session_state['p']}: the link was read")
+    assert not problems, problems
+
+
 # -- photo-notice inputs: the uploaded bytes the query and the notice see ----------------------------
 def encoded(image: Image.Image, **options) -> bytes:
     buffer = io.BytesIO()
@@ -574,6 +733,76 @@ def test_the_corpus_covers_every_kind(tmp_path, outside):
              "prompt templates": len(TEMPLATES) + 1,
              "vocabularies and set files": len(SET_FILES) + len(VOCABULARY_NAMES) + len(TYPED_VOCABULARIES),
              "weighted sets": len(WEIGHTED), "marks": len(LINK_MARKS) + len(PLAYER_MARKS) + 3,
-             "photo-notice inputs": len(photo_cases())}
+             "photo-notice inputs": len(photo_cases()),
+             "forged widget values": len(FORGED_ONE) * len(ONE_VALUE) + 2 * len(FORGED_LISTS) + 2 * len(FORGED_SPECS)
+             + len(FORGED_ONE) + len(FORGED_LISTS)}
     assert all(size >= 5 for size in sizes.values()), sizes
     assert len(vocabulary_cases(tmp_path, outside)) == len(VOCABULARY_NAMES)
+
+
+# -- a model the server may not fetch, in the page's words -------------------------------------------
+def test_a_model_that_needs_a_download_is_refused_in_the_page_s_words(app_env, tmp_path, monkeypatch):
+    """On a server that downloads nothing: a link's pretrained tag whose weights are absent, and an
+    architecture whose load fetches a tokenizer (a SigLIP checkpoint file). Each refusal says what
+    to do on the page (another model) or to ask of whoever runs the server, never the library's
+    advice to its callers (``allow_download=True``)."""
+    monkeypatch.delenv("ANCHORDIV_ALLOW_DOWNLOAD", raising=False)
+    monkeypatch.setenv("ANCHORDIV_ALLOW_ANY_PATH", "1")  # the checkpoint file is typed
+    checkpoint = tmp_path / "siglip.pt"
+    checkpoint.write_bytes(b"never read: the tokenizer is refused first")
+    cases = [(Case("a tag whose weights are absent", None, names=("laion2b_s34b_b79k",)),
+              lambda: open_page({"encoder": "open_clip:ViT-B-32", "pretrained": "laion2b_s34b_b79k"})),
+             (Case("an architecture that fetches its tokenizer", None, names=("ViT-B-16-SigLIP",)),
+              lambda: open_page({}, state={"encoder_source": OPEN_CLIP, "openclip_arch": "ViT-B-16-SigLIP",
+                                           "openclip_checkpoint": str(checkpoint)}))]
+    problems = []
+    for case, run in cases:
+        outcome, _ = page_outcome(run)
+        said = " ".join(outcome.said)
+        problems += [f"{case}: {problem}" for problem in verdict(case, outcome)]
+        if "allow_download=True" in said or "anchordiv demo --allow-download" not in said or \
+                "Choose another model under Model in the sidebar" not in said:
+            problems.append(f"{case}: not in the page's words: {said}")
+    assert not problems, problems
+
+
+# -- the 80-template ensemble over a whole anchor set ------------------------------------------------
+def test_an_ensemble_too_long_to_encode_is_refused_at_once_and_a_cached_one_is_read(app_env, library, monkeypatch):
+    """A link asking for the 80 ImageNet templates over every gallery name, on a server slower than
+    the bound allows (the bound shrunk, so the gallery's few names stand for the world's 1,644): a
+    refusal within seconds saying how many texts and what to choose, not a spinner past the minute.
+    The same encode, once in the text cache, is read, never refused."""
+    from anchordiv import prompts
+
+    monkeypatch.setattr(prompts, "ENCODE_SECONDS", 0.05)
+    case = Case("templates_a=imagenet80 over every gallery name", None, names=("80 templates",))
+    outcome, _ = page_outcome(lambda: open_page({"templates_a": "imagenet80"}))
+    problems = verdict(case, outcome)
+    if not any("choose fewer anchors" in text for text in outcome.said):
+        problems.append(f"no count of anchors that fit: {outcome.said}")
+    names = list(library["presets"]["Gallery object names"][:4])
+    eighty = prompts.TemplateChoice(prompts.IMAGENET80)
+    encoded = prompts.encode_anchors(library["encoder"], names, eighty, max_seconds=float("inf"))
+    read = call(lambda: prompts.encode_anchors(library["encoder"], names, eighty))
+    if read.crash or read.said or not np.array_equal(read.result.numpy(), encoded.numpy()):
+        problems.append(f"the cached encode was not read: {read.said or read.crash}")
+    assert not problems, problems
+
+
+# -- a client value that is not JSON -----------------------------------------------------------------
+def test_a_player_value_that_is_not_json_breaks_only_the_session_that_sent_it(app_env):
+    """Streamlit parses a component's JSON state before the page's script runs, where no app code
+    can catch it (docs/design.md §13, "Client values that are not JSON"): the forging session gets
+    Streamlit's error box; every other session, and the server, go on. Should Streamlit come to
+    refuse such a value itself, this test says so, and design.md's paragraph is to be revised."""
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+    from player import player_element
+
+    forger, other = open_page({}), open_page({})
+    states = forger._tree.get_widget_states()
+    states.widgets.append(WidgetState(id=player_element(forger).proto.id, json_value="not json {"))
+    forger._run(states)
+    assert forger.exception and "Expecting value" in forger.exception[0].message
+    other.run()
+    assert not other.exception and player_element(other)

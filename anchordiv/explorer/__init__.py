@@ -31,8 +31,9 @@ imported as modules):
 * :mod:`.shared`: :class:`SharedBuilds`, one slow build per key for every visitor, with progress;
   :class:`BackgroundJobs`, jobs (a model's download) that outlive the visit that started them;
 * :mod:`.links` (a page's state as URL parameters and back), :mod:`.limits` (what one request may
-  ask for), :mod:`.literal` (outside text drawn literally, never as markup) and :mod:`.report`
-  (the shipped reproduction report, for the Report page).
+  ask for), :mod:`.literal` (outside text drawn literally, never as markup), :mod:`.widget_values`
+  (what a widget may hold, checked where the app reads it back) and :mod:`.report` (the shipped
+  reproduction report, for the Report page).
 """
 from .anchors import (
     ANIMALS,

@@ -16,10 +16,11 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
-from urllib.parse import quote
+from urllib.parse import quote, unquote_plus, urlencode
 
 from ..cache import atomic_write
 from . import limits
@@ -99,8 +100,7 @@ class LinkField:
     def read(self, raw: Sequence[str]) -> Any:
         """The state value of the URL values ``raw``; ``ValueError`` saying why it is not accepted."""
         if self.kind == "list":
-            if len(raw) > self.max_items:
-                raise ValueError(f"{len(raw):,} values, but this page takes at most {self.max_items}")
+            self.check_count(len(raw))
             return [limits.checked_length(item, self.max_chars) for item in raw]
         text = raw[-1]
         if self.kind in ("number", "integer"):
@@ -119,6 +119,12 @@ class LinkField:
                 raise ValueError(f"the text {text} was stored on the server that made the link and is not on this one")
             text = stored
         return limits.checked_length(text, self.max_chars)
+
+    def check_count(self, count: int) -> None:
+        """A ``ValueError`` saying the limit when ``count`` values are more than this list field
+        takes (for a list the server did not read, :func:`unread_link`, too)."""
+        if self.kind == "list" and count > self.max_items:
+            raise ValueError(f"{count:,} values, but this page takes at most {self.max_items}")
 
     def _read_number(self, text: str) -> float | int:
         try:
@@ -187,11 +193,16 @@ def read_link(params: Mapping[str, Sequence[str]], fields: Iterable[LinkField], 
 
 def write_link(values: Mapping[str, Any], fields: Iterable[LinkField]) -> dict[str, str | list[str]]:
     """URL parameters for the ``values`` (by session-state key) of ``fields``; a value equal to its
-    field's default, missing, or one a link cannot carry, is left out."""
+    field's default, missing, or one a link cannot carry, is left out: so is one its field cannot
+    write, such as a text where a number goes (a widget's value as a client sent it, which the page
+    checks, and names, where it reads it)."""
     params: dict[str, str | list[str]] = {}
     for item in fields:
         if item.key in values and values[item.key] != item.default:
-            written = item.write(values[item.key])
+            try:
+                written = item.write(values[item.key])
+            except (TypeError, ValueError):
+                continue
             if written is not None:
                 params[item.param] = written
     return params
@@ -266,3 +277,60 @@ def lesson_fields() -> list[LinkField]:
 
 # Every parameter some page reads: a link that carries another page's parameter is not told it is unknown.
 ALL_PARAMS = tuple(setting.param for setting in SETTINGS.values() if setting.param) + (GALLERY_PARAM,)
+
+
+# -- a link the server does not read ----------------------------------------------------------------
+# Streamlit drops a query string past its own bounds (1,000 values, 512 Ki characters) before any
+# page runs, and says nothing: a link with thousands of values for a list would open with defaults
+# without a word. The app has the server put this one parameter in its place (app/url_state.py,
+# :func:`unread_link`), which the pages read back (:func:`unread_counts`) and name as they name a
+# value they refuse.
+UNREAD_PARAM = "unread_link"
+
+
+@dataclass(frozen=True)
+class UnreadLink:
+    """A link the server did not read: its length in ``characters``, its ``values`` (``name=value``
+    pairs) and, by parameter some page reads, how many values it carried (``params``; empty for a
+    link too long to count them in)."""
+
+    characters: int
+    values: int
+    params: dict[str, int]
+
+
+def unread_link(query_string: str, most_counted: int) -> str:
+    """The query string that stands for ``query_string``, which the server does not read: one
+    :data:`UNREAD_PARAM` saying its :class:`UnreadLink` (``"CHARACTERS VALUES NAME:COUNT ..."``). The
+    values of each parameter are counted in a string of at most ``most_counted`` characters (past
+    that, splitting it would cost more than the server spends on reading a link)."""
+    params = {}
+    if len(query_string) <= most_counted:
+        names = Counter(unquote_plus(pair.partition("=")[0]) for pair in query_string.split("&"))
+        params = {name: names[name] for name in ALL_PARAMS if names[name]}
+    counts = [len(query_string), query_string.count("&") + 1]
+    return urlencode({UNREAD_PARAM: " ".join(map(str, counts)) + "".join(f" {name}:{n}" for name, n in params.items())})
+
+
+def unread_counts(text: str) -> UnreadLink | None:
+    """The :class:`UnreadLink` that :data:`UNREAD_PARAM`'s value ``text`` says (:func:`unread_link`);
+    ``None`` for any other text (that parameter typed into a link: then it is an unknown one)."""
+    words = text.split(" ")
+    try:
+        characters, values = int(words[0]), int(words[1])
+        params = {name: int(count) for name, _, count in (word.rpartition(":") for word in words[2:])}
+    except (ValueError, IndexError):
+        return None
+    return UnreadLink(characters, values, params)
+
+
+def unread_notes(unread: UnreadLink, fields: Iterable[LinkField]) -> list[str]:
+    """What :func:`read_link` would have said of each list of ``fields`` longer than it takes in the
+    link ``unread`` stands for."""
+    notes = []
+    for item in fields:
+        try:
+            item.check_count(unread.params.get(item.param, 0))
+        except ValueError as error:
+            notes.append(f"{item.param}: {error}")
+    return notes

@@ -15,8 +15,8 @@ import streamlit as st
 from anchordiv import explorer as ex
 from anchordiv import figure as fg
 from anchordiv.app import cached
-from anchordiv.app.anchor_inputs import (anchor_sets, anchor_templates, column_spec, fitted_geometry, geometry_for,
-                                         prior_texts)
+from anchordiv.app.anchor_inputs import anchor_sets, anchor_templates, column_spec, geometry_for, prior_texts
+from anchordiv.app.compare_columns import column_models, embedders
 from anchordiv.app.compare_preview import show_preview
 from anchordiv.app.errors import ERROR_CHARS, attempt
 from anchordiv.app.encoder_choice import load_encoder_for
@@ -24,7 +24,7 @@ from anchordiv.app.query_inputs import match_menu, picked_item
 from anchordiv.app.session_keys import COMPARE_COLUMN_ERROR, COMPARE_ROWS_FROM, COMPARE_ROWS_FULL, COMPARE_UPLOADS
 from anchordiv.app.sidebar import load_gallery_for, sidebar_state
 from anchordiv.app.url_state import follow_link, link_notes, publish_link, share_box, sidebar_fields
-from anchordiv.encoders.specs import parse_model_spec
+from anchordiv.app.widget_checks import checked_query_id, checked_texts
 from anchordiv.explorer import limits, links
 from anchordiv.explorer.literal import markdown_literal, without_joiners
 from anchordiv.explorer.page_state import COMPARE, SETTINGS, TEXT_QUERY
@@ -48,8 +48,7 @@ def explore_rows(source: ex.MemorySource) -> list[str]:
     if state.get("query_mode") == TEXT_QUERY and text:
         rows = [str(fg.QueryRow("text", text))]
     else:
-        query_id = state.get("query_id")
-        rows = [f"#{query_id if isinstance(query_id, int) and 0 <= query_id < len(source) else source.default_query()}"]
+        rows = [f"#{checked_query_id(source, 'Choose the query on the Explore page.', st)}"]
     if ROWS in state and state[ROWS] == state.get(COMPARE_ROWS_FROM):
         state[ROWS] = rows
     state[COMPARE_ROWS_FROM] = rows
@@ -72,9 +71,9 @@ def add_random() -> None:
 
 def add_picked() -> None:
     picked = picked_item("compare_pick")
-    if picked is not None:
+    if picked is not None:  # any other value stays, for the menu to name (match_menu)
         add_row(str(fg.QueryRow("id", picked)))
-    st.session_state.compare_pick = None
+        st.session_state.compare_pick = None
 
 
 def add_text() -> None:
@@ -127,12 +126,6 @@ def usable_rows(source: ex.MemorySource, encoder) -> list[fg.QueryRow]:
     return rows
 
 
-def embedders(encoder):
-    """The app's cached text and image embedders, for :func:`anchordiv.figure.compare`."""
-    return ((lambda text: cached.embed_text_query(encoder, text)),
-            (lambda data, name: cached.embed_upload(encoder, data, name)))
-
-
 # -- columns --------------------------------------------------------------------------------------
 def add_custom_column() -> None:
     """Append the typed column when it parses; otherwise keep it in the box and say why (below it)."""
@@ -179,38 +172,6 @@ def unresolved_templates(encoder) -> tuple:
                  for name, choice in zip("ab", chosen))
 
 
-def column_encoder(spec: str, pretrained: str | None):
-    """The encoder a column names, through the same cached loader (and arguments) as the sidebar's.
-    Its ``pretrained`` is one of open_clip's tags for the architecture, or a checkpoint file that
-    the server's data roots hold (``ValueError`` outside them): a link's columns name files too."""
-    launch = cached.launch_options()
-    if pretrained is not None:
-        from open_clip.pretrained import list_pretrained_tags_by_model
-
-        if pretrained not in list_pretrained_tags_by_model(parse_model_spec(spec, pretrained).arch):
-            pretrained = str(launch.roots.confine(pretrained, "checkpoint"))
-    return cached.get_encoder(spec, pretrained, launch.allow_download)
-
-
-def column_model(sidebar: SidebarState, spec: str, pretrained: str | None, set_a: ex.AnchorText,
-                 set_b: ex.AnchorText) -> fg.ColumnModel:
-    """The sidebar's gallery embedded by the encoder a column names (``cosine model=SPEC``), with
-    the app's cached geometries (the figure's anchors, through the templates chosen for that
-    encoder: "auto" is its own default; a weighted set with its weights), baselines (ITI over the
-    sets' terms) and upload embeddings."""
-    encoder = column_encoder(spec, pretrained)
-    templates = anchor_templates(encoder)
-    source = cached.memory_source(load_gallery_for(sidebar.gallery, encoder))
-    prior = prior_texts(sidebar.prior_text)
-    terms = (set_a.anchors, set_b.anchors)
-    return fg.ColumnModel(
-        encoder, source.gallery,
-        geometry_for=lambda kind, scale: fitted_geometry(source, encoder, set_a, set_b,
-                                                         column_spec(sidebar, kind, scale), prior, templates),
-        baseline_for=lambda kind: cached.get_baseline(kind, source, encoder, tuple(zip(terms, templates))),
-        embed_image=embedders(encoder)[1])
-
-
 def downloads(result: fg.CompareResult) -> None:
     """The figure as PNG (200 dpi), PDF and SVG (vector), and its neighbours as CSV; each built when clicked."""
     kinds = {"png": ("PNG", "image/png"), "pdf": ("PDF", "application/pdf"), "svg": ("SVG", "image/svg+xml")}
@@ -232,8 +193,9 @@ def main(sidebar: SidebarState) -> None:
     follow_link(page_fields, COMPARE)
     link_notes()
     state.setdefault(COMPARE_UPLOADS, {})
-    for key in (ROWS, COLUMNS):  # a multiselect holds each value once (a link may repeat one)
-        state[key] = list(dict.fromkeys(state[key]))
+    # Each a list of texts, each once (a link may repeat one), at most as many as the figure takes.
+    checked_texts(ROWS, LIMITS.rows, "“Queries (rows)”", "Type a row or add one below.", st)
+    checked_texts(COLUMNS, LIMITS.columns, "“Geometries (columns)”", "Choose or type a column.", st)
 
     st.title("Compare geometries")
     share_slot = st.container()  # the link, once the controls below have settled the state
@@ -251,7 +213,8 @@ def main(sidebar: SidebarState) -> None:
     publish_link(fields, source)
     with share_slot:
         share_box(fields, source)
-    rows, columns = usable_rows(source, encoder), usable_columns()
+    rows = usable_rows(source, encoder)
+    columns, models = column_models(sidebar, usable_columns(), set_a, set_b, LIMITS)
     if not rows or not columns:
         st.info("Add at least one query row and one geometry column to draw the figure.")
         return
@@ -265,7 +228,7 @@ def main(sidebar: SidebarState) -> None:
         baseline_for=lambda kind: cached.get_baseline(kind, source, encoder,
                                                       tuple(zip((texts_a, texts_b), anchor_templates(encoder)))),
         images=state[COMPARE_UPLOADS], embed_text=embed_text, embed_image=embed_image, templates=templates,
-        model_for=lambda spec, pretrained: column_model(sidebar, spec, pretrained, set_a, set_b),
+        model_for=lambda spec, pretrained: models[spec, pretrained],
         anchor_weights=(set_a.weights, set_b.weights)),
         "Cannot build the figure")
     if result is None:
