@@ -14,7 +14,7 @@ from anchordiv.app.cached import get_geometry
 from anchordiv.app.errors import ERROR_CHARS, attempt
 from anchordiv.app.session_keys import upload_problem
 from anchordiv.app.url_state import follow_view_link
-from anchordiv.explorer.anchors import preset_label
+from anchordiv.explorer.anchors import OWN_LIST, menu_name, preset_label
 from anchordiv.explorer.links import LinkField
 from anchordiv.explorer.literal import markdown_literal, without_joiners
 from anchordiv.explorer.page_state import SETTINGS, TEMPLATE_OPTIONS
@@ -37,9 +37,11 @@ def anchor_column(column, name: str, label: str, presets: dict[str, tuple[str, .
     chosen = st.session_state.get(preset_key)
     source = sources.get(chosen)
     shown = preset_label(chosen, st.session_state.get(text_key, ""), presets)  # "Your own" once edited
+    said = ([f"Edited from {markdown_literal(chosen)}."] if shown == OWN_LIST else []) + \
+        ([f"Read from {markdown_literal(source)}."] if source else [])
     column.selectbox(f"Preset for {label}", list(presets), key=preset_key, on_change=apply_preset,
-                     format_func=lambda name: shown if name == chosen else name,
-                     help=f"Read from {markdown_literal(source)}." if source else None)
+                     format_func=lambda name: shown if name == chosen else menu_name(name),
+                     help=" ".join(said) or None)
     column.text_area(f"Anchor set {label} (one per line)", key=text_key, height=120,
                      max_chars=SETTINGS[text_key].max_chars,
                      help="A line of an anchor, a tab and a number gives the anchor a weight (a positive number; "

@@ -110,13 +110,14 @@ def test_a_typed_list_on_one_line_is_split_with_a_note(text, anchors, split_at):
 
 
 def test_the_preset_menu_says_your_own_once_the_text_is_no_preset():
-    from anchordiv.explorer.anchors import preset_label
+    from anchordiv.explorer.anchors import anchor_presets, menu_name, preset_label
 
     presets = {"Animals": ("cat", "dog"), "Food": ("rice",)}
     assert preset_label("Animals", "cat\ndog", presets) == "Animals"
     assert preset_label("Animals", "rice\n", presets) == "Animals"  # another preset's list: still a preset
-    assert preset_label("Animals", "cat\ndog\nhippo", presets) == "Your own (from Animals)"
-    assert preset_label("Food", "bad\tweight", presets) == "Your own (from Food)"
+    assert preset_label("Animals", "cat\ndog\nhippo", presets) == "Your own"
+    assert preset_label("Food", "bad\tweight", presets) == "Your own"
+    assert all(len(menu_name(name)) <= 28 for name in anchor_presets())  # whole in the sidebar's menu
 
 
 def test_presets_include_gallery_and_paper_examples(world):

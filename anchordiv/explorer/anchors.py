@@ -345,15 +345,25 @@ OWN_LIST = "Your own"
 
 def preset_label(name: str, text: str, presets: Mapping[str, Sequence[str]]) -> str:
     """What a preset menu shows for its chosen preset ``name`` while its text area holds ``text``:
-    the name while the text is some preset's list (as :func:`parse_anchor_text` reads it), else
-    "Your own (from NAME)"."""
+    the name (:func:`menu_name`) while the text is some preset's list (as :func:`parse_anchor_text`
+    reads it), else "Your own" (the menu's help says which preset it was edited from)."""
     try:
         typed = parse_anchor_text(text).anchors
     except ValueError:  # weights that are not usable: no preset's list either
         typed = None
     if any(typed == tuple(values) for values in presets.values()):
-        return name
-    return f"{OWN_LIST} (from {name})"
+        return menu_name(name)
+    return OWN_LIST
+
+
+# A preset's name as a menu shows it, where the name is longer than a sidebar's menu (about 28
+# letters): the name itself stays what a link carries.
+_MENU_NAMES = {GENERIC: "Generic styles", "Paper: CheXpert pathologies (Table 2)": "Paper: CheXpert (Table 2)"}
+
+
+def menu_name(name: str) -> str:
+    """Preset ``name`` as a menu shows it: whole, or shortened where it would not fit a sidebar."""
+    return _MENU_NAMES.get(name, name)
 
 
 def preset_in(presets: Mapping[str, Sequence[str]], name: str) -> str:
