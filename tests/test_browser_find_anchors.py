@@ -14,11 +14,12 @@ QUERY, K, STYLE = 7, 20, "oil painting"  # smiling face with halo, an oil painti
 
 
 def mark(page, text: str, count: int, log_path) -> None:
-    """Click the "like the query" toggle on ``count`` images of the player's grids whose captions hold
-    ``text`` (one run each); Find anchors' "Like the query" box then lists them."""
+    """Click the "like the query" toggle on ``count`` images of the player's grids whose names hold
+    ``text`` (a tile's tooltip: its caption may cut the name; one run each); Find anchors' "Like the
+    query" box then lists them."""
     for _ in range(count):
         toggle = page.locator('[data-anchordiv-mark][aria-pressed="false"]')
-        tile = page.locator("[data-anchordiv-grid] [data-anchordiv-id]").filter(has_text=text).filter(has=toggle).first
+        tile = page.locator(f'[data-anchordiv-grid] [data-anchordiv-id][title*="{text}"]').filter(has=toggle).first
         tile.locator("[data-anchordiv-mark]").click()
         wait_until_idle(page)
     marked = page.locator('[data-anchordiv-mark][aria-pressed="true"]').evaluate_all(
