@@ -64,14 +64,14 @@ def player_data(path: SliderPath, source: GallerySource, query_labels: Any, *, k
         raise ValueError(f"a p path of {steps} steps is more than the player takes ({MAX_PLAYER_STEPS})")
     if len(step_notes) not in (0, steps):
         raise ValueError(f"step_notes must hold one note per step ({steps}) or none; got {len(step_notes)}")
-    items = path.shown_ids
+    # Each image the path shows, ascending by id, and the first row of the path that shows it.
+    items, first = np.unique(path.ids, return_index=True)
     if len(items) > MAX_PLAYER_ITEMS:
         raise ValueError(f"the p path shows {len(items):,} different images, more than the {MAX_PLAYER_ITEMS} one page "
                          f"may send; lower top-k (now {k})")
     table = source.neighbour_table(path.values.ravel(), path.ids.ravel(), query_labels, "divergence")
     table["rank"] = np.tile(np.arange(1, k + 1), steps)
     heads = caption_heads(table, "divergence")
-    first = np.unique(path.ids.ravel(), return_index=True)[1]  # one row of the table per item, ascending by id
     tiles = grid_tiles(table.iloc[first], source, "divergence")
     notes = list(dict.fromkeys(step_notes))
     return {

@@ -196,9 +196,6 @@ class Player {
     image.alt = item.name;
     image.decoding = "async";
     image.src = safeSource(item.src);  // every image of the path is fetched now, once
-    const marks = document.createElement("div");
-    marks.className = "adp-marks";
-    marks.textContent = item.marks;
     const caption = document.createElement("div");
     caption.className = "adp-caption";
     caption.setAttribute("data-anchordiv-caption", "");
@@ -215,7 +212,12 @@ class Player {
     mark.setAttribute("data-name", item.name);
     mark.addEventListener("click", () => this.toggleMark(Number(item.id)));
     tile.append(image, mark, caption);
-    if (item.marks) tile.append(marks);
+    if (item.marks) {
+      const marks = document.createElement("div");
+      marks.className = "adp-marks";
+      marks.textContent = item.marks;
+      tile.append(marks);
+    }
     return { element: tile, head, name: item.name, mark };
   }
 
