@@ -14,6 +14,7 @@ from typing import Sequence
 
 # The explorer's entry script, in the app's folder (anchordiv.resources.app_dir()).
 EXPLORER_SCRIPT = "streamlit_app.py"
+EXPLORER_LAUNCHER = "anchordiv.app.serve"  # Streamlit's command line, with what must precede the first request
 
 SETTINGS = {
     # Errors that escape the app's own error boxes show as a bare "error" notice, without the
@@ -86,9 +87,12 @@ def streamlit_argv(script: str | Path, app_args: Sequence[str] = (), port: int |
     """The command line that serves ``script`` with this Python's Streamlit and :data:`SETTINGS`
     (headless, no error details for visitors, the upload cap), on ``port`` (``None``: Streamlit's
     default) and ``address`` (:func:`server_address`; ``None``: Streamlit's default, every
-    address of the machine), with ``extra`` ``streamlit run`` options, passing ``app_args`` to the script."""
+    address of the machine), with ``extra`` ``streamlit run`` options, passing ``app_args`` to the script.
+    The explorer (:data:`EXPLORER_SCRIPT`) is started through :data:`EXPLORER_LAUNCHER`, any other
+    script (the benchmarks' reference app) by ``python -m streamlit`` itself."""
     server = [f"--server.port={port}"] if port is not None else []
     if address is not None:
         server.append(f"--server.address={server_address(address)}")
     passed = ["--", *app_args] if app_args else []
-    return [sys.executable, "-m", "streamlit", "run", str(script), *streamlit_flags(), *server, *extra, *passed]
+    launcher = EXPLORER_LAUNCHER if Path(script).name == EXPLORER_SCRIPT else "streamlit"
+    return [sys.executable, "-m", launcher, "run", str(script), *streamlit_flags(), *server, *extra, *passed]

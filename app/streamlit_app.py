@@ -67,11 +67,12 @@ _starting.caption("Starting: loading torch, scikit-learn and anchordiv…")
 from anchordiv.app.cached import share_the_cores  # noqa: E402
 from anchordiv.app.server_settings import apply_unset_settings  # noqa: E402
 from anchordiv.app.sidebar import draw_sidebar  # noqa: E402
-from anchordiv.app.url_state import keep_values, name_unread_links, run_finished  # noqa: E402
+from anchordiv.app.unread_links import name_unread_links  # noqa: E402
+from anchordiv.app.url_state import keep_values, run_finished  # noqa: E402
 
 APP_DIR = Path(__file__).resolve().parent
 share_the_cores()
-name_unread_links()  # a link the server drops unread (thousands of values) is named, from now on
+name_unread_links()  # done before the server started, by anchordiv.app.serve; a bare `streamlit run` needs it here
 if apply_unset_settings():  # a bare `streamlit run`'s first run: no Deploy menu for visitors
     st.rerun()  # this run's first message went out with Streamlit's default; the rerun's has ours
 

@@ -10,12 +10,11 @@ from typing import Any
 from urllib.parse import urlencode
 
 import streamlit as st
-from streamlit.runtime import app_session
-from streamlit.runtime.state import query_params as streamlit_query_params
 
 from anchordiv import explorer as ex
 from anchordiv.app.cached import source_presets
 from anchordiv.app.session_keys import KEPT, LINK_IGNORED, PAGE, PRESETS_OF, RUN_FINISHED, link_read
+from anchordiv.app.unread_links import STREAMLIT_VALUES
 from anchordiv.cache import cache_dir
 from anchordiv.explorer import limits, links
 from anchordiv.explorer.anchors import preset_in
@@ -26,11 +25,6 @@ WHOLE_LINK = "all of it"  # how a link refused whole is named among the notes
 # Said under an uploaded query in use and in the Share box: what the page's link carries then.
 UPLOAD_NOT_LINKED = ("An uploaded image cannot travel in a link: it stays in this browser session. The page's link "
                      "keeps the anchors and p, and opens on the gallery's default query.")
-
-# Streamlit's own bounds on a link: past either it drops the whole query string, before the page runs
-# (its 1.67 values, where a release no longer names them).
-STREAMLIT_VALUES = getattr(streamlit_query_params, "CLIENT_STATE_QUERY_STRING_MAX_FIELDS", 1000)
-STREAMLIT_CHARS = getattr(streamlit_query_params, "CLIENT_STATE_QUERY_STRING_MAX_LENGTH", 512 * 1024)
 
 # The page widgets' values that outlive a page that does not draw them (the sidebar's widgets keep
 # their own: page_state.PERSISTED). Those drawn after the gallery (a folder not chosen yet stops
@@ -90,31 +84,9 @@ def view_fields(source: ex.GallerySource) -> list[links.LinkField]:
     return links.view_fields(len(source), source.default_query(), presets, now, linked_texts())
 
 
-def name_unread_links() -> None:
-    """Have the server put :data:`~anchordiv.explorer.links.UNREAD_PARAM` in place of a query string
-    it drops unread (past :data:`STREAMLIT_VALUES` values or :data:`STREAMLIT_CHARS` characters), so
-    that :func:`follow_link` names what the link held instead of opening on defaults without a word.
-
-    Streamlit reads the query string before any page runs and offers no hook: its check is wrapped
-    where the server and the query parameters call it, once per process, on the first run (whose
-    own link was read before: a link to a server's very first run is still dropped unsaid)."""
-    streamlit_check = getattr(streamlit_query_params, "sanitize_query_string", None)
-    if streamlit_check is None or not hasattr(app_session, "sanitize_query_string"):
-        return  # a Streamlit without this check: a link it drops is dropped unsaid, the page still runs
-    if getattr(streamlit_check, "names_unread", False):
-        return
-
-    def checked(query_string: str) -> str:
-        kept = streamlit_check(query_string)
-        return kept if kept or not query_string else links.unread_link(query_string, STREAMLIT_CHARS)
-
-    checked.names_unread = True  # type: ignore[attr-defined]
-    streamlit_query_params.sanitize_query_string = app_session.sanitize_query_string = checked
-
-
 def refused_whole(params: dict[str, list[str]], fields: list[links.LinkField]) -> list[str]:
     """What is said of a link refused whole, before any of it is read (empty: it is read): one the
-    server did not read (:func:`name_unread_links`: its lists past their limits named too), or one
+    server did not read (:func:`~anchordiv.app.unread_links.name_unread_links`: its lists past their limits named too), or one
     longer than :data:`~anchordiv.explorer.limits.LINK_CHARS`."""
     unread = links.unread_counts(params[links.UNREAD_PARAM][-1]) if links.UNREAD_PARAM in params else None
     notes = links.unread_notes(unread, fields) if unread is not None else []

@@ -33,7 +33,7 @@ def test_demo_serves_the_installed_explorer_headless():
     script = demo.app_script()
     assert script == app_dir() / "streamlit_app.py" and script.is_file()
     argv = demo.streamlit_argv(script, [])
-    assert argv[:5] == [sys.executable, "-m", "streamlit", "run", str(script)]
+    assert argv[:5] == [sys.executable, "-m", "anchordiv.app.serve", "run", str(script)]
     assert {"--server.headless=true", "--browser.gatherUsageStats=false", "--client.showErrorDetails=none",
             "--server.maxUploadSize=25", "--runner.postScriptGC=false"} <= set(argv[5:])
     assert demo.streamlit_argv(script, ["--data-root", "/data"], port=8600)[-4:] == [
