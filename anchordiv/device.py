@@ -1,6 +1,8 @@
 """The one place that decides where tensors live."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import torch
 
@@ -45,6 +47,21 @@ def _check_cuda(resolved: torch.device, device: object, name: str) -> None:
     if resolved.index is not None and resolved.index >= count:
         raise ValueError(f"{name}={device!r} names GPU {resolved.index}, but this machine has {count} "
                          f"(cuda:0 to cuda:{count - 1}); pick one of those or 'cuda'")
+
+
+def available_memory(device: torch.device) -> int:
+    """Bytes free for tensors on ``device``: the GPU's free memory, else the host's available
+    memory (``MemAvailable`` from ``/proc/meminfo``, or free pages from ``os.sysconf``)."""
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    try:
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
 
 
 # Images per forward pass: on a CPU, the 64 the encoders always used (a batch's pixels and

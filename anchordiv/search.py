@@ -18,6 +18,7 @@ import torch
 from ._validation import ArrayLike, as_matrix, check_dimension, check_finite_output, unit_rows
 from .device import resolve_device
 from .models.base import BLOCK_ELEMENTS, AnchorModel, like_input
+from .pass_pool import row_parts, run_parts
 from .slider import GridPass, MixtureSlider
 from .topk import RunningTopK, check_top_k, exclusion_matrix, mask_excluded
 
@@ -193,7 +194,8 @@ class AnchorIndex(_InnerProductIndex):
                        else self._kept_state(model, component_kappa))
         self._fit_token = model.fit_token()
         self._weights = model.mixing_weights()
-        self._keys, self._bias = self._augmented(model)
+        # Keys and bias; an index of other weights (with_model) makes its own at its first search.
+        self._terms: tuple[torch.Tensor, torch.Tensor] | None = self._augmented(model)
 
     def _kept_state(self, model: AnchorModel, component_kappa: torch.Tensor) -> tuple[torch.Tensor, None]:
         """The stored terms from a kept ``component_kappa``, checked for direction and shape."""
@@ -215,7 +217,7 @@ class AnchorIndex(_InnerProductIndex):
         index = copy.copy(self)
         index.model = model
         index._weights = model.mixing_weights()
-        index._keys, index._bias = index._augmented(model)
+        index._terms = None  # mixed at its first search: a slider's pass never needs them
         return index
 
     @property
@@ -228,18 +230,25 @@ class AnchorIndex(_InnerProductIndex):
         """Per-component ``kappa_k(eta_y)`` ``(G, K)`` as stored for a mixture (``(G,)`` for one model)."""
         return self._state[0]
 
-    def iter_gallery_terms(self, rows: int = 2**16) -> Iterator[tuple[int, torch.Tensor, torch.Tensor, torch.Tensor]]:
+    def iter_gallery_terms(self, rows: int = 2**16, first: int = 0, stop: int | None = None
+                           ) -> Iterator[tuple[int, torch.Tensor, torch.Tensor, torch.Tensor]]:
         """``(start, eta (n, d), factors (n,), kappa (n, K))`` for consecutive blocks of ``rows``
-        stored rows, as :meth:`anchordiv.sharded.ShardScanner.iter_gallery_terms` gives them
-        (the slider's one pass reads either); the factors are ones, the stored ``eta`` being already
-        scaled. Views, nothing copied."""
-        for start in range(0, self._n_gallery, rows):
-            eta, kappa = self._eta[start:start + rows], self.component_kappa[start:start + rows]
+        stored rows from ``first`` to ``stop`` (default: the whole gallery), as
+        :meth:`anchordiv.sharded.ShardScanner.iter_gallery_terms` gives them (the slider's one pass
+        reads either); the factors are ones, the stored ``eta`` being already scaled. Views,
+        nothing copied."""
+        stop = self._n_gallery if stop is None else stop
+        for start in range(first, stop, rows):
+            end = min(start + rows, stop)
+            eta, kappa = self._eta[start:end], self.component_kappa[start:end]
             yield start, eta, torch.ones(eta.shape[0], dtype=eta.dtype, device=eta.device), kappa
 
     def grid_top_k(self, job: GridPass) -> tuple[torch.Tensor, torch.Tensor]:
-        """The certified slider's one pass, ``job`` an :class:`anchordiv.slider.GridPass`, over this gallery."""
-        return job.run(self.iter_gallery_terms())
+        """The certified slider's one pass, ``job`` an :class:`anchordiv.slider.GridPass`, over this
+        gallery: split among the host's cores when it is large (:mod:`anchordiv.pass_pool`)."""
+        parts = run_parts(lambda bounds: job.run(self.iter_gallery_terms(first=bounds[0], stop=bounds[1])),
+                          row_parts(self._n_gallery, self.device))
+        return parts[0] if len(parts) == 1 else job.merge(parts)
 
     def gallery_rows(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(eta (n, d), kappa (n, K))`` at gallery positions ``ids`` ``(n,)``."""
@@ -278,7 +287,9 @@ class AnchorIndex(_InnerProductIndex):
 
     def _keys_and_bias(self) -> tuple[torch.Tensor, torch.Tensor]:
         check_fit(self.model, self._fit_token, self._weights, "AnchorIndex", "AnchorIndex(model, gallery)")
-        return self._keys, self._bias
+        if self._terms is None:  # two threads may both make them: the same values, one kept
+            self._terms = self._augmented(self.model)
+        return self._terms
 
     def _query_vectors(self, queries: ArrayLike) -> tuple[torch.Tensor, torch.Tensor]:
         return query_terms(self.model, queries, self.reverse, self.device, self._eta.dtype)

@@ -28,6 +28,8 @@ candidate rows, each slider move) first checks it: a changed shard is a ``ValueE
 from __future__ import annotations
 
 import copy
+import threading
+import weakref
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol, Sequence
@@ -36,8 +38,9 @@ import numpy as np
 import torch
 
 from ._validation import ArrayLike, check_finite_output, check_positive_int
-from .device import resolve_device
+from .device import available_memory, resolve_device
 from .models.base import AnchorModel, like_input
+from .pass_pool import row_parts, run_parts
 from .search import check_fit, check_reweighting, query_terms, top_k_inner_product
 from .slider import GridPass, MixtureSlider
 from .store.fingerprint import ShardFingerprint
@@ -53,6 +56,52 @@ SCAN_BLOCK_ELEMENTS = 2**22
 # then read GPU memory rather than disk and the host-to-device link. The rest stays free for the
 # passes' own blocks and for other work.
 RESIDENT_SHARE = 0.5
+# On a CPU, a local index keeps a store's rows at float32 (with each row's norm) when they take at
+# most this share of the host's available memory: a pass then reads 4 bytes a value from memory at
+# its bandwidth, where a float16 shard must be converted first (about 1 GB/s of float16 with fresh
+# arrays, 9 GB/s into a kept buffer; a float32 (n, d) @ (d, 2) runs at about 21 GB/s, measured on
+# the 2-core CPU of docs/benchmarks.md). A larger store is read from its files, into kept buffers.
+HOST_RESIDENT_SHARE = 0.25
+# Rows of kept float32 rows a pass takes at a time (views, nothing copied): 128 MB at d = 512. Fewer,
+# larger blocks spend less on each block's small operations (0.178 s against 0.160 s for a new
+# query's pass over 10^6 x 512 with blocks of 8,192 and of 65,536 rows, measured on that CPU).
+HOST_BLOCK_ELEMENTS = 2**25
+
+
+class _HostRows:
+    """A store's shards at float32 and each row's norm, read once in this process and shared by every
+    scanner that keeps rows over the same :class:`GalleryStore` object (the explorer opens a store
+    once and builds a geometry over it per pair of anchor sets). A shard is read again when the
+    fingerprint asked for is not the one it was read under."""
+
+    def __init__(self, store: GalleryStore):
+        self.store = store
+        self._shards: dict[int, tuple[ShardFingerprint, torch.Tensor, torch.Tensor]] = {}
+        self._lock = threading.Lock()
+
+    def shard(self, number: int, fingerprint: ShardFingerprint) -> tuple[torch.Tensor, torch.Tensor]:
+        """Shard ``number``'s rows ``(n, d)`` float32 and their norms ``(n,)``, as read under ``fingerprint``."""
+        with self._lock:
+            kept = self._shards.get(number)
+            if kept is None or kept[0] != fingerprint:
+                shard = self.store.shards[number]
+                rows = torch.empty(tuple(shard.shape), dtype=torch.float32)
+                start = self.store.shard_starts[number]
+                for first, block in self.store.scan_blocks(number, max(1, SCAN_BLOCK_ELEMENTS // self.store.dim)):
+                    rows[first - start:first - start + block.shape[0]] = block
+                kept = self._shards[number] = (fingerprint, rows, torch.linalg.vector_norm(rows, dim=1))
+            return kept[1], kept[2]
+
+
+_HOST_ROWS: "weakref.WeakKeyDictionary[GalleryStore, _HostRows]" = weakref.WeakKeyDictionary()
+_HOST_ROWS_LOCK = threading.Lock()
+
+
+def _host_rows(store: GalleryStore) -> _HostRows:
+    with _HOST_ROWS_LOCK:
+        if store not in _HOST_ROWS:
+            _HOST_ROWS[store] = _HostRows(store)
+        return _HOST_ROWS[store]
 
 
 class ShardScanner:
@@ -70,13 +119,16 @@ class ShardScanner:
         one) and ``kappa_k`` computed, one pass over them. fingerprints : the shards'
         :meth:`~anchordiv.store.GalleryStore.shard_fingerprints` taken before their terms were
         computed (needed with ``kappa_state``; without either, taken here); every read of a shard
-        checks them first (``ValueError`` naming a shard changed since).
+        checks them first (``ValueError`` naming a shard changed since). keep_rows : on a CPU, keep
+        the shards' rows at float32 in this process when they fit (:data:`HOST_RESIDENT_SHARE`),
+        shared with every scanner over the same store object: a local index's scanner does, a Ray
+        task's (which ends with its scan) does not.
     """
 
     def __init__(self, model: AnchorModel, store: GalleryStore | str | Path, shards: Sequence[int] | None = None,
                  reverse: bool = False, device: str | torch.device | None = None, block_rows: int | None = None,
                  kappa_state: dict[int, torch.Tensor] | None = None,
-                 fingerprints: dict[int, ShardFingerprint] | None = None):
+                 fingerprints: dict[int, ShardFingerprint] | None = None, keep_rows: bool = False):
         self.store = store if isinstance(store, GalleryStore) else GalleryStore.open(store)
         self.model, self.reverse, self.device = model, bool(reverse), resolve_device(device)
         self.block_rows = (max(1, SCAN_BLOCK_ELEMENTS // self.store.dim) if block_rows is None
@@ -87,6 +139,8 @@ class ShardScanner:
                              "earlier scanner's fingerprints= too.")
         # Shard number -> its blocks on the GPU, filled as they are first read (None: read every pass).
         self._resident: dict[int, list[tuple[int, torch.Tensor]]] | None = {} if self._fits_on_device() else None
+        # The store's rows at float32 on this host (None: read from the files every pass).
+        self._host_rows = _host_rows(self.store) if keep_rows and self._fits_on_host() else None
         # Taken before the shards are read, so that a change during the pass below shows at the next read.
         self.fingerprints = (self.store.shard_fingerprints(self.shards) if fingerprints is None
                              else {number: fingerprints[number] for number in self.shards})
@@ -109,6 +163,19 @@ class ShardScanner:
         free, _ = torch.cuda.mem_get_info(self.device)
         return rows * self.store.dim * np.dtype(self.store.dtype).itemsize <= RESIDENT_SHARE * free
 
+    def _fits_on_host(self) -> bool:
+        """Whether this scanner's shards can stay in host memory at float32 (:data:`HOST_RESIDENT_SHARE`)."""
+        if self.device.type != "cpu":
+            return False
+        rows = sum(self.store.shards[number].shape[0] for number in self.shards)
+        return rows * self.store.dim * 4 <= HOST_RESIDENT_SHARE * available_memory(self.device)
+
+    @property
+    def keeps_rows(self) -> str:
+        """Where the rows a pass reads are: ``"gpu"`` (kept there in the store's dtype), ``"host"``
+        (kept in this process at float32) or ``"files"`` (read and converted every pass)."""
+        return "gpu" if self._resident is not None else "host" if self._host_rows is not None else "files"
+
     def kappa_state(self) -> dict[int, torch.Tensor]:
         """Shard number -> what ``model.gallery_state`` gives without gradients, on the CPU: hand it to
         another scanner of the same shards (``kappa_state=``) to spare it the pass over them."""
@@ -121,22 +188,32 @@ class ShardScanner:
     def eta_blocks(self, number: int) -> Iterator[tuple[int, torch.Tensor]]:
         """``(start, eta)`` for shard ``number``: rows read from the file and turned into float32
         ``eta = scale * y / ||y||`` ``(n, d)`` on ``device``, ``block_rows`` at a time; ``start`` global."""
-        for _, start, _, block in self._blocks([number]):
+        for _, start, _, block, _ in self._blocks([number]):
             yield start, self._eta(block)
 
-    def _blocks(self, numbers: Sequence[int]) -> Iterator[tuple[int, int, int, torch.Tensor]]:
-        """``(shard, start, offset, rows)`` for each block of shards ``numbers``: the store's float32
-        rows ``(n, d)`` from global row ``start``, ``offset`` rows into the shard (where its ``kappa_k``
-        are); on the CPU, or on the GPU where the shards stay there (read from the files once).
-        Each shard's fingerprint is checked before and after its blocks are read (and before each
-        pass over kept blocks), so a shard changed before or during the read is refused, never mixed
-        with the terms of the old one."""
+    def _blocks(self, numbers: Sequence[int]) -> Iterator[tuple[int, int, int, torch.Tensor, torch.Tensor | None]]:
+        """``(shard, start, offset, rows, norms)`` for each block of shards ``numbers``: the store's
+        float32 rows ``(n, d)`` from global row ``start``, ``offset`` rows into the shard (where its
+        ``kappa_k`` are), and their norms ``(n,)`` where kept with them (else ``None``); on the GPU
+        where the shards stay there, else on the CPU (kept there, or read from the files into buffers
+        reused from block to block: use a block before asking for the next). Each shard's fingerprint
+        is checked before and after its blocks are read (and before each pass over kept blocks), so a
+        shard changed before or during the read is refused, never mixed with the terms of the old one."""
         for number in numbers:
             self.store.check_unchanged({number: self.fingerprints[number]})
-            blocks = (self.store.shard_blocks(number, self.block_rows) if self._resident is None
+            shard_start = self.store.shard_starts[number]
+            if self._host_rows is not None:
+                rows, norms = self._host_rows.shard(number, self.fingerprints[number])
+                self.store.check_unchanged({number: self.fingerprints[number]})  # a first read is checked after too
+                step = max(self.block_rows, HOST_BLOCK_ELEMENTS // self.store.dim)
+                for offset in range(0, rows.shape[0], step):
+                    end = offset + step
+                    yield number, shard_start + offset, offset, rows[offset:end], norms[offset:end]
+                continue
+            blocks = (self.store.scan_blocks(number, self.block_rows) if self._resident is None
                       else self._resident.get(number) or self._read_to_device(number))
             for start, block in blocks:
-                yield number, start, start - self.store.shard_starts[number], block.float()
+                yield number, start, start - shard_start, block.float(), None
             self.store.check_unchanged({number: self.fingerprints[number]})
             if self._resident is not None:  # kept once the shard is known unchanged through the read
                 self._resident[number] = blocks
@@ -153,15 +230,18 @@ class ShardScanner:
         or on the GPU for kept shards), then on ``device``."""
         return self.model.natural_parameters(block, "gallery").to(self.device)
 
-    def iter_gallery_terms(self) -> Iterator[tuple[int, torch.Tensor, torch.Tensor, torch.Tensor]]:
-        """``(start, rows (n, d), factors (n,), kappa (n, K))`` over this scanner's shards, one block at
-        a time: the store's float32 rows, ``eta_y = factors[:, None] * rows`` up to float32 rounding
-        (``factors = scale / ||row||``), and the block's ``kappa_k``. The slider's one pass takes
-        ``eta_y . g`` as ``factor * (row . g)``, so no scaled ``(n, d)`` copy is made."""
+    def iter_gallery_terms(self, shards: Sequence[int] | None = None
+                           ) -> Iterator[tuple[int, torch.Tensor, torch.Tensor, torch.Tensor]]:
+        """``(start, rows (n, d), factors (n,), kappa (n, K))`` over ``shards`` (default: this
+        scanner's), one block at a time: the store's float32 rows, ``eta_y = factors[:, None] * rows``
+        up to float32 rounding (``factors = scale / ||row||``), and the block's ``kappa_k``. The
+        slider's one pass takes ``eta_y . g`` as ``factor * (row . g)``, so no scaled ``(n, d)`` copy
+        is made. Rows read from the files are a buffer the next block refills: use each block
+        before asking for the next."""
         kappa, scale = self.component_kappa(), float(self.model.scale)
-        for number, start, offset, block in self._blocks(self.shards):
+        for number, start, offset, block, norms in self._blocks(self.shards if shards is None else shards):
             rows = block.to(self.device)
-            factors = scale / torch.linalg.vector_norm(rows, dim=1)
+            factors = scale / (torch.linalg.vector_norm(rows, dim=1) if norms is None else norms)
             yield start, rows, factors, kappa[number][offset:offset + rows.shape[0]]
 
     def with_model(self, model: AnchorModel) -> "ShardScanner":
@@ -180,7 +260,7 @@ class ShardScanner:
         exclude = None if exclude is None else exclude.to(self.device)
         bias = None if self.reverse else self._mixed_bias()
         best = RunningTopK(k)
-        for number, start, offset, block in self._blocks(self.shards):
+        for number, start, offset, block, _ in self._blocks(self.shards):
             eta = self._eta(block)
             if self.reverse:
                 keys, block_bias = self._reverse_terms(self.model, eta)
@@ -193,8 +273,13 @@ class ShardScanner:
         return scores.cpu(), ids.cpu()
 
     def grid_top_k(self, job: GridPass) -> tuple[torch.Tensor, torch.Tensor]:
-        """The certified slider's one pass over this scanner's shards (on the CPU)."""
-        scores, ids = job.run(self.iter_gallery_terms())
+        """The certified slider's one pass over this scanner's shards (results on the CPU): its shards
+        dealt among the host's cores when they are many rows (:mod:`anchordiv.pass_pool`)."""
+        rows = sum(self.store.shards[number].shape[0] for number in self.shards)
+        count = min(len(row_parts(rows, self.device)), len(self.shards))
+        groups = [self.shards[first::count] for first in range(count)]
+        parts = run_parts(lambda group: job.run(self.iter_gallery_terms(group)), groups)
+        scores, ids = parts[0] if len(parts) == 1 else job.merge(parts)
         return scores.cpu(), ids.cpu()
 
     def _mixed_bias(self) -> dict[int, torch.Tensor]:
@@ -368,7 +453,8 @@ class ShardedAnchorIndex:
         self._fingerprints = store.shard_fingerprints(range(len(store.shards)))
         if engine == "local":
             self._engine: ScanEngine = _LocalEngine(
-                ShardScanner(model, store, None, reverse, self.device, block_rows, fingerprints=self._fingerprints))
+                ShardScanner(model, store, None, reverse, self.device, block_rows, fingerprints=self._fingerprints,
+                             keep_rows=True))
         else:
             self._engine = _RayEngine(model, store, self._fingerprints, reverse,
                                       None if device is None else self.device, block_rows, address, workers)

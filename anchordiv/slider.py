@@ -160,25 +160,75 @@ class GridPass:
         global positions ``(m, k'')`` over ``blocks`` of ``(start, rows (n, d), factors (n,), kappa
         (n, 2))`` with ``eta_y = factors * rows`` (as ``iter_gallery_terms`` gives them)."""
         best = RunningTopK(self.kept)
-        # The gradients as a transposed (2, d) block: torch's (n, d) @ (d, 2) is several times slower
-        # on the CPU when the right factor is row-major. Made once, for the blocks' device and dtype.
-        grads = None
+        grads = grid = kappa_x = None
         for start, rows, factors, kappa in blocks:
             device = rows.device
             if grads is None or grads.device != device or grads.dtype != rows.dtype:
+                # The gradients as a transposed (2, d) block: torch's (n, d) @ (d, 2) is several times
+                # slower on the CPU when the right factor is row-major. Made once per device and dtype.
                 grads = self.grads.T.to(device, rows.dtype).contiguous().T
+                grid = [torch.tensor(values, device=device)[:, None] for values in (self.log_r, self.log_1mr)]
+                kappa_x = torch.tensor(self.kappa_x, device=device)
             # The mat-vec at the gallery's precision (float32: the pass's cost), the rest in float64;
             # MixtureSlider._pass_slack bounds the float32 rounding (and so a float64 gallery's too).
-            ab = (rows @ grads).to(torch.float64) * factors.to(torch.float64)[:, None]
-            shifted = kappa.to(torch.float64) - torch.tensor(self.kappa_x, device=device)            # (n, 2)
-            grid = [torch.tensor(values, device=device)[:, None] for values in (self.log_r, self.log_1mr)]
-            terms = (ab[:, 0], ab[:, 1], shifted[:, 0], shifted[:, 1])
-            # Grid points by items, so each point's top-k' runs along contiguous memory.
-            scores = mixture_scores(*grid, *(t[None, :] for t in terms), lib=torch)                # (m, n)
-            if self.exclude is not None and start <= self.exclude < start + scores.shape[1]:
-                scores[:, self.exclude - start] = float("-inf")
-            best.add_block(scores, start)
+            # (2, n) through the transposed view: several times faster than broadcasting along (n, 2).
+            ab = (rows @ grads).T.to(torch.float64) * factors.to(torch.float64)[None, :]
+            shifted = kappa.to(torch.float64) - kappa_x                                              # (n, 2)
+            terms = [ab[0], ab[1], shifted[:, 0], shifted[:, 1]]
+            excluded = self.exclude - start if self.exclude is not None and 0 <= self.exclude - start < len(ab) else None
+            live = self._live_rows(terms, grid, best.kth_best(), excluded)
+            if live is None:
+                scores = self._scores(grid, *terms)                                                 # (m, n)
+                if excluded is not None:
+                    scores[:, excluded] = float("-inf")
+                best.add_block(scores, start)
+            elif live.shape[0]:
+                scores = self._scores(grid, *(term[live] for term in terms))
+                best.add(scores, (live + start)[None, :].expand_as(scores))
         return best.result()
+
+    @staticmethod
+    def _live_rows(terms: list[torch.Tensor], grid: list[torch.Tensor], kth: torch.Tensor | None,
+                   excluded: int | None) -> torch.Tensor | None:
+        """The rows of a block ``(n_live,)`` that may beat some grid point's ``k'``-th best so far
+        ``kth`` ``(m,)``, or ``None`` (every row, the excluded one included) while fewer are held.
+
+        ``f_y`` is convex in ``r``, so ``f_y(r_j) <= (1 - r_j) f_y(0) + r_j f_y(1) <= max(f_y(0),
+        f_y(1))``, with ``f_y(0) = b_y - beta_y`` and ``f_y(1) = a_y - alpha_y``: a row below every
+        ``k'``-th best at both bounds never enters, and only the others are scored (``logaddexp``
+        at every grid point costs several times this test). The bounds are lowered by a relative
+        ``1e-12``, far above float64 round-off and far below the certificate's slack; a NaN stays
+        live, so that it reaches the result."""
+        if kth is None:
+            return None
+        a, b, alpha, beta = terms
+        at_zero, at_one = b - beta, a - alpha
+        floor = kth - 1e-12 * (1.0 + kth.abs())
+        live = (~(torch.maximum(at_zero, at_one) <= floor.min())).nonzero()[:, 0]
+        if live.shape[0]:
+            log_r, log_1mr = grid
+            chords = torch.exp(log_1mr) * at_zero[live][None, :] + torch.exp(log_r) * at_one[live][None, :]
+            live = live[(~(chords <= floor[:, None])).any(dim=0)]
+        return live if excluded is None else live[live != excluded]
+
+    @staticmethod
+    def _scores(grid: list[torch.Tensor], a: torch.Tensor, b: torch.Tensor, alpha: torch.Tensor,
+                beta: torch.Tensor) -> torch.Tensor:
+        """:func:`mixture_scores` at every grid point ``(m, n)``, grid points by items so that each
+        point's top-``k'`` runs along contiguous memory. At ``r = 0`` and ``r = 1`` (where a grid has
+        them, first and last) ``f`` is linear, ``b - beta`` and ``a - alpha``: no ``logaddexp``."""
+        log_r, log_1mr = grid
+        first = 1 if bool(torch.isneginf(log_r[0])) else 0
+        last = log_r.shape[0] - (1 if bool(torch.isneginf(log_1mr[-1])) else 0)
+        scores = torch.empty((log_r.shape[0], a.shape[0]), dtype=a.dtype, device=a.device)
+        if first:
+            torch.sub(b, beta, out=scores[0])
+        if last < log_r.shape[0]:
+            torch.sub(a, alpha, out=scores[-1])
+        if last > first:
+            scores[first:last] = mixture_scores(log_r[first:last], log_1mr[first:last], a[None], b[None],
+                                                alpha[None], beta[None], lib=torch)
+        return scores
 
     def merge(self, parts: list[tuple[torch.Tensor, torch.Tensor]]) -> tuple[torch.Tensor, torch.Tensor]:
         """The top-``k'`` per grid point of several :meth:`run` results (the reduce step), on the first's device."""
@@ -290,6 +340,7 @@ class MixtureSlider:
         self._query_terms(_check_query(query, self.model.n_features_in_))
         self._log_odds_grid = self._make_grid(grid)
         self._one_pass()
+        self._last_tops: tuple[bytes, tuple] | None = None
 
     # -- construction ------------------------------------------------------------------------------
     @staticmethod
@@ -481,16 +532,22 @@ class MixtureSlider:
     def _candidate_tops(self, positions: np.ndarray) -> tuple[np.ndarray, Any, Any, np.ndarray]:
         """At each position: ``log r (S, 1)``, the candidates' top-``k`` as indices into them ``(S, k)``
         and their scores ``f`` ``(S, k)`` (both ``None`` with fewer than ``k`` candidates), and
-        whether the certificate holds ``(S,)``."""
+        whether the certificate holds ``(S,)``. The last positions' are kept: :func:`query_path`
+        asks for them twice (:meth:`certified_along`, then :meth:`path`)."""
+        key = positions.tobytes()
+        if self._last_tops is None or self._last_tops[0] != key:
+            self._last_tops = (key, self._candidate_tops_at(positions))
+        return self._last_tops[1]
+
+    def _candidate_tops_at(self, positions: np.ndarray) -> tuple[np.ndarray, Any, Any, np.ndarray]:
         log_odds = self._log_odds_of(self.model.log_weights_along(positions))
         log_r, log_1mr = log_sigmoid(log_odds)[:, None], log_sigmoid(-log_odds)[:, None]
         scores = mixture_scores(log_r, log_1mr, self._a[None], self._b[None], self._alpha[None], self._beta[None])
         k = self.k
         if scores.shape[1] < k:
             return log_r, None, None, np.zeros(len(positions), dtype=bool)
-        top = np.argpartition(-scores, k - 1, axis=1)[:, :k]
-        top = np.take_along_axis(top, np.argsort(-np.take_along_axis(scores, top, 1), axis=1, kind="stable"), 1)
-        best = np.take_along_axis(scores, top, 1)                                            # (S, k)
+        # torch's top-k: several times numpy's argpartition and argsort along rows of this size.
+        best, top = (part.numpy() for part in torch.topk(torch.from_numpy(scores), k, dim=1))  # (S, k) each
         bounds = self._bounds(log_odds)
         with np.errstate(invalid="ignore"):  # the slack of an infinite bound is NaN; isneginf decides there
             certified = (best[:, -1] >= bounds + CERTIFICATE_RTOL * (1.0 + np.abs(bounds))) | np.isneginf(bounds)

@@ -133,12 +133,31 @@ class RunningTopK:
     def add_block(self, scores: torch.Tensor, start: int) -> None:
         """Fold in a block whose columns are the consecutive gallery ids ``start .. start + n - 1``.
 
+        Once ``k`` are held, only the block's columns that beat some query's ``k``-th best so far
+        are ranked (one comparison over the block, then a top-``k`` over the few left): a long
+        scan's later blocks cost little more than reading them. A column that only ties a
+        ``k``-th best is left out, as a tie may be; a NaN is always kept, so that it reaches the
+        result and the caller's check of it.
+
         Parameters
         ----------
         scores : ``(Q, n)`` the block's scores, larger is better. start : the id of its first column.
         """
+        kth = self.kth_best()
+        if kth is not None:
+            live = (~(scores <= kth[:, None])).any(dim=0).nonzero()[:, 0]
+            if live.shape[0] < scores.shape[1] // 2:
+                if live.shape[0]:
+                    top, order = self._block_top(scores[:, live])
+                    self._fold(top, live[order] + start)
+                return
         top, order = self._block_top(scores)
         self._fold(top, order + start)
+
+    def kth_best(self) -> torch.Tensor | None:
+        """Each query's ``k``-th best score so far ``(Q,)``, below which no score can enter; ``None``
+        while fewer than ``k`` are held."""
+        return self._best[0][:, -1] if self._best is not None and self._best[0].shape[1] == self.k else None
 
     def result(self) -> tuple[torch.Tensor, torch.Tensor]:
         """``(scores, ids)``, each ``(Q, min(k, items seen))``, best first; ``ValueError`` before any block."""

@@ -110,6 +110,23 @@ def test_running_top_k_folds_blocks_into_the_whole_top_k(block):
         RunningTopK(5).result()
 
 
+def test_a_long_scan_ranks_only_what_beats_the_kth_best_and_keeps_a_nan():
+    """Past its first blocks a scan ranks only the columns that beat some query's k-th best so far:
+    the same top-k as one top-k over the whole row (distinct scores: no ties), and a NaN late in the
+    scan still reaches the result, where the indexes' check of their output finds it."""
+    from anchordiv.topk import RunningTopK
+
+    scores = torch.randn(3, 5000, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    scores[1, 4321] = float("nan")
+    scan = RunningTopK(7)
+    for start in range(0, 5000, 100):
+        scan.add_block(scores[:, start:start + 100], start)
+    values, ids = scan.result()
+    expected = torch.topk(scores, 7, dim=1)
+    torch.testing.assert_close(values, expected.values, equal_nan=True, rtol=0, atol=0)
+    assert torch.equal(ids, expected.indices) and ids[1, 0] == 4321
+
+
 def test_a_refitted_model_makes_its_index_refuse_to_answer(data):
     model = ad.EmpiricalAnchors(scale=12.0).fit(data["anchors"])
     mixture = ad.MixtureAnchors([model, ad.EmpiricalAnchors(scale=12.0).fit(data["style"])])

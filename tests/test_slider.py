@@ -318,3 +318,52 @@ def test_the_sweep_stops_once_per_set_of_images_at_the_ends_and_in_the_middles()
     assert path.sweep_stops(k=1).tolist() == [0, 1, 3, 5, 7]
     still = SliderPath(np.linspace(0, 1, 3), np.zeros((3, 2)), np.tile([[1, 2]], (3, 1)), np.ones(3, bool))
     assert still.ranking_runs().tolist() == [[0, 2]] and still.sweep_stops().tolist() == [0, 2]
+
+
+@pytest.mark.parametrize("cores", [1, 3], ids=["one part", "three parts"])
+@pytest.mark.parametrize("kept", [True, False], ids=["rows kept", "rows read"])
+def test_a_new_querys_pass_finds_the_same_however_it_reads_and_splits_the_rows(world, mixtures, store, monkeypatch,
+                                                                              kept, cores):
+    """The pass over a store's rows kept at float32 in memory or read from the files into reused
+    buffers, in one part or cut among three cores (parts of 1,000 rows at least here), and the
+    in-memory index's pass cut the same way: the same candidates (up to ties at a k'-th place)
+    and paths that are the exact search at every step."""
+    from anchordiv import pass_pool, sharded
+
+    monkeypatch.setattr(pass_pool, "MIN_PART_ROWS", 1000)
+    monkeypatch.setattr(pass_pool, "host_cores", lambda: cores)
+    if not kept:
+        monkeypatch.setattr(sharded, "HOST_RESIDENT_SHARE", 0.0)
+    gallery, mixture = world["gallery"], mixtures["calibrated"]
+    memory = ad.AnchorIndex(mixture, gallery, device="cpu")
+    over_store = sharded.ShardedAnchorIndex(mixture, store, device="cpu", block_rows=700)
+    assert over_store._engine.scanner.keeps_rows == ("host" if kept else "files")
+    assert len(pass_pool.row_parts(G, torch.device("cpu"))) == cores
+    for query_id in (3, 1999):
+        paths = []
+        for index in (memory, over_store):
+            slider = index.slider(gallery[query_id], k=K, exclude=query_id, grid=3)
+            check_candidates(slider, memory)
+            paths.append(slider.path(21))
+        for step, p in enumerate(paths[0].p):
+            search = memory.with_model(mixture.with_weights([p, 1 - p])).search(gallery[query_id:query_id + 1], 2 * K,
+                                                                             exclude=[query_id])
+            for path in paths:
+                assert_same_ranking((path.values[step], path.ids[step]), search, **SLIDER_TOL,
+                                    context=f"query {query_id}, p = {p:.2f}")
+
+
+def test_parts_run_inline_from_the_pool_and_in_order():
+    """Results come back in the parts' order; a pass started from a pool thread (nested) runs its parts
+    inline rather than wait for a thread of the pool it holds."""
+    import threading
+
+    from anchordiv import pass_pool
+
+    names = pass_pool.run_parts(lambda part: (part, threading.current_thread().name), list(range(6)))
+    assert [part for part, _ in names] == list(range(6))
+    nested = pass_pool.run_parts(lambda _: pass_pool.run_parts(lambda part: threading.current_thread().name, [0, 1]),
+                                 [0, 1])
+    assert all(len(set(inner)) == 1 for inner in nested)  # each inner pair ran in its caller's thread
+    assert pass_pool.row_parts(10, torch.device("cpu")) == [(0, 10)]
+    assert pass_pool.row_parts(10**7, torch.device("meta")) == [(0, 10**7)]  # not a CPU: one part

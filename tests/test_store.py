@@ -43,6 +43,24 @@ def test_shard_boundaries_and_blocks(tmp_path, embeddings):
         store.rows([23])
 
 
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_a_scan_reads_the_blocks_into_reused_buffers_and_names_a_cut_shard(tmp_path, embeddings, dtype):
+    """scan_blocks gives what shard_blocks gives, each block a view of one buffer refilled for the next;
+    a shard cut short after the store was opened is named, not read as fewer rows."""
+    store = GalleryStore.from_array(embeddings, tmp_path / "s", shard_rows=10, dtype=dtype)
+    for number in range(len(store.shards)):
+        scanned = [(start, block.clone(), block.data_ptr()) for start, block in store.scan_blocks(number, rows=4)]
+        expected = list(store.shard_blocks(number, rows=4))
+        assert [start for start, _, _ in scanned] == [start for start, _ in expected]
+        for (_, block, _), (_, wanted) in zip(scanned, expected):
+            assert torch.equal(block, wanted)
+        assert len({pointer for _, _, pointer in scanned}) == 1
+    path = store.directory / "shard-00001.npy"
+    path.write_bytes(path.read_bytes()[:-3])
+    with pytest.raises(ValueError, match=r"shard-00001\.npy ends before its 10 rows; rebuild the store"):
+        list(store.scan_blocks(1, rows=4))
+
+
 def test_ids_labels_and_encoder_are_kept(tmp_path, embeddings):
     labels = pd.DataFrame({"name": [f"item {i}" for i in range(23)], "group": np.arange(23) % 3})
     ids = np.arange(100, 123)[::-1].copy()

@@ -6,28 +6,14 @@ measures itself, the benchmarks ask it to run a probe.
 """
 from __future__ import annotations
 
-import os
 import threading
 from typing import Any
 
 import torch
 
+from ..device import available_memory  # noqa: F401  (the benchmarks' probe of free memory is the core's)
+
 RSS_SAMPLE_SECONDS = 0.005
-
-
-def available_memory(device: torch.device) -> int:
-    """Bytes free for tensors on ``device``: the GPU's free memory, else the host's available
-    memory (``MemAvailable`` from ``/proc/meminfo``, or free pages from ``os.sysconf``)."""
-    if device.type == "cuda":
-        return int(torch.cuda.mem_get_info(device)[0])
-    try:
-        with open("/proc/meminfo") as handle:
-            for line in handle:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
 
 
 def gib(size: int) -> str:

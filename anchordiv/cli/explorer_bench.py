@@ -14,8 +14,20 @@ from .output import write_json
 def add_parser(commands) -> argparse.ArgumentParser:
     bench = commands.add_parser("explorer-bench", help="the explorer's interactive timings (move p, new query, UMAP)")
     bench.add_argument("--gallery", type=integer(1, 10**7), default=20_000, help="gallery size G (default 20,000)")
-    bench.add_argument("--anchors", type=integer(2, 10**6), default=4_000, help="anchors in set A (default 4,000)")
+    bench.add_argument("--anchors", type=integer(2, 10**6),
+                       help="anchors in set A (default 4,000; 1,644 with --scale, the built-in world's object names)")
     bench.add_argument("--dim", type=integer(1, 65536), default=256, help="embedding dimension (default 256, the built-in model's)")
+    bench.add_argument("--scale", action="store_true",
+                       help="a new query's p path (what the player needs before it plays) over galleries of 20,000, "
+                            "100,000 and 500,000 rows in memory and a float16 store of 10^6 rows, against one mat-vec "
+                            "pass and against reading the rows at the memory bandwidth measured in the same run")
+    bench.add_argument("--sizes", type=integer(1, 10**7), nargs="*", metavar="G",
+                       help="with --scale: the galleries in memory (default 20000 100000 500000; none: only the store)")
+    bench.add_argument("--store-rows", type=integer(0, 10**8), dest="store_rows",
+                       help="with --scale: the store's rows (default 1,000,000; 0: no store)")
+    bench.add_argument("--store-dir", dest="store_dir",
+                       help="with --scale: build the store in this folder and keep it (reused by a later run of the "
+                            "same size); default a temporary folder")
     bench.add_argument("--umap-points", type=integer(1, 10**6), default=10_000, dest="umap_points")
     bench.add_argument("--repeats", type=integer(1, 10**6), help="default 20 (5 with --browser)")
     bench.add_argument("--browser", action="store_true",
@@ -36,11 +48,22 @@ def add_parser(commands) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    scale_only = (("--sizes", args.sizes is not None), ("--store-rows", args.store_rows is not None),
+                  ("--store-dir", args.store_dir is not None))
+    if not args.scale:
+        for option, given in scale_only:
+            if given:
+                raise ValueError(f"{option} sizes the --scale measurement: add --scale")
     if args.browser:
+        if args.scale:
+            raise ValueError("--browser and --scale are two measurements: give one of them")
         return _run_in_browser(args)
     for option, given in (("--isolation", args.isolation), ("--sessions", args.sessions is not None)):
         if given:
             raise ValueError(f"{option} is a browser measurement: add --browser")
+    if args.scale:
+        return _run_at_scale(args)
+    args.anchors = args.anchors or 4_000
     import torch
 
     from ..benchmarks.explorer import benchmark
@@ -52,6 +75,26 @@ def run(args: argparse.Namespace) -> int:
     results = benchmark(gallery_size=args.gallery, n_anchors=args.anchors, dim=args.dim, umap_points=args.umap_points,
                         repeats=args.repeats)
     write_json(args.json, results)
+    return 0
+
+
+def _run_at_scale(args: argparse.Namespace) -> int:
+    from ..benchmarks.new_query import MEMORY_SIZES, OBJECT_ANCHORS, STORE_ROWS, NewQueryConfig, figure_lines, \
+        new_query_benchmark
+
+    check_output_file(args.json, "--json")
+    config = NewQueryConfig(sizes=tuple(MEMORY_SIZES if args.sizes is None else args.sizes),
+                            store_rows=STORE_ROWS if args.store_rows is None else args.store_rows, dim=args.dim,
+                            anchors=args.anchors or OBJECT_ANCHORS, queries=args.repeats or 5,
+                            store_dir=args.store_dir)
+    print(f"anchordiv explorer-bench --scale: a new query's p path (ExplorerGeometry.p_path: 101 steps, k = 10, "
+          f"calibrated) with A = {config.anchors:,} and B = 7 random anchors, softmax at scale 10, d = {config.dim}, "
+          f"the median of {config.queries} new queries; torch at one thread as the explorer's server runs it",
+          flush=True)
+    figures = new_query_benchmark(config)
+    for line in figure_lines(figures):
+        print(line, flush=True)
+    write_json(args.json, figures)
     return 0
 
 

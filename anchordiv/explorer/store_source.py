@@ -311,15 +311,18 @@ def cosine_top_k(store: GalleryStore, query: np.ndarray, k: int, exclude: int | 
     """The ``k`` store rows most cosine-similar to ``query`` ``(d,)``: ``(similarities (k,),
     positions (k,))``, descending, what :class:`~anchordiv.CosineIndex` over every row gives. Reads
     the store one float32 block of ``block_rows`` at a time (default: the sharded search's block),
-    folded into the running top-``k`` as it comes: never a float32 copy of the store."""
+    folded into the running top-``k`` as it comes: never a float32 copy of the store (each block is
+    a buffer the next refills, :meth:`~anchordiv.store.GalleryStore.scan_blocks`)."""
     vector = unit_rows(as_matrix(np.asarray(query).reshape(1, -1), "query"), "query").to(torch.float32)
     if vector.shape[1] != store.dim:
         raise ValueError(f"the query has dimension {vector.shape[1]} but the store {store.dim}; embed it with "
                          "the store's model")
     excluded = exclusion_matrix(None if exclude is None else [int(exclude)], 1, len(store), torch.device("cpu"))
     best = RunningTopK(check_top_k(k, len(store), excluded))
-    for start, block in store.iter_blocks(block_rows or max(1, SCAN_BLOCK_ELEMENTS // store.dim)):
-        scores = vector @ block.T
+    rows = block_rows or max(1, SCAN_BLOCK_ELEMENTS // store.dim)
+    blocks = (block for number in range(len(store.shards)) for block in store.scan_blocks(number, rows))
+    for start, block in blocks:
+        scores = (block @ vector.T).T  # (1, n): the (n, d) @ (d, 1) form is the fast one on a CPU
         if excluded is not None:
             mask_excluded(scores, excluded, start)
         best.add_block(scores, start)
