@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass
-from typing import Any, Hashable, Iterable, Protocol, runtime_checkable
+from typing import Any, Hashable, Iterable, Iterator, Protocol, runtime_checkable
 
 import numpy as np
 import torch
@@ -46,6 +46,7 @@ DEFAULT_GRID = 31            # interior grid points, uniform in log-odds; r = 0 
 DEFAULT_TAIL = 1e-3          # the default grid spans the log-odds of p in [TAIL, 1 - TAIL]
 MIN_CANDIDATES = 256         # default k' = max(4 k, MIN_CANDIDATES): at G = 10^6, 64 certified 72-92% of moves, 256 all
 CERTIFICATE_RTOL = 1e-10     # slack on the certificate, far above float64 round-off of f
+FIRST_BLOCK_ROWS = 4096      # rows a pass scores whole before its floors skip rows (at least 8 k')
 
 
 def log_sigmoid(z: np.ndarray | float) -> np.ndarray:
@@ -161,7 +162,7 @@ class GridPass:
         (n, 2))`` with ``eta_y = factors * rows`` (as ``iter_gallery_terms`` gives them)."""
         best = RunningTopK(self.kept)
         grads = grid = kappa_x = None
-        for start, rows, factors, kappa in blocks:
+        for start, rows, factors, kappa in _first_block_cut(blocks, max(FIRST_BLOCK_ROWS, 8 * self.kept)):
             device = rows.device
             if grads is None or grads.device != device or grads.dtype != rows.dtype:
                 # The gradients as a transposed (2, d) block: torch's (n, d) @ (d, 2) is several times
@@ -175,7 +176,8 @@ class GridPass:
             ab = (rows @ grads).T.to(torch.float64) * factors.to(torch.float64)[None, :]
             shifted = kappa.to(torch.float64) - kappa_x                                              # (n, 2)
             terms = [ab[0], ab[1], shifted[:, 0], shifted[:, 1]]
-            excluded = self.exclude - start if self.exclude is not None and 0 <= self.exclude - start < len(ab) else None
+            excluded = (self.exclude - start if self.exclude is not None and 0 <= self.exclude - start < rows.shape[0]
+                        else None)
             live = self._live_rows(terms, grid, best.kth_best(), excluded)
             if live is None:
                 scores = self._scores(grid, *terms)                                                 # (m, n)
@@ -233,6 +235,22 @@ class GridPass:
     def merge(self, parts: list[tuple[torch.Tensor, torch.Tensor]]) -> tuple[torch.Tensor, torch.Tensor]:
         """The top-``k'`` per grid point of several :meth:`run` results (the reduce step), on the first's device."""
         return merge_top_k([part[0] for part in parts], [part[1] for part in parts], self.kept)
+
+
+def _first_block_cut(blocks: Iterable[tuple[int, torch.Tensor, torch.Tensor, torch.Tensor]], rows: int
+                     ) -> Iterator[tuple[int, torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """``blocks`` with the first cut after ``rows`` rows when it is much longer: the top-``k'`` of
+    those rows sets the floors that let most of the rest be skipped (:meth:`GridPass._live_rows`),
+    where a whole first block (a gallery in memory is often one) would be scored at every grid point."""
+    blocks = iter(blocks)
+    for start, rows_, factors, kappa in blocks:
+        if rows_.shape[0] > 2 * rows:
+            yield start, rows_[:rows], factors[:rows], kappa[:rows]
+            yield start + rows, rows_[rows:], factors[rows:], kappa[rows:]
+        else:
+            yield start, rows_, factors, kappa
+        break
+    yield from blocks
 
 
 DEFAULT_PATH_STEPS = 101     # p = 0, 0.01, ..., 1: the explorer's slider positions
