@@ -122,19 +122,21 @@ def test_new_query_at_scale_prints_a_line_per_gallery_and_keeps_its_store(tmp_pa
     reused by a second run of the same size and refused for another."""
     store_dir = tmp_path / "kept"
     argv = ["explorer-bench", "--scale", "--sizes", "1500", "3000", "--store-rows", "4000", "--dim", "16",
-            "--anchors", "30", "--repeats", "2", "--store-dir", str(store_dir), "--json", str(tmp_path / "f.json")]
+            "--anchors", "30", "--repeats", "2", "--users", "3", "--store-dir", str(store_dir),
+            "--json", str(tmp_path / "f.json")]
     assert main(argv) == 0
     lines = capsys.readouterr().out.strip().splitlines()[1:-1]  # the heading, the figures, "wrote ..."
-    assert [line.split(",")[0] for line in lines] == ["in memory", "in memory", "store"], lines
-    assert "G = 1,500 x 16 float32" in lines[0] and "4,000 x 16 float16 (rows host)" in lines[2]
-    for line in lines:
+    assert [line.split(",")[0] for line in lines] == ["in memory", "in memory", "in memory", "store", "store"], lines
+    assert "3 new queries at once" in lines[2] and "3 new queries at once" in lines[4]
+    assert "G = 1,500 x 16 float32" in lines[0] and "4,000 x 16 float16 (rows host)" in lines[3]
+    for line in (lines[0], lines[1], lines[3]):
         assert " x one " in line and "GB/s" in line and "100% of steps certified" in line, line
     figures = json.loads((tmp_path / "f.json").read_text())
     assert [entry["rows"] for entry in figures["memory"]] == [1500, 3000] and figures["threads"] == 1
     assert all(entry["path_s"] > 0 and entry["pass_s"] > 0 and entry["bandwidth"] > 0 for entry in figures["memory"])
     built = (store_dir / "store" / "manifest.json").stat().st_mtime_ns
     assert main(argv[:2] + ["--sizes", "--store-rows", "4000", "--dim", "16", "--anchors", "30", "--repeats", "2",
-                            "--store-dir", str(store_dir)]) == 0
+                            "--users", "0", "--store-dir", str(store_dir)]) == 0
     assert (store_dir / "store" / "manifest.json").stat().st_mtime_ns == built
     assert capsys.readouterr().out.strip().splitlines()[1].startswith("store, 4,000 x 16")
     assert main(argv[:2] + ["--sizes", "--store-rows", "5000", "--dim", "16", "--store-dir", str(store_dir)]) == 2

@@ -17,6 +17,7 @@ import logging
 import statistics
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +45,8 @@ CENTRES = 64
 class NewQueryConfig:
     """``sizes`` galleries in memory and a float16 store of ``store_rows`` rows (0: none), all of
     dimension ``dim``; ``anchors`` in A (B has :data:`STYLE_ANCHORS`); ``queries`` new queries timed
-    per gallery; the store built in ``store_dir`` (kept, and reused when it is already there) or a
+    per gallery, and ``users`` more at once over the largest gallery in memory and over the store
+    (0: none); the store built in ``store_dir`` (kept, and reused when it is already there) or a
     temporary folder."""
     sizes: tuple[int, ...] = MEMORY_SIZES
     store_rows: int = STORE_ROWS
@@ -53,6 +55,7 @@ class NewQueryConfig:
     queries: int = 5
     store_dir: str | None = None
     seed: int = 0
+    users: int = 16
 
 
 def memory_bandwidth(n_bytes: int, repeats: int = 5) -> tuple[float, str]:
@@ -109,6 +112,24 @@ def _time_paths(geometry: ExplorerGeometry, rows: Callable[[list[int]], torch.Te
             "certified": float(np.mean(certified))}
 
 
+def _time_crowd(geometry: ExplorerGeometry, rows: Callable[[list[int]], torch.Tensor], n_rows: int,
+                config: NewQueryConfig) -> dict:
+    """``config.users`` people asking for a new query's path at the same moment (one thread each, as
+    Streamlit runs each session's script): the wall time until the last path is done, and that
+    against the same paths asked for one after another."""
+    picks = np.random.default_rng(config.seed + 2).choice(n_rows, config.users, replace=False).tolist()
+    queries = [(rows([item])[0].numpy(), item) for item in picks]
+    start = time.perf_counter()
+    for query, item in queries:
+        geometry.p_path(query, 10, item, "calibrated")
+    one_by_one = time.perf_counter() - start
+    with ThreadPoolExecutor(max_workers=len(queries)) as sessions:
+        start = time.perf_counter()
+        list(sessions.map(lambda pair: geometry.p_path(pair[0], 10, pair[1], "calibrated"), queries))
+        together = time.perf_counter() - start
+    return {"users": len(queries), "crowd_s": together, "one_by_one_s": one_by_one}
+
+
 def in_memory_figures(gallery: torch.Tensor, config: NewQueryConfig, anchor_sets: list[torch.Tensor]) -> dict:
     """The p path over ``gallery`` ``(G, d)`` held in memory, against one float32 mat-vec pass over the
     geometry's stored rows and against reading them at the memory bandwidth."""
@@ -120,6 +141,8 @@ def in_memory_figures(gallery: torch.Tensor, config: NewQueryConfig, anchor_sets
     figures["pass_s"] = _best_seconds(lambda: held @ vector, 5)
     figures["held_bytes"] = held.numel() * held.element_size()
     figures.update(_time_paths(geometry, lambda ids: gallery[ids], len(gallery), config))
+    if config.users and len(gallery) == max(config.sizes):
+        figures.update(_time_crowd(geometry, lambda ids: gallery[ids], len(gallery), config))
     figures["bandwidth"], figures["bandwidth_by"] = memory_bandwidth(figures["held_bytes"])
     figures["parts"] = len(row_parts(len(gallery), torch.device("cpu")))
     return figures
@@ -139,6 +162,8 @@ def store_figures(store: GalleryStore, config: NewQueryConfig, anchor_sets: list
     reference_pass(store, vector, scanner.block_rows)  # the files in the page cache, as a store in use
     figures["pass_s"] = min(reference_pass(store, vector, scanner.block_rows) for _ in range(2))
     figures.update(_time_paths(geometry, store.rows, len(store), config))
+    if config.users:
+        figures.update(_time_crowd(geometry, store.rows, len(store), config))
     figures["bandwidth"], figures["bandwidth_by"] = memory_bandwidth(figures["store_bytes"])
     figures["parts"] = min(len(row_parts(len(store), torch.device("cpu"))), len(store.shards))
     return figures
@@ -220,8 +245,22 @@ def store_line(figures: dict, dim: int) -> str:
             f"float16 -> float32 mat-vec pass over the store's files ({figures['pass_s']:.3f} s)")
 
 
+def crowd_line(figures: dict, where: str) -> str:
+    """The crowd's figures over one gallery as a printed line."""
+    return (f"{where}: {figures['users']} new queries at once, done in {figures['crowd_s']:.3f} s; one after another "
+            f"{figures['one_by_one_s']:.3f} s ({figures['crowd_s'] / figures['one_by_one_s']:.2f} x)")
+
+
 def figure_lines(figures: dict) -> list[str]:
-    """The run's figures as the printed lines, one per gallery."""
+    """The run's figures as the printed lines, one per gallery, and one per crowd."""
     dim = figures["config"]["dim"]
-    lines = [memory_line(entry, dim) for entry in figures["memory"]]
-    return lines + ([store_line(figures["store"], dim)] if "store" in figures else [])
+    lines = []
+    for entry in figures["memory"]:
+        lines.append(memory_line(entry, dim))
+        if "crowd_s" in entry:
+            lines.append(crowd_line(entry, f"in memory, G = {entry['rows']:,}"))
+    if "store" in figures:
+        lines.append(store_line(figures["store"], dim))
+        if "crowd_s" in figures["store"]:
+            lines.append(crowd_line(figures["store"], f"store, {figures['store']['rows']:,} rows"))
+    return lines

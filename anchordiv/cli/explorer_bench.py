@@ -25,6 +25,9 @@ def add_parser(commands) -> argparse.ArgumentParser:
                        help="with --scale: the galleries in memory (default 20000 100000 500000; none: only the store)")
     bench.add_argument("--store-rows", type=integer(0, 10**8), dest="store_rows",
                        help="with --scale: the store's rows (default 1,000,000; 0: no store)")
+    bench.add_argument("--users", type=integer(0, 64),
+                       help="with --scale: new queries asked for at once, over the largest gallery in memory and over "
+                            "the store, against the same one after another (default 16; 0: none)")
     bench.add_argument("--store-dir", dest="store_dir",
                        help="with --scale: build the store in this folder and keep it (reused by a later run of the "
                             "same size); default a temporary folder")
@@ -49,7 +52,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     scale_only = (("--sizes", args.sizes is not None), ("--store-rows", args.store_rows is not None),
-                  ("--store-dir", args.store_dir is not None))
+                  ("--store-dir", args.store_dir is not None), ("--users", args.users is not None))
     if not args.scale:
         for option, given in scale_only:
             if given:
@@ -86,7 +89,7 @@ def _run_at_scale(args: argparse.Namespace) -> int:
     config = NewQueryConfig(sizes=tuple(MEMORY_SIZES if args.sizes is None else args.sizes),
                             store_rows=STORE_ROWS if args.store_rows is None else args.store_rows, dim=args.dim,
                             anchors=args.anchors or OBJECT_ANCHORS, queries=args.repeats or 5,
-                            store_dir=args.store_dir)
+                            store_dir=args.store_dir, users=16 if args.users is None else args.users)
     print(f"anchordiv explorer-bench --scale: a new query's p path (ExplorerGeometry.p_path: 101 steps, k = 10, "
           f"calibrated) with A = {config.anchors:,} and B = 7 random anchors, softmax at scale 10, d = {config.dim}, "
           f"the median of {config.queries} new queries; torch at one thread as the explorer's server runs it",
