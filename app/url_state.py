@@ -19,7 +19,8 @@ from anchordiv.cache import cache_dir
 from anchordiv.explorer import limits, links
 from anchordiv.explorer.anchors import preset_in
 from anchordiv.explorer.literal import markdown_literal
-from anchordiv.explorer.page_state import EVERY_RUN, ON_ARRIVAL, PRESET_DEFAULTS, UPLOAD_QUERY, VIEW, kept_keys
+from anchordiv.explorer.page_state import (EVERY_RUN, ON_ARRIVAL, PAGES, PRESET_DEFAULTS, UPLOAD_QUERY, VIEW,
+                                           kept_keys)
 
 WHOLE_LINK = "all of it"  # how a link refused whole is named among the notes
 # Said under an uploaded query in use and in the Share box: what the page's link carries then.
@@ -84,10 +85,16 @@ def view_fields(source: ex.GallerySource) -> list[links.LinkField]:
     return links.view_fields(len(source), source.default_query(), presets, now, linked_texts())
 
 
+def opened_link() -> dict[str, list[str]]:
+    """The page's link as it is now: each parameter with its values, in the link's order."""
+    return {name: st.query_params.get_all(name) for name in st.query_params}
+
+
 def refused_whole(params: dict[str, list[str]], fields: list[links.LinkField]) -> list[str]:
     """What is said of a link refused whole, before any of it is read (empty: it is read): one the
-    server did not read (:func:`~anchordiv.app.unread_links.name_unread_links`: its lists past their limits named too), or one
-    longer than :data:`~anchordiv.explorer.limits.LINK_CHARS`."""
+    server did not read (:func:`~anchordiv.app.unread_links.name_unread_links`: the lists of
+    ``fields`` past their limits named first), or one longer than
+    :data:`~anchordiv.explorer.limits.LINK_CHARS`. Its last note is the one about the whole link."""
     unread = links.unread_counts(params[links.UNREAD_PARAM][-1]) if links.UNREAD_PARAM in params else None
     notes = links.unread_notes(unread, fields) if unread is not None else []
     length = unread.characters if unread is not None else len(urlencode(params, doseq=True))
@@ -101,20 +108,39 @@ def refused_whole(params: dict[str, list[str]], fields: list[links.LinkField]) -
     return []
 
 
+def follow_page_link() -> None:
+    """On this session's first run of the page (the one :func:`keep_values` was last given), name
+    what its link holds that no part of the page reads (:func:`~anchordiv.explorer.links.page_notes`:
+    another page's settings, unknown parameters), or that the link is refused whole; said by
+    :func:`link_notes`. Each part's own values are named by :func:`follow_link`, which calls this
+    first: a page without settings (the report) calls it alone."""
+    state = st.session_state
+    page = state.get(PAGE)
+    flag = link_read(f"page {page}")
+    if flag in state:
+        return
+    params = opened_link()
+    refused = refused_whole(params, [])
+    state.setdefault(LINK_IGNORED, []).extend(refused or links.page_notes(params, page))
+    state[flag] = True
+
+
 def follow_link(fields: list[links.LinkField], part: str) -> dict[str, Any]:
     """On this session's first run of ``part`` of a page, take the values the page's link carries
     (what it ignores is said by :func:`link_notes`) and return them; then give every field without a
     value its default, so that widgets take their values from the session state alone."""
     state = st.session_state
+    follow_page_link()
     flag = link_read(part)
     taken: dict[str, Any] = {}
     if flag not in state:
-        params = {name: st.query_params.get_all(name) for name in st.query_params}
+        params = opened_link()
         refused = refused_whole(params, fields)
-        if refused:
+        if refused:  # said whole by follow_page_link; here, this part's lists past their limits
             params = {}
-            state.setdefault(LINK_IGNORED, []).extend(refused)
-        read = links.read_link(params, fields, known=links.ALL_PARAMS)
+            state.setdefault(LINK_IGNORED, []).extend(refused[:-1])
+        # What no part of the page reads is named once for the page (follow_page_link), not by each part.
+        read = links.read_link(params, fields, known=params)
         taken = read.values
         state.update(taken)
         state.setdefault(LINK_IGNORED, []).extend(read.ignored)
@@ -132,8 +158,11 @@ def follow_view_link(source: ex.GallerySource) -> list[links.LinkField]:
     refresh_presets(source.key, presets)
     fields = view_fields(source)
     if link_read(VIEW) not in state:
-        token = st.query_params.get(links.GALLERY_PARAM)
-        if token is not None and token != links.gallery_token(source.key):
+        tokens = st.query_params.get_all(links.GALLERY_PARAM)  # one value, read as a field's: the last
+        repeated = links.repeated(tokens, tokens[:-1])
+        if repeated:
+            state.setdefault(LINK_IGNORED, []).append(f"{links.GALLERY_PARAM}: {repeated}")
+        if tokens and tokens[-1] != links.gallery_token(source.key):
             fields = [item for item in fields if item.key != "query_id"]
             state.setdefault(LINK_IGNORED, []).append(
                 "query: the link was made on another gallery or model, so its query image is not opened")
@@ -164,12 +193,19 @@ def refresh_presets(gallery_key: str, presets: dict[str, tuple[str, ...]]) -> No
 
 
 def link_notes() -> None:
-    """Say once what the opened link carried that the page could not use."""
+    """Say once, in one warning, what the opened link carried that the page could not use; on a page
+    without settings (the report), that the link is not used at all."""
     ignored = st.session_state.pop(LINK_IGNORED, None)
     if ignored:
-        # Each part of a page reads the link, so a parameter unknown to all of them is named by each.
         notes = "; ".join(markdown_literal(note) for note in dict.fromkeys(ignored))
         whole = any(note.startswith(WHOLE_LINK) for note in ignored)
+        page = PAGES.get(st.session_state.get(PAGE))
+        if page is not None and not page.parts:
+            others = [other.title for other in PAGES.values() if other.parts]
+            st.warning(f"The {page.title.lower()} page has no settings, so this link is not used: {notes}. The page is "
+                       f"the same for every link; choose the settings on the {', '.join(others[:-1])} or "
+                       f"{others[-1]} page.")
+            return
         st.warning(f"This link opened with defaults for what it could not use: {notes}. "
                    + ("Choose the settings on the page." if whole else
                       "The rest of the link is used; choose the others on the page."))
@@ -188,10 +224,23 @@ def link_params(fields: list[links.LinkField], source: ex.GallerySource | None =
     return params
 
 
+def waiting_params() -> dict[str, list[str]]:
+    """The parameters of the page's link that a part of the page has yet to read (the Learn page
+    writes its link before its gallery part reads the view's query, anchors and p): kept in the URL
+    until that part has read them. None of a link refused whole (:func:`refused_whole`)."""
+    state = st.session_state
+    page = PAGES.get(state.get(PAGE))
+    waiting = {part for part in (page.parts if page is not None else ()) if link_read(part) not in state}
+    params = opened_link() if waiting else {}
+    if not params or refused_whole(params, []):
+        return {}
+    return {name: values for name, values in params.items() if links.PARAM_PARTS.get(name) in waiting}
+
+
 def publish_link(fields: list[links.LinkField], source: ex.GallerySource | None = None) -> None:
     """Put the current values of ``fields`` in the page's URL (only when they changed: each change
-    is a message to the browser)."""
-    params = link_params(fields, source)
+    is a message to the browser), beside what a part of the page has yet to read (:func:`waiting_params`)."""
+    params = waiting_params() | link_params(fields, source)
     current = {name: st.query_params.get_all(name) for name in st.query_params}
     wanted = {name: value if isinstance(value, list) else [value] for name, value in params.items()}
     if current != wanted:

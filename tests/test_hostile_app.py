@@ -109,9 +109,12 @@ def test_a_hostile_link_is_shown_as_text(app_env, page, kind):
     assert echoed(app), f"the {page} page never showed the link's text, so this case checks nothing"
 
 
-def test_the_report_page_ignores_a_hostile_link(app_env):
+def test_the_report_page_names_a_hostile_link(app_env):
+    """The report has no settings: it says so of any link to it, the link's text shown literally."""
     app = open_page("report", hostile_link("report", HOSTILE["markdown link"]))
     assert not check_page(app, "report") and app.tabs
+    (warning,) = [plain(str(element.value)) for element in app.warning]
+    assert warning.startswith("The report page has no settings") and "[click me](https://evil.example/phish)" in warning
 
 
 # -- limits -------------------------------------------------------------------------------------------

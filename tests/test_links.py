@@ -1,6 +1,7 @@
 """Shareable views (anchordiv.explorer.links): state to URL parameters and back, bad links, long texts."""
 from __future__ import annotations
 
+import re
 from urllib.parse import quote
 
 import pytest
@@ -110,3 +111,91 @@ def test_compare_rows_and_columns_travel_but_uploads_do_not():
                                                       "compare_columns": ["mix p=0.3 model=gaussian"],
                                                       "compare_weighting": "literal"}
     assert {item.param for item in fields} <= set(links.ALL_PARAMS)
+
+
+# -- a parameter of one value given more than once: the last is read, every other is named -----------------
+def every_field(texts) -> list[links.LinkField]:
+    """The link fields of every page: the sidebar's, the view's, the Compare figure's and the lesson's."""
+    return fields(texts) + links.compare_fields(["#1"]) + links.lesson_fields()
+
+
+def test_every_field_of_one_value_read_twice_names_the_value_left_unread(texts):
+    single = [item for item in every_field(texts) if item.kind != "list"]
+    assert {item.kind for item in single} == {"number", "integer", "choice", "flag", "text"}
+    for item in single:
+        written = item.write(item.default)
+        if written is None:  # a choice no link can carry
+            continue
+        other = next((word for word in item.choices if word != written), "0" if item.kind == "flag" else written)
+        read = links.read_link({item.param: [other, written]}, [item])
+        assert read.values == {item.key: item.default}, item.param
+        assert read.ignored == [f"{item.param}: given 2 times, and only the last, {written!r}, is read: "
+                                f"{other!r} is ignored"], item.param
+
+
+@pytest.mark.parametrize("raw, value, said", [
+    (["3", "20"], 20, ["given 2 times", "'20', is read", "'3' is ignored"]),
+    (["abc", "3"], 3, ["'abc' is ignored"]),  # an invalid value left unread is named too
+    (["3", "abc"], None, ["'3' is ignored", "'abc' is not a number"]),  # the last is read, and refused
+    (["3", "4", "5", "6", "7", "20"], 20, ["given 6 times", "'3', '4', '5' and 2 more are ignored"]),
+])
+def test_a_repeated_k_reads_the_last_value_and_names_the_others(texts, raw, value, said):
+    read = links.read_link({"k": raw, "p": ["0.2", "0.9"]}, fields(texts))
+    assert read.values.get("top_k") == value and read.values["p"] == 0.9
+    k_notes = [note for note in read.ignored if note.startswith("k: ")]
+    assert len(read.ignored) == 2 and len(k_notes) == 1, read.ignored
+    assert all(part in k_notes[0] for part in said), k_notes
+
+
+def test_long_repeated_values_are_quoted_short(texts):
+    read = links.read_link({"text": ["x" * 400] * 1000 + ["a dog"]}, fields(texts))
+    assert read.values["query_text"] == "a dog"
+    (note,) = read.ignored
+    assert "given 1,001 times" in note and "(of 400 characters)" in note and "997 more" in note and len(note) < 400
+
+
+def test_a_list_repeats_its_parameter_unnamed():
+    read = links.read_link({"rows": ["#1", "#2", "#3"], "columns": ["A", "B"]}, links.compare_fields(["#1"]))
+    assert read.ignored == [] and read.values["compare_rows"] == ["#1", "#2", "#3"]
+
+
+# -- what no part of a page reads: another page's settings and unknown parameters ------------------------
+def test_the_learn_page_names_the_compare_pages_settings():
+    assert links.page_notes(["rows", "cell_k", "zzz", "toy_query", "k", "p", "gallery"], "learn") == [
+        "“rows”, “cell_k” are settings of the Compare page: ignored here", "unknown parameter “zzz”"]
+
+
+@pytest.mark.parametrize("page, params, notes", [
+    ("", ["k", "p", "query", "gallery", "model"], []),
+    ("", ["toy_query", "rows"], ["“toy_query” is a setting of the Learn page: ignored here",
+                                 "“rows” is a setting of the Compare page: ignored here"]),
+    ("compare", ["rows", "columns", "cell_k", "k", "anchors_a", "gallery"], []),
+    ("compare", ["toy_a", "nonsense"], ["“toy_a” is a setting of the Learn page: ignored here",
+                                        "unknown parameter “nonsense”"]),
+    ("report", ["k", "foo", "p", "rows", "k"], [
+        "“k”, “p” are settings of the Explore, Compare and Learn pages: ignored here",
+        "“rows” is a setting of the Compare page: ignored here", "unknown parameter “foo”"]),
+    ("report", [], []),
+    (None, ["k", "rows", "toy_a", "zzz"], ["unknown parameter “zzz”"]),  # a page not in the table: all parts
+])
+def test_page_notes_name_what_no_part_of_the_page_reads(page, params, notes):
+    assert links.page_notes(params, page) == notes
+
+
+def test_every_parameter_belongs_to_a_page_and_every_page_of_the_app_is_known():
+    from pathlib import Path
+
+    from anchordiv.explorer.page_state import PAGES
+
+    assert set(links.PARAM_PARTS) == set(links.ALL_PARAMS)
+    for param in links.ALL_PARAMS:
+        assert any(links.PARAM_PARTS[param] in page.parts for page in PAGES.values()), param
+    # The entry's pages, by title and URL path (a name there stands for its constant; the default page has none).
+    entry = (Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py").read_text(encoding="utf-8")
+    constants = dict(re.findall(r'^([A-Z_]+) = "([^"]*)"', entry, re.MULTILINE))
+    pages = {}
+    for arguments in re.findall(r"st\.Page\((.*)\)", entry):
+        title = re.search(r'title="([^"]*)"', arguments).group(1)
+        path = re.search(r'url_path=("([^"]*)"|[A-Z_]+)', arguments)
+        pages[title] = "" if path is None else path.group(2) if path.group(2) is not None else constants[path.group(1)]
+    assert len(pages) == 4 and pages == {page.title: path for path, page in PAGES.items()}, pages

@@ -4,8 +4,10 @@ A page's state travels as :class:`LinkField` s (the session-state key of a widge
 parameter that carries it, its default and what values it accepts), each derived from its setting in
 the one table of page state (:mod:`.page_state`, :func:`fields_of`). :func:`write_link` turns the
 current values into parameters, leaving out defaults so links stay short; :func:`read_link` turns a
-link's parameters back into values and lists, in plain words, everything it ignored (an unknown
-parameter, a malformed or out-of-range value) instead of raising: a bad link opens with defaults.
+link's parameters back into values and lists, in plain words, everything it ignored (a malformed
+or out-of-range value, the values of a setting given more than once but the last) instead of raising:
+a bad link opens with defaults. :func:`page_notes` names what no part of the page reads (another
+page's setting, an unknown parameter).
 
 Anchor lists can be long (a preset of 1,500 object names is 20 kB): a text too long for a URL is
 kept server-side in a :class:`LinkedTexts` folder under its content hash, and the link carries
@@ -24,10 +26,12 @@ from urllib.parse import quote, unquote_plus, urlencode
 
 from ..cache import atomic_write
 from . import limits
-from .page_state import COMPARE, LEARN, SETTINGS, SIDEBAR, VIEW, Setting
+from .page_state import COMPARE, LEARN, PAGES, SETTINGS, SIDEBAR, VIEW, Setting
 
 # Longer texts go to the server-side store: browsers and proxies cut URLs at 2-8 kB.
 MAX_URL_TEXT = 1500
+# How many values, and characters of each, a note quotes of what a link repeats.
+QUOTED_VALUES, QUOTED_CHARS = 3, 40
 HASH_PREFIX = "@"
 HASH_LENGTH = 16
 
@@ -82,7 +86,9 @@ class LinkField:
       query, whose bytes stay in the session) are left out.
 
     A value past a limit is refused whole (the page keeps the default and says the limit): a
-    link is read before anything is computed, so a long one costs nothing.
+    link is read before anything is computed, so a long one costs nothing. Every kind but a list
+    holds one value: given more than once, the last is read (as ``st.query_params[name]`` gives it)
+    and the others are named (:meth:`unread`, :func:`read_link`).
     """
 
     key: str
@@ -119,6 +125,11 @@ class LinkField:
                 raise ValueError(f"the text {text} was stored on the server that made the link and is not on this one")
             text = stored
         return limits.checked_length(text, self.max_chars)
+
+    def unread(self, raw: Sequence[str]) -> list[str]:
+        """The values of ``raw`` that :meth:`read` leaves unread: all but the last for a field of one
+        value, none for a list (a repeated parameter is how a list travels)."""
+        return [] if self.kind == "list" else list(raw[:-1])
 
     def check_count(self, count: int) -> None:
         """A ``ValueError`` saying the limit when ``count`` values are more than this list field
@@ -168,27 +179,54 @@ class LinkRead:
 def read_link(params: Mapping[str, Sequence[str]], fields: Iterable[LinkField], known: Iterable[str] = ()) -> LinkRead:
     """The values of ``fields`` that ``params`` (URL parameter → its values) carries.
 
-    A parameter none of ``fields`` reads and not in ``known`` (the parameters other pages or the
-    app itself use) is reported as unknown; a value a field does not accept is reported and left
-    out, so the page keeps that field's default."""
+    A parameter none of ``fields`` reads and not in ``known`` (the parameters other parts of the
+    page read, or all of the link's where the page names the rest, :func:`page_notes`) is reported
+    as unknown; a value a field does not accept is reported and left out, so the page keeps that
+    field's default. A field of one value given several is read from the last, and the others are
+    named with it (:func:`repeated`), an invalid one too."""
     fields = list(fields)
     by_param = {item.param: item for item in fields}
+    known = set(known)
     values: dict[str, Any] = {}
     ignored: list[str] = []
     for param, raw in params.items():
         raw = [raw] if isinstance(raw, str) else list(raw)
         item = by_param.get(param)
         if item is None:
-            if param not in set(known):
+            if param not in known:
                 ignored.append(f"unknown parameter “{param}”")
             continue
         if not raw:
             continue
+        problem = None
         try:
             values[item.key] = item.read(raw)
         except ValueError as error:
-            ignored.append(f"{param}: {error}")
+            problem = str(error)
+        notes = [note for note in (repeated(raw, item.unread(raw)), problem) if note]
+        if notes:
+            ignored.append(f"{param}: {', and '.join(notes)}")
     return LinkRead(values, ignored)
+
+
+def quoted(value: str) -> str:
+    """``value`` as a note quotes it: ``repr``, cut after :data:`QUOTED_CHARS` characters."""
+    if len(value) <= QUOTED_CHARS:
+        return repr(value)
+    return f"{value[:QUOTED_CHARS]!r} (of {len(value):,} characters)"
+
+
+def repeated(raw: Sequence[str], unread: Sequence[str]) -> str | None:
+    """What is said of a parameter of one value given as ``raw`` (its values in the link's order), of
+    which ``unread`` are not read: the count, the one read and the others (the first
+    :data:`QUOTED_VALUES` of them); ``None`` where every value is read."""
+    if not unread:
+        return None
+    listed = ", ".join(quoted(value) for value in unread[:QUOTED_VALUES])
+    if len(unread) > QUOTED_VALUES:
+        listed += f" and {len(unread) - QUOTED_VALUES:,} more"
+    return (f"given {len(raw):,} times, and only the last, {quoted(raw[-1])}, is read: {listed} "
+            f"{'is' if len(unread) == 1 else 'are'} ignored")
 
 
 def write_link(values: Mapping[str, Any], fields: Iterable[LinkField]) -> dict[str, str | list[str]]:
@@ -277,6 +315,33 @@ def lesson_fields() -> list[LinkField]:
 
 # Every parameter some page reads: a link that carries another page's parameter is not told it is unknown.
 ALL_PARAMS = tuple(setting.param for setting in SETTINGS.values() if setting.param) + (GALLERY_PARAM,)
+# The part of a page that reads each parameter (the gallery's token goes with the view's query).
+PARAM_PARTS = {setting.param: setting.link for setting in SETTINGS.values() if setting.param} | {GALLERY_PARAM: VIEW}
+
+
+def page_notes(params: Iterable[str], page: str | None) -> list[str]:
+    """What is said of the parameters ``params`` of a link to ``page`` (its URL path, a key of
+    :data:`~.page_state.PAGES`) that no part of that page reads: another page's settings, by the
+    pages that read them (``“rows” is a setting of the Compare page: ignored here``), and unknown
+    parameters, each by name. The parts of the page name what is wrong with the rest
+    (:func:`read_link`). A page not in that table reads every part: only unknown parameters are named."""
+    here = PAGES[page].parts if page in PAGES else tuple(set(PARAM_PARTS.values()))
+    elsewhere: dict[tuple[str, ...], list[str]] = {}
+    unknown = []
+    for param in dict.fromkeys(params):
+        part = PARAM_PARTS.get(param)
+        if part is None:
+            unknown.append(f"unknown parameter “{param}”")
+        elif part not in here:
+            titles = tuple(other.title for other in PAGES.values() if part in other.parts)
+            elsewhere.setdefault(titles, []).append(param)
+    notes = []
+    for titles, names in elsewhere.items():
+        pages = titles[0] if len(titles) == 1 else f"{', '.join(titles[:-1])} and {titles[-1]}"
+        setting = "is a setting" if len(names) == 1 else "are settings"
+        notes.append(f"{', '.join(f'“{name}”' for name in names)} {setting} of the {pages} page"
+                     f"{'s' if len(titles) > 1 else ''}: ignored here")
+    return notes + unknown
 
 
 # -- a link the server does not read ----------------------------------------------------------------

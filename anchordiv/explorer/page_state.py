@@ -28,6 +28,22 @@ from .vocabulary import FIND_TERMS
 # sidebar's geometry, the Explore view (query, anchors, p; the Learn and Compare pages use it too),
 # the Compare figure and the Learn page's toy world. ``None``: a setting no link carries.
 SIDEBAR, VIEW, COMPARE, LEARN = "sidebar", "view", "compare", "learn"
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of the explorer: its ``title`` in the navigation and the ``parts`` of a link it
+    reads (:data:`SIDEBAR`, ...; none for a page without settings)."""
+
+    title: str
+    parts: tuple[str, ...]
+
+
+# The explorer's pages by the path of their URL (``url_path`` in app/streamlit_app.py; Explore, the
+# default page, has none), in the navigation's order. A link's parameter that no part of its page
+# reads is named as another page's setting, or as unknown (:func:`~.links.page_notes`).
+PAGES: dict[str, Page] = {"": Page("Explore", (SIDEBAR, VIEW)), "compare": Page("Compare", (SIDEBAR, VIEW, COMPARE)),
+                          "learn": Page("Learn", (SIDEBAR, LEARN, VIEW)), "report": Page("Report", ())}
 # How a widget's value outlives the runs that do not draw it. The sidebar's widgets keep their own
 # (PERSISTED: Streamlit's persist_state, app/session_keys.PERSIST). The pages' values are kept by
 # the app, which writes them back to their widgets on arriving at a page (ON_ARRIVAL, for widgets

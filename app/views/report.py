@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from anchordiv.app.errors import attempt
+from anchordiv.app.url_state import follow_page_link, link_notes
 from anchordiv.explorer.report import markdown_table_frame, read_report, report_figure, report_table
 
 
@@ -35,6 +36,9 @@ def at_a_glance(sections) -> None:
 
 
 def main() -> None:
+    # The report has no settings: its link is read as every page's is, and all it holds is named.
+    follow_page_link()
+    link_notes()
     title, sections = attempt(report, "Cannot show the reproduction report", stop=True)
     st.title(title)
     st.caption("Written by `python -m anchordiv reproduce --out docs/reproduction/builtin-world` on the built-in "
