@@ -102,7 +102,17 @@ CASES = {
                                  r"needs about [\d,.]+ GiB of memory \(queries and gallery [\d,.]+ GiB, .*naive arrays "
                                  r"[\d,.]+ GiB\) but cpu has [\d,.]+ GiB available; lower --queries, --gallery"),
     "reproduce queries 0": ("reproduce --queries 0", r"--queries: '0' is out of range; pass a whole number from 1 to"),
-    "reproduce negative scale": ("reproduce --scale -1", r"--scale: '-1' is out of range; pass a number above 0 and at most 1000"),
+    "reproduce negative scale": ("reproduce --scale -1", r"--scale: '-1' is out of range; pass a number from 0.1 to 1000"),
+    # A scale too small to rank by in float32 (issue 52, F5): refused by its bounds, not by a calibration later.
+    "reproduce tiny scale": ("reproduce --quick --scale 1e-300", r"--scale: '1e-300' is out of range; pass a number from "
+                                                                 r"0\.1 to 1000"),
+    "sweep tiny scale": (f"sweep --query #1 --strip {A_DIR}/s.png --scale 1e-300",
+                         r"--scale: '1e-300' is out of range; pass a number from 0\.1 to 1000"),
+    "sweep scale just below": (f"sweep --query #1 --strip {A_DIR}/s.png --scale 0.0999", r"--scale: '0\.0999' is out"),
+    "figure tiny scale": (f"figure --queries #1 --geometries A --out {A_DIR}/f.png --scale 1e-300",
+                          r"--scale: '1e-300' is out of range; pass a number from 0\.1 to 1000"),
+    "evaluate tiny scales": ("evaluate-builtin --scales 10 0.001", r"--scales: '0\.001' is out of range; pass a number "
+                                                                   r"from 0\.1 to 1000"),
     "reproduce negative seed": ("reproduce --seed -1", r"--seed: '-1' is out of range; pass a whole number from 0 to 4294967295"),
     "embed batch size 0": (f"embed {FOLDER} --model builtin --batch-size 0", r"--batch-size: '0' is out of range; pass a whole number from 1 to 4096"),
     "train epochs 0": ("train-builtin --epochs 0", r"--epochs: '0' is out of range; pass a whole number from 1 to"),

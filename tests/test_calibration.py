@@ -8,6 +8,7 @@ import torch
 from sklearn.base import clone
 
 import anchordiv as ad
+from anchordiv.models.calibration import NothingToCalibrate, neighbourhood_size
 
 from conftest import object_style_world
 from rankings import assert_same_ranking
@@ -113,8 +114,48 @@ def test_calibration_refuses_what_it_cannot_do(world):
     three = ad.MixtureAnchors([*mixture.models, mixture.models[0]])
     with pytest.raises(ValueError, match="two components"):
         three.with_calibration(images)
-    with pytest.raises(ValueError, match="more than k \\+ 1"):
-        mixture.with_calibration(images[:5])
+    for few in (1, 2):  # a query, a neighbour and one more: nothing smaller can move (0 rows: refused as empty)
+        with pytest.raises(ValueError, match=f"calibrating p between anchor sets A and B needs at least 3 images .*; "
+                                             f"got {few}"):
+            mixture.with_calibration(images[:few])
     twins = ad.MixtureAnchors([mixture.models[0], mixture.models[0]])
-    with pytest.raises(ValueError, match="nothing to calibrate"):
+    with pytest.raises(NothingToCalibrate, match="same top-10 neighbours, so there is nothing to calibrate"):
         twins.with_calibration(images)
+
+
+@pytest.mark.parametrize("n_items", [3, 4, 5, 11])
+def test_a_small_reference_is_calibrated_with_as_many_neighbours_as_it_allows(world, n_items):
+    """Fewer than k + 2 items (issue 52, F2: a folder of a few images): each query ranks by its top
+    n - 2, the most that leaves one item out of its neighbourhood, exactly as if that k was asked for."""
+    images, mixture, _ = world
+    # Object o in style o % 4 (rows run object, style, copy): A and B rank these apart.
+    reference = images[[o * 20 + (o % 4) * 5 for o in range(n_items)]]
+    curve = mixture.with_calibration(reference).calibration_
+    asked = mixture.with_calibration(reference, k=n_items - 2).calibration_
+    assert curve.k == asked.k == n_items - 2 and curve.queries == n_items
+    np.testing.assert_array_equal(curve.log_odds, asked.log_odds)
+    np.testing.assert_array_equal(curve.progress, asked.progress)
+    assert np.all(np.diff(curve.progress) >= 0)
+    assert neighbourhood_size(10, n_items) == n_items - 2
+
+
+def test_a_reference_of_k_plus_2_items_or_more_keeps_its_k(world):
+    """The adaptation changes nothing where the reference allows k: at 12 items and more, k = 10."""
+    images, mixture, _ = world
+    assert [neighbourhood_size(10, n) for n in (12, 13, 240)] == [10, 10, 10]
+    assert mixture.with_calibration(images[:12]).calibration_.k == 10
+    assert mixture.with_calibration(images).calibration_.k == 10
+
+
+def test_a_gallery_of_three_images_builds_the_explorers_geometry():
+    """The explorer's geometry (balanced and calibrated on its gallery) over a gallery of 3 images;
+    2 are refused, naming the 3 needed."""
+    from anchordiv.explorer import ExplorerGeometry, GeometrySpec
+
+    images, _, object_anchors, style_anchors = object_style_world(*WORLD)
+    texts = [[f"object {i}" for i in range(len(object_anchors))], [f"style {i}" for i in range(len(style_anchors))]]
+    spec = GeometrySpec(kind="softmax", scale=SCALE)
+    geometry = ExplorerGeometry(images[[0, 61, 122]], [object_anchors, style_anchors], texts, spec, device="cpu")
+    assert geometry.calibrated_model.calibration_.k == 1
+    with pytest.raises(ValueError, match="calibrating p between anchor sets A and B needs at least 3 images .*; got 2"):
+        ExplorerGeometry(images[[0, 61]], [object_anchors, style_anchors], texts, spec, device="cpu")

@@ -125,3 +125,30 @@ def test_the_demo_server_answers_on_the_embedded_folder(photos, tmp_path, reques
         page.get_by_text("the link holds 2,000 values").first.wait_for(timeout=90_000)
     finally:
         stop_process_group(server)
+
+
+def test_a_folder_of_three_images_opens_on_an_explore_page_that_ranks_them(tmp_path, no_server, monkeypatch, capsys):
+    """The fewest images ``demo --folder`` takes (issue 52, F2): 3 readable ones beside files that are
+    not images. The explorer it launches builds the geometry of A and B on them (calibrated with the
+    2 others each query has, not refused for want of k + 1 = 11) and, at a top-k they hold, ranks them."""
+    from drawings import distinct_drawings
+    from markup import plain
+    from streamlit.testing.v1 import AppTest
+    from test_app import APP, TIMEOUT, neighbours, with_table
+
+    folder = tmp_path / "three"
+    folder.mkdir()
+    for number, image in enumerate(distinct_drawings()[:3]):
+        image.save(folder / f"{number}.png")
+    for name in ("notes.png", "empty.jpg"):
+        (folder / name).write_text("not an image" if name == "notes.png" else "")
+    monkeypatch.setenv("ANCHORDIV_CACHE", str(tmp_path / "cache"))
+    assert main(["demo", "--folder", str(folder), "--device", "cpu", "-q"]) == 0
+    assert "embedded 3 images" in capsys.readouterr().out
+    monkeypatch.setattr("sys.argv", ["streamlit_app.py", *app_args(no_server[0])])
+    app = with_table(AppTest.from_file(str(APP), default_timeout=TIMEOUT)).run()
+    errors = [plain(error.value) for error in app.error]
+    assert not app.exception and not [error for error in errors if "Cannot build the geometry" in error], errors
+    app.number_input(key="top_k").set_value(2).run()
+    assert not app.exception and not app.error, [plain(error.value) for error in app.error]
+    assert len(neighbours(app)) == 2

@@ -336,3 +336,47 @@ def test_a_hub_refusal_imports_no_open_clip(tmp_path):
     env = {**os.environ, "ANCHORDIV_CACHE": str(tmp_path / "ad"), "HF_HUB_CACHE": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert done.stdout.split() == ["refused", "True", "False"], done.stdout + done.stderr
+
+
+def test_one_refusal_in_the_library_s_words_and_the_command_line_s(tmp_path, no_network):
+    """A refusal that names the loader's arguments keeps them as parts (issue 52, F7): ``str()`` says
+    them as keyword arguments, for code (and for the explorer, which words them for its page);
+    ``say(option_words)`` as the command line's options; and the parts survive pickling."""
+    import pickle
+
+    from anchordiv.encoders.advice import AdvisedError, keyword_words, option_words, said
+
+    with pytest.raises(CheckpointNotFound) as caught:
+        load_encoder("open_clip:ViT-B-32", pretrained=B32_TAG, cache_dir=tmp_path / "empty-hub")
+    refused = caught.value
+    assert isinstance(refused, AdvisedError) and str(refused) == refused.say(keyword_words)
+    assert f"open_clip:ViT-B-32 pretrained={B32_TAG!r}:" in str(refused)
+    assert "allow the download with allow_download=True," in str(refused) and "CLI:" not in str(refused)
+    worded = said(refused, option_words)
+    assert f"open_clip:ViT-B-32 --pretrained {B32_TAG}:" in worded
+    assert "or pass --pretrained /path/to/open_clip_pytorch_model.bin (" in worded
+    assert "allow the download with --allow-download," in worded and "allow_download" not in worded
+    assert said(pickle.loads(pickle.dumps(refused)), option_words) == worded
+    assert said(ValueError("plain"), option_words) == "plain"
+    with pytest.raises(CheckpointNotFound, match="needs pretrained=PATH_OR_TAG: a checkpoint file"):
+        load_encoder(TINY)
+    with pytest.raises(ValueError) as caught:
+        load_encoder("open_clip:")
+    assert "with pretrained='laion2b_s34b_b79k' or pretrained=/path/to/checkpoint" in str(caught.value)
+    assert "with --pretrained laion2b_s34b_b79k or --pretrained /path/to/checkpoint" in said(caught.value, option_words)
+
+
+@pytest.mark.parametrize("content", [b"", b"\x80\x02garbage", b"PK\x03\x04 cut short"], ids=["empty", "pickle", "zip"])
+def test_an_unreadable_checkpoint_is_not_called_a_mismatch(tiny, tmp_path, content):
+    """A file torch or safetensors cannot read (issue 52, F8) is named as damaged or not a checkpoint,
+    never with torch's advice to load it with weights_only=False; a readable file of other weights is
+    still named as not fitting."""
+    damaged = tmp_path / "damaged.pt"
+    damaged.write_bytes(content + os.urandom(512))
+    with pytest.raises(ValueError) as caught:
+        load_encoder(TINY, pretrained=str(damaged))
+    message = str(caught.value)
+    assert message.startswith(f"{damaged} is not a readable checkpoint: it is damaged"), message
+    assert message.endswith(f"use a sound copy of it, or another file: a checkpoint saved for open_clip {TINY_ARCH!r} "
+                            "(a state dict as .pt, .pth, .bin or .safetensors)"), message
+    assert "weights_only" not in message and "arbitrary code" not in message

@@ -33,7 +33,7 @@ SVG = "{http://www.w3.org/2000/svg}"
     ("cosine", "cosine"), ("ITI", "iti"), ("a", "A"), ("B", "B"), ("mix p=0.3", "mix p=0.3"),
     ("  Mix   p=0.5  model=gaussian  s=20 weighting=literal ", "mix p=0.5 model=gaussian s=20 weighting=literal"),
     ("A model=gmm s=7.25", "A model=gmm s=7.25"), ("mix p=1", "mix p=1"), ("mix p=0.123456789", "mix p=0.123456789"),
-    ("B s=1e-3", "B s=0.001"),
+    ("B s=1e-1", "B s=0.1"), ("A s=1e3", "A s=1000"),
 ])
 def test_a_geometry_column_parses_and_formats_both_ways(text, canonical):
     column = fg.parse_geometry_column(text)
@@ -51,8 +51,13 @@ def test_a_column_label_names_what_differs_from_the_defaults():
 @pytest.mark.parametrize("text, message", [
     ("", "empty geometry column"), ("foo", "unknown geometry 'foo'"), ("mix", "needs the weight of A"),
     ("mix p=1.5", "p=1.5 is outside [0, 1]"), ("mix p=-0.1", "outside [0, 1]"), ("mix p=half", "p=half in 'mix p=half' is not a number"),
-    ("A model=nope", "unknown anchor model 'nope'; use one of softmax"), ("A s=0", "s=0 must be a finite number > 0"),
-    ("B s=-2", "s=-2 must be"), ("A s=inf", "s=inf must be"), ("cosine s=10", "s= does not apply to cosine columns"),
+    ("A model=nope", "unknown anchor model 'nope'; use one of softmax"), ("A s=0", "s=0 is outside [0.1, 1000]"),
+    ("B s=-2", "s=-2 is outside [0.1, 1000]"), ("A s=inf", "s=inf is outside [0.1, 1000]"),
+    # Bounded as --scale is, and quoted as typed (issue 52, F6): 1e400 is not shown as inf.
+    ("mix p=1e400", "p=1e400 is outside [0, 1]"), ("mix p=nan", "p=nan in 'mix p=nan' is not a number"),
+    ("mix p=0.5 s=1e6", "s=1e6 is outside [0.1, 1000]; s is the logit scale"), ("A s=1e300", "s=1e300 is outside"),
+    ("A s=1e-300", "s=1e-300 is outside [0.1, 1000]"), ("B s=0.0999", "s=0.0999 is outside"),
+    ("cosine s=10", "s= does not apply to cosine columns"),
     ("A p=0.5", "p= does not apply to A columns"), ("A weighting=literal", "weighting= does not apply"),
     ("mix p=0.5 weighting=odd", "unknown weighting 'odd'"), ("mix p=0.5 p=0.2", "p= is given twice"),
     ("mix p = 0.5", "'p' in 'mix p = 0.5' is not an option"), ("mix q=0.5", "unknown option q="),

@@ -512,12 +512,13 @@ def test_demo_names_the_unreadable_files_of_a_folder_and_goes_on(cache, tmp_path
     monkeypatch.setattr(subprocess, "call", lambda argv: started.append(argv) or 0)
     folder = tmp_path / "mixed"
     names = unreadable(folder / "cat", 6)
-    Image.new("RGB", (16, 16), "red").save(folder / "cat" / "good.png")
+    for number, colour in enumerate(("red", "green", "blue")):  # the fewest the explorer shows anything with
+        Image.new("RGB", (16, 16), colour).save(folder / "cat" / f"good{number}.png")
     assert main(["demo", "--folder", str(folder), "--device", "cpu"]) == 0 and len(started) == 1
     captured = capsys.readouterr()
-    assert "embedded 1 image: 0 reused from the cache, 1 newly encoded; 6 files skipped" in captured.out
-    assert "encoded 1 of 7 files now (0 reused from an earlier run, 6 skipped: not readable images)" in captured.err
-    assert "of 7 images" not in captured.err + captured.out
+    assert "embedded 3 images: 0 reused from the cache, 3 newly encoded; 6 files skipped" in captured.out
+    assert "encoded 3 of 9 files now (0 reused from an earlier run, 6 skipped: not readable images)" in captured.err
+    assert "of 9 images" not in captured.err + captured.out
     [warning] = [line for line in captured.err.splitlines() if "warning" in line]
     assert warning.startswith(f"anchordiv demo: warning: --folder {str(folder)!r}: 6 files left out of the explorer (")
     assert all(repr(f"cat/{name}") in warning for name in names[:3]) and "; and 3 more)" in warning
@@ -648,3 +649,189 @@ def test_a_bad_vocabulary_is_refused_naming_the_option(given, expected, no_model
               "<binary>": tmp_path / "binary.txt"}
     line = refusal(["suggest", "a dog", "--vocabulary", str(places.get(given, given))], capsys)
     assert re.search(expected, line), line
+
+
+# -- issue 52, second hostile report ------------------------------------------------------------------
+# F2: a folder of fewer readable images than the explorer needs is refused before the server starts.
+@needs_builtin
+@pytest.mark.parametrize("good", [1, 2])
+def test_demo_refuses_a_folder_with_fewer_images_than_the_explorer_needs(good, cache, tmp_path, monkeypatch, capsys):
+    """1 or 2 readable images beside 9 unreadable files: the explorer needs 3 (a query, a neighbour and
+    one more, to calibrate p between A and B on the gallery); the count, the files left out and what to
+    do are named, and the server never starts."""
+    monkeypatch.setattr(subprocess, "call", tripwire)
+    folder = tmp_path / "few"
+    names = unreadable(folder, 9)
+    for number in range(good):
+        Image.new("RGB", (16, 16), ("red", "blue")[number]).save(folder / f"good{number}.png")
+    line = refusal(["demo", "--folder", str(folder), "--device", "cpu", "-q"], capsys)
+    assert line.startswith(f"anchordiv demo: --folder {str(folder)!r} has {good} readable image{'s' * (good > 1)}; "
+                           f"9 files could not be read ({repr(names[0])}"), line
+    assert "; and 6 more); this needs at least 3 (the explorer shows a query's neighbours, and calibrates p " in line
+    assert line.endswith("3 in all). Add PNG, JPEG, WebP, GIF or BMP images to it (subfolders are labels), or give "
+                         "another folder"), line
+
+
+# F5: a scale too small to rank by is refused by its bounds (test_bad_inputs_cli.py); a calibration
+# with nothing to measure names the options that chose the anchor sets, whatever the weighting.
+@needs_builtin
+@pytest.mark.parametrize("command, weighting", [("sweep", "calibrated"), ("sweep", "balanced"),
+                                                ("figure", "balanced")])
+def test_anchor_sets_that_rank_alike_are_named_by_their_options(command, weighting, world, tmp_path, capsys):
+    same = tmp_path / "same.txt"
+    same.write_text("a dog\na cat\n")
+    out = ["--strip", str(tmp_path / "s.png"), "--query", "#1"] if command == "sweep" else \
+        ["--out", str(tmp_path / "f.png"), "--queries", "#1", "--geometries", "mix p=0.5"]
+    line = refusal([command, *out, "--anchors-a", str(same), "--anchors-b", str(same), "--weighting", weighting,
+                    *WORLD, "--device", "cpu", "-q"], capsys)
+    assert line == (f"anchordiv {command}: anchor sets A and B (--anchors-a or --preset-a, and --anchors-b or "
+                    "--preset-b) give every sampled gallery image the same top-10 neighbours, so p cannot be "
+                    f"calibrated ({command} calibrates it whatever the weighting); give anchor sets that rank the "
+                    "images differently")
+
+
+def test_the_calibration_refusal_keeps_its_library_words_where_no_command_names_the_sets():
+    from anchordiv.cli.words import in_command_words
+    from anchordiv.models.calibration import NothingToCalibrate
+
+    refused = NothingToCalibrate(3)
+    assert "--object-anchors and --style-anchors" in in_command_words(refused, "reproduce")
+    assert in_command_words(refused, "bench") == str(refused) == (
+        "A and B give every sampled query the same top-3 neighbours, so there is nothing to calibrate; use anchor "
+        "sets that differ, or the balanced weights.")
+
+
+# F6: a geometry column's numbers are bounded as the options are, and quoted as typed.
+@pytest.mark.parametrize("column, expected", [
+    ("mix p=0.5 s=1e6", "s=1e6 is outside [0.1, 1000]; s is the logit scale, e.g. s=10"),
+    ("A s=1e300", "s=1e300 is outside [0.1, 1000]"), ("A s=1e-300", "s=1e-300 is outside [0.1, 1000]"),
+    ("B s=0.05", "s=0.05 is outside [0.1, 1000]"), ("mix p=1e400", "p=1e400 is outside [0, 1]"),
+    ("mix p=-1e-400", "p=-1e-400 is outside [0, 1]"),
+])
+def test_a_geometry_columns_numbers_are_bounded_before_a_model_loads(column, expected, no_model, tmp_path, capsys):
+    line = refusal(["figure", "--queries", "#1", "--geometries", "cosine", column, "--out", str(tmp_path / "f.png")],
+                   capsys)
+    assert line.startswith(f"anchordiv figure: --geometries: {expected}"), line
+    assert "=inf" not in line and "=-inf" not in line, line
+
+
+# F7: the command line's words for the loader's arguments (--pretrained, --allow-download), never the
+# library's (pretrained=..., allow_download=True).
+def _command_words_only(line: str) -> None:
+    assert "allow_download" not in line and "pretrained=" not in line and "CLI:" not in line, line
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["suggest", "a dog", "--model", "open_clip:ViT-B-32"],
+     "open_clip:ViT-B-32 needs --pretrained PATH_OR_TAG: a checkpoint file or one of its open_clip tags (openai, "),
+    (["suggest", "a dog", "--model", "open_clip:"],
+     "unknown encoder spec 'open_clip:'; use 'builtin', 'open_clip:<arch>' (e.g. 'open_clip:ViT-B-32' with "
+     "--pretrained laion2b_s34b_b79k or --pretrained /path/to/checkpoint) or 'open_clip:hf-hub:ORG/REPO'"),
+    (["demo", "--model", "open_clip:"], "unknown encoder spec 'open_clip:'; use 'builtin', 'open_clip:<arch>' (e.g. "
+                                        "'open_clip:ViT-B-32' with --pretrained laion2b_s34b_b79k or --pretrained "),
+    (["embed", ".", "--model", "builtin", "--pretrained", "my weights.pt"],
+     "the builtin encoder has its own weights; drop --pretrained 'my weights.pt'"),
+    (["fetch-model", "open_clip:hf-hub:timm/ViT-B-16-SigLIP", "--pretrained", "webli"],
+     "open_clip:hf-hub:timm/ViT-B-16-SigLIP carries its own weights (the repository's open_clip_config.json and "
+     "weights file); drop --pretrained webli"),
+    (["suggest", "a dog", "--model", "open_clip:ViT-B-32", "--pretrained", "no-such-tag"],
+     "open_clip:ViT-B-32 --pretrained no-such-tag is neither an existing checkpoint file nor an open_clip tag"),
+    (["suggest", "a dog", "--model", "open_clip:hf-hub:anchordiv-test/absent", "--vocabulary", "colours"],
+     "open_clip:hf-hub:anchordiv-test/absent is not on this machine, and anchordiv downloads nothing unless asked: "
+     "allow it with --allow-download, or copy open_clip_config.json from "),
+])
+def test_encoder_advice_is_in_the_command_line_s_words(argv, expected, cache, monkeypatch, capsys):
+    monkeypatch.setattr(subprocess, "call", tripwire)
+    line = refusal([*argv, "--device", "cpu"] if argv[0] not in ("fetch-model",) else argv, capsys)
+    assert line.startswith(f"anchordiv {argv[0]}: {expected}"), line
+    _command_words_only(line)
+
+
+def test_a_tag_whose_weights_are_absent_says_the_options_to_use(cache, capsys):
+    line = refusal(["suggest", "a dog", "--model", "open_clip:ViT-B-32", "--pretrained", "laion2b_s34b_b79k",
+                    "--device", "cpu"], capsys)
+    assert line.startswith("anchordiv suggest: open_clip:ViT-B-32 --pretrained laion2b_s34b_b79k: the weights are not "
+                           "on this machine, and anchordiv downloads nothing unless asked."), line
+    assert ", or pass --pretrained /path/to/open_clip_pytorch_model.bin (then the tag's preprocessing" in line
+    assert ", or allow the download with --allow-download, or run `python -m anchordiv fetch-model " in line
+    _command_words_only(line)
+
+
+def test_a_figure_column_s_encoder_is_advised_in_the_column_s_words(no_model, tmp_path, capsys):
+    line = refusal(["figure", "--queries", "#1", "--geometries", "cosine model=builtin pretrained=mine.pt",
+                    "--out", str(tmp_path / "f.png")], capsys)
+    assert line == ("anchordiv figure: --geometries: the builtin encoder has its own weights; drop pretrained=mine.pt")
+
+
+# F8: a damaged checkpoint is named as not readable, never with torch's advice to load it unsafely.
+@pytest.fixture
+def tiny_checkpoint(tmp_path):
+    from tiny_open_clip import make_tiny_checkpoint
+
+    (tmp_path / "tiny").mkdir()
+    return make_tiny_checkpoint(tmp_path / "tiny")[0]
+
+
+DAMAGED_CHECKPOINTS = {  # name -> the file's bytes from a good checkpoint's
+    "random.pt": lambda good: os.urandom(2048), "random.bin": lambda good: os.urandom(2048),
+    "empty.pt": lambda good: b"", "text.pth": lambda good: b"not a checkpoint\n" * 20,
+    "cut short.pt": lambda good: good[:len(good) // 2], "random.safetensors": lambda good: os.urandom(2048),
+}
+
+
+@pytest.mark.parametrize("name", list(DAMAGED_CHECKPOINTS))
+def test_a_damaged_checkpoint_is_named_as_unreadable_without_torch_s_advice(name, tiny_checkpoint, cache, tmp_path,
+                                                                          capsys):
+    from tiny_open_clip import TINY_ARCH
+
+    damaged = tmp_path / name
+    damaged.write_bytes(DAMAGED_CHECKPOINTS[name](tiny_checkpoint.read_bytes()))
+    line = refusal(["suggest", "a dog", "--model", f"open_clip:{TINY_ARCH}", "--pretrained", str(damaged),
+                    "--vocabulary", "colours", "--device", "cpu"], capsys)
+    assert line.startswith(f"anchordiv suggest: {damaged} is not a readable checkpoint: it is damaged (e.g. cut short "
+                           "by a copy or download) or not a checkpoint at all ("), line
+    assert line.endswith(f"); use a sound copy of it, or another file: a checkpoint saved for open_clip {TINY_ARCH!r} "
+                         "(a state dict as .pt, .pth, .bin or .safetensors)"), line
+    for unsafe in ("weights_only", "Re-running", "arbitrary code", "different models"):
+        assert unsafe not in line, line
+    _command_words_only(line)
+
+
+def test_a_checkpoint_of_another_model_is_named_as_not_fitting(cache, tmp_path, capsys):
+    import torch
+
+    from tiny_open_clip import TINY_ARCH, register_tiny_arch
+
+    register_tiny_arch(tmp_path)
+    other = tmp_path / "other.pt"
+    torch.save({"not_a_clip_weight": torch.zeros(3)}, other)
+    line = refusal(["suggest", "a dog", "--model", f"open_clip:{TINY_ARCH}", "--pretrained", str(other),
+                    "--vocabulary", "colours", "--device", "cpu"], capsys)
+    assert line.startswith(f"anchordiv suggest: could not load {other} as open_clip {TINY_ARCH!r} weights "
+                           "(RuntimeError: Error(s) in loading state_dict"), line
+    assert line.endswith("; the file is a checkpoint of another architecture or model: use a checkpoint saved for "
+                         f"open_clip {TINY_ARCH!r} (a state dict as .pt, .pth, .bin or .safetensors)"), line
+
+
+@pytest.mark.parametrize("weights", [b"", b"\x00" * 64], ids=["empty", "zeros"])
+def test_a_damaged_hub_weights_file_is_named_alone(weights, tiny_hub, cache, capsys):
+    path = install_hub_model({**tiny_hub, HUB_WEIGHTS: weights + os.urandom(2048)}, tiny_hub[HUB_CONFIG].decode())
+    line = refusal(SUGGEST_WITH_HUB_MODEL, capsys)
+    assert line.startswith(f"anchordiv suggest: the weights {path.with_name(HUB_WEIGHTS)} of open_clip:hf-hub:"
+                           f"{HUB_REPO} are not a readable checkpoint: the file is damaged (e.g. cut short by a copy "
+                           "or download) or not a checkpoint at all ("), line
+    assert line.endswith(f"); delete it and fetch it again (python -m anchordiv fetch-model open_clip:hf-hub:"
+                         f"{HUB_REPO})"), line
+    assert "different models" not in line and "weights_only" not in line and HUB_CONFIG not in line, line
+
+
+@needs_builtin
+def test_a_figure_column_s_encoder_that_cannot_load_is_named_in_the_column_s_words(world, tmp_path, capsys):
+    line = refusal(["figure", "--queries", "#1", "--geometries", "cosine", "cosine model=open_clip:ViT-B-32",
+                    "--out", str(tmp_path / "f.png"), *WORLD, "--device", "cpu", "-q"], capsys)
+    assert line.startswith("anchordiv figure: --geometries column with model=open_clip:ViT-B-32: open_clip:ViT-B-32 "
+                           "needs pretrained=PATH_OR_TAG: a checkpoint file or one of its open_clip tags ("), line
+    line = refusal(["figure", "--queries", "#1", "--geometries", "cosine model=open_clip:ViT-B-32 pretrained=openai",
+                    "--out", str(tmp_path / "f.png"), *WORLD, "--device", "cpu", "-q"], capsys)
+    assert ("the weights are not on this machine" in line and "or pass pretrained=/path/to/" in line
+            and "allow the download with --allow-download," in line and "allow_download" not in line), line

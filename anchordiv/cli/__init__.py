@@ -13,6 +13,7 @@ from . import (bench, demo, embed, embed_builtin_world, evaluate_builtin, explor
                reproduce, suggest, sweep, train_builtin)
 from .logs import configure_logging
 from .options import Parser, UsageError, add_logging_options
+from .words import in_command_words
 
 COMMANDS = (bench, embed, train_builtin, embed_builtin_world, evaluate_builtin, explorer_bench, reproduce, figure,
             sweep, demo, fetch_model, suggest)
@@ -33,8 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run a command; every failure is one line on stderr, ``anchordiv <command>: <message>``,
-    and exit status 2 (130 when interrupted), never a traceback."""
+    """Run a command; every failure is one line on stderr, ``anchordiv <command>: <message>`` in the
+    command's words (:mod:`.words`), and exit status 2 (130 when interrupted), never a traceback."""
     prog, command = "anchordiv", None
     try:
         args = build_parser().parse_args(argv)
@@ -44,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as error:
         return _fail(error.prog, str(error))
     except ValueError as error:
-        return _fail(prog, str(error))
+        return _fail(prog, in_command_words(error, command))
     except OSError as error:  # the checks before the work catch the usual ones; this is the rest (a full disk, ...)
         where = f" ({error.filename})" if error.filename else ""
         return _fail(prog, f"{error.strerror or error}{where}; check that the path exists and is readable or "

@@ -108,9 +108,12 @@ def explorer_args(args: argparse.Namespace, roots) -> list[str]:
 
 def _prepare(args: argparse.Namespace) -> None:
     """The model loaded (a bad one refused here, a download made here with its progress) and, with
-    ``--folder``, the folder embedded into the cache the explorer reads it from: refused when no
-    image in it can be read, its unreadable files named in a warning when some can."""
+    ``--folder``, the folder embedded into the cache the explorer reads it from: refused when fewer
+    of its images can be read than the explorer needs to show anything (calibration's
+    :data:`~anchordiv.models.calibration.MIN_REFERENCE`), its unreadable files named in a warning
+    when enough can."""
     from ..cache import cache_dir
+    from ..models.calibration import MIN_REFERENCE
     from .fetch_model import load_with_progress
     from .embed import embed_to_cache
 
@@ -121,7 +124,10 @@ def _prepare(args: argparse.Namespace) -> None:
     cache_dir(writable=True)
     print(f"anchordiv demo: embedding {args.folder} with {encoder.name} (cached for the explorer)", flush=True)
     options = argparse.Namespace(**vars(args), batch_size=None, out=None)  # batch_size None: sized to the device
-    skipped = embed_to_cache(options, encoder, "--folder")
+    skipped = embed_to_cache(options, encoder, "--folder", fewest=MIN_REFERENCE,
+                             needed_for="the explorer shows a query's neighbours, and calibrates p between anchor "
+                                        f"sets A and B on the gallery: a query, a neighbour and one more, "
+                                        f"{MIN_REFERENCE} in all")
     if skipped:
         warn(args, f"--folder {args.folder!r}: {len(skipped):,} file{'s' * (len(skipped) != 1)} left out of the "
                    f"explorer ({name_skipped(skipped)}); fix or remove them to include them, or go on: the "

@@ -85,7 +85,8 @@ def _embed_locally(args: argparse.Namespace, to_store: bool) -> list[tuple[str, 
     return _embed_to_store(args, encoder) if to_store else embed_to_cache(args, encoder)
 
 
-def embed_to_cache(args: argparse.Namespace, encoder, folder_option: str = "image folder") -> list[tuple[str, str]]:
+def embed_to_cache(args: argparse.Namespace, encoder, folder_option: str = "image folder", fewest: int = 1,
+                   needed_for: str = "") -> list[tuple[str, str]]:
     """The folder's embeddings through the content-hash cache, also as an .npz with ``--out``; the
     files skipped are returned.
 
@@ -97,11 +98,16 @@ def embed_to_cache(args: argparse.Namespace, encoder, folder_option: str = "imag
         What embeds the images.
     folder_option : str
         What the command calls the folder in a message (``--folder`` for ``demo``).
+    fewest : int
+        The fewest readable images the command can use.
+    needed_for : str
+        Why it needs ``fewest``, for the refusal (e.g. ``"a query, a neighbour and one more"``).
 
     Raises
     ------
     ValueError
-        For a folder with no readable image (before ``--out`` is written), naming the files skipped.
+        For a folder with no readable image, or fewer than ``fewest`` (before ``--out`` is
+        written), naming the files skipped.
     """
     from ..embeddings import embed_folder, export_npz
 
@@ -109,6 +115,9 @@ def embed_to_cache(args: argparse.Namespace, encoder, folder_option: str = "imag
                            progress=progress_shown())
     if not gallery.paths:
         raise ValueError(_no_images(f"{folder_option} {args.folder!r}", gallery.skipped))
+    if len(gallery.paths) < fewest:
+        raise ValueError(_too_few_images(f"{folder_option} {args.folder!r}", len(gallery.paths), gallery.skipped,
+                                         fewest, needed_for))
     warn_unlabelled(args, gallery.unlabelled)
     count, skipped = len(gallery.paths), len(gallery.skipped)
     left_out = f"; {skipped:,} file{'s' * (skipped != 1)} skipped" if skipped else ""
@@ -126,6 +135,17 @@ def _no_images(folder: str, skipped: list[tuple[str, str]]) -> str:
     found = (f"has no readable image: {len(skipped):,} file{'s' * (len(skipped) != 1)} skipped "
              f"({name_skipped(skipped)})") if skipped else "holds no files"
     return f"{folder} {found}; put {ACCEPTED} images in it (subfolders are labels), or give another folder"
+
+
+def _too_few_images(folder: str, count: int, skipped: list[tuple[str, str]], fewest: int, needed_for: str) -> str:
+    """Why ``folder`` (as the command calls it) with ``count`` readable images is too small, and what to do."""
+    from ..images import ACCEPTED
+
+    left_out = (f"; {len(skipped):,} file{'s' * (len(skipped) != 1)} could not be read ({name_skipped(skipped)})"
+                if skipped else "")
+    why = f" ({needed_for})" if needed_for else ""
+    return (f"{folder} has {count} readable image{'s' * (count != 1)}{left_out}; this needs at least {fewest}{why}. "
+            f"Add {ACCEPTED} images to it (subfolders are labels), or give another folder")
 
 
 def _embed_to_store(args: argparse.Namespace, encoder) -> list[tuple[str, str]]:

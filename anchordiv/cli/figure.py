@@ -149,11 +149,23 @@ def _checked_inputs(args: argparse.Namespace):
 
 
 def _parsed(texts: list[str], parse: Callable, option: str) -> list:
-    """Each of ``texts`` through ``parse``; a bad one is named with ``option``."""
+    """Each of ``texts`` through ``parse``; a bad one is named with ``option`` (an encoder's advice in
+    a column's words, :func:`column_words`)."""
+    from ..encoders.advice import said
+
     try:
         return [parse(text) for text in texts]
     except ValueError as error:
-        raise ValueError(f"{option}: {error}") from None
+        raise ValueError(f"{option}: {said(error, column_words)}") from None
+
+
+def column_words(argument) -> str:
+    """An encoder's argument as a ``--geometries`` column writes it (``pretrained=TAG``, as typed),
+    a switch as this command's option (``--allow-download``): for
+    :class:`~anchordiv.encoders.advice.AdvisedError`."""
+    from ..encoders.advice import option_words
+
+    return option_words(argument) if argument.value is None else f"{argument.name}={argument.value}"
 
 
 def _templates(value: str, option: str) -> tuple[str, str]:
@@ -177,10 +189,15 @@ def _column_model(args: argparse.Namespace, model: str, pretrained: str | None):
     """The world of the figure embedded by the encoder a column names (``model=SPEC``), as
     :class:`~anchordiv.figure.ColumnModel`, with a progress bar while it embeds."""
     from .fetch_model import load_with_progress
+    from ..encoders.advice import AdvisedError
     from ..figure import ColumnModel
     from ..gallery import world_gallery
 
-    encoder = load_with_progress(model, pretrained, args.device, args.allow_download)
+    try:
+        encoder = load_with_progress(model, pretrained, args.device, args.allow_download)
+    except AdvisedError as error:  # the column's model=, not --model: its pretrained= in the column's words
+        named = f"model={model}" + (f" pretrained={pretrained}" if pretrained else "")
+        raise ValueError(f"--geometries column with {named}: {error.say(column_words)}") from None
     with progress_bar(f"emoji world, {encoder.name}") as progress:
         return ColumnModel(encoder, world_gallery(encoder, split=args.split, limit=args.limit, progress=progress))
 

@@ -10,6 +10,8 @@ import argparse
 from decimal import Decimal, InvalidOperation
 from typing import Callable
 
+from ..figure.limits import SCALE_HIGH, SCALE_LOW
+
 MODEL_FORMS = "builtin, open_clip:<arch> (e.g. open_clip:ViT-B-32 with --pretrained) or open_clip:hf-hub:ORG/REPO"
 DEVICE_HELP = "cpu or cuda (default: CUDA when available)"
 SPLITS = ("all", "train", "heldout")
@@ -95,7 +97,7 @@ def _checked(text: str, low: float, high: float, wanted: str) -> Decimal:
         raise argparse.ArgumentTypeError(f"{_shown(text)} is not a number; pass {wanted}") from None
     if not value.is_finite():
         raise argparse.ArgumentTypeError(f"{_shown(text)} is not a finite number; pass {wanted}")
-    if not Decimal(low) <= value <= Decimal(high):
+    if not Decimal(str(low)) <= value <= Decimal(str(high)):  # str: 0.1 as written, not its binary float
         raise argparse.ArgumentTypeError(f"{_shown(text)} is out of range; pass {wanted}")
     return value
 
@@ -113,8 +115,9 @@ def _bound(value: float) -> str:
 # The number types several commands share, each bound declared once.
 SEED = integer(0, 2**32 - 1)  # 32 bits: what every seeded library here takes (torch's seed overflows past 64)
 FRACTION = number(0, 1)  # a mix or a share, e.g. --memory-weight, --name-smoothing, a sweep's p
-# A logit scale s: CLIP learns 100 and the explorer's slider stops there; ten times that leaves room to explore.
-SCALE = number(0, 1000, low_open=True)
+# A logit scale s, bounded as a figure column's s= is (anchordiv.figure.limits, where the bounds are
+# justified): below 0.1 float32 ranks by rounding error, and 1000 is ten times CLIP's 100.
+SCALE = number(SCALE_LOW, SCALE_HIGH)
 
 
 def option_name(name: str) -> str:

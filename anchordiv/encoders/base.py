@@ -15,11 +15,14 @@ from tqdm import tqdm
 
 from anchordiv.device import resolve_device
 
+from .advice import AdvisedError
+
 Item = TypeVar("Item")
 
 
-class CheckpointNotFound(ValueError):
-    """A model's weights file is not on this machine (and nothing was downloaded)."""
+class CheckpointNotFound(AdvisedError):
+    """A model's weights file is not on this machine (and nothing was downloaded); its advice names
+    the loader's arguments (:class:`~anchordiv.encoders.advice.AdvisedError`)."""
 
 
 class Encoder(ABC):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from anchordiv.cache import cache_dir as anchordiv_cache_dir
 
+from .advice import ALLOW_DOWNLOAD, Argument, pretrained
 from .base import CheckpointNotFound
 from .downloads import ModelUnavailable, RemoteFile
 from .specs import ModelSpec
@@ -59,12 +60,12 @@ def not_on_disk_error(spec: ModelSpec, missing: list[RemoteFile], *, reason: str
     elsewhere = (f"or fetch them on a machine with internet with `{fetch_command(spec)}` and copy the contents of DIR "
                  f"into {checkpoints_root()}{os.sep}")
     if downloads_off:
-        return CheckpointNotFound(f"{spec.model}{_pretrained(spec)} is not on this machine, and anchordiv downloads nothing "
-                           f"unless asked: allow it with allow_download=True (CLI: --allow-download), or copy "
-                           f"{files}, {elsewhere}")
-    return ModelUnavailable(f"{spec.model}{_pretrained(spec)} is not on this machine and {reason}: copy {files}, "
-                            f"{elsewhere}")
+        return CheckpointNotFound(*named(spec), " is not on this machine, and anchordiv downloads nothing unless "
+                                  "asked: allow it with ", ALLOW_DOWNLOAD, f", or copy {files}, {elsewhere}")
+    return ModelUnavailable(*named(spec), f" is not on this machine and {reason}: copy {files}, {elsewhere}")
 
 
-def _pretrained(spec: ModelSpec) -> str:
-    return f" pretrained={spec.pretrained!r}" if spec.pretrained else ""
+def named(spec: ModelSpec) -> tuple[str | Argument, ...]:
+    """``spec`` for a message's parts: ``open_clip:ViT-B-32 pretrained='TAG'`` (its pretrained an
+    :class:`~anchordiv.encoders.advice.Argument`, said in the caller's words)."""
+    return (spec.model, " ", pretrained(spec.pretrained)) if spec.pretrained else (spec.model,)

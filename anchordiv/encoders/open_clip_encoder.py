@@ -26,12 +26,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import pickle
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import torch
 from PIL import Image
 
+from .advice import ALLOW_DOWNLOAD, AdvisedError
 from .base import CheckpointNotFound, Encoder
 from .downloads import DownloadProgress
 from .folders import checkpoint_folder
@@ -107,7 +109,7 @@ def load_open_clip_encoder(
             weights_only=True,
         )
     except Exception as error:  # torch/safetensors/open_clip raise many types for a file that does not fit
-        raise _unfit(checkpoint.path, repr(arch), error) from error
+        raise _unfit(checkpoint, arch, error) from error
     preprocess = image_transform_v2(PreprocessCfg(**open_clip.get_model_preprocess_cfg(model)), is_train=False)
     tokenizer = open_clip.get_tokenizer(arch)
     source = f"{arch}/{checkpoint.tag}" if checkpoint.tag else arch
@@ -140,7 +142,7 @@ def load_hub_encoder(
         raise CheckpointNotFound(
             f"open_clip:hf-hub:{repo_id} builds its text tower from the Hugging Face model "
             f"{text_cfg['hf_model_name']!r}, which transformers fetches when the model is built; anchordiv allows "
-            "that only with allow_download=True (CLI: --allow-download)")
+            "that only with ", ALLOW_DOWNLOAD)
     folder = f"local-dir:{files.config.parent}"
     # Built from the local config alone (load_weights=False), then given the verified weights file:
     # the folder may hold other files, and open_clip would pick one by its own rules. Each step's
@@ -156,7 +158,8 @@ def load_hub_encoder(
     try:
         open_clip.load_checkpoint(model, str(files.weights), strict=True, weights_only=True)
     except Exception as error:  # as in load_open_clip_encoder: many types for files that do not fit
-        raise _mismatched(files, repo_id, error) from error
+        raise (_unreadable_hub_weights(files, repo_id, error) if _while_reading(error)
+               else _mismatched(files, repo_id, error)) from error
     tokenizer = _hub_tokenizer(repo_id, folder, files, text_cfg, allow_download, cache_dir)
     return OpenClipEncoder(model, preprocess, tokenizer, name=f"open_clip:hf-hub:{repo_id}@{files.weights_sha256[:16]}",
                            dim=model_cfg["embed_dim"], device=device)
@@ -189,11 +192,10 @@ def _hub_tokenizer(repo_id: str, folder: str, files: HubModelFiles, text_cfg: di
                                **text_cfg.get("tokenizer_kwargs", {}))
         except (OSError, ValueError) as error:  # transformers' errors for files it lacks or cannot read
             errors.append(error)
-    how = ("could not be loaded or fetched" if allow_download else
-           "is not on this machine, and anchordiv downloads nothing unless asked (allow_download=True, "
-           "CLI: --allow-download)")
-    raise CheckpointNotFound(f"open_clip:hf-hub:{repo_id} uses the Hugging Face tokenizer {name!r}, which {how} "
-                             f"({' '.join(str(errors[0]).split())[:160]})") from None
+    how = (("could not be loaded or fetched",) if allow_download else
+           ("is not on this machine, and anchordiv downloads nothing unless asked (", ALLOW_DOWNLOAD, ")"))
+    raise CheckpointNotFound(f"open_clip:hf-hub:{repo_id} uses the Hugging Face tokenizer {name!r}, which ", *how,
+                             f" ({' '.join(str(errors[0]).split())[:160]})") from None
 
 
 @contextlib.contextmanager
@@ -221,10 +223,22 @@ class _DropMessage(logging.Filter):
         return not str(record.msg).startswith(self.start)
 
 
-def _unfit(path: Path, what: str, error: Exception) -> ValueError:
-    """The one-line error for weights that do not fit the model."""
-    return ValueError(f"could not load {path} as open_clip {what} weights ({_described(error)}); "
-                      "check that the file is a checkpoint for this architecture")
+def _unfit(checkpoint: Checkpoint, arch: str, error: Exception) -> ValueError:
+    """The one-line error for weights that open_clip could not load into ``arch``: a file it could not
+    even read (damaged, or not a checkpoint at all), or one that does not fit the architecture. What
+    to do names no argument: the command line and the explorer each choose the file their own way."""
+    path, readable = checkpoint.path, not _while_reading(error)
+    wanted = f"a checkpoint saved for open_clip {arch!r} (a state dict as .pt, .pth, .bin or .safetensors)"
+    if checkpoint.tag:  # found by its tag where it was fetched (or copied) to: fetch it again
+        instead = (f"delete it and fetch it again (python -m anchordiv fetch-model open_clip:{arch} --pretrained "
+                   f"{checkpoint.tag})")
+    else:
+        instead = f"use {wanted}" if readable else f"use a sound copy of it, or another file: {wanted}"
+    if readable:
+        return ValueError(f"could not load {path} as open_clip {arch!r} weights ({_described(error)}); the file is a "
+                          f"checkpoint of another architecture or model: {instead}")
+    return ValueError(f"{path} is not a readable checkpoint: it is damaged (e.g. cut short by a copy or download) or "
+                      f"not a checkpoint at all ({_described(error, first_sentence=True)}); {instead}")
 
 
 def _bad_config(path: Path, repo_id: str, error: Exception) -> ValueError:
@@ -244,10 +258,39 @@ def _mismatched(files: HubModelFiles, repo_id: str, error: Exception) -> ValueEr
                       f"and fetch them again (python -m anchordiv fetch-model open_clip:hf-hub:{repo_id})")
 
 
-def _described(error: Exception) -> str:
+def _unreadable_hub_weights(files: HubModelFiles, repo_id: str, error: Exception) -> ValueError:
+    """The one-line error for a hub model's weights file that cannot be read at all: that file alone
+    is named (the config built a model; the weights never got as far as being compared with it)."""
+    return ValueError(f"the weights {files.weights} of open_clip:hf-hub:{repo_id} are not a readable checkpoint: "
+                      f"the file is damaged (e.g. cut short by a copy or download) or not a checkpoint at all "
+                      f"({_described(error, first_sentence=True)}); delete it and fetch it again "
+                      f"(python -m anchordiv fetch-model open_clip:hf-hub:{repo_id})")
+
+
+def _while_reading(error: BaseException) -> bool:
+    """Whether ``error`` arose while open_clip read the checkpoint file (in its ``load_state_dict``:
+    torch.load or safetensors, and the first look at what they returned), before any weight was
+    compared with the model: the file is then damaged or not a checkpoint, whatever the model."""
+    from open_clip import factory
+
+    reading = getattr(getattr(factory, "load_state_dict", None), "__code__", None)
+    trace = error.__traceback__
+    while trace is not None:
+        if trace.tb_frame.f_code is reading:
+            return True
+        trace = trace.tb_next
+    return False
+
+
+def _described(error: Exception, first_sentence: bool = False) -> str:
     """``error`` for a one-line message: its type and its text on one line, cut short (a mismatch
-    lists every key of the state dict)."""
-    detail = " ".join(str(error).split())[:300]
+    lists every key of the state dict), to its ``first_sentence`` where the rest is a reader's
+    advice to its own users. Never torch's advice on an unpickling error (to load the file with
+    ``weights_only=False``, which runs whatever code the file holds): its type alone."""
+    if isinstance(error, pickle.UnpicklingError) or "weights_only" in str(error):
+        return type(error).__name__
+    detail = " ".join(str(error).split())
+    detail = (detail.split(". ")[0] if first_sentence else detail)[:300]
     return f"{type(error).__name__}: {detail}" if detail else type(error).__name__
 
 
@@ -260,8 +303,8 @@ def _refuse_hub_dependencies(arch: str, model_cfg: dict[str, Any]) -> None:
     elif "siglip" in arch.lower():
         needs.append("a SentencePiece vocabulary from storage.googleapis.com")
     if needs:
-        raise ValueError(
+        raise AdvisedError(
             f"open_clip:{arch} needs {' and '.join(needs)}, which open_clip fetches from the network when the model "
-            "is built; anchordiv loads it only with allow_download=True (CLI: --allow-download). "
-            "Offline, use an architecture with open_clip's bundled tokenizer, e.g. ViT-B-32"
+            "is built; anchordiv loads it only with ", ALLOW_DOWNLOAD, ". Offline, use an architecture with "
+            "open_clip's bundled tokenizer, e.g. ViT-B-32"
         )

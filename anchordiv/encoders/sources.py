@@ -22,6 +22,7 @@ import os
 import shutil
 from pathlib import Path
 
+from .advice import AdvisedError, pretrained
 from .downloads import DownloadProgress, RemoteFile, verify_file
 from .folders import MANIFEST, read_manifest
 from .hub_models import hub_model_files, missing_hub_files
@@ -69,8 +70,8 @@ def fetch_model(spec: ModelSpec | str, *, to: str | os.PathLike | None = None,
         checkpoint = resolve_checkpoint(spec.arch, spec.pretrained, allow_download=True, cache_dir=cache_dir,
                                         progress=progress)
         if checkpoint.tag is None:
-            raise ValueError(f"pretrained={spec.pretrained!r} is a file already; copy it by hand, or name an "
-                             f"open_clip tag for {spec.arch}")
+            raise AdvisedError(pretrained(str(spec.pretrained)), " is a file already; copy it by hand, or name an "
+                               f"open_clip tag for {spec.arch}")
         groups = {Path("open_clip", spec.arch, checkpoint.tag): [(checkpoint.path, verified_sha256(checkpoint))]}
     if to is None:
         return [path for entries in groups.values() for path, _ in entries]

@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from .advice import AdvisedError, PRETRAINED_PATH, pretrained as pretrained_argument
+
 BUILTIN = "builtin"
 OPEN_CLIP_PREFIX = "open_clip:"
 HF_HUB_PREFIX = "hf-hub:"
@@ -22,8 +24,9 @@ HF_HUB_PREFIX = "hf-hub:"
 # name becomes a folder under anchordiv's cache).
 _REPO_PART = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?")
 _MAX_SPEC = 300
-SPEC_FORMS = ("use 'builtin', 'open_clip:<arch>' (e.g. 'open_clip:ViT-B-32' with pretrained='laion2b_s34b_b79k' "
-              "or pretrained=/path/to/checkpoint) or 'open_clip:hf-hub:ORG/REPO'")
+# The forms, as parts of an AdvisedError: said with the caller's words for pretrained.
+SPEC_FORMS = ("use 'builtin', 'open_clip:<arch>' (e.g. 'open_clip:ViT-B-32' with ",
+              pretrained_argument("laion2b_s34b_b79k"), " or ", PRETRAINED_PATH, ") or 'open_clip:hf-hub:ORG/REPO'")
 
 
 @dataclass(frozen=True)
@@ -68,30 +71,30 @@ def parse_model_spec(model: str | ModelSpec, pretrained: str | os.PathLike | Non
     """
     if isinstance(model, ModelSpec):  # checked again: a ModelSpec can be built by hand
         if pretrained is not None and model.pretrained not in (None, os.fspath(pretrained)):
-            raise ValueError(f"{model.model} already names pretrained={model.pretrained!r}; "
-                             f"drop pretrained={os.fspath(pretrained)!r}")
+            raise AdvisedError(f"{model.model} already names ", pretrained_argument(model.pretrained), "; drop ",
+                               pretrained_argument(os.fspath(pretrained)))
         return parse_model_spec(model.model, model.pretrained if pretrained is None else pretrained)
     if not isinstance(model, str):
         raise ValueError(f"encoder spec must be a string such as 'builtin' or 'open_clip:ViT-B-32', not {model!r}")
     if len(model) > _MAX_SPEC:
-        raise ValueError(f"encoder spec is {len(model)} characters long (at most {_MAX_SPEC}); {SPEC_FORMS}")
+        raise AdvisedError(f"encoder spec is {len(model)} characters long (at most {_MAX_SPEC}); ", *SPEC_FORMS)
     if pretrained is not None:
         pretrained = os.fspath(pretrained)
         if not isinstance(pretrained, str) or not pretrained:
-            raise ValueError(f"pretrained={pretrained!r} must be an open_clip tag or a checkpoint path")
+            raise AdvisedError(pretrained_argument(str(pretrained)), " must be an open_clip tag or a checkpoint path")
     if model == BUILTIN:
         if pretrained is not None:
-            raise ValueError(f"the builtin encoder has its own weights; drop pretrained={pretrained!r}")
+            raise AdvisedError("the builtin encoder has its own weights; drop ", pretrained_argument(pretrained))
         return ModelSpec(BUILTIN)
     name = model[len(OPEN_CLIP_PREFIX):] if model.startswith(OPEN_CLIP_PREFIX) else ""
     if not name or name.strip() != name:
-        raise ValueError(f"unknown encoder spec {model!r}; {SPEC_FORMS}")
+        raise AdvisedError(f"unknown encoder spec {model!r}; ", *SPEC_FORMS)
     if name.startswith(HF_HUB_PREFIX):
         repo = name[len(HF_HUB_PREFIX):]
         check_hub_repo(repo)
         if pretrained is not None:
-            raise ValueError(f"{model} carries its own weights (the repository's open_clip_config.json and weights "
-                             f"file); drop pretrained={pretrained!r}")
+            raise AdvisedError(f"{model} carries its own weights (the repository's open_clip_config.json and "
+                               "weights file); drop ", pretrained_argument(pretrained))
         return ModelSpec("open_clip", hub_repo=repo)
     return ModelSpec("open_clip", arch=name, pretrained=pretrained)
 

@@ -12,6 +12,8 @@ from typing import Any
 
 from anchordiv.images import file_problem
 
+from .advice import ALLOW_DOWNLOAD, PRETRAINED_PATH, AdvisedError, Argument, pretrained as pretrained_argument
+from .advice import pretrained_stand_in
 from .base import CheckpointNotFound
 from .downloads import DownloadProgress, RemoteFile, Unreachable, verify_file
 from .folders import checkpoint_folder, checkpoints_root, fetch_command, not_on_disk_error, own_file, read_manifest
@@ -77,8 +79,8 @@ def download_tag_weights(arch: str, tag: str, tag_cfg: dict[str, Any], *, cache_
                 path = hub_file(repo_id, filename, cache_dir=cache_dir, progress=progress, model=spec.label)
                 if path is not None:
                     return path
-            raise ValueError(f"the hub repository {repo_id!r} holds none of {', '.join(filenames)} for "
-                             f"open_clip:{arch} pretrained={tag!r}")
+            raise AdvisedError(f"the hub repository {repo_id!r} holds none of {', '.join(filenames)} for "
+                               f"open_clip:{arch} ", pretrained_argument(tag))
         url = tag_cfg.get("url") or ""
         return url_file(url, url_folder(cache_dir) / os.path.basename(url), sha256=url_sha256(url),
                         progress=progress, model=spec.label)
@@ -121,8 +123,9 @@ def resolve_checkpoint(
     tags = list_pretrained_tags_by_model(arch)
     if pretrained is None:
         raise CheckpointNotFound(
-            f"open_clip:{arch} needs pretrained= a checkpoint file or one of its open_clip tags "
-            f"({', '.join(tags) or 'none published'}); anchordiv does not run randomly initialised models"
+            f"open_clip:{arch} needs ", pretrained_stand_in("PATH_OR_TAG"), ": a checkpoint file or one of its "
+            f"open_clip tags ({', '.join(tags) or 'none published'}); anchordiv does not run randomly initialised "
+            "models"
         )
     tag_cfg = get_pretrained_cfg(arch, str(pretrained))
     if not tag_cfg:
@@ -131,9 +134,9 @@ def resolve_checkpoint(
             refuse_unreadable(path)  # a pipe, device, link loop or /proc entry: say so, never block on it
             return Checkpoint(path=path)
         raise CheckpointNotFound(
-            f"open_clip:{arch} pretrained={str(pretrained)!r} is neither an existing checkpoint file nor an "
-            f"open_clip tag for {arch} (tags: {', '.join(tags) or 'none published'}); "
-            "pass pretrained=/path/to/checkpoint or one of the tags"
+            f"open_clip:{arch} ", pretrained_argument(str(pretrained)), " is neither an existing checkpoint file "
+            f"nor an open_clip tag for {arch} (tags: {', '.join(tags) or 'none published'}); pass ",
+            PRETRAINED_PATH, " or one of the tags"
         )
     tag = str(pretrained)
     found = find_cached_tag(arch, tag, tag_cfg, cache_dir)
@@ -145,7 +148,7 @@ def resolve_checkpoint(
         expected = url_sha256(url) if url and path.name == os.path.basename(url) else blob_sha256(path)
         verified = expected if _is_sha256(expected) else None  # the download was checked against it just now
         return Checkpoint(path=path, tag=tag, tag_cfg=tag_cfg, expected_sha256=expected, sha256=verified)
-    raise CheckpointNotFound(_not_found_message(arch, tag, tag_cfg, cache_dir))
+    raise CheckpointNotFound(*_not_found_message(arch, tag, tag_cfg, cache_dir))
 
 
 def blob_sha256(path: Path) -> str | None:
@@ -182,7 +185,9 @@ def find_cached_tag(arch: str, tag: str, tag_cfg: dict[str, Any], cache_dir: str
     return None
 
 
-def _not_found_message(arch: str, tag: str, tag_cfg: dict[str, Any], cache_dir: str | os.PathLike | None) -> str:
+def _not_found_message(arch: str, tag: str, tag_cfg: dict[str, Any],
+                       cache_dir: str | os.PathLike | None) -> tuple[str | Argument, ...]:
+    """The parts of the message for a tag whose weights are not on this machine (downloads off)."""
     from huggingface_hub import constants
 
     hub = hub_location(tag_cfg)
@@ -198,11 +203,11 @@ def _not_found_message(arch: str, tag: str, tag_cfg: dict[str, Any], cache_dir: 
         searched.append(str(url_folder(cache_dir) / os.path.basename(url)))
     spec = parse_model_spec(f"open_clip:{arch}", tag)
     return (
-        f"open_clip:{arch} pretrained={tag!r}: the weights are not on this machine, and anchordiv downloads "
-        f"nothing unless asked. Download {source} and put it at {checkpoint_folder(arch, tag) / filename}, "
-        f"or pass pretrained=/path/to/{filename} (then the tag's preprocessing and QuickGELU settings are not applied), "
-        f"or allow the download with allow_download=True (CLI: --allow-download), or run `{fetch_command(spec)}` on a "
-        f"machine with internet and copy the contents of DIR into {checkpoints_root()}{os.sep}. "
+        f"open_clip:{arch} ", pretrained_argument(tag), ": the weights are not on this machine, and anchordiv "
+        f"downloads nothing unless asked. Download {source} and put it at {checkpoint_folder(arch, tag) / filename}, "
+        "or pass ", pretrained_stand_in(f"/path/to/{filename}"), " (then the tag's preprocessing and QuickGELU "
+        "settings are not applied), or allow the download with ", ALLOW_DOWNLOAD, f", or run `{fetch_command(spec)}` "
+        f"on a machine with internet and copy the contents of DIR into {checkpoints_root()}{os.sep}. "
         f"Searched: {'; '.join(searched)}"
     )
 

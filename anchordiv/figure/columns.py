@@ -4,13 +4,14 @@ pretrained=laion2b_s34b_b79k``) and :func:`parse_geometry_column`; ``str()`` of 
 back to an equal one."""
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from typing import Mapping, Sequence
 
 from ..encoders.specs import BUILTIN, OPEN_CLIP_PREFIX, parse_model_spec
 from ..explorer.geometry import WEIGHTING_HELP, GeometrySpec
 from ..models import anchor_model_kind, list_anchor_models
+from .limits import SCALE_HIGH, SCALE_LOW
 
 
 BASELINES = ("cosine", "iti")
@@ -26,6 +27,10 @@ _COLUMN_OPTIONS = {"cosine": _ENCODER_OPTIONS, "iti": _ENCODER_OPTIONS, "A": ("m
 _TEXT_NAMES = {"p": "p", "model": "model", "s": "s", "weighting": "weighting", "encoder": "model",
                "pretrained": "pretrained"}
 ENCODER_EXAMPLE = "model=builtin, model=open_clip:ARCH pretrained=TAG or model=open_clip:hf-hub:ORG/REPO"
+# Each number a column takes: its bounds (both allowed) and what it means, for a refusal.
+_NUMBERS = {"p": (0.0, 1.0, "p is the weight of A, from 0 (B only) to 1 (A only)"),
+            "s": (SCALE_LOW, SCALE_HIGH, "s is the logit scale, e.g. s=10 (CLIP's is 100; below 0.1 float32 ranks "
+                                         "by rounding error)")}
 
 
 COLUMN_EXAMPLE = ("e.g. 'cosine', 'iti', 'A', 'B', 'mix p=0.3 model=gaussian s=20 weighting=literal' or "
@@ -125,13 +130,12 @@ def _check_column(column: GeometryColumn) -> None:
                              f"take {takes + ' and ' if takes else ''}{encoders}); drop it ({COLUMN_EXAMPLE})")
     if column.kind == "mix" and column.p is None:
         raise ValueError("a mix column needs the weight of A, e.g. 'mix p=0.5' (p = 1: A only, p = 0: B only)")
-    if column.p is not None and not 0.0 <= column.p <= 1.0:
-        raise ValueError(f"p={value_text(column.p)} is outside [0, 1]; p is the weight of A, from 0 (B only) to 1 "
-                         "(A only)")
+    for name, value in (("p", column.p), ("s", column.scale)):
+        low, high, meaning = _NUMBERS[name]
+        if value is not None and not low <= value <= high:  # NaN is neither
+            raise ValueError(f"{name}={value_text(value)} is outside {_range(name)}; {meaning}")
     if column.model is not None and column.model not in list_anchor_models():
         raise ValueError(f"unknown anchor model {column.model!r}; use one of {', '.join(list_anchor_models())}")
-    if column.scale is not None and not (math.isfinite(column.scale) and column.scale > 0):
-        raise ValueError(f"s={value_text(column.scale)} must be a finite number > 0 (the logit scale, e.g. s=10)")
     if column.weighting is not None and column.weighting not in WEIGHTING_HELP:
         raise ValueError(f"unknown weighting {column.weighting!r}; use one of {', '.join(WEIGHTING_HELP)}")
     if column.encoder is not None:
@@ -183,12 +187,28 @@ def _option_key(name: str, value: str) -> str:
 
 
 def _number_option(options: Mapping[str, str], name: str, text: str) -> float | None:
+    """Option ``name`` (``p`` or ``s``) of column ``text`` as a number within its bounds
+    (:data:`_NUMBERS`), compared exactly (``1e400`` is out of range, not infinite), and refused
+    quoting it as typed; ``None`` when not given."""
     if name not in options:
         return None
+    typed = options[name]
+    low, high, meaning = _NUMBERS[name]
     try:
-        return float(options[name])
-    except ValueError:
-        raise ValueError(f"{name}={options[name]} in {text!r} is not a number; write e.g. {name}=0.5") from None
+        exact = Decimal(typed)
+    except InvalidOperation:
+        raise ValueError(f"{name}={typed} in {text!r} is not a number; write e.g. {name}=0.5") from None
+    if exact.is_nan():
+        raise ValueError(f"{name}={typed} in {text!r} is not a number; {meaning}")
+    if not exact.is_finite() or not Decimal(str(low)) <= exact <= Decimal(str(high)):
+        raise ValueError(f"{name}={typed} is outside {_range(name)}; {meaning}")
+    return float(exact)
+
+
+def _range(name: str) -> str:
+    """The bounds of number option ``name`` as written: ``[0, 1]``, ``[0.1, 1000]``."""
+    low, high, _ = _NUMBERS[name]
+    return f"[{value_text(float(low))}, {value_text(float(high))}]"
 
 
 def fitted_geometries(columns: Sequence[GeometryColumn], default_spec: GeometrySpec) -> int:

@@ -50,13 +50,31 @@ from .base import AnchorModel
 # queries: about half a second for a 20,000-image gallery on 2 cores.
 GRID_POINTS = 33
 QUERIES = 128
+# The fewest reference items a calibration measures on: a query, a neighbour, and one item left out of
+# its neighbourhood. With fewer, every top-k under A is every top-k under B (all the other items).
+MIN_REFERENCE = 3
+
+
+class NothingToCalibrate(ValueError):
+    """A calibration whose sampled queries have the same top-``k`` neighbours under A as under B:
+    ``p`` cannot move them, so there is nothing to measure. ``k``: the neighbourhood size compared
+    (a caller that chose the anchor sets by its own options names them from this)."""
+
+    def __init__(self, k: int):
+        super().__init__(f"A and B give every sampled query the same top-{k} neighbours, so there is nothing to "
+                         "calibrate; use anchor sets that differ, or the balanced weights.")
+        self.k = k
+
+    def __reduce__(self):  # pickled with its k, not its message
+        return type(self), (self.k,)
 
 
 @dataclass(frozen=True)
 class CalibrationCurve:
     """``progress`` ``(L,)`` (non-decreasing, 0 at B alone, 1 at A alone) at log-odds
     ``log_odds`` ``(L,)`` increasing, with its two sides ``progress_a`` and ``progress_b``;
-    ``queries`` and ``k`` say what it was measured on."""
+    ``queries`` and ``k`` say what it was measured on (``k``: the neighbourhood size used, which a
+    small reference lowers, :func:`neighbourhood_size`)."""
 
     log_odds: np.ndarray
     progress: np.ndarray
@@ -77,17 +95,29 @@ class CalibrationCurve:
         return float(log_odds) if log_odds.ndim == 0 else log_odds
 
 
+def neighbourhood_size(k: int, n_items: int) -> int:
+    """The neighbourhood size a calibration with ``k`` measures on ``n_items`` reference items:
+    ``k``, or ``n_items - 2`` where that is smaller, so that each query's top-``k`` leaves at least
+    one of the other items out (else A's and B's neighbourhoods are the same set, and nothing can
+    move). ``ValueError`` below :data:`MIN_REFERENCE` items."""
+    if n_items < MIN_REFERENCE:
+        raise ValueError(f"calibrating p between anchor sets A and B needs at least {MIN_REFERENCE} images to measure "
+                         f"on (a query, a neighbour and one more that A or B can rank apart); got {n_items}. Use more "
+                         "images, or one anchor set alone (it has no p to calibrate).")
+    return min(k, n_items - 2)
+
+
 def calibration_curve(models: list[AnchorModel], reference_eta: torch.Tensor, k: int = 10, queries: int = QUERIES,
                       seed: int = 0, component_kappa: torch.Tensor | None = None) -> CalibrationCurve:
     """The progress curve of the mixture of ``models`` (A, B) over the reference ``reference_eta``
     ``(G, d)`` (natural parameters), from ``queries`` reference items (fixed seed), each ranking
-    the others by its top-``k`` (see the module docstring). ``component_kappa`` ``(G, 2)``: the
-    models' ``kappa`` at ``reference_eta``, when the caller has them (else computed here)."""
+    the others by its top-``k`` (see the module docstring); on a reference too small for ``k``, by
+    as many as it allows (:func:`neighbourhood_size`: at least :data:`MIN_REFERENCE` items).
+    ``component_kappa`` ``(G, 2)``: the models' ``kappa`` at ``reference_eta``, when the caller has
+    them (else computed here)."""
     k, queries = check_positive_int(k, "k"), check_positive_int(queries, "queries")
     n_items = reference_eta.shape[0]
-    if n_items < k + 2:
-        raise ValueError(f"calibration needs more than k + 1 = {k + 1} reference items; got {n_items}. "
-                         "Calibrate on the gallery, or lower k.")
+    k = neighbourhood_size(k, n_items)
     ids = np.sort(np.random.default_rng(seed).choice(n_items, size=min(queries, n_items), replace=False))
     eta_y = reference_eta.float()
     own = torch.as_tensor(ids, device=eta_y.device)[:, None]                            # (Q, 1)
@@ -120,8 +150,7 @@ def calibration_curve(models: list[AnchorModel], reference_eta: torch.Tensor, k:
     # Queries whose A and B neighbourhoods do not differ on a side have nothing to move between.
     moving = (span > 0).all(dim=0)
     if not bool(moving.any()):
-        raise ValueError("A and B give every sampled query the same neighbours, so there is nothing to calibrate; "
-                         "use anchor sets that differ, or the balanced weights.")
+        raise NothingToCalibrate(k)
     log_odds = _log_odds_grid(kappa_y)
     sides_along = []
     for value in log_odds:

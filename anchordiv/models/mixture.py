@@ -78,7 +78,8 @@ class MixtureAnchors(AnchorModel):
     weighting : {"literal", "balanced", "calibrated"}, default "literal"
         How ``weights`` become the ``w_k`` in use (above).
     calibration_k : int, default 10
-        Calibrated weighting only: the neighbourhood size ``k`` the calibration compares.
+        Calibrated weighting only: the neighbourhood size ``k`` the calibration compares (on a
+        reference of fewer than ``k + 2`` items, ``n - 2``: as many as it allows).
     calibration_queries : int, default 128
         Calibrated weighting only: how many reference items serve as queries.
     calibration_seed : int, default 0
@@ -317,7 +318,9 @@ class MixtureAnchors(AnchorModel):
         reference : array-like of shape (n, d)
             The image embeddings the calibration is measured on (the gallery).
         k : int, default 10
-            Each sampled query ranks the other reference items by its top-``k``.
+            Each sampled query ranks the other reference items by its top-``k``; on a reference of
+            fewer than ``k + 2`` items, by its top ``n - 2`` (at least 3 items are needed:
+            :func:`~anchordiv.models.calibration.neighbourhood_size`).
         queries : int, default 128
             How many reference items are sampled as queries.
         seed : int, default 0
