@@ -176,6 +176,22 @@ class ShardScanner:
         (kept in this process at float32) or ``"files"`` (read and converted every pass)."""
         return "gpu" if self._resident is not None else "host" if self._host_rows is not None else "files"
 
+    def kept_rows(self, positions: np.ndarray) -> torch.Tensor | None:
+        """The store's float32 rows at global ``positions`` ``(n,)`` from the rows kept in memory
+        (``None`` where this scanner keeps none, or does not serve one of them): a slider's
+        candidates then cost a gather, not a file read per row."""
+        if self._host_rows is None:
+            return None
+        shard_of = np.searchsorted(self.store.shard_starts, positions, side="right") - 1
+        if not set(np.unique(shard_of).tolist()) <= set(self.shards):
+            return None
+        result = torch.empty((positions.size, self.store.dim), dtype=torch.float32)
+        for number in np.unique(shard_of):
+            picked = np.flatnonzero(shard_of == number)
+            rows, _ = self._host_rows.shard(int(number), self.fingerprints[int(number)])
+            result[torch.as_tensor(picked)] = rows[torch.as_tensor(positions[picked] - self.store.shard_starts[number])]
+        return result
+
     def kappa_state(self) -> dict[int, torch.Tensor]:
         """Shard number -> what ``model.gallery_state`` gives without gradients, on the CPU: hand it to
         another scanner of the same shards (``kappa_state=``) to spare it the pass over them."""
@@ -497,7 +513,8 @@ class ShardedAnchorIndex:
         only those rows of the store (the slider's candidates), between two :meth:`check_unchanged`."""
         positions = torch.as_tensor(np.asarray(ids, dtype=np.int64).reshape(-1))
         self.check_unchanged()
-        rows = self.store.rows(positions)
+        kept = self._engine.scanner.kept_rows(positions.numpy()) if self.engine == "local" else None
+        rows = self.store.rows(positions) if kept is None else kept
         self.check_unchanged()
         eta = self.model.natural_parameters(rows, "gallery").to(self.device)
         wanted = positions.numpy()
