@@ -10,16 +10,25 @@ from dataclasses import replace
 import streamlit as st
 
 from anchordiv import explorer as ex
-from anchordiv.app.cached import get_geometry
+from anchordiv.app.cached import get_geometry, source_presets
 from anchordiv.app.errors import ERROR_CHARS, attempt
 from anchordiv.app.session_keys import upload_problem
 from anchordiv.app.url_state import follow_view_link
+from anchordiv.app.widget_checks import checked_settings, checked_widget, choice_widget, replace_value, text_widget
 from anchordiv.explorer.anchors import OWN_LIST, menu_name, preset_label
 from anchordiv.explorer.links import LinkField
 from anchordiv.explorer.literal import markdown_literal, without_joiners
 from anchordiv.explorer.page_state import SETTINGS, TEMPLATE_OPTIONS
 from anchordiv.explorer.sidebar_state import SidebarState
+from anchordiv.explorer.widget_values import Allowed
 from anchordiv.prompts import AUTO, CUSTOM, TEMPLATE_SETS, TemplateChoice, default_choice, template_choice
+
+
+# The anchor sets as the Explore page labels them; what to do about one of their values refused on a
+# page that uses them without their widgets.
+SET_LABELS = {"a": "A (object)", "b": "B (style)"}
+P_LABEL = "p: weight of A against B"  # the p player's (app/p_player.py)
+ELSEWHERE = "Choose it on the Explore page."
 
 
 def anchor_column(column, name: str, label: str, presets: dict[str, tuple[str, ...]], encoder,
@@ -32,21 +41,26 @@ def anchor_column(column, name: str, label: str, presets: dict[str, tuple[str, .
     text_key, preset_key = f"anchors_{name}", f"preset_{name}"
 
     def apply_preset() -> None:
-        st.session_state[text_key] = "\n".join(presets[st.session_state[preset_key]])
+        # A callback runs before the page: a value that is no preset (a client may send any) is left
+        # for the menu's check to name.
+        chosen = st.session_state.get(preset_key)
+        if isinstance(chosen, str) and chosen in presets:
+            replace_value(text_key, "\n".join(presets[chosen]))
 
-    chosen = st.session_state.get(preset_key)
+    chosen = checked_preset(name, presets, column)
+    text = checked_widget("text_area", f"Anchor set {label} (one per line)", text_key, Allowed.text(), column,
+                          default="\n".join(presets[chosen]) if chosen in presets else "")
     source = sources.get(chosen)
-    shown = preset_label(chosen, st.session_state.get(text_key, ""), presets)  # "Your own" once edited
+    shown = preset_label(chosen, text, presets)  # "Your own" once edited
     said = ([f"Edited from {markdown_literal(chosen)}."] if shown == OWN_LIST else []) + \
         ([f"Read from {markdown_literal(source)}."] if source else [])
-    column.selectbox(f"Preset for {label}", list(presets), key=preset_key, on_change=apply_preset,
-                     format_func=lambda name: shown if name == chosen else menu_name(name),
-                     help=" ".join(said) or None)
-    column.text_area(f"Anchor set {label} (one per line)", key=text_key, height=120,
-                     max_chars=SETTINGS[text_key].max_chars,
-                     help="A line of an anchor, a tab and a number gives the anchor a weight (a positive number; "
-                          "the weights are normalised to sum to 1): then every line needs one, and the set is the "
-                          "empirical model with those weights, whatever the sidebar's kind.")
+    choice_widget(column.selectbox, f"Preset for {label}", list(presets), key=preset_key, on_change=apply_preset,
+                  format_func=lambda name: shown if name == chosen else menu_name(name), help=" ".join(said) or None)
+    text_widget(column.text_area, f"Anchor set {label} (one per line)", key=text_key, height=120,
+                max_chars=SETTINGS[text_key].max_chars,
+                help="A line of an anchor, a tab and a number gives the anchor a weight (a positive number; "
+                     "the weights are normalised to sum to 1): then every line needs one, and the set is the "
+                     "empirical model with those weights, whatever the sidebar's kind.")
     parsed = parsed_set(name, column)
     summary = column.container()  # the count and the templates in use, above the expander that sets them
     box = column.expander(f"Templates, save or load set {label[0]}", key=f"save_load_open_{name}", on_change="rerun")
@@ -113,14 +127,16 @@ def template_widgets(column, name: str, label: str, encoder, errors) -> Template
     choice, or ``None`` and an error box in ``errors`` when one's own templates are not usable."""
     menu_key, own_key = f"templates_{name}", f"own_templates_{name}"
     default = TEMPLATE_SETS[default_choice(encoder).name]  # short: a menu shows its value on one line
-    column.selectbox(f"Prompt templates for {label}", TEMPLATE_OPTIONS, key=menu_key,
-                     format_func=lambda option: f"auto = {default}" if option == AUTO else TEMPLATE_SETS[option],
-                     help="Each anchor is encoded through these templates, and the unit embeddings averaged and "
-                          "normalised, as CLIP zero-shot does. auto: none for the built-in model (its own captions), "
-                          "'a photo of a {}.' for CLIP models.")
-    if st.session_state[menu_key] == CUSTOM:
-        column.text_area(f"Own templates for {label} (one per line, {{}} where the anchor goes)", key=own_key,
-                         height=100, max_chars=SETTINGS[own_key].max_chars)
+    menu = choice_widget(column.selectbox, f"Prompt templates for {label}", TEMPLATE_OPTIONS, key=menu_key,
+                         format_func=lambda option: f"auto = {default}" if option == AUTO else TEMPLATE_SETS[option],
+                         help="Each anchor is encoded through these templates, and the unit embeddings averaged and "
+                              "normalised, as CLIP zero-shot does. auto: none for the built-in model (its own "
+                              "captions), 'a photo of a {}.' for CLIP models.")
+    own_label = f"Own templates for {label} (one per line, {{}} where the anchor goes)"
+    if menu == CUSTOM:
+        text_widget(column.text_area, own_label, key=own_key, height=100, max_chars=SETTINGS[own_key].max_chars)
+    else:  # not drawn, yet read below
+        checked_widget("text_area", own_label, own_key, Allowed.text(), column)
     try:
         return set_templates(name, encoder)
     except ValueError as error:
@@ -153,10 +169,10 @@ def anchor_widgets(box, presets: dict[str, tuple[str, ...]], encoder,
     says which label column ``sources`` a gallery preset reads) and the weighting of p;
     ``(parsed A, parsed B, weighting)``."""
     box.subheader("Anchors")
-    parsed_a = anchor_column(box, "a", "A (object)", presets, encoder, sources)
-    parsed_b = anchor_column(box, "b", "B (style)", presets, encoder, sources)
-    weighting = box.radio("Weights of A and B", SETTINGS["weighting"].options, horizontal=True, key="weighting",
-                          format_func=str.capitalize)
+    parsed_a, parsed_b = (anchor_column(box, side, label, presets, encoder, sources)
+                          for side, label in SET_LABELS.items())
+    weighting = choice_widget(box.radio, "Weights of A and B", SETTINGS["weighting"].options, horizontal=True,
+                              key="weighting", format_func=str.capitalize)
     box.caption(ex.WEIGHTING_HELP[weighting])
     return parsed_a, parsed_b, weighting
 
@@ -166,9 +182,36 @@ def anchor_sets(source: ex.GallerySource) -> tuple[ex.AnchorText, ex.AnchorText,
     pages that use them without showing them (a set whose weights are not usable is said in an
     error box and used as empty), and the view's link fields (:func:`follow_view_link`'s, for
     :func:`~anchordiv.app.url_state.publish_link`): ``(set A, set B, fields)``."""
-    fields = follow_view_link(source)
+    fields = view_link(source, ELSEWHERE)
+    presets, state = source_presets(source), st.session_state
+    checked_settings({**{f"anchors_{side}": f"Anchor set {label} (one per line)" for side, label in SET_LABELS.items()},
+                      **{f"templates_{side}": f"Prompt templates for {label}" for side, label in SET_LABELS.items()},
+                      **{f"own_templates_{side}": f"Own templates for {label}" for side, label in SET_LABELS.items()},
+                      "weighting": "Weights of A and B"}, ELSEWHERE,
+                     defaults={f"anchors_{side}": "\n".join(presets[state[f"preset_{side}"]]) for side in SET_LABELS})
     set_a, set_b = (parsed_set(side) or ex.AnchorText(()) for side in "ab")
     return set_a, set_b, fields
+
+
+def checked_preset(name: str, presets: dict[str, tuple[str, ...]], box, todo: str | None = None) -> str:
+    """The preset set ``name``'s menu holds (:func:`~anchordiv.app.widget_checks.checked_widget`:
+    a value that is none of ``presets``, sent by a client, is named in ``box`` and the menu keeps
+    its last preset). One the menu held on another gallery is left for the page to map to its
+    stand-in (:func:`~anchordiv.app.url_state.refresh_presets`)."""
+    return checked_widget("selectbox", f"Preset for {SET_LABELS[name]}", f"preset_{name}", Allowed.choice(presets),
+                          box, fallback=next(iter(presets)), shown=menu_name, todo=todo)
+
+
+def view_link(source: ex.GallerySource, todo: str | None = None, box=st) -> list[LinkField]:
+    """:func:`~anchordiv.app.url_state.follow_view_link`, the preset menus' values checked first
+    (:func:`checked_preset`: it would take any value for the first preset without a word), and p
+    (no widget's: the p player's, which the page reads from the state), their warnings in ``box``
+    saying ``todo``."""
+    presets = source_presets(source)
+    for side in SET_LABELS:
+        checked_preset(side, presets, box, todo)
+    checked_settings({"p": P_LABEL}, todo or "Use the p slider to change it.", box)
+    return follow_view_link(source)
 
 
 def prior_texts(prior_text: str) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ import numpy as np
 import streamlit as st
 
 from anchordiv import figure as fg
+from anchordiv.app.widget_checks import choice_widget
 from anchordiv.explorer.page_state import PREVIEW_SIZES
 
 # The figure is drawn for print (its neighbours' captions are a few points high); the page shows it
@@ -70,8 +71,9 @@ def preview_html(svgs: list[str], fit: bool) -> str:
 
 def show_preview(result: fg.CompareResult) -> None:
     """The figure on the page, readable by default (:func:`preview_html`)."""
-    size = st.radio("Preview", PREVIEW_SIZES, horizontal=True, key="compare_preview_size",
-                    help="The downloads are the same either way: this only sets how large the page shows the figure.")
+    size = choice_widget(st.radio, "Preview", PREVIEW_SIZES, horizontal=True, key="compare_preview_size",
+                         help="The downloads are the same either way: this only sets how large the page shows the "
+                              "figure.")
     key, fit = figure_key(result), size == PREVIEW_SIZES[1]
     columns = [None] if fit else range(len(result.columns))
     st.html(preview_html([preview_svg(key, column, result) for column in columns], fit))

@@ -14,6 +14,7 @@ import streamlit as st
 from anchordiv.app import cached
 from anchordiv.app.errors import ERROR_CHARS, attempt
 from anchordiv.app.session_keys import ENCODER_FOLLOWED, PERSIST
+from anchordiv.app.widget_checks import choice_widget, replace_value, text_widget
 from anchordiv.device import describe_device
 from anchordiv.encoders import CatalogEntry, ModelSpec, fetch_model, missing_files, parse_model_spec
 from anchordiv.encoders.folders import checkpoints_root
@@ -105,27 +106,31 @@ def encoder_widgets(bar, roots) -> None:
     """The encoder's menu and, by its entry, the pretrained tag, the hub repository or the
     architecture and checkpoint file (read by :func:`~anchordiv.explorer.sidebar_state.read_sidebar`)."""
     state = st.session_state
-    kind = bar.radio("Model", SETTINGS["encoder_source"].options, key="encoder_source", persist_state=PERSIST)
+    kind = choice_widget(bar.radio, "Model", SETTINGS["encoder_source"].options, key="encoder_source",
+                         persist_state=PERSIST)
     if kind == PRETRAINED:
         entries = catalog()
-        bar.selectbox("Architecture and pretrained tag", list(entries), key="openclip_pretrained",
+        choice_widget(bar.selectbox, "Architecture and pretrained tag", list(entries), key="openclip_pretrained",
                       persist_state=PERSIST, format_func=lambda token: entries[token].label)
     elif kind == HUB:
-        def suggest() -> None:
-            state["hub_repo"] = state["hub_suggestion"] or state.get("hub_repo", "")
-
         repos = [entry.model.removeprefix("open_clip:hf-hub:") for entry in cached.encoder_menu()
                  if "hf-hub:" in entry.model]
-        bar.selectbox("Suggested repos", repos, index=None, key="hub_suggestion", persist_state=PERSIST,
+
+        def suggest() -> None:
+            # A callback runs before the page: a value that is none of the repos is the menu's to name.
+            if state.get("hub_suggestion") in repos:
+                replace_value("hub_repo", state["hub_suggestion"])
+
+        choice_widget(bar.selectbox, "Suggested repos", repos, index=None, key="hub_suggestion", persist_state=PERSIST,
                       on_change=suggest, placeholder="SigLIP, MobileCLIP, …")
-        bar.text_input("Hugging Face repo (ORG/REPO)", key="hub_repo", persist_state=PERSIST,
-                       max_chars=SETTINGS["hub_repo"].max_chars, placeholder="ORG/REPO")
+        text_widget(bar.text_input, "Hugging Face repo (ORG/REPO)", key="hub_repo", persist_state=PERSIST,
+                    max_chars=SETTINGS["hub_repo"].max_chars, placeholder="ORG/REPO")
     elif kind == OPEN_CLIP:
-        bar.text_input("Architecture", key="openclip_arch", persist_state=PERSIST)
+        text_widget(bar.text_input, "Architecture", key="openclip_arch", persist_state=PERSIST)
         if roots.allow_any_path:
-            bar.text_input("Checkpoint file", key="openclip_checkpoint", persist_state=PERSIST)
+            text_widget(bar.text_input, "Checkpoint file", key="openclip_checkpoint", persist_state=PERSIST)
         else:
-            bar.selectbox("Checkpoint file", [str(path) for path in roots.checkpoints()], index=None,
+            choice_widget(bar.selectbox, "Checkpoint file", [str(path) for path in roots.checkpoints()], index=None,
                           key="checkpoint_choice", persist_state=PERSIST,
                           placeholder="choose a checkpoint from the data folders", format_func=display_name)
 

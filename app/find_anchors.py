@@ -13,10 +13,12 @@ from anchordiv.app import cached
 from anchordiv.app.errors import attempt
 from anchordiv.app.explore_view import ExploreView
 from anchordiv.app.learn_anchors import marks_section, show_term_table, use_buttons
+from anchordiv.app.widget_checks import checked_widget, choice_widget, text_widget
 from anchordiv.explorer.literal import markdown_literal, shown
 from anchordiv.explorer.page_state import FIND_AUTO, FIND_FILE, FIND_OWN, SETTINGS
 from anchordiv.explorer.vocabulary import (FIND_TERMS, default_vocabulary, file_terms, panel_vocabulary, typed_terms,
                                            vocabulary_files)
+from anchordiv.explorer.widget_values import Allowed
 from anchordiv.grids import readable_value
 from anchordiv.images import display_name
 from anchordiv.prompts import default_choice
@@ -57,22 +59,19 @@ def vocabulary_widgets(encoder) -> tuple[str, ...] | None:
     """The vocabulary menu and, for one's own list, its text area or file menu; the terms (an error
     box and ``None`` when they cannot be used)."""
     roots = cached.data_roots()
-    options = [option for option in SETTINGS["find_vocabulary"].options if option != FIND_FILE or not roots.opens_nothing]
-    if st.session_state.get("find_vocabulary") not in options:
-        st.session_state["find_vocabulary"] = FIND_AUTO
-    choice = st.selectbox("Vocabulary", options, key="find_vocabulary",
-                          format_func=lambda option: vocabulary_label(option, encoder),
-                          help=f"The terms to suggest anchors from and to learn a geometry over (at most {FIND_TERMS:,}).")
+    choice = choice_widget(st.selectbox, "Vocabulary", vocabulary_options(), key="find_vocabulary",
+                           format_func=lambda option: vocabulary_label(option, encoder),
+                           help=f"The terms to suggest anchors from and to learn a geometry over (at most "
+                                f"{FIND_TERMS:,}).")
     if choice == FIND_OWN:
-        st.text_area("Your terms (one per line)", key="find_own_terms", height=120,
-                     max_chars=SETTINGS["find_own_terms"].max_chars)
+        text_widget(st.text_area, OWN_TERMS, key="find_own_terms", height=120,
+                    max_chars=SETTINGS["find_own_terms"].max_chars)
     elif choice == FIND_FILE:
         if roots.allow_any_path:
-            st.text_input("Text file of terms (one per line)", key="find_file_path",
-                          max_chars=SETTINGS["find_file_path"].max_chars)
+            text_widget(st.text_input, FILE_PATH, key="find_file_path", max_chars=SETTINGS["find_file_path"].max_chars)
         else:
-            st.selectbox("Text file of terms under the data folders", [str(path) for path in vocabulary_files(roots)],
-                         index=None, key="find_file", placeholder="choose a .txt file", format_func=display_name)
+            choice_widget(st.selectbox, FILE_MENU, file_options(), index=None, key="find_file",
+                          placeholder="choose a .txt file", format_func=display_name)
     terms = attempt(lambda: chosen_terms(encoder), "This vocabulary cannot be used")
     if terms is not None:
         st.caption(f"{len(terms):,} terms, encoded with this model's default prompt: "
@@ -80,16 +79,39 @@ def vocabulary_widgets(encoder) -> tuple[str, ...] | None:
     return terms
 
 
+OWN_TERMS, FILE_PATH = "Your terms (one per line)", "Text file of terms (one per line)"
+FILE_MENU = "Text file of terms under the data folders"
+
+
+def vocabulary_options() -> list[str]:
+    """The vocabulary menu's options: a file only where the server offers data folders."""
+    roots = cached.data_roots()
+    return [option for option in SETTINGS["find_vocabulary"].options if option != FIND_FILE or not roots.opens_nothing]
+
+
+def file_options() -> list[str]:
+    return [str(path) for path in vocabulary_files(cached.data_roots())]
+
+
+def vocabulary_choice() -> str:
+    """The vocabulary the menu holds, checked (:func:`~anchordiv.app.widget_checks.checked_widget`):
+    "why this neighbour?" reads it before the menu is drawn."""
+    return checked_widget("selectbox", "Vocabulary", "find_vocabulary", Allowed.choice(vocabulary_options()), st,
+                          FIND_AUTO)
+
+
 def chosen_terms(encoder) -> tuple[str, ...]:
     """The terms the vocabulary widgets name (as the session state holds them: "why this
-    neighbour?" reads them before the section draws); ``ValueError`` when they cannot be used."""
-    state = st.session_state
-    choice = state.get("find_vocabulary", FIND_AUTO)
+    neighbour?" reads them before the section draws), each value checked as its widget's is;
+    ``ValueError`` when they cannot be used."""
+    choice = vocabulary_choice()
     if choice == FIND_OWN:
-        return typed_terms(state.get("find_own_terms", ""))
+        return typed_terms(checked_widget("text_area", OWN_TERMS, "find_own_terms", Allowed.text(), st, ""))
     if choice == FIND_FILE:
         roots = cached.data_roots()
-        path = state.get("find_file_path" if roots.allow_any_path else "find_file")
+        path = (checked_widget("text_input", FILE_PATH, "find_file_path", Allowed.text(), st, "")
+                if roots.allow_any_path else
+                checked_widget("selectbox", FILE_MENU, "find_file", Allowed.choice(file_options(), empty=True), st))
         if not path:
             raise ValueError("choose a text file of terms")
         found = roots.confine(path, "vocabulary file").stat()
@@ -100,7 +122,7 @@ def chosen_terms(encoder) -> tuple[str, ...]:
 def chosen_kinds(encoder, terms: tuple[str, ...]) -> tuple[str, ...] | None:
     """What kind each of ``terms`` is when they are a named list whose terms come in kinds (the
     built-in world's: objects and styles); ``None`` (one kind) for a person's own list."""
-    choice = st.session_state.get("find_vocabulary", FIND_AUTO)
+    choice = vocabulary_choice()
     if choice in (FIND_OWN, FIND_FILE):
         return None
     listed, kinds = named_vocabulary(named_list(choice, encoder))

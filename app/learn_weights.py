@@ -5,6 +5,9 @@ Every number comes from :mod:`anchordiv.lesson_weights`; this module turns widge
 arguments and its results into pictures."""
 from __future__ import annotations
 
+from types import MappingProxyType
+from typing import Mapping
+
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -12,20 +15,25 @@ import streamlit as st
 from anchordiv import lesson, lesson_weights
 from anchordiv.app.errors import ERROR_CHARS, attempt
 from anchordiv.app.session_keys import WEIGHTS_LEARNED, WEIGHTS_REQUEST
+from anchordiv.app.widget_checks import checked_choices, number_widget
 from anchordiv.explorer.literal import markdown_literal
 from anchordiv.explorer.page_state import SETTINGS
 
 NEAR, FAR, MARKED, ANCHOR = "#2ca02c", "lightgrey", "#ff7f0e", "#1f77b4"
 POINT_LABELS = {f"{angle:g}°": float(angle) for angle in lesson_weights.toy_points()}
+MARKS_LABEL = "Points like the query"
 
 
-def _slider(column, label: str, key: str) -> float:
+def setting_slider(column, label: str, key: str) -> float:
+    """A slider of the Learn page (the toy world's, this lesson's), its bounds and step from the
+    table of page state, its value checked (:func:`~anchordiv.app.widget_checks.number_widget`)."""
     setting = SETTINGS[key]
-    return column.slider(label, *setting.bounds, step=setting.step, key=key)
+    return number_widget(column.slider, label, *setting.bounds, step=setting.step, key=key)
 
 
-def weights_lesson() -> None:
-    """The whole lesson: shared controls, then weights by hand, then what the learner does."""
+def weights_lesson(linked: Mapping[str, object] = MappingProxyType({})) -> None:
+    """The whole lesson: shared controls, then weights by hand, then what the learner does.
+    ``linked``: what the page's link gave this run (the marks it gave are named as the link's)."""
     st.divider()
     st.header("Weights: how moving weight between anchors reshapes a neighbourhood")
     st.markdown("An empirical anchor model gives each anchor a weight *wᵢ*. Here the gallery is "
@@ -34,19 +42,23 @@ def weights_lesson() -> None:
     st.latex(r"p_w(\gamma_i \mid x) = \frac{w_i\, e^{s\,\gamma_i\cdot x}}{\sum_j w_j\, e^{s\,\gamma_j\cdot x}},"
              r"\qquad D_w(x \to y) = \mathrm{KL}\big(p_w(\cdot\mid x)\,\|\,p_w(\cdot\mid y)\big)")
     query_col, k_col, scale_col = st.columns(3)
-    query = float(_slider(query_col, "Query direction θ of this lesson (degrees)", "learn_weights_query"))
-    k = int(_slider(k_col, "Neighbourhood size k (points)", "learn_weights_k"))
-    scale = float(_slider(scale_col, "Scale s of this lesson", "learn_weights_scale"))
+    query = float(setting_slider(query_col, "Query direction θ of this lesson (degrees)", "learn_weights_query"))
+    k = int(setting_slider(k_col, "Neighbourhood size k (points)", "learn_weights_k"))
+    scale = float(setting_slider(scale_col, "Scale s of this lesson", "learn_weights_scale"))
     hand_section(query, k, scale)
-    learner_section(query, k, scale)
+    learner_section(query, k, scale, "learn_weights_marks" in linked)
 
 
 def hand_section(query: float, k: int, scale: float) -> None:
     st.subheader("Move the weights yourself")
     columns = st.columns(len(lesson_weights.HAND_ANCHORS))
-    weights = [_slider(column, f"Weight of the anchor at {angle:g}°", f"learn_weights_w{angle:g}")
+    weights = [setting_slider(column, f"Weight of the anchor at {angle:g}°", f"learn_weights_w{angle:g}")
                for column, angle in zip(columns, lesson_weights.HAND_ANCHORS)]
     st.caption(f"Weighting: the four sliders, normalised to sum to 1. Scale: s = {scale:g} (the slider above).")
+    if not any(weights):  # said here in the page's words, before the library would refuse
+        st.info("All the weights are 0, so no anchor counts: give at least one anchor a weight above 0 with its "
+                "slider *Weight of the anchor at …°* above.")
+        return
     model = attempt(lambda: lesson_weights.weighted_model(lesson_weights.HAND_ANCHORS, weights, scale),
                     "Cannot weigh the anchors")
     if model is None:
@@ -108,7 +120,7 @@ def profile_figure(curves: list[tuple[str, pd.DataFrame, pd.DataFrame]], query: 
     return figure
 
 
-def learner_section(query: float, k: int, scale: float) -> None:
+def learner_section(query: float, k: int, scale: float, marks_linked: bool = False) -> None:
     st.subheader("What the learner does")
     vocabulary = lesson_weights.vocabulary_angles()
     st.markdown(f"Mark two or three points as **like the query** and press *Learn*: anchordiv's learner "
@@ -117,8 +129,8 @@ def learner_section(query: float, k: int, scale: float) -> None:
                 "each anchor's score on them, standardised over the circle's points, and its soft minimum over "
                 "them. The weight goes to the anchors they all hold, not to those only the query holds.")
     state = st.session_state
-    keep_known_marks(state)
-    labels = st.multiselect("Points like the query", list(POINT_LABELS), key="learn_weights_marks",
+    keep_known_marks(marks_linked)
+    labels = st.multiselect(MARKS_LABEL, list(POINT_LABELS), key="learn_weights_marks",
                             max_selections=len(POINT_LABELS))
     marks = [POINT_LABELS[label] for label in labels]
     st.button("Learn the weights", key="learn_weights_learn", on_click=_remember, args=(query, marks, scale))
@@ -142,19 +154,17 @@ def learner_section(query: float, k: int, scale: float) -> None:
     show_learned(learned, request, k)
 
 
-def keep_known_marks(state) -> None:
-    """The marks a link gave, each once, without those that are not points of the lesson (said)."""
-    marks = state.get("learn_weights_marks", [])
-    known = list(dict.fromkeys(label for label in marks if label in POINT_LABELS))
-    if known != marks:
-        dropped = [label for label in dict.fromkeys(marks) if label not in POINT_LABELS]
-        state["learn_weights_marks"] = known
-        said = ", ".join(repr(label) for label in dropped[:5]) + (f" and {len(dropped) - 5:,} more"
-                                                                   if len(dropped) > 5 else "")
-        st.warning(markdown_literal(
-            f"The link's marks {said} are not points of this lesson and were left out; repeats count once. "
-            f"Its points are {next(iter(POINT_LABELS))} to {list(POINT_LABELS)[-1]}: mark them below."
-            if dropped else "The link marked a point more than once; it counts once.", ERROR_CHARS))
+def keep_known_marks(linked: bool) -> list[str]:
+    """The marks (points of the lesson, each once: :func:`~anchordiv.app.widget_checks.checked_choices`);
+    what else the marks held is named, as the link's (``linked``: the page's link gave them this
+    run) or as sent to the menu *Points like the query*."""
+    where = "The link's marks (toy_marks)" if linked else f"The menu “{MARKS_LABEL}”"
+    marks, repeated = checked_choices(
+        "learn_weights_marks", list(POINT_LABELS), len(POINT_LABELS), where, "the points of this lesson",
+        f"Its points are {next(iter(POINT_LABELS))} to {list(POINT_LABELS)[-1]}: mark them below.", st)
+    if repeated:
+        st.warning(markdown_literal(f"{where} held a point more than once; it counts once.", ERROR_CHARS))
+    return marks
 
 
 def _remember(query: float, marks: list[float], scale: float) -> None:

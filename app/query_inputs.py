@@ -14,7 +14,8 @@ from anchordiv.app.errors import attempt
 from anchordiv.app.photo_notice import upload_notice
 from anchordiv.app.session_keys import menu_labels
 from anchordiv.app.url_state import UPLOAD_NOT_LINKED
-from anchordiv.app.widget_checks import IMAGES, checked_query_id, say
+from anchordiv.app.widget_checks import (IMAGES, checked_query_id, choice_widget, number_widget, replace_value, say,
+                                         text_widget)
 from anchordiv.explorer.literal import shown, without_joiners
 from anchordiv.explorer.page_state import SETTINGS, TEXT_QUERY, UPLOAD_QUERY
 from anchordiv.explorer.query import distinct_captions
@@ -51,7 +52,7 @@ def match_menu(column, label: str, source: ex.GallerySource, options: list[int],
     its way, and Streamlit then returns the clicked label, which the new options no longer hold."""
     note = pick_note(key, len(source))
     if note:
-        st.session_state[key] = None
+        replace_value(key, None)
         say(note, column)
     format_func = distinct_caption_of(source, options)
     labels = {**st.session_state.get(menu_labels(key), {}), **{format_func(item): int(item) for item in options}}
@@ -109,7 +110,7 @@ def pick_query(source: ex.GallerySource, encoder, notices) -> Query:
     while there is none yet."""
     state = st.session_state
     checked_query_id(source, "Choose another query here.", notices)
-    mode = st.radio("Query from", SETTINGS["query_mode"].options, horizontal=True, key="query_mode")
+    mode = choice_widget(st.radio, "Query from", SETTINGS["query_mode"].options, horizontal=True, key="query_mode")
     if mode == UPLOAD_QUERY:
         return upload_query(encoder, notices)
     if mode == TEXT_QUERY:
@@ -119,14 +120,15 @@ def pick_query(source: ex.GallerySource, encoder, notices) -> Query:
         # Enter takes the best match at once (source.find ranks them); the menu offers the others.
         best = source.find(without_joiners(state.query_search), limit=1)
         if best:
-            state.query_id = state.query_pick = best[0]
+            state.query_id = best[0]
+            replace_value("query_pick", best[0])
 
     # One above the other: side by side in the narrow query column, a 1000 px window left each a
     # few letters of its placeholder.
-    needle = st.text_input("Search by name", key="query_search", placeholder="e.g. cat, rocket, pizza",
-                           max_chars=SETTINGS["query_search"].max_chars, on_change=searched,
-                           help="Enter takes the best match: an exact name first, then names that start with "
-                                "the text, then names with a word that does, then any that contain it.")
+    needle = text_widget(st.text_input, "Search by name", key="query_search", placeholder="e.g. cat, rocket, pizza",
+                         max_chars=SETTINGS["query_search"].max_chars, on_change=searched,
+                         help="Enter takes the best match: an exact name first, then names that start with "
+                              "the text, then names with a word that does, then any that contain it.")
     needle = without_joiners(needle)
     options = source.find(needle) if needle.strip() else []
     if needle.strip() and not options:
@@ -141,7 +143,7 @@ def pick_query(source: ex.GallerySource, encoder, notices) -> Query:
     if pick is not None and pick < len(source) and pick != state.query_id:
         # The menu shows the query or nothing: a map click or a typed row has moved the query since.
         # (A value that is no image of this gallery is named, and cleared, by the menu itself.)
-        state.query_pick = None
+        replace_value("query_pick", None)
     match_menu(st, "Matches, best first" if options else "Matches", source, options, key="query_pick",
                on_change=picked, placeholder=f"{len(options)} match(es)" if options else "search first")
 
@@ -155,17 +157,17 @@ def pick_query(source: ex.GallerySource, encoder, notices) -> Query:
         def typed() -> None:
             state.query_id = state.query_row  # checked, with any other value, by the next run's first line
 
-        state.query_row = int(state.query_id)  # follows a pick, a random draw or a link
-        st.number_input(f"Row (0 to {len(source) - 1:,})", 0, len(source) - 1, step=1, key="query_row",
-                        on_change=typed)
+        replace_value("query_row", int(state.query_id))  # follows a pick, a random draw or a link
+        number_widget(st.number_input, f"Row (0 to {len(source) - 1:,})", 0, len(source) - 1, step=1,
+                      key="query_row", on_change=typed)
     return source_item(source, int(state.query_id))
 
 
 def forget_search() -> None:
     """Clear the name search and its menu: they named a query that a random draw or an upload has
     replaced (a callback: the widgets are not drawn yet)."""
-    st.session_state.query_search = ""
-    st.session_state.query_pick = None
+    replace_value("query_search", "")
+    replace_value("query_pick", None)
 
 
 def upload_query(encoder, notices) -> tuple[np.ndarray | None, None, None, Any, str]:
@@ -188,7 +190,7 @@ def upload_query(encoder, notices) -> tuple[np.ndarray | None, None, None, Any, 
 
 def text_query(encoder) -> tuple[np.ndarray | None, None, None, None, str]:
     """The typed text query as ``(embedding (d,), None, None, None, description)``; :data:`NO_QUERY` while blank."""
-    typed = st.text_input("Text query", key="query_text", max_chars=SETTINGS["query_text"].max_chars)
+    typed = text_widget(st.text_input, "Text query", key="query_text", max_chars=SETTINGS["query_text"].max_chars)
     text = without_joiners(typed).strip()
     if not text:
         st.warning("Type a text query.")

@@ -20,6 +20,9 @@ KEPT = "_kept"  # the kept widget values the last run left, by key
 PAGE = "_page"  # the url_path of the page the last run drew
 RUN_FINISHED = "_run_finished"  # set by a full run that drew its whole page
 
+# -- widget values a client sends (widget_checks) --
+WIDGET_HELD = "_widget_held"  # what each checked widget last held, by key: what it keeps in place of a refused value
+
 # -- links (url_state) --
 LINK_IGNORED = "_link_ignored"  # what the opened link carried that the page could not use, to say once
 PRESETS_OF = "_presets_of"  # (gallery key, its presets): which gallery the anchor presets were filled from

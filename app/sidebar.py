@@ -16,6 +16,7 @@ from anchordiv.app.errors import ERROR_CHARS, attempt
 from anchordiv.app.photo_notice import folder_notice
 from anchordiv.app.session_keys import LAUNCH_FOLLOWED, PAGE_SIDEBAR, PERSIST, SIDEBAR_STATE
 from anchordiv.app.url_state import follow_link, sidebar_fields
+from anchordiv.app.widget_checks import choice_widget, flag_widget, number_widget, text_widget
 from anchordiv.explorer.literal import markdown_literal
 from anchordiv.explorer.page_state import FOLDER, SIDEBAR, SETTINGS, STORE
 from anchordiv.explorer.sidebar_state import GalleryChoice, SidebarState, model_settings, read_sidebar
@@ -27,18 +28,21 @@ from anchordiv.models import anchor_model_kind
 
 def data_widgets(bar, roots: ex.DataRoots) -> None:
     """The gallery: a menu of what the data roots offer, or typed paths in local mode."""
-    source = bar.radio("Gallery", SETTINGS["gallery_source"].options, key="gallery_source", persist_state=PERSIST)
+    source = choice_widget(bar.radio, "Gallery", SETTINGS["gallery_source"].options, key="gallery_source",
+                           persist_state=PERSIST)
     if source == STORE:
         if roots.allow_any_path:
-            bar.text_input("Gallery store folder (holds manifest.json)", key="store_path", persist_state=PERSIST)
+            text_widget(bar.text_input, "Gallery store folder (holds manifest.json)", key="store_path",
+                        persist_state=PERSIST)
         else:
-            bar.selectbox("Gallery store", [str(path) for path in roots.stores()], index=None, key="store_choice",
-                          persist_state=PERSIST, placeholder="choose a store in the data folders",
+            choice_widget(bar.selectbox, "Gallery store", [str(path) for path in roots.stores()], index=None,
+                          key="store_choice", persist_state=PERSIST, placeholder="choose a store in the data folders",
                           format_func=display_name)
     if source == FOLDER:
         if roots.allow_any_path:
-            bar.text_input("Image folder (subfolders are labels)", key="folder_path", persist_state=PERSIST)
-            bar.text_input("Labels CSV (optional)", key="folder_labels", persist_state=PERSIST)
+            text_widget(bar.text_input, "Image folder (subfolders are labels)", key="folder_path",
+                        persist_state=PERSIST)
+            text_widget(bar.text_input, "Labels CSV (optional)", key="folder_labels", persist_state=PERSIST)
         else:
             folder_menus(bar, roots)
 
@@ -48,17 +52,19 @@ def folder_menus(bar, roots: ex.DataRoots) -> None:
     state = st.session_state
     folders = [str(path) for path in roots.folders_with_images()]
     launched = state.get("folder_choice")
-    if launched and launched not in folders:  # the launch's --folder (confined then), beyond the menu's look
+    # The launch's --folder (confined then), beyond the menu's look; a value of another kind is the menu's to name.
+    if isinstance(launched, str) and launched and launched not in folders:
         folders.append(launched)
-    folder = bar.selectbox("Image folder (subfolders are labels)", folders, index=None, key="folder_choice",
-                           persist_state=PERSIST, placeholder="choose a folder of images", format_func=display_name)
+    folder = choice_widget(bar.selectbox, "Image folder (subfolders are labels)", folders, index=None,
+                           key="folder_choice", persist_state=PERSIST, placeholder="choose a folder of images",
+                           format_func=display_name)
     csvs = [str(path) for path in (attempt(lambda: roots.labels_csvs(roots.confine(folder, "image folder")),
                                            "Could not use that image folder") or [])] if folder else []
     launched = state.get("folder_labels_choice")
-    if launched and launched not in csvs:  # the launch's --labels (confined then), beside the folder
+    if isinstance(launched, str) and launched and launched not in csvs:  # the launch's --labels, beside the folder
         csvs.append(launched)
-    bar.selectbox("Labels CSV (optional)", csvs, index=None, key="folder_labels_choice", persist_state=PERSIST,
-                  placeholder="none", format_func=display_name)
+    choice_widget(bar.selectbox, "Labels CSV (optional)", csvs, index=None, key="folder_labels_choice",
+                  persist_state=PERSIST, placeholder="none", format_func=display_name)
 
 
 def capitalised(text: str) -> str:
@@ -77,22 +83,25 @@ def geometry_widgets(bar) -> None:
     """The anchor model, its settings, the direction, top-k and ITI. The linked widgets take their
     values from the session state (:func:`~anchordiv.app.url_state.follow_link`), their bounds from the table."""
     setting = SETTINGS
-    name = bar.selectbox("Anchor model", setting["anchor_model"].options, key="anchor_model", persist_state=PERSIST,
-                         **anchor_model_menu(setting["anchor_model"].options))
+    name = choice_widget(bar.selectbox, "Anchor model", setting["anchor_model"].options, key="anchor_model",
+                         persist_state=PERSIST, **anchor_model_menu(setting["anchor_model"].options))
     taken = model_settings(name)
-    bar.slider("Scale s (inverse temperature)", *setting["scale"].bounds, step=setting["scale"].step, key="scale",
-               persist_state=PERSIST)
+    number_widget(bar.slider, "Scale s (inverse temperature)", *setting["scale"].bounds, step=setting["scale"].step,
+                  key="scale", persist_state=PERSIST)
     if "gmm_components" in taken:
-        bar.number_input("GMM components", *setting["gmm_components"].bounds, key="gmm_components", persist_state=PERSIST)
+        number_widget(bar.number_input, "GMM components", *setting["gmm_components"].bounds, key="gmm_components",
+                      persist_state=PERSIST)
     if "latent_rank" in taken:
-        bar.number_input("Latent rank", *setting["latent_rank"].bounds, key="latent_rank", persist_state=PERSIST)
+        number_widget(bar.number_input, "Latent rank", *setting["latent_rank"].bounds, key="latent_rank",
+                      persist_state=PERSIST)
     if "prior_anchors" in taken:
-        bar.text_area("Prior anchor set (one per line)", key="prior_anchors", persist_state=PERSIST, height=120,
-                      max_chars=setting["prior_anchors"].max_chars)
-        bar.number_input("alpha (prior pseudo-count)", *setting["alpha"].bounds, key="alpha", persist_state=PERSIST)
-    bar.radio("Direction", setting["direction"].options, key="direction", persist_state=PERSIST)
-    bar.number_input("Top-k", *setting["top_k"].bounds, key="top_k", persist_state=PERSIST)
-    bar.checkbox("Also show ITI (image → text → image)", key="show_iti", persist_state=PERSIST)
+        text_widget(bar.text_area, "Prior anchor set (one per line)", key="prior_anchors", persist_state=PERSIST,
+                    height=120, max_chars=setting["prior_anchors"].max_chars)
+        number_widget(bar.number_input, "alpha (prior pseudo-count)", *setting["alpha"].bounds, key="alpha",
+                      persist_state=PERSIST)
+    choice_widget(bar.radio, "Direction", setting["direction"].options, key="direction", persist_state=PERSIST)
+    number_widget(bar.number_input, "Top-k", *setting["top_k"].bounds, key="top_k", persist_state=PERSIST)
+    flag_widget(bar.checkbox, "Also show ITI (image → text → image)", key="show_iti", persist_state=PERSIST)
 
 
 def draw_sidebar() -> SidebarState:

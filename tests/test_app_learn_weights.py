@@ -82,7 +82,10 @@ def test_moving_a_weight_changes_the_highlighted_neighbourhood():
     for key in HAND_KEYS:
         app.slider(key=key).set_value(0.0)
     app.run()
-    assert not app.exception and any("not all zero" in error for error in errors(app)), errors(app)
+    # Said in the page's words (which slider to move), not the library's ("finite, non-negative, not all zero").
+    told = [plain(info.value) for info in app.info]
+    assert not app.exception and not errors(app) and any("All the weights are 0" in text and
+                                                         "Weight of the anchor" in text for text in told), told
 
 
 def test_learning_from_marked_points_draws_what_the_learner_learned():

@@ -626,6 +626,211 @@ def test_the_p_players_forged_marks_are_named_and_left_out(app_env, case):
     assert not problems, problems
 
 
+# -- option widgets, numbers, texts and flags a client forges (hostile round 52: F1, F9, F10) ----------
+# Every widget of one value is read through one check (app/widget_checks.py) before the page uses
+# it: a value it cannot hold (none of its choices, a number where a menu holds a text, a list where
+# a text box holds a text, a number outside its bounds) is named in a warning and the widget keeps
+# the value it held. Sent as the browser sends it (a widget state of the run), or forced into the
+# session's state before a run (what the page reads, for the values no client can send as such).
+WIDGET_KINDS = ("radio", "selectbox", "multiselect", "slider", "number_input", "text_input", "text_area", "checkbox")
+LONG = "y" * 150_000
+
+
+def widget_of(app, key: str):
+    """The widget of ``app``'s last run whose key is ``key`` (``None``: not drawn)."""
+    return next((element for kind in WIDGET_KINDS for element in app.get(kind)
+                 if getattr(element, "key", None) == key), None)
+
+
+def sent(app, key: str, field: str, value: Any):
+    """``app`` rerun as a browser sends a change of widget ``key``: its state's ``field`` holding
+    ``value`` (a list for an ``*_array_value``), every other widget as it was."""
+    from streamlit.proto.WidgetStates_pb2 import WidgetState, WidgetStates
+
+    widget = widget_of(app, key)
+    states = WidgetStates()
+    states.widgets.extend(state for state in app._tree.get_widget_states().widgets if state.id != widget.id)
+    forged = WidgetState(id=widget.id)
+    if field.endswith("_array_value"):
+        getattr(forged, field).data.extend(value)
+    else:
+        setattr(forged, field, value)
+    states.widgets.append(forged)
+    return app._run(states)
+
+
+def forged_widget(case: Case, key: str, page: str | None, state: dict | None = None) -> list[str]:
+    """What is wrong after the widget ``key`` of ``page`` is sent ``case``: the value must be named,
+    and the widget drawn again holding what it held."""
+    app = open_page({}, page=page, state=state)
+    held = app.session_state[key]
+    outcome, app = page_outcome(lambda: sent(app, key, case.extra["field"], case.value))
+    problems = verdict(case, outcome)
+    if app.session_state[key] != held:
+        problems.append(f"{key} holds {str(app.session_state[key])[:60]}, not {str(held)[:60]}")
+    if widget_of(app, key) is None:
+        problems.append(f"{key}: the widget is not drawn after the forged value")
+    return problems
+
+
+def test_what_a_widget_of_one_value_takes():
+    """The one check's rule (anchordiv.explorer.widget_values.Allowed): a value as the widget holds
+    it, or refused; never an exception, whatever the value."""
+    from anchordiv.explorer.widget_values import REFUSED, Allowed
+
+    menu, ranks = Allowed.choice(("a", "b")), Allowed.choice((1, 2, 3))
+    top_k, scale = Allowed.number(1, 200, integer=True), Allowed.number(1.0, 100.0)
+    taken = [(menu, "b", "b"), (menu, None, REFUSED), (Allowed.choice(("a",), empty=True), None, None),
+             (ranks, 2.0, 2), (ranks, True, REFUSED), (ranks, np.int64(3), 3), (menu, np.array(["a", "b"]), REFUSED),
+             (top_k, 10, 10), (top_k, np.int64(10), 10), (top_k, 2.5, REFUSED), (top_k, 10**300, REFUSED),
+             (top_k, -3, REFUSED), (top_k, True, REFUSED), (top_k, "10", REFUSED), (scale, 20, 20.0),
+             (scale, float("nan"), REFUSED), (scale, float("inf"), REFUSED), (scale, 1e300, REFUSED),
+             (Allowed.text(), "x", "x"), (Allowed.text(), b"x", REFUSED), (Allowed.text(), ["x"], REFUSED),
+             (Allowed.flag(), np.bool_(True), True), (Allowed.flag(), "yes", REFUSED), (Allowed.flag(), 1, REFUSED)]
+    wrong = {f"{allowed.kind} {value!r}": got for allowed, value, fit in taken
+             if (got := allowed.fit(value)) is not fit and (got != fit or type(got) is not type(fit))}
+    assert not wrong, wrong
+
+
+FORGED_CHOICE = [
+    Case("an unknown text", EVIL, names=(EVIL,), extra={"field": "string_value"}),
+    Case("a whole number", -3, names=("-3",), extra={"field": "int_value"}),
+    Case("a float", 2.5, names=("2.5",), extra={"field": "double_value"}),
+]
+# The option widgets of hostile round 52 (F1, F10): key -> the page that draws it.
+OPTION_WIDGETS = {
+    "preset_a": None, "preset_b": None, "templates_a": None, "weighting": None, "query_mode": None,
+    "gallery_source": None, "encoder_source": None, "anchor_model": None, "direction": None,
+    "compare_weighting": COMPARE, "compare_preview_size": COMPARE,
+    "learn_world": LEARN, "learn_kind": LEARN, "learn_weighting": LEARN,
+}
+
+
+@pytest.mark.parametrize("case", FORGED_CHOICE, ids=str)
+@pytest.mark.parametrize("key", OPTION_WIDGETS)
+def test_a_forged_option_is_named_and_the_widget_keeps_its_choice(app_env, key, case):
+    problems = forged_widget(case, key, OPTION_WIDGETS[key])
+    assert not problems, problems
+
+
+@pytest.mark.parametrize("key", ["preset_a", "preset_b"])
+def test_a_preset_menu_sent_150000_characters_names_their_start(app_env, key):
+    case = Case("150,000 characters", LONG, names=("'yyyyyyyyyy",), extra={"field": "string_value"})
+    problems = forged_widget(case, key, None)
+    assert not problems, problems
+
+
+def test_a_forged_option_keeps_the_choice_made_before_it(app_env):
+    app = open_page({})
+    app.radio(key="weighting").set_value("balanced").run()
+    outcome, app = page_outcome(lambda: sent(app, "weighting", "string_value", EVIL))
+    problems = verdict(Case("an unknown text", EVIL, names=("keeps “Balanced”",)), outcome)
+    if app.session_state["weighting"] != "balanced":
+        problems.append(f"the weighting became {app.session_state['weighting']}")
+    assert not problems, problems
+
+
+@pytest.mark.parametrize("key, page", [("query_pick", None), ("compare_pick", COMPARE)])
+def test_a_match_menu_sent_a_huge_number_names_it(app_env, key, page):
+    """A number the menu's own callback takes for an id (a match menu holds gallery ids), sent as
+    an integer of the wire: named, as an id past the gallery, and the menu is drawn again empty."""
+    app = open_page({}, page=page)
+    outcome, app = page_outcome(lambda: sent(app, key, "int_value", 2**62))
+    problems = verdict(Case("2**62", 2**62, names=(str(2**62),)), outcome)
+    if app.session_state[key] is not None or widget_of(app, key) is None:
+        problems.append(f"{key} holds {app.session_state[key]!r} after the run")
+    assert not problems, problems
+
+
+FORGED_TEXT = [
+    Case("bytes", b"\xff\x00evil", names=("b'\\xff\\x00evil'",), extra={"field": "bytes_value"}),
+    Case("a list", ["evil", "list"], names=("['evil', 'list']",), extra={"field": "string_array_value"}),
+]
+TEXT_WIDGETS = {"query_search": None, "anchors_a": None, "compare_text": COMPARE, "learn_anchors_a": LEARN}
+
+
+@pytest.mark.parametrize("case", FORGED_TEXT, ids=str)
+@pytest.mark.parametrize("key", TEXT_WIDGETS)
+def test_a_text_box_sent_something_else_is_named_and_keeps_its_text(app_env, key, case):
+    problems = forged_widget(case, key, TEXT_WIDGETS[key])
+    assert not problems, problems
+
+
+# Values no client can send as such (Streamlit turns a widget's value into its kind first: a number
+# box's out-of-range number into its minimum), forced into the state the page reads: each named,
+# and the setting keeps its default. (page, key, value, what names it, what it keeps)
+FORCED_STATE = [
+    (None, "top_k", 10**9, "1000000000", 10), (None, "top_k", -3, "-3", 10), (None, "top_k", 1e300, "1e+300", 10),
+    (None, "top_k", 2.5, "2.5", 10), (None, "scale", "x", "'x'", 10.0), (None, "show_iti", "yes", "'yes'", False),
+    (None, "p", EVIL, EVIL, 0.5), (None, "weighting", None, "None", "calibrated"),
+    (None, "query_mode", EVIL, EVIL, "Gallery image"), (None, "direction", 5, "5", SETTINGS["direction"].default),
+    (None, "templates_a", ["auto"], "['auto']", "auto"), (None, "anchor_model", "evil", "'evil'", "softmax"),
+    (LEARN, "p", EVIL, EVIL, 0.5), (LEARN, "weighting", 3, "3", "calibrated"),
+    (LEARN, "learn_weights_k", 10**6, "1000000", 4),
+    (COMPARE, "query_text", ["a"], "['a']", SETTINGS["query_text"].default),
+    (COMPARE, "compare_k", -1, "-1", 5),
+]
+
+
+@pytest.mark.parametrize("page, key, value, names, kept", FORCED_STATE,
+                         ids=[f"{page or 'explore'}-{key}-{str(value)[:12]}"
+                              for page, key, value, _, _ in FORCED_STATE])
+def test_a_forced_setting_is_named_and_keeps_its_default(app_env, page, key, value, names, kept):
+    outcome, app = page_outcome(lambda: open_page({}, page=page, state={key: value}))
+    problems = verdict(Case(key, value, names=(names,)), outcome)
+    held = app.session_state[key]
+    if held != kept or type(held) is not type(kept):
+        problems.append(f"{key} holds {held!r}, not {kept!r}")
+    assert not problems, problems
+
+
+def test_a_forced_anchor_set_keeps_its_preset_list(app_env, library):
+    outcome, app = page_outcome(lambda: open_page({}, state={"anchors_a": 7}))
+    problems = verdict(Case("anchors_a", 7, names=("(7)",)), outcome)
+    if app.session_state["anchors_a"] != "\n".join(library["presets"]["Gallery object names"]):
+        problems.append(f"set A holds {str(app.session_state['anchors_a'])[:60]}")
+    assert not problems, problems
+
+
+# -- the weight lesson: all four hand weights at 0, and marks sent to its menu (F9, F10) ----------------
+ZERO_WEIGHTS = {f"toy_w{angle}": "0" for angle in (0, 90, 180, 270)}
+
+
+@pytest.mark.parametrize("how", ["link", "sliders"])
+def test_all_four_hand_weights_at_0_are_said_in_the_page_s_words(app_env, how):
+    def run():
+        if how == "link":
+            return open_page(ZERO_WEIGHTS, page=LEARN)
+        app = open_page({}, page=LEARN)
+        for angle in (0, 90, 180, 270):
+            app.slider(key=f"learn_weights_w{angle}").set_value(0.0)
+        return app.run()
+
+    outcome, app = page_outcome(run)
+    case = Case("all four weights 0", None, names=("All the weights are 0",))
+    problems = verdict(case, outcome)
+    if any("Cannot weigh the anchors" in text or "non-negative" in text for text in outcome.said):
+        problems.append(f"the library's words: {outcome.said}")
+    if [app.slider(key=f"learn_weights_w{angle}").value for angle in (0, 90, 180, 270)] != [0.0] * 4:
+        problems.append("the weight sliders are not drawn at 0")
+    assert not problems, problems
+
+
+def test_marks_sent_to_the_lesson_s_menu_are_named_as_the_menu_s(app_env):
+    app = open_page({}, page=LEARN)
+    marks = [f"evil{n}" for n in range(5000)]
+    outcome, app = page_outcome(lambda: sent(app, "learn_weights_marks", "string_array_value", marks))
+    problems = verdict(Case("5,000 marks", marks, names=("“Points like the query” held 5,000 values",)), outcome)
+    if any("The link's marks" in text for text in outcome.said):
+        problems.append(f"named as the link's: {outcome.said}")
+    if app.session_state["learn_weights_marks"] != []:
+        problems.append(f"the marks became {app.session_state['learn_weights_marks'][:5]}")
+    linked, _ = page_outcome(lambda: open_page({"toy_marks": ["evil"]}, page=LEARN))
+    if not any("The link's marks" in text for text in linked.said):
+        problems.append(f"a link's marks are not named as the link's: {linked.said}")
+    assert not problems, problems
+
+
 # -- a link with thousands of values (issue 52): past Streamlit's own bound, named like a bad value ----
 @pytest.mark.parametrize("page, params, names", [
     (COMPARE, {"rows": [f"#{n}" for n in range(5000)]}, ("rows: 5,000 values, but this page takes at most 12",)),
@@ -735,7 +940,9 @@ def test_the_corpus_covers_every_kind(tmp_path, outside):
              "weighted sets": len(WEIGHTED), "marks": len(LINK_MARKS) + len(PLAYER_MARKS) + 3,
              "photo-notice inputs": len(photo_cases()),
              "forged widget values": len(FORGED_ONE) * len(ONE_VALUE) + 2 * len(FORGED_LISTS) + 2 * len(FORGED_SPECS)
-             + len(FORGED_ONE) + len(FORGED_LISTS)}
+             + len(FORGED_ONE) + len(FORGED_LISTS),
+             "forged options, numbers, texts and flags": len(FORGED_CHOICE) * len(OPTION_WIDGETS) + 3
+             + len(FORGED_TEXT) * len(TEXT_WIDGETS) + len(FORCED_STATE) + 4 + 3}  # + the weight lesson's
     assert all(size >= 5 for size in sizes.values()), sizes
     assert len(vocabulary_cases(tmp_path, outside)) == len(VOCABULARY_NAMES)
 

@@ -71,10 +71,16 @@ def markdown_literal(text: object, limit: int = SHOWN_CHARS) -> str:
     return _WWW.sub(r"\1" + WORD_JOINER + r"\2", escaped)
 
 
-def without_joiners(text: str) -> str:
+def without_joiners(text: object) -> str:
     """``text`` as a person typed or pasted it, less the word joiners :func:`markdown_literal` writes
     (a value copied out of a caption or an error box and pasted back is the value that was shown)
-    and less a leading byte-order mark (text pasted from a file that starts with one)."""
+    and less a leading byte-order mark (text pasted from a file that starts with one).
+
+    A value that is not a text (a client may send a text box a list or bytes, and a widget's
+    callback reads it before the page checks it) reads as empty: nothing is searched or added for
+    it, and the page's check of the text box names it (``app/widget_checks.py``)."""
+    if not isinstance(text, str):
+        return ""
     return text.removeprefix("\ufeff").replace(WORD_JOINER, "")
 
 

@@ -6,13 +6,19 @@ and Streamlit hands that to the page as sent. The app reads every such value thr
 :func:`checked_values` (gallery ids: :func:`gallery_ids`; a menu's ranks: :func:`whole_numbers`;
 the Compare figure's specs: :func:`texts`), which keeps what the widget could have held and counts
 the rest, and says what it left out in the words of :meth:`Checked.note` or :func:`not_among`.
+
+Every other widget holds one value of a kind its :class:`Allowed` says: one of its options (a radio,
+a menu), a number within its bounds (a slider, a number box), a text (a text box) or on or off (a
+checkbox). :meth:`Allowed.fit` reads a value as the widget would hold it, or refuses it, and
+:func:`refused_note` says what was refused and what the widget keeps instead.
 Nothing here raises on a value, and nothing imports Streamlit.
 """
 from __future__ import annotations
 
+import math
 import reprlib
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -133,3 +139,134 @@ def not_among(value: Any, what: str) -> str:
     e.g. "'**evil**' is not among the 96 images of this gallery". Shown through
     :func:`~anchordiv.explorer.literal.markdown_literal`, it is text."""
     return f"{_NAMED.repr(value)} is not among {what}"
+
+
+# -- widgets of one value: options, numbers, texts, flags ---------------------------------------------
+CHOICE, NUMBER, TEXT, FLAG = "choice", "number", "text", "flag"
+
+
+class _Refused:
+    """What :meth:`Allowed.fit` returns for a value the widget cannot hold (``None`` may be one it can)."""
+
+    def __repr__(self) -> str:
+        return "REFUSED"
+
+
+REFUSED = _Refused()
+
+
+def same_value(value: Any, option: Any) -> bool:
+    """Whether ``value`` is ``option`` as a widget compares them: equal, and a bool only where the
+    option is one (``True == 1``, but a menu of ranks holds no ``True``); never raises (a value
+    whose comparison fails, or is not a truth value, is not the option)."""
+    if isinstance(value, (bool, np.bool_)) != isinstance(option, (bool, np.bool_)):
+        return False
+    try:
+        return bool(value == option)
+    except Exception:  # noqa: BLE001 - any value a client sends: an array's ambiguous truth, a failing __eq__
+        return False
+
+
+@dataclass(frozen=True)
+class Allowed:
+    """What a widget of one value may hold.
+
+    Attributes
+    ----------
+    kind : :data:`CHOICE` (one of ``options``: a radio, a menu), :data:`NUMBER` (a number in
+        ``[low, high]``, whole where ``integer``: a slider, a number box), :data:`TEXT` (a text
+        box) or :data:`FLAG` (a checkbox).
+    options : a choice's options.
+    low, high : a number's bounds.
+    integer : whether a number is whole (a Python or NumPy integer, never a bool).
+    empty : whether a choice may hold nothing (``None``: a menu with a placeholder).
+    """
+
+    kind: str
+    options: tuple = ()
+    low: float = -math.inf
+    high: float = math.inf
+    integer: bool = False
+    empty: bool = False
+
+    @classmethod
+    def choice(cls, options: Sequence, empty: bool = False) -> "Allowed":
+        return cls(CHOICE, tuple(options), empty=empty)
+
+    @classmethod
+    def number(cls, low: float, high: float, integer: bool = False) -> "Allowed":
+        return cls(NUMBER, low=low, high=high, integer=integer)
+
+    @classmethod
+    def text(cls) -> "Allowed":
+        return cls(TEXT)
+
+    @classmethod
+    def flag(cls) -> "Allowed":
+        return cls(FLAG)
+
+    def fit(self, value: Any) -> Any:
+        """``value`` as the widget holds it (the option it equals; a number as an ``int`` or a
+        ``float``; a NumPy bool as a bool), or :data:`REFUSED`. Never raises."""
+        if self.kind == CHOICE:
+            if value is None:
+                return None if self.empty else REFUSED
+            return next((option for option in self.options if same_value(value, option)), REFUSED)
+        if self.kind == NUMBER:
+            return self._number(value)
+        if self.kind == TEXT:
+            return value if isinstance(value, str) else REFUSED
+        if self.kind == FLAG:
+            return bool(value) if isinstance(value, (bool, np.bool_)) else REFUSED
+        return REFUSED
+
+    def _number(self, value: Any) -> Any:
+        if isinstance(value, (bool, np.bool_)):
+            return REFUSED
+        if isinstance(value, (int, np.integer)):
+            number: int | float = int(value)
+        elif isinstance(value, (float, np.floating)) and not self.integer and math.isfinite(value):
+            number = float(value)
+        else:  # a float where a whole number goes (Streamlit would refuse the widget), a text, a list
+            return REFUSED
+        if not self.low <= number <= self.high:
+            return REFUSED
+        return number if self.integer else float(number)
+
+    def takes(self, value: Any) -> bool:
+        """Whether the widget can hold ``value`` (:meth:`fit` does not refuse it)."""
+        return self.fit(value) is not REFUSED
+
+    def wanted(self) -> str:
+        """What the widget holds, in words: "one of its choices", "a whole number from 1 to 200"."""
+        if self.kind == CHOICE:
+            return "one of its choices"
+        if self.kind == NUMBER:
+            return f"a {'whole ' if self.integer else ''}number from {self.low:g} to {self.high:g}"
+        return "a text" if self.kind == TEXT else "on or off"
+
+
+def named(value: Any) -> str:
+    """``value`` named by its start, whatever it is (a 150,000-character text, a list of a million
+    ids): as a note quotes a value it refused."""
+    return _NAMED.repr(value)
+
+
+def refused_note(widget: str, value: Any, allowed: Allowed, kept: str, todo: str) -> str:
+    """What is said of a value a widget was sent and cannot hold, shown through
+    :func:`~anchordiv.explorer.literal.markdown_literal` (it quotes the value).
+
+    Parameters
+    ----------
+    widget : the widget as the page names it (``"The menu “Preset for A”"``).
+    value : what it was sent.
+    allowed : what it holds.
+    kept : the value it keeps instead, as the widget shows it.
+    todo : what to do instead, a sentence.
+
+    Returns
+    -------
+    str : e.g. "The menu “Preset for A” was sent a value that is not one of its choices
+        ('**evil**'): it keeps “Gallery object names”. Choose another in the menu."
+    """
+    return f"{widget} was sent a value that is not {allowed.wanted()} ({named(value)}): it keeps {kept}. {todo}"

@@ -9,6 +9,8 @@ the Explore page's; the model, scale and direction are the sidebar's, and a colu
 model and scale (``A model=gaussian s=20``)."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import streamlit as st
 
@@ -24,7 +26,8 @@ from anchordiv.app.query_inputs import match_menu, picked_item
 from anchordiv.app.session_keys import COMPARE_COLUMN_ERROR, COMPARE_ROWS_FROM, COMPARE_ROWS_FULL, COMPARE_UPLOADS
 from anchordiv.app.sidebar import load_gallery_for, sidebar_state
 from anchordiv.app.url_state import follow_link, link_notes, publish_link, share_box, sidebar_fields
-from anchordiv.app.widget_checks import checked_query_id, checked_texts
+from anchordiv.app.widget_checks import (checked_query_id, checked_settings, checked_texts, choice_widget,
+                                         number_widget, replace_value, text_widget)
 from anchordiv.explorer import limits, links
 from anchordiv.explorer.literal import markdown_literal, without_joiners
 from anchordiv.explorer.page_state import COMPARE, SETTINGS, TEXT_QUERY
@@ -44,6 +47,7 @@ def explore_rows(source: ex.MemorySource) -> list[str]:
     which the page's own uploader takes). Rows the visitor has not changed since the last Explore
     query gave them follow the next one."""
     state = st.session_state
+    checked_settings({"query_mode": "Query from", "query_text": "Text query"}, "Choose it on the Explore page.")
     text = " ".join(without_joiners(state.get("query_text", "")).split())
     if state.get("query_mode") == TEXT_QUERY and text:
         rows = [str(fg.QueryRow("text", text))]
@@ -62,25 +66,25 @@ def add_row(spec: str) -> None:
     if len(rows) >= LIMITS.rows:
         st.session_state[COMPARE_ROWS_FULL] = True
     elif spec not in rows:
-        st.session_state[ROWS] = [*rows, spec]
+        replace_value(ROWS, [*rows, spec])
 
 
 def add_random() -> None:
     add_row(str(fg.QueryRow("random", int(np.random.default_rng().integers(1_000_000)))))
 
 
-def add_picked() -> None:
+def add_picked(n_items: int) -> None:
     picked = picked_item("compare_pick")
-    if picked is not None:  # any other value stays, for the menu to name (match_menu)
+    if picked is not None and picked < n_items:  # any other value stays, for the menu to name (match_menu)
         add_row(str(fg.QueryRow("id", picked)))
-        st.session_state.compare_pick = None
+        replace_value("compare_pick", None)  # the menu's own key, which may hold a value of another kind
 
 
 def add_text() -> None:
-    text = " ".join(without_joiners(st.session_state.compare_text).split())
+    text = " ".join(without_joiners(st.session_state.get("compare_text", "")).split())
     if text:
         add_row(str(fg.QueryRow("text", text)))
-        st.session_state.compare_text = ""
+        replace_value("compare_text", "")
 
 
 def add_upload() -> None:
@@ -100,16 +104,16 @@ def row_controls(source: ex.MemorySource) -> None:
     if st.session_state.pop(COMPARE_ROWS_FULL, False):
         st.warning(f"A figure has at most {LIMITS.rows} query rows: remove one (✕) before adding another.")
     by_name, by_text, by_file = st.columns(3)
-    needle = by_name.text_input("Find a gallery image by name", key="compare_search",
-                                placeholder="e.g. kissing, halo", max_chars=SETTINGS["compare_search"].max_chars)
+    needle = text_widget(by_name.text_input, "Find a gallery image by name", key="compare_search",
+                         placeholder="e.g. kissing, halo", max_chars=SETTINGS["compare_search"].max_chars)
     needle = without_joiners(needle)
     matches = source.find(needle) if needle.strip() else []
-    match_menu(by_name, "Add a match", source, matches, key="compare_pick", on_change=add_picked,
+    match_menu(by_name, "Add a match", source, matches, key="compare_pick", on_change=partial(add_picked, len(source)),
                placeholder=f"{len(matches)} match(es)" if matches else "search first")
     by_name.button("Add a random image", key="compare_add_random", on_click=add_random,
                    help="Add a random gallery image as a row")
-    by_text.text_input("Text query", key="compare_text", placeholder="a dog in watercolor",
-                       max_chars=SETTINGS["compare_text"].max_chars)
+    text_widget(by_text.text_input, "Text query", key="compare_text", placeholder="a dog in watercolor",
+                max_chars=SETTINGS["compare_text"].max_chars)
     by_text.button("Add the text query", key="compare_add_text", on_click=add_text)
     by_file.file_uploader("Upload a query image (PNG, JPEG or WebP)", type=["png", "jpg", "jpeg", "webp"],
                           key="compare_upload", on_change=add_upload)
@@ -129,7 +133,9 @@ def usable_rows(source: ex.MemorySource, encoder) -> list[fg.QueryRow]:
 # -- columns --------------------------------------------------------------------------------------
 def add_custom_column() -> None:
     """Append the typed column when it parses; otherwise keep it in the box and say why (below it)."""
-    text = st.session_state.compare_custom
+    text = st.session_state.get("compare_custom")
+    if not isinstance(text, str):  # a client may send any value: the box's check names it
+        return
     try:
         column = fg.parse_geometry_column(limits.checked_length(text))
         if len(st.session_state[COLUMNS]) >= LIMITS.columns:
@@ -139,19 +145,19 @@ def add_custom_column() -> None:
         return
     st.session_state[COMPARE_COLUMN_ERROR] = None
     if str(column) not in st.session_state[COLUMNS]:
-        st.session_state[COLUMNS] = [*st.session_state[COLUMNS], str(column)]
-    st.session_state.compare_custom = ""
+        replace_value(COLUMNS, [*st.session_state[COLUMNS], str(column)])
+    replace_value("compare_custom", "")
 
 
 def column_controls() -> None:
     st.multiselect("Geometries (columns, left to right)", COMMON_COLUMNS, key=COLUMNS, accept_new_options=True,
                    placeholder="choose or type a column", max_selections=LIMITS.columns)
-    st.text_input("Add a custom column", key="compare_custom", on_change=add_custom_column, max_chars=limits.TEXT_CHARS,
-                  placeholder="e.g. mix p=0.3 model=gaussian s=20 weighting=literal",
-                  help="cosine, iti, A, B or mix p=…; A, B and mix take model=KIND and s=SCALE, mix also "
-                       f"weighting=NAME. Models: {', '.join(list_anchor_models())}. Any column may take "
-                       "model=SPEC (builtin, open_clip:ARCH pretrained=TAG, open_clip:hf-hub:ORG/REPO): the same "
-                       "images and anchors under that encoder, for image rows.")
+    text_widget(st.text_input, "Add a custom column", key="compare_custom", on_change=add_custom_column,
+                max_chars=limits.TEXT_CHARS, placeholder="e.g. mix p=0.3 model=gaussian s=20 weighting=literal",
+                help="cosine, iti, A, B or mix p=…; A, B and mix take model=KIND and s=SCALE, mix also "
+                     f"weighting=NAME. Models: {', '.join(list_anchor_models())}. Any column may take "
+                     "model=SPEC (builtin, open_clip:ARCH pretrained=TAG, open_clip:hf-hub:ORG/REPO): the same "
+                     "images and anchors under that encoder, for image rows.")
     if st.session_state.get(COMPARE_COLUMN_ERROR):
         st.error(markdown_literal(st.session_state[COMPARE_COLUMN_ERROR], ERROR_CHARS))
 
@@ -206,9 +212,10 @@ def main(sidebar: SidebarState) -> None:
     row_controls(source)
     column_controls()
     k_col, weighting_col = st.columns([1, 3])
-    k = int(k_col.number_input("Top-k per cell", *SETTINGS["compare_k"].bounds, key="compare_k"))
-    weighting = weighting_col.radio("Weights of A and B in mix columns", SETTINGS["compare_weighting"].options,
-                                    horizontal=True, key="compare_weighting", format_func=str.capitalize)
+    k = int(number_widget(k_col.number_input, "Top-k per cell", *SETTINGS["compare_k"].bounds, key="compare_k"))
+    weighting = choice_widget(weighting_col.radio, "Weights of A and B in mix columns",
+                              SETTINGS["compare_weighting"].options, horizontal=True, key="compare_weighting",
+                              format_func=str.capitalize)
     fields = sidebar_fields() + view_link + page_fields
     publish_link(fields, source)
     with share_slot:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from anchordiv.app.anchor_inputs import anchor_templates, anchor_widgets, geometry_and_key
+from anchordiv.app.anchor_inputs import anchor_templates, anchor_widgets, geometry_and_key, view_link
 from anchordiv.app.cached import source_presets
 from anchordiv.app.explore_details import sweep_section
 from anchordiv.app.explore_results import results_section
@@ -23,7 +23,7 @@ from anchordiv.app.find_anchors import find_anchors_section
 from anchordiv.app.encoder_choice import load_encoder_for
 from anchordiv.app.query_inputs import QUERY_CAPTION_KEY, QUERY_IMAGE_WIDTH, choose_query
 from anchordiv.app.sidebar import load_source_for, page_sidebar, sidebar_state
-from anchordiv.app.url_state import follow_view_link, link_notes, publish_link, share_box, sidebar_fields
+from anchordiv.app.url_state import link_notes, publish_link, share_box, sidebar_fields
 from anchordiv.explorer.literal import markdown_literal
 from anchordiv.explorer.sidebar_state import SidebarState
 
@@ -31,7 +31,7 @@ from anchordiv.explorer.sidebar_state import SidebarState
 def main(sidebar: SidebarState) -> None:
     encoder = load_encoder_for(sidebar.encoder)
     source = load_source_for(sidebar.gallery, encoder)
-    fields = sidebar_fields() + follow_view_link(source)
+    fields = sidebar_fields() + view_link(source, box=page_sidebar())
     link_notes()
     st.sidebar.caption(f"{markdown_literal(source.description)} · {markdown_literal(encoder.name)} (d = {encoder.dim}, "
                        f"logit scale {encoder.logit_scale:.1f})")

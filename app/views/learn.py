@@ -14,20 +14,15 @@ import torch
 from anchordiv import lesson
 from anchordiv.app.errors import ERROR_CHARS, attempt
 from anchordiv.app.learn_gallery import SET_COLOURS, gallery_section
-from anchordiv.app.learn_weights import weights_lesson
+from anchordiv.app.learn_weights import setting_slider as slider, weights_lesson
 from anchordiv.app.sidebar import anchor_model_menu, sidebar_state
 from anchordiv.app.url_state import follow_link, link_notes, publish_link, sidebar_fields
+from anchordiv.app.widget_checks import choice_widget, replace_value, text_widget
 from anchordiv.explorer import links
 from anchordiv.explorer.literal import markdown_literal
 from anchordiv.explorer.page_state import CIRCLE, LEARN, SETTINGS
 from anchordiv.explorer.sidebar_state import SidebarState
 from anchordiv.models import anchor_model_kind
-
-
-def slider(column, label: str, key: str) -> float:
-    """A slider of the toy world, its bounds and step from the table of page state."""
-    setting = SETTINGS[key]
-    return column.slider(label, *setting.bounds, step=setting.step, key=key)
 
 
 # -- the toy world's controls -----------------------------------------------------------------------
@@ -36,11 +31,11 @@ def toy_controls(sidebar: SidebarState) -> dict:
     the sidebar's anchor model and scale (``sidebar``) are the gallery section's, not the toy's."""
     world, kind, weighting = st.columns([2, 2, 2])
     settings = {
-        "world": world.radio("World", SETTINGS["learn_world"].options, key="learn_world"),
-        "kind": kind.selectbox("Toy anchor model", SETTINGS["learn_kind"].options, key="learn_kind",
-                               **anchor_model_menu(SETTINGS["learn_kind"].options)),
-        "weighting": weighting.radio("Toy weights of A and B", SETTINGS["learn_weighting"].options,
-                                     key="learn_weighting", format_func=str.capitalize, horizontal=True),
+        "world": choice_widget(world.radio, "World", SETTINGS["learn_world"].options, key="learn_world"),
+        "kind": choice_widget(kind.selectbox, "Toy anchor model", SETTINGS["learn_kind"].options, key="learn_kind",
+                              **anchor_model_menu(SETTINGS["learn_kind"].options)),
+        "weighting": choice_widget(weighting.radio, "Toy weights of A and B", SETTINGS["learn_weighting"].options,
+                                   key="learn_weighting", format_func=str.capitalize, horizontal=True),
     }
     weighting.caption(lesson.TOY_WEIGHTING_HELP[settings["weighting"]])
     scale, p = st.columns(2)
@@ -54,10 +49,13 @@ def toy_controls(sidebar: SidebarState) -> dict:
 
 def add_query_to(set_key: str, text: str) -> None:
     """Append ``text`` (the query direction as typed) to an anchor set's text."""
-    current = st.session_state[set_key].strip()
+    current = st.session_state.get(set_key, "")
+    if not isinstance(current, str):  # a callback runs before the page: the text box's check names the value
+        return
+    current = current.strip()
     joined = f"{current}{'; ' if set_key.endswith('_3d') else ', '}{text}" if current else text
     if len(joined) <= SETTINGS[set_key].max_chars:  # past it the set is already over the toy world's limit
-        st.session_state[set_key] = joined
+        replace_value(set_key, joined)
 
 
 def anchor_inputs(suffix: str, help_text: str, query_text: str) -> tuple[str, str]:
@@ -65,8 +63,8 @@ def anchor_inputs(suffix: str, help_text: str, query_text: str) -> tuple[str, st
     texts = []
     for column, name in zip(st.columns(2), "AB"):
         key = f"learn_anchors_{name.lower()}{suffix}"
-        texts.append(column.text_input(f"Set {name}" + (" (may be empty)" if name == "B" else ""), key=key,
-                                       help=help_text, max_chars=SETTINGS[key].max_chars))
+        texts.append(text_widget(column.text_input, f"Set {name}" + (" (may be empty)" if name == "B" else ""),
+                                 key=key, help=help_text, max_chars=SETTINGS[key].max_chars))
         column.button(f"Add the query to {name}", key=f"learn_add_{name.lower()}{suffix}", on_click=add_query_to,
                       args=(key, query_text))
     return texts[0], texts[1]
@@ -278,7 +276,7 @@ def sphere_map(profile: pd.DataFrame, value: str, title: str, pairs: tuple, quer
 def main(sidebar: SidebarState) -> None:
     lesson_fields = links.lesson_fields()
     fields = sidebar_fields() + lesson_fields
-    follow_link(lesson_fields, LEARN)
+    linked = follow_link(lesson_fields, LEARN)
     link_notes()
     st.title("Learn: the anchor divergence, step by step")
     share_slot = st.container()  # the link, once the gallery part has joined it
@@ -291,7 +289,7 @@ def main(sidebar: SidebarState) -> None:
     st.header("A toy world you can see whole")
     settings = toy_controls(sidebar)
     (circle_world if settings["world"] == CIRCLE else sphere_world)(settings)
-    weights_lesson()
+    weights_lesson(linked)
     publish_link(fields)
     st.divider()
     gallery_section(sidebar, fields, share_slot)
