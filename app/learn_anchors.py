@@ -20,7 +20,7 @@ from anchordiv.app.p_player import player_report
 from anchordiv.app.query_inputs import caption_of
 from anchordiv.app.session_keys import (FIND_LEARNED, FIND_MARKS, FIND_MARKS_OF, PLAYER_MARKS_FOR,
                                          PLAYER_MARKS_LEFT_OUT, PLAYER_MARKS_TAKEN, find_problem)
-from anchordiv.app.widget_checks import IMAGES, checked_ids, say
+from anchordiv.app.widget_checks import IMAGES, checked_ids, replace_value, say
 from anchordiv.explorer.anchors import weighted_anchor_text
 from anchordiv.explorer.feedback import (MAX_MARKED_QUERIES, MAX_MARKS, LearnedAnchors, QueryMarks, explanation,
                                          learn_weights, marks_key, too_few_to_tell, training_set)
@@ -47,7 +47,7 @@ def use_buttons(column, terms: list[str], name: str, text: str | None = None) ->
                                              f"most {limit:,}, so it is not used and the set is as it was. Download "
                                              "it, cut it down and load it into the set.")
         else:
-            st.session_state[f"anchors_{side}"] = value
+            replace_value(f"anchors_{side}", value)
 
     left, right = column.columns(2)
     for side, part in (("a", left), ("b", right)):
@@ -101,7 +101,7 @@ def gallery_marks(source_key: str) -> dict[str, QueryMarks]:
 def clear_marks(source_key: str) -> None:
     gallery_marks(source_key).clear()
     for key in ("find_like", "find_unlike"):
-        st.session_state[key] = []
+        replace_value(key, [])
 
 
 def this_query(view: ExploreView) -> tuple[dict[str, QueryMarks], str, QueryMarks]:
@@ -157,7 +157,8 @@ def take_player_marks() -> None:
     current = kept.get(key) or current
     marks = store_marks(kept, key, replace(current, like=tuple(like),
                                            unlike=tuple(item for item in current.unlike if item not in like)))
-    state["find_like"], state["find_unlike"] = list(marks.like), list(marks.unlike)
+    replace_value("find_like", list(marks.like))
+    replace_value("find_unlike", list(marks.unlike))
     state[FIND_MARKS_OF] = (source_key, key)
     state[PLAYER_MARKS_TAKEN] = True
 
@@ -192,7 +193,8 @@ def query_marks(view: ExploreView) -> QueryMarks:
     full = no_room(kept, key)
     shown_for = (view.source.key, key)
     if state.get(FIND_MARKS_OF) != shown_for or "find_like" not in state or "find_unlike" not in state:
-        state["find_like"], state["find_unlike"] = list(current.like), list(current.unlike)
+        replace_value("find_like", list(current.like))
+        replace_value("find_unlike", list(current.unlike))
         state[FIND_MARKS_OF] = shown_for
     for menu, label in (("find_like", "“Like the query”"), ("find_unlike", "“Not like it”")):
         checked_ids(menu, len(view.source), MAX_MARKS, label, "Mark items of the grids above.", st)
