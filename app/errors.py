@@ -7,6 +7,7 @@ import streamlit as st
 
 from anchordiv.datasets import ShippedDataError
 from anchordiv.explorer.literal import markdown_literal
+from anchordiv.models.calibration import NothingToCalibrate, TooFewToCalibrate
 
 # An error message keeps its start (what is wrong) and end (the fix) around a long value it quotes.
 ERROR_CHARS = 1200
@@ -21,7 +22,20 @@ def attempt(action: Callable[[], Any], what: str, stop: bool = False) -> Any:
     try:
         return action()
     except FIXABLE_ERRORS as error:
-        st.error(markdown_literal(f"{what}: {error}", ERROR_CHARS))
+        st.error(markdown_literal(f"{what}: {in_page_words(error)}", ERROR_CHARS))
         if stop:
             st.stop()
         return None
+
+
+def in_page_words(error: Exception) -> str:
+    """``error``'s message, or where the library's advice names something the page calls otherwise,
+    the page's own words for it."""
+    if isinstance(error, NothingToCalibrate):
+        return (f"anchor sets A and B rank this gallery's images alike (each sampled image has the same top-{error.k} "
+                "neighbours under either), so p cannot be calibrated: edit set A or B so that they differ, or choose "
+                "Balanced or Literal under “Weights of A and B” in Explore's sidebar")
+    if isinstance(error, TooFewToCalibrate):
+        return (f"this gallery has {error.n_items} image(s), and calibrating p takes at least 3: choose Balanced or "
+                "Literal under “Weights of A and B” in Explore's sidebar, leave set B empty, or use a larger gallery")
+    return str(error)

@@ -319,6 +319,19 @@ def test_bad_anchor_sets_never_raise(library):
     assert not app.exception
 
 
+def test_sets_that_rank_alike_are_refused_only_under_calibrated_weights(library):
+    """A and B the same list rank every image alike: calibrated weights cannot be measured, and the
+    page says so in its own words (its sets, its menu); Balanced draws the neighbours."""
+    app = start()
+    app.text_area(key="anchors_b").set_value(app.text_area(key="anchors_a").value).run()
+    assert not app.exception
+    (refusal,) = [plain(error.value) for error in app.error]
+    assert "rank this gallery's images alike" in refusal and "Balanced or Literal under “Weights of A and B”" in refusal
+    assert "balanced weights" not in refusal  # the library's own advice, not the page's words
+    app.radio(key="weighting").set_value("balanced").run()
+    assert not app.exception and not app.error and len(neighbours(app)) == 10
+
+
 @pytest.mark.slow
 def test_five_thousand_anchors(library):
     app = start()

@@ -149,7 +149,7 @@ def test_a_reference_of_k_plus_2_items_or_more_keeps_its_k(world):
 
 def test_a_gallery_of_three_images_builds_the_explorers_geometry():
     """The explorer's geometry (balanced and calibrated on its gallery) over a gallery of 3 images;
-    2 are refused, naming the 3 needed."""
+    over 2, the balanced path is served and the calibrated one refused, naming the 3 needed."""
     from anchordiv.explorer import ExplorerGeometry, GeometrySpec
 
     images, _, object_anchors, style_anchors = object_style_world(*WORLD)
@@ -157,5 +157,24 @@ def test_a_gallery_of_three_images_builds_the_explorers_geometry():
     spec = GeometrySpec(kind="softmax", scale=SCALE)
     geometry = ExplorerGeometry(images[[0, 61, 122]], [object_anchors, style_anchors], texts, spec, device="cpu")
     assert geometry.calibrated_model.calibration_.k == 1
+    two = ExplorerGeometry(images[[0, 61]], [object_anchors, style_anchors], texts, spec, device="cpu")
+    assert two.p_path(images[0].numpy(), 1, 0, "balanced").ids.tolist() == [[1]] * 101
     with pytest.raises(ValueError, match="calibrating p between anchor sets A and B needs at least 3 images .*; got 2"):
-        ExplorerGeometry(images[[0, 61]], [object_anchors, style_anchors], texts, spec, device="cpu")
+        two.p_path(images[0].numpy(), 1, 0, "calibrated")
+
+
+def test_a_geometry_whose_sets_rank_alike_serves_every_weighting_but_the_calibrated_one():
+    """A and B that rank the gallery alike cannot be calibrated: the geometry is still built, the
+    balanced and literal paths are served, and only the calibrated one is refused, naming why."""
+    from anchordiv.explorer import ExplorerGeometry, GeometrySpec, calibration_frame
+
+    images, _, object_anchors, _ = object_style_world(*WORLD)
+    texts = [[f"object {i}" for i in range(len(object_anchors))]] * 2
+    geometry = ExplorerGeometry(images, [object_anchors, object_anchors.clone()], texts,
+                                GeometrySpec(kind="softmax", scale=SCALE), device="cpu")
+    assert geometry.calibrated_model is None and calibration_frame(geometry) is None
+    for weighting in ("balanced", "literal"):
+        path = geometry.p_path(images[3].numpy(), 5, 3, weighting)
+        assert path.ids.shape == (101, 5)
+    with pytest.raises(NothingToCalibrate, match="same top-10 neighbours"):
+        geometry.p_path(images[3].numpy(), 5, 3, "calibrated")

@@ -6,8 +6,8 @@ which :func:`anchordiv.cli.main` calls for every ``ValueError``).
   are said as the options ``--pretrained TAG`` and ``--allow-download``.
 * A calibration with nothing to measure
   (:class:`~anchordiv.models.calibration.NothingToCalibrate`) names the options that chose the two
-  anchor sets it compared, where the command has them. The advice to use balanced weights is left
-  out: these commands calibrate the geometry whatever their weighting.
+  anchor sets it compared, where the command has them, and ``--weighting balanced`` where the
+  command has that option (its geometry calibrates only for the calibrated weighting).
 
 Neither module is imported here: an error of theirs can only have come from a module already loaded."""
 from __future__ import annotations
@@ -23,6 +23,10 @@ ANCHOR_SET_OPTIONS = {
 }
 
 
+# The commands whose --weighting chooses balanced or literal weights, which need no calibration.
+WEIGHTING_COMMANDS = ("sweep", "figure")
+
+
 def in_command_words(error: ValueError, command: str | None) -> str:
     """``error``'s message as command ``command`` says it (``str(error)`` where nothing needs saying
     otherwise)."""
@@ -31,7 +35,7 @@ def in_command_words(error: ValueError, command: str | None) -> str:
         return error.say(advice.option_words)
     calibration = sys.modules.get("anchordiv.models.calibration")
     if calibration is not None and isinstance(error, calibration.NothingToCalibrate) and command in ANCHOR_SET_OPTIONS:
+        other = " or --weighting balanced (or literal)" if command in WEIGHTING_COMMANDS else ""
         return (f"{ANCHOR_SET_OPTIONS[command]} give every sampled gallery image the same top-{error.k} neighbours, "
-                f"so p cannot be calibrated ({command} calibrates it whatever the weighting); give anchor sets that "
-                "rank the images differently")
+                f"so p cannot be calibrated; give anchor sets that rank the images differently{other}")
     return str(error)

@@ -14,6 +14,7 @@ import torch
 
 from ..device import resolve_device
 from ..models import AnchorModel, EmpiricalAnchors, MixtureAnchors, anchor_model_kind, fit_anchor_model
+from ..models.calibration import CannotCalibrate, NothingToCalibrate, TooFewToCalibrate
 from ..projection import sample_ids
 from ..search import AnchorIndex, CosineIndex, Index, ITIIndex
 from ..sharded import ShardedAnchorIndex
@@ -116,7 +117,10 @@ class ExplorerGeometry:
     components and the stored gallery terms.
 
     Attributes: ``model`` (the shared fitted model: for two sets, the mixture balanced at
-    ``p = 1/2``), ``calibrated_model`` (the same components with calibrated ``p``), ``index``,
+    ``p = 1/2``), ``calibrated_model`` (the same components with calibrated ``p``; ``None`` when A
+    and B rank the reference alike or it is too small, so that ``p`` cannot be calibrated: the
+    other weightings serve, and the calibrated one raises
+    :class:`~anchordiv.models.calibration.CannotCalibrate`), ``index``,
     ``component_anchors`` and ``component_texts`` (each component's anchors and their texts,
     row-aligned), ``component_names`` ("A", "B"), ``notes`` for the user, ``device``.
     """
@@ -172,14 +176,27 @@ class ExplorerGeometry:
                 index = AnchorIndex(mixture, gallery_embeddings, device=self.device, component_kappa=kept)
             kappa, reference = index.component_kappa, gallery_embeddings.to(self.device)
             self.model = mixture.with_balance(reference, component_kappa=kappa)
-            self.calibrated_model = (mixture.with_calibration(reference, component_kappa=kappa) if key is None
-                                     else calibration_cache.calibrated(mixture, reference, kappa, key))
+            self.calibrated_model = self._calibrated(lambda: (
+                mixture.with_calibration(reference, component_kappa=kappa) if key is None
+                else calibration_cache.calibrated(mixture, reference, kappa, key)))
             self.index = index.with_model(self.model)
         else:  # a store: measured on a sample of rows (``gallery_embeddings``), indexed over all of them
             reference = gallery_embeddings.to(self.device)
             self.model = mixture.with_balance(reference)
-            self.calibrated_model = mixture.with_calibration(reference)
+            self.calibrated_model = self._calibrated(lambda: mixture.with_calibration(reference))
             self.index = index_over(self.model, self.device)
+
+    def _calibrated(self, calibrate: Callable[[], AnchorModel]) -> AnchorModel | None:
+        """The calibrated mixture, or ``None`` when it has nothing to measure (A and B rank the
+        reference alike, or it is too small: :class:`~anchordiv.models.calibration.CannotCalibrate`):
+        the balanced and literal weightings still serve, and asking for the calibrated one raises
+        that error then."""
+        self._calibration_refused: CannotCalibrate | None = None
+        try:
+            return calibrate()
+        except CannotCalibrate as error:
+            self._calibration_refused = error
+            return None
 
     def _index(self, model: AnchorModel, gallery_embeddings: torch.Tensor,
                index_over: IndexFactory | None) -> AnchorIndex | ShardedAnchorIndex:
@@ -220,6 +237,10 @@ class ExplorerGeometry:
             raise ValueError(f"weighting={weighting!r}; choose one of {list(WEIGHTING_HELP)}")
         if not self.is_mixture:
             return self.model
+        if weighting == "calibrated" and self.calibrated_model is None:
+            refused = self._calibration_refused
+            raise (NothingToCalibrate(refused.k) if isinstance(refused, NothingToCalibrate)
+                   else TooFewToCalibrate(refused.n_items))
         model = {"calibrated": self.calibrated_model, "balanced": self.model}.get(weighting)
         return model or self.model.with_balance(None)
 
@@ -270,7 +291,7 @@ def calibration_frame(geometry: ExplorerGeometry) -> pd.DataFrame | None:
     ``log-odds`` (``lambda = log(w_A / w_B)``), ``curve`` (A's side, B's side, progress) and
     ``moved`` (0 at B alone, 1 at A alone); the ``p`` each ``lambda`` stands for is its progress.
     ``None`` for a single anchor set."""
-    curve = geometry.calibrated_model.calibration_ if geometry.is_mixture else None
+    curve = geometry.calibrated_model.calibration_ if geometry.is_mixture and geometry.calibrated_model else None
     if curve is None:
         return None
     sides = {"A's side": curve.progress_a, "B's side": curve.progress_b, "progress = p": curve.progress}

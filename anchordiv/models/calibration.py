@@ -55,7 +55,24 @@ QUERIES = 128
 MIN_REFERENCE = 3
 
 
-class NothingToCalibrate(ValueError):
+class CannotCalibrate(ValueError):
+    """A calibration that has nothing to measure: the other ways of weighting ``p`` still apply."""
+
+
+class TooFewToCalibrate(CannotCalibrate):
+    """A reference of fewer than :data:`MIN_REFERENCE` items (``n_items``)."""
+
+    def __init__(self, n_items: int):
+        super().__init__(f"calibrating p between anchor sets A and B needs at least {MIN_REFERENCE} images to measure "
+                         f"on (a query, a neighbour and one more that A or B can rank apart); got {n_items}. Use more "
+                         "images, or one anchor set alone (it has no p to calibrate).")
+        self.n_items = n_items
+
+    def __reduce__(self):  # pickled with its count, not its message
+        return type(self), (self.n_items,)
+
+
+class NothingToCalibrate(CannotCalibrate):
     """A calibration whose sampled queries have the same top-``k`` neighbours under A as under B:
     ``p`` cannot move them, so there is nothing to measure. ``k``: the neighbourhood size compared
     (a caller that chose the anchor sets by its own options names them from this)."""
@@ -99,11 +116,9 @@ def neighbourhood_size(k: int, n_items: int) -> int:
     """The neighbourhood size a calibration with ``k`` measures on ``n_items`` reference items:
     ``k``, or ``n_items - 2`` where that is smaller, so that each query's top-``k`` leaves at least
     one of the other items out (else A's and B's neighbourhoods are the same set, and nothing can
-    move). ``ValueError`` below :data:`MIN_REFERENCE` items."""
+    move). :class:`TooFewToCalibrate` below :data:`MIN_REFERENCE` items."""
     if n_items < MIN_REFERENCE:
-        raise ValueError(f"calibrating p between anchor sets A and B needs at least {MIN_REFERENCE} images to measure "
-                         f"on (a query, a neighbour and one more that A or B can rank apart); got {n_items}. Use more "
-                         "images, or one anchor set alone (it has no p to calibrate).")
+        raise TooFewToCalibrate(n_items)
     return min(k, n_items - 2)
 
 
