@@ -178,3 +178,11 @@ def test_a_geometry_whose_sets_rank_alike_serves_every_weighting_but_the_calibra
         assert path.ids.shape == (101, 5)
     with pytest.raises(NothingToCalibrate, match="same top-10 neighbours"):
         geometry.p_path(images[3].numpy(), 5, 3, "calibrated")
+
+
+def test_a_gallery_of_the_query_alone_says_there_is_nothing_to_rank():
+    from anchordiv.explorer.neighbours import search_one
+
+    index = ad.CosineIndex(torch.nn.functional.normalize(torch.randn(1, 4), dim=1))
+    with pytest.raises(ValueError, match="holds no image but the query's own, so there is nothing to rank it against"):
+        search_one(index, torch.ones(4), 5, exclude=0)

@@ -32,6 +32,9 @@ def search_one(index: Index, query: torch.Tensor, k: int, exclude: int | None = 
                        else np.asarray(query).reshape(1, -1), "query").to(torch.float32)
     k = check_positive_int(k, "top-k")
     available = len(index) - (exclude is not None)
+    if available < 1:
+        raise ValueError("the gallery holds no image but the query's own, so there is nothing to rank it against; "
+                         "use a gallery of more images")
     if k > available:
         raise ValueError(f"top-k={k} is larger than the {available} gallery images available; lower k")
     excluded = None if exclude is None else torch.tensor([int(exclude)])
