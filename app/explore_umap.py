@@ -1,7 +1,10 @@
 """The Explore page's UMAP of the geometry: a fixed sample of the gallery projected at a p the user
 pins (``umap_p``), so moving the slider never recomputes a projection; a cosine map beside it
 where the source offers one. The query and its neighbours outside the sample are placed by UMAP's
-own ``transform`` (:func:`anchordiv.explorer.map_placer`)."""
+own ``transform`` (:func:`anchordiv.explorer.map_placer`). A sample of up to
+:data:`~anchordiv.explorer.maps.MAX_MAP_POINTS` may be asked for; a new map estimated to take longer
+than :data:`ASK_FIRST_SECONDS` shows its estimate and waits for a click, and every step of a layout
+(its kNN graph, UMAP's compile, its epochs) reports on a progress bar."""
 from __future__ import annotations
 
 import streamlit as st
@@ -14,6 +17,11 @@ from anchordiv.app.errors import attempt
 from anchordiv.app.explore_view import ExploreView, neighbours
 from anchordiv.app.maps_ui import pinned_projection_p, projection_caption, projection_chart, with_query_point
 from anchordiv.app.session_keys import UMAP_COLOUR_OF
+from anchordiv.explorer.maps import MAX_MAP_POINTS, map_status
+
+# A new map estimated to take longer than this (seconds) is laid out only when asked for, its
+# estimate shown first: a map of 50,000 points takes a minute or more.
+ASK_FIRST_SECONDS = 30.0
 
 
 @st.fragment
@@ -28,17 +36,24 @@ def umap_section(view: ExploreView) -> None:
             draw_umap(view)
 
 
-def projected(column, key: str, method: str, source: ex.GallerySource, geometry: ex.ExplorerGeometry, p: float,
-              weighting: str, max_points: int):
-    """``(ids, xy)`` of the map ``key`` names: read from the disk cache, or laid out under a progress
-    bar that names each step (drawn only when there is work to show)."""
+def progress_bar(column):
+    """``(slot, progress)``: a progress callback drawing a bar in an empty ``slot`` of ``column``
+    from its first report (none for work that reports nothing); ``slot.empty()`` clears it."""
     slot, bar = column.empty(), []
 
     def progress(fraction: float, text: str) -> None:
         if not bar:
             bar.append(slot.progress(0.0))
-        bar[0].progress(min(fraction, 1.0), text=text)
+        bar[0].progress(min(max(fraction, 0.0), 1.0), text=text)
 
+    return slot, progress
+
+
+def projected(column, key: str, method: str, source: ex.GallerySource, geometry: ex.ExplorerGeometry, p: float,
+              weighting: str, max_points: int):
+    """``(ids, xy)`` of the map ``key`` names: read from the disk cache, or laid out under a progress
+    bar that names each step (drawn only when there is work to show)."""
+    slot, progress = progress_bar(column)
     try:
         return ex.geometry_projection(source, method, geometry, p, weighting, None, max_points, cache_key=key,
                                       progress=progress)
@@ -46,11 +61,35 @@ def projected(column, key: str, method: str, source: ex.GallerySource, geometry:
         slot.empty()
 
 
-def placed_on_map(key: str, method: str, view: ExploreView, ids, xy, p: float, neighbour_ids: list[int]):
+def asked_for(column, key: str, method: str, points: int, n_items: int) -> bool:
+    """Whether the map ``key`` names may be drawn now: it is cached or being made, or quick enough,
+    or its button was pressed; else its estimate is shown with that button, for the visitor to ask
+    for it knowing what it costs."""
+    status = map_status(n_items, method, points, cache_key=key)
+    estimate = projection.projection_estimate(min(points, n_items))
+    if status != "new" or estimate <= ASK_FIRST_SECONDS:
+        return True
+    rows = min(points, n_items)
+    column.info(f"A new map of {rows:,} points takes about {estimate:.0f} s here: each point's nearest images "
+                "under this geometry, then UMAP's layout"
+                + ("" if projection.is_compiled() else ", after compiling UMAP's kernels (once per server)")
+                + ". It is then kept, and drawn in a moment next time.")
+    return column.button(f"Lay out {rows:,} points (about {estimate:.0f} s)", key=f"umap_lay_out_{method}")
+
+
+def placed_on_map(column, key: str, method: str, view: ExploreView, ids, xy, p: float, neighbour_ids: list[int]):
     """:func:`anchordiv.explorer.with_query_and_neighbours` for the map ``key`` names, its
-    :class:`~anchordiv.explorer.MapPlacer` built (under a spinner that says so) only when something
-    lies outside the sample, and kept for the next runs."""
+    :class:`~anchordiv.explorer.MapPlacer` built (under a spinner that says so; its graph read back
+    from the disk cache) only when something lies outside the sample, and kept for the next runs.
+    Where this server has not compiled UMAP's kernels yet, that is done first under a progress bar
+    in ``column``."""
     def place(rows: torch.Tensor):
+        if not projection.is_compiled():  # a map read from the disk cache: placing compiles UMAP's kernels
+            slot, progress = progress_bar(column)
+            try:
+                projection.warm_up(progress)
+            finally:
+                slot.empty()
         return cached.get_map_placer(key, len(ids), view.source, ids, xy, method, view.geometry, p,
                                      view.weighting).place(rows)
 
@@ -63,10 +102,12 @@ def draw_umap(view: ExploreView) -> None:
     # Two rows of two: four in a row left each label a few letters in a 1000 px window.
     points_col, colour_col = st.columns(2)
     cosine_col, p_col = st.columns(2)
-    max_points = int(points_col.number_input("Points (fixed sample)", 10, 20_000, source.projection_rows,
+    max_points = int(points_col.number_input("Points (fixed sample)", 10, MAX_MAP_POINTS, source.projection_rows,
                                              step=500, key="umap_points",
                                              help="UMAP of the anchor-divergence kNN graph of a fixed sample; "
-                                                  "computed once per geometry and cached."))
+                                                  "computed once per geometry and cached. A new map estimated "
+                                                  f"at over {ASK_FIRST_SECONDS:.0f} s shows its estimate and waits "
+                                                  f"for a click; at most {MAX_MAP_POINTS:,} points."))
     colours = source.colour_columns
     if st.session_state.get(UMAP_COLOUR_OF) != source.key:  # another gallery's column means nothing here
         st.session_state.pop("umap_colour", None)
@@ -80,16 +121,19 @@ def draw_umap(view: ExploreView) -> None:
     if with_cosine:
         projections.append(("cosine", "Cosine", ex.projection_key(source.key, view.encoder.name)))
     neighbour_ids = neighbours(view, p).gallery_id.tolist()
+    drawn = None
     for column, (method, title, key) in zip(st.columns(len(projections)), projections):
+        if not asked_for(column, key, method, max_points, len(source)):
+            continue
         # A spinner (shown after half a second: a cached map draws without one) and, within it, the
         # progress bars of each step: the first map a server lays out spends seconds compiling UMAP.
         with column, st.spinner(f"Drawing the map: a new layout takes about "
-                                f"{projection.layout_estimate(min(max_points, len(source))):.0f} s, then it is kept…",
-                                show_time=True):
+                                f"{projection.projection_estimate(min(max_points, len(source))):.0f} s, "
+                                "then it is kept…", show_time=True):
             ids, xy = attempt(lambda: projected(column, key, method, source, geometry, p, view.weighting, max_points),
                               "Cannot project the gallery") or (None, None)
             placed = None if ids is None else attempt(
-                lambda: placed_on_map(key, method, view, ids, xy, p, neighbour_ids),
+                lambda: placed_on_map(column, key, method, view, ids, xy, p, neighbour_ids),
                 "Cannot place the query on the map")
         if placed is None:
             return
@@ -100,4 +144,6 @@ def draw_umap(view: ExploreView) -> None:
         frame = with_query_point(source.projection_frame(ids, xy, view.query_id, neighbour_ids, colour), query_xy,
                                  colour, source.name_column, view.query_text)
         projection_chart(column, frame, colour, source.name_column, title, f"umap_chart_{method}")
-    projection_caption(sampled, outside, p)
+        drawn = (sampled, outside)
+    if drawn is not None:
+        projection_caption(*drawn, p)

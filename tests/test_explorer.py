@@ -20,6 +20,7 @@ from anchordiv.encoders.base import Encoder
 from anchordiv.gallery import Gallery, folder_gallery
 from anchordiv.grids import grid_png
 from anchordiv.images import ImageLoadError
+from anchordiv.explorer import maps
 from anchordiv.explorer.anchors import preset_sources
 from anchordiv.explorer.neighbours import GRID_CAPTION_LINE_CHARS, GRID_CAPTION_LINES
 
@@ -370,14 +371,23 @@ def test_knn_graph_and_projection(world, tmp_path, monkeypatch):
     ids, xy = ex.geometry_projection(gallery, "anchor", shared, p=0.5, max_points=40, n_neighbors=5, cache_key=key,
                                      progress=lambda fraction, text: heard.append((fraction, text)))
     assert ids.shape == (40,) and xy.shape == (40, 2) and np.all(np.isfinite(xy))
-    # Each step named as it starts, the graph's batches counted, the layout with its estimate.
-    assert [fraction for fraction, _ in heard] == [0.5, 0.5] and heard[0][1].startswith("Step 1 of 2")
-    assert "(40 of 40 points)" in heard[0][1] and heard[1][1].startswith("Step 2 of 2: UMAP's layout of 40 points")
-    rows_read = []
+    # Each step named as it starts, the graph's batches counted, the layout with its estimate, then
+    # its own reports (the compile where this process has not compiled UMAP's kernels, its epochs).
+    fractions, texts = [fraction for fraction, _ in heard], [text for _, text in heard]
+    assert texts[0].startswith("Step 1 of 2: reading 40 rows")
+    graph = texts.index("Step 1 of 2: each point's 5 nearest under this geometry (40 of 40 points)")
+    assert texts[graph + 1].startswith("Step 2 of 2: UMAP's layout of 40 points, about")
+    assert all(text.startswith("Step 1 of 2: ") for text in texts[:graph])
+    assert all(text.startswith("Step 2 of 2: ") for text in texts[graph + 1:])
+    assert fractions == sorted(fractions) and 0 <= fractions[0] <= fractions[-1] <= 1
+    assert "epoch 200 of 200" in heard[-1][1]
+    heard_then, rows_read = len(heard), []
     again = ex.geometry_projection(CountedRows(gallery, rows_read), "anchor", shared, p=0.5, max_points=40,
                                    n_neighbors=5, cache_key=key, progress=lambda *args: heard.append(args))
     np.testing.assert_array_equal(again[1], xy)  # read back from the disk cache
-    assert len(heard) == 2 and not rows_read  # without reading a row or showing progress
+    assert len(heard) == heard_then and not rows_read  # without reading a row or showing progress
+    assert maps.map_status(len(gallery), "anchor", max_points=40, n_neighbors=5, cache_key=key) == "cached"
+    assert maps.map_status(len(gallery), "anchor", max_points=39, n_neighbors=5, cache_key=key) == "new"
     assert projection.sample_ids(10, 20).tolist() == list(range(10))
 
 
