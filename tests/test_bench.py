@@ -143,3 +143,10 @@ def test_new_query_at_scale_prints_a_line_per_gallery_and_keeps_its_store(tmp_pa
     assert "holds 4,000 x 16, not 5,000 x 16; give another --store-dir" in capsys.readouterr().err
     assert main(["explorer-bench", "--sizes", "10"]) == 2
     assert "--sizes sizes the --scale measurement: add --scale" in capsys.readouterr().err
+
+
+def test_the_explorer_bench_measurements_are_one_at_a_time(capsys):
+    assert main(["explorer-bench", "--scale", "--map", "1000"]) == 2
+    assert "--scale and --map are separate measurements: give one of them" in capsys.readouterr().err
+    assert main(["explorer-bench", "--map", "10"]) == 2
+    assert "--map" in capsys.readouterr().err

@@ -21,6 +21,10 @@ def add_parser(commands) -> argparse.ArgumentParser:
                        help="a new query's p path (what the player needs before it plays) over galleries of 20,000, "
                             "100,000 and 500,000 rows in memory and a float16 store of 10^6 rows, against one mat-vec "
                             "pass and against reading the rows at the memory bandwidth measured in the same run")
+    bench.add_argument("--map", type=integer(100, 10**6), metavar="N", dest="map_points",
+                       help="a map of N points as the page lays it out (N = 50000 for the page's largest): its kNN "
+                            "graph under the divergence against the bare matrix product it needs, UMAP's compile and "
+                            "layout, the longest stretch without progress, the cached second request, placing a query")
     bench.add_argument("--sizes", type=integer(1, 10**7), nargs="*", metavar="G",
                        help="with --scale: the galleries in memory (default 20000 100000 500000; none: only the store)")
     bench.add_argument("--store-rows", type=integer(0, 10**8), dest="store_rows",
@@ -57,10 +61,14 @@ def run(args: argparse.Namespace) -> int:
         for option, given in scale_only:
             if given:
                 raise ValueError(f"{option} sizes the --scale measurement: add --scale")
+    chosen = [option for option, given in (("--browser", args.browser), ("--scale", args.scale),
+                                           ("--map", args.map_points is not None)) if given]
+    if len(chosen) > 1:
+        raise ValueError(f"{' and '.join(chosen)} are separate measurements: give one of them")
     if args.browser:
-        if args.scale:
-            raise ValueError("--browser and --scale are two measurements: give one of them")
         return _run_in_browser(args)
+    if args.map_points is not None:
+        return _run_map(args)
     for option, given in (("--isolation", args.isolation), ("--sessions", args.sessions is not None)):
         if given:
             raise ValueError(f"{option} is a browser measurement: add --browser")
@@ -78,6 +86,21 @@ def run(args: argparse.Namespace) -> int:
     results = benchmark(gallery_size=args.gallery, n_anchors=args.anchors, dim=args.dim, umap_points=args.umap_points,
                         repeats=args.repeats)
     write_json(args.json, results)
+    return 0
+
+
+def _run_map(args: argparse.Namespace) -> int:
+    from ..benchmarks.map_scale import map_scale_figures, map_scale_lines
+
+    check_output_file(args.json, "--json")
+    anchors = args.anchors or 1_644
+    print(f"anchordiv explorer-bench --map {args.map_points}: a map of {args.map_points:,} random unit rows, d = "
+          f"{args.dim}, A = {anchors:,} and B = 7 random anchors, softmax at scale 10, laid out as the page does",
+          flush=True)
+    figures = map_scale_figures(points=args.map_points, dim=args.dim, n_anchors=anchors)
+    for line in map_scale_lines(figures):
+        print(line, flush=True)
+    write_json(args.json, figures)
     return 0
 
 
