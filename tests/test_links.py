@@ -199,3 +199,16 @@ def test_every_parameter_belongs_to_a_page_and_every_page_of_the_app_is_known():
         path = re.search(r'url_path=("([^"]*)"|[A-Z_]+)', arguments)
         pages[title] = "" if path is None else path.group(2) if path.group(2) is not None else constants[path.group(1)]
     assert len(pages) == 4 and pages == {page.title: path for path, page in PAGES.items()}, pages
+
+
+def test_a_number_no_link_can_carry_is_left_out_of_the_link():
+    """Only a forged widget value can be an infinite or non-numeric number: the link leaves it out
+    (the page names it where it draws the widget) rather than fail to write."""
+    import numpy as np
+
+    whole = links.LinkField("learn_neighbour", "neighbour", 1, "integer", 1, 100)
+    real = links.LinkField("p", "p", 0.5, "number", 0.0, 1.0)
+    for field in (whole, real):
+        for value in (float("inf"), float("-inf"), float("nan"), "3", None, True):
+            assert field.write(value) is None, (field.param, value)
+    assert whole.write(np.int64(7)) == "7" and real.write(np.float64(0.25)) == "0.25"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import numbers
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -151,8 +152,9 @@ class LinkField:
         return value
 
     def write(self, value: Any) -> str | list[str] | None:
-        """The URL value(s) of the state ``value``; ``None`` for a choice no link can carry (an
-        uploaded query)."""
+        """The URL value(s) of the state ``value``; ``None`` for a value no link can carry (an
+        uploaded query; a number that is not a finite one, which only a forged widget value can be:
+        the page names it where it draws that widget)."""
         if self.kind == "list":
             return [str(item) for item in value if not (self.local_prefix and str(item).startswith(self.local_prefix))]
         if self.kind == "choice":
@@ -160,6 +162,8 @@ class LinkField:
         if self.kind == "flag":
             return "1" if value else "0"
         if self.kind in ("number", "integer"):
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+                return None
             return f"{value:g}" if self.kind == "number" else str(int(value))
         text = str(value)
         if self.texts is not None and len(quote(text)) > MAX_URL_TEXT:
