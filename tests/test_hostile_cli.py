@@ -837,3 +837,14 @@ def test_a_figure_column_s_encoder_that_cannot_load_is_named_in_the_column_s_wor
                     "--out", str(tmp_path / "f.png"), *WORLD, "--device", "cpu", "-q"], capsys)
     assert ("the weights are not on this machine" in line and "or pass pretrained=/path/to/" in line
             and "allow the download with --allow-download," in line and "allow_download" not in line), line
+
+
+@needs_builtin
+def test_a_posterior_kind_names_the_option_that_gives_its_prior(world, tmp_path, capsys):
+    """figure names --prior-anchors; sweep, which has no prior option, does not offer the posterior kinds."""
+    line = refusal(["figure", "--out", str(tmp_path / "f.png"), "--queries", "#1", "--geometries", "mix p=0.5",
+                    "--kind", "posterior-softmax", *WORLD, "--device", "cpu", "-q"], capsys)
+    assert line == ("anchordiv figure: --kind: the posterior softmax model needs a prior anchor set; give it with "
+                    "--prior-anchors FILE (one anchor per line)"), line
+    assert main(["sweep", "--strip", str(tmp_path / "s.png"), "--query", "#1", "--kind", "posterior-softmax"]) == 2
+    assert "invalid choice: 'posterior-softmax'" in capsys.readouterr().err

@@ -15,7 +15,7 @@ from .options import FRACTION, SCALE, add_device_option, add_encoder_options, ad
 def add_parser(commands) -> argparse.ArgumentParser:
     from ..explorer import WEIGHTING_HELP
     from ..explorer.sweep_files import MAX_STRIP_ROWS, MAX_SWEEP_K
-    from ..models import list_anchor_models
+    from ..models import anchor_model_kind, list_anchor_models
 
     sweep = commands.add_parser("sweep", help="one query's neighbours as p moves from B to A: an animated GIF and a "
                                               "strip PNG (paper Fig. 3, right)")
@@ -27,7 +27,10 @@ def add_parser(commands) -> argparse.ArgumentParser:
                        help=f"the strip's rows, each from 0 to 1, at most {MAX_STRIP_ROWS} (default: one per change "
                             "of the top k's images, the rankings the GIF and the explorer's Play show)")
     add_anchor_set_options(sweep)
-    sweep.add_argument("--kind", choices=list_anchor_models(), default="softmax", help="anchor model (default softmax)")
+    # The posterior kinds need a prior anchor set, which a sweep has no option for.
+    sweep.add_argument("--kind", choices=[kind for kind in list_anchor_models() if not anchor_model_kind(kind).needs_prior],
+                       default="softmax", help="anchor model (default softmax; the posterior kinds need a prior set: "
+                                               "see the figure command's --prior-anchors)")
     sweep.add_argument("--scale", type=SCALE, default=10.0, help="logit scale s (default 10)")
     sweep.add_argument("--weighting", choices=list(WEIGHTING_HELP), default="calibrated",
                        help="how p becomes the weights of A and B (default calibrated)")

@@ -23,6 +23,9 @@ ANCHOR_SET_OPTIONS = {
 }
 
 
+# Per command: the option that gives a posterior kind its prior anchor set.
+PRIOR_OPTION = {"figure": "--prior-anchors FILE (one anchor per line)"}
+
 # The commands whose --weighting chooses balanced or literal weights, which need no calibration.
 WEIGHTING_COMMANDS = ("sweep", "figure")
 
@@ -38,4 +41,7 @@ def in_command_words(error: ValueError, command: str | None) -> str:
         other = " or --weighting balanced (or literal)" if command in WEIGHTING_COMMANDS else ""
         return (f"{ANCHOR_SET_OPTIONS[command]} give every sampled gallery image the same top-{error.k} neighbours, "
                 f"so p cannot be calibrated; give anchor sets that rank the images differently{other}")
+    registry = sys.modules.get("anchordiv.models.registry")
+    if registry is not None and isinstance(error, registry.PriorNeeded) and command in PRIOR_OPTION:
+        return f"--kind: the {error.short} model needs a prior anchor set; give it with {PRIOR_OPTION[command]}"
     return str(error)

@@ -98,9 +98,20 @@ class AnchorModelKind:
         prior_matrix = None
         if self.needs_prior:
             if prior is None or len(prior) == 0:
-                raise ValueError(f"the {self.short} model needs a prior anchor set; give at least one prior anchor")
+                raise PriorNeeded(self.short)
             prior_matrix = as_matrix(prior, "prior")
         return self.fitter(matrix, prior_matrix, scale, {**self.defaults, **params})
+
+
+class PriorNeeded(ValueError):
+    """A posterior kind fitted without a prior anchor set; ``short``: the kind's short name."""
+
+    def __init__(self, short: str):
+        super().__init__(f"the {short} model needs a prior anchor set; give at least one prior anchor")
+        self.short = short
+
+    def __reduce__(self):  # pickled with its name, not its message
+        return type(self), (self.short,)
 
 
 def _one_direction(anchors: torch.Tensor) -> bool:
