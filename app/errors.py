@@ -34,8 +34,10 @@ def in_page_words(error: Exception) -> str:
     if isinstance(error, NothingToCalibrate):
         return (f"anchor sets A and B rank this gallery's images alike (each sampled image has the same top-{error.k} "
                 "neighbours under either), so p cannot be calibrated: edit set A or B so that they differ, or choose "
-                "Balanced or Literal under “Weights of A and B” in Explore's sidebar")
+                "Balanced or Literal under “Weights of A and B” in Explore's sidebar (on Compare, under “Weights of A "
+                "and B in mix columns”)")
     if isinstance(error, TooFewToCalibrate):
         return (f"this gallery has {error.n_items} image(s), and calibrating p takes at least 3: choose Balanced or "
-                "Literal under “Weights of A and B” in Explore's sidebar, leave set B empty, or use a larger gallery")
+                "Literal under “Weights of A and B” in Explore's sidebar (on Compare, under “Weights of A and B in mix "
+                "columns”), leave set B empty, or use a larger gallery")
     return str(error)
