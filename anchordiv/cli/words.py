@@ -9,7 +9,10 @@ which :func:`anchordiv.cli.main` calls for every ``ValueError``).
   anchor sets it compared, where the command has them, and ``--weighting balanced`` where the
   command has that option (its geometry calibrates only for the calibrated weighting).
 
-Neither module is imported here: an error of theirs can only have come from a module already loaded."""
+* A posterior kind fitted without a prior set (:class:`~anchordiv.models.registry.PriorNeeded`)
+  names the option that gives one, where the command has it.
+
+None of these modules is imported here: an error of theirs can only have come from a module already loaded."""
 from __future__ import annotations
 
 import sys
