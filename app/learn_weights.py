@@ -15,7 +15,7 @@ import streamlit as st
 from anchordiv import lesson, lesson_weights
 from anchordiv.app.errors import ERROR_CHARS, attempt
 from anchordiv.app.session_keys import WEIGHTS_LEARNED, WEIGHTS_REQUEST
-from anchordiv.app.widget_checks import checked_choices, number_widget
+from anchordiv.app.widget_checks import checked_choices, list_kept_as_list, number_widget
 from anchordiv.explorer.literal import markdown_literal
 from anchordiv.explorer.page_state import SETTINGS
 
@@ -129,6 +129,7 @@ def learner_section(query: float, k: int, scale: float, marks_linked: bool = Fal
                 "each anchor's score on them, standardised over the circle's points, and its soft minimum over "
                 "them. The weight goes to the anchors they all hold, not to those only the query holds.")
     state = st.session_state
+    list_kept_as_list("learn_weights_marks", MARKS_LABEL)
     keep_known_marks(marks_linked)
     labels = st.multiselect(MARKS_LABEL, list(POINT_LABELS), key="learn_weights_marks",
                             max_selections=len(POINT_LABELS))

@@ -79,6 +79,37 @@ def replace_value(key: str, value: Any) -> None:
     state[key] = value
 
 
+def _sent_kind(key: str) -> str | None:
+    """The kind of value (a ``WidgetState`` field, e.g. ``"string_value"``) a client last sent for
+    widget ``key``, as Streamlit recorded it when the value was read; ``None`` where it cannot tell.
+    A text sent as a chat box's trigger value is still a text to the page, but Streamlit writes it
+    back in the kind it came as, which a text box's value cannot fill: the widget then fails as it
+    is drawn. Streamlit's own session state, read defensively (a release that moves it: ``None``)."""
+    try:
+        from streamlit.runtime.state.session_state_proxy import get_session_state
+
+        state = get_session_state()._state
+        widget_id = state._key_id_mapper.get_id_from_key(key)
+        sent = state._new_widget_state.states.get(widget_id)
+        if hasattr(getattr(sent, "value", None), "WhichOneof"):  # not read yet: as the client sent it
+            return sent.value.WhichOneof("value")
+        return getattr(state._new_widget_state.widget_metadata.get(widget_id), "value_type", None)
+    except Exception:  # noqa: BLE001 - private state: any change of it means only that nothing is known
+        return None
+
+
+def list_kept_as_list(key: str, label: str, box: Any = st) -> None:
+    """Before a multiselect ``key`` (labelled ``label``) is read or drawn: a value a client sent as
+    anything but a list (a text, which Streamlit would read letter by letter or fail on) keeps what
+    the menu held at its last check (else nothing) and is named."""
+    if _sent_kind(key) in (None, "string_array_value", "int_array_value", "double_array_value"):
+        return
+    held = st.session_state.get(WIDGET_HELD, {}).get(key, [])
+    replace_value(key, list(held) if isinstance(held, (list, tuple)) else [])
+    say(f"The menu “{label}” was sent one value where it holds a list: it keeps what it held. Choose again there.",
+        box)
+
+
 def _read(key: str) -> Any:
     try:
         return st.session_state[key]
@@ -124,8 +155,12 @@ def checked_value(key: str, allowed: Allowed, widget: str, todo: str, *, default
     held = st.session_state.setdefault(WIDGET_HELD, {})
     fitted = allowed.fit(value)
     if fitted is not REFUSED:
-        if type(fitted) is not type(value) or not same_value(fitted, value):  # 2 for 2.0, an int for NumPy's
+        foreign = allowed.kind == TEXT and _sent_kind(key) not in (None, "string_value")
+        if foreign or type(fitted) is not type(value) or not same_value(fitted, value):  # 2 for 2.0, an int for NumPy's
             replace_value(key, fitted)
+        if foreign:
+            say(f"{widget} was sent its text as another kind of value (a chat box's): it is kept as text. {todo}",
+                box)
         held[key] = fitted
         return fitted
     if key in held and same_value(value, held[key]) and type(value) is type(held[key]):
@@ -232,6 +267,7 @@ def _written_back(key: str, checked: Checked, where: str, what: str, todo: str, 
     what it left out said in ``box``."""
     if _read(key) != checked.kept:
         replace_value(key, checked.kept)
+    st.session_state.setdefault(WIDGET_HELD, {})[key] = list(checked.kept)  # what list_kept_as_list restores
     say(checked.note(where, what, todo), box)
     return checked.kept
 

@@ -756,6 +756,50 @@ def test_a_text_box_sent_something_else_is_named_and_keeps_its_text(app_env, key
     assert not problems, problems
 
 
+def sent_as(app, key: str, field: str, value: Any):
+    """``app`` rerun as a client sends widget ``key`` a value of another kind than its own: ``field``
+    of its state (a message with ``data``, as a chat box's trigger value, or a plain field)."""
+    from streamlit.proto.WidgetStates_pb2 import WidgetState, WidgetStates
+
+    widget = widget_of(app, key)
+    states = WidgetStates()
+    states.widgets.extend(state for state in app._tree.get_widget_states().widgets if state.id != widget.id)
+    forged = WidgetState(id=widget.id)
+    if field == "string_trigger_value":
+        forged.string_trigger_value.data = value
+    else:
+        setattr(forged, field, value)
+    states.widgets.append(forged)
+    return app._run(states)
+
+
+@pytest.mark.parametrize("key", TEXT_WIDGETS)
+def test_a_text_box_sent_a_chat_boxs_kind_of_value_keeps_it_as_its_text(app_env, key):
+    """A text sent as a chat box's trigger value is a text to the page, but Streamlit would write it
+    back in that kind and fail: it is named and kept as the box's own text."""
+    app = open_page({}, page=TEXT_WIDGETS[key])
+    outcome, app = page_outcome(lambda: sent_as(app, key, "string_trigger_value", "**evil**"))
+    problems = verdict(Case("a chat box's value", "**evil**", names=("another kind of value",)), outcome)
+    if app.session_state[key] != "**evil**" or widget_of(app, key) is None:
+        problems.append(f"{key} holds {app.session_state[key]!r}")
+    assert not problems, problems
+
+
+@pytest.mark.parametrize("value", ["", "#1", EVIL], ids=["empty", "a row", "markdown"])
+@pytest.mark.parametrize("key, page", [("compare_rows", COMPARE), ("compare_columns", COMPARE),
+                                       ("learn_weights_marks", LEARN)])
+def test_a_list_menu_sent_one_text_keeps_its_list(app_env, key, page, value):
+    """One text where a multiselect holds a list (Streamlit would read it letter by letter, or fail
+    on an empty one): named, and the menu keeps the list it held."""
+    app = open_page({}, page=page)
+    held = app.session_state[key]
+    outcome, app = page_outcome(lambda: sent_as(app, key, "string_value", value))
+    problems = verdict(Case("one text", value, names=("was sent one value where it holds a list",)), outcome)
+    if app.session_state[key] != held or widget_of(app, key) is None:
+        problems.append(f"{key} holds {str(app.session_state[key])[:60]}, not {str(held)[:60]}")
+    assert not problems, problems
+
+
 # Values no client can send as such (Streamlit turns a widget's value into its kind first: a number
 # box's out-of-range number into its minimum), forced into the state the page reads: each named,
 # and the setting keeps its default. (page, key, value, what names it, what it keeps)

@@ -26,7 +26,7 @@ from anchordiv.app.query_inputs import match_menu, picked_item
 from anchordiv.app.session_keys import COMPARE_COLUMN_ERROR, COMPARE_ROWS_FROM, COMPARE_ROWS_FULL, COMPARE_UPLOADS
 from anchordiv.app.sidebar import load_gallery_for, sidebar_state
 from anchordiv.app.url_state import follow_link, link_notes, publish_link, share_box, sidebar_fields
-from anchordiv.app.widget_checks import (checked_query_id, checked_settings, checked_texts, choice_widget,
+from anchordiv.app.widget_checks import (checked_query_id, checked_settings, checked_texts, choice_widget, list_kept_as_list,
                                          number_widget, replace_value, text_widget)
 from anchordiv.explorer import limits, links
 from anchordiv.explorer.literal import markdown_literal, without_joiners
@@ -195,6 +195,8 @@ def main(sidebar: SidebarState) -> None:
     set_a, set_b, view_link = anchor_sets(source)
     texts_a, texts_b = set_a.anchors, set_b.anchors  # the terms: the figure's captions and ITI
     state = st.session_state
+    for key, label in ((ROWS, "Queries (rows, top to bottom)"), (COLUMNS, "Geometries (columns, left to right)")):
+        list_kept_as_list(key, label)  # before anything reads them
     page_fields = links.compare_fields(explore_rows(source))
     follow_link(page_fields, COMPARE)
     link_notes()
