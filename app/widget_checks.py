@@ -23,15 +23,14 @@ that is not JSON): what it cannot read fails there, where no page code runs (doc
 """
 from __future__ import annotations
 
-import contextlib
 from typing import Any, Callable, Mapping, Sequence
 
 import streamlit as st
 
 from anchordiv import explorer as ex
-from anchordiv.app.errors import ERROR_CHARS
 from anchordiv.app.session_keys import WIDGET_HELD
-from anchordiv.explorer.literal import markdown_literal
+# The pages import these from here too: one module for every widget check and write.
+from anchordiv.app.widget_state import list_kept_as_list, replace_value, say, sent_kind  # noqa: F401
 from anchordiv.explorer.page_state import SETTINGS
 from anchordiv.explorer.widget_values import (FLAG, NUMBER, REFUSED, TEXT, Allowed, Checked, checked_values,
                                               gallery_ids, named, not_among, refused_note, same_value, texts,
@@ -60,54 +59,6 @@ class _Unreadable:
 
 
 UNREADABLE = _Unreadable()
-
-
-def say(note: str, box: Any) -> None:
-    """``note`` (empty: nothing to say) as a warning in ``box``, drawn as text: it quotes the value."""
-    if note:
-        box.warning(markdown_literal(note, ERROR_CHARS))
-
-
-def replace_value(key: str, value: Any) -> None:
-    """Widget ``key`` holds ``value`` (before the widget is drawn this run, which then shows it).
-    The value it was sent is deleted first: Streamlit keeps the kind of value a client sent (a
-    number where a menu holds a text) beside it, and writing another kind over it breaks the
-    widget when it is drawn."""
-    state = st.session_state
-    with contextlib.suppress(KeyError):
-        del state[key]
-    state[key] = value
-
-
-def _sent_kind(key: str) -> str | None:
-    """The kind of value (a ``WidgetState`` field, e.g. ``"string_value"``) a client last sent for
-    widget ``key``, as Streamlit recorded it when the value was read; ``None`` where it cannot tell.
-    A text sent as a chat box's trigger value is still a text to the page, but Streamlit writes it
-    back in the kind it came as, which a text box's value cannot fill: the widget then fails as it
-    is drawn. Streamlit's own session state, read defensively (a release that moves it: ``None``)."""
-    try:
-        from streamlit.runtime.state.session_state_proxy import get_session_state
-
-        state = get_session_state()._state
-        widget_id = state._key_id_mapper.get_id_from_key(key)
-        sent = state._new_widget_state.states.get(widget_id)
-        if hasattr(getattr(sent, "value", None), "WhichOneof"):  # not read yet: as the client sent it
-            return sent.value.WhichOneof("value")
-        return getattr(state._new_widget_state.widget_metadata.get(widget_id), "value_type", None)
-    except Exception:  # noqa: BLE001 - private state: any change of it means only that nothing is known
-        return None
-
-
-def list_kept_as_list(key: str, label: str, box: Any = st) -> None:
-    """Before a multiselect ``key`` (labelled ``label``) is read or drawn: a value a client sent as
-    anything but a list (a text, which Streamlit would read letter by letter or fail on) keeps what
-    the menu held at its last check (else nothing) and is named."""
-    if _sent_kind(key) in (None, "string_array_value", "int_array_value", "double_array_value"):
-        return
-    held = st.session_state.get(WIDGET_HELD, {}).get(key, [])
-    replace_value(key, list(held) if isinstance(held, (list, tuple)) else [])
-    say(f"The menu “{label}” was sent one value where it holds a list: it keeps what it held. Choose again there.",
-        box)
 
 
 def _read(key: str) -> Any:
@@ -155,7 +106,7 @@ def checked_value(key: str, allowed: Allowed, widget: str, todo: str, *, default
     held = st.session_state.setdefault(WIDGET_HELD, {})
     fitted = allowed.fit(value)
     if fitted is not REFUSED:
-        foreign = allowed.kind == TEXT and _sent_kind(key) not in (None, "string_value")
+        foreign = allowed.kind == TEXT and sent_kind(key) not in (None, "string_value")
         if foreign or type(fitted) is not type(value) or not same_value(fitted, value):  # 2 for 2.0, an int for NumPy's
             replace_value(key, fitted)
         if foreign:

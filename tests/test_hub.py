@@ -117,7 +117,11 @@ def test_corrupted_download_is_refused_and_deleted(hub, tmp_path):
 def test_without_downloads_or_hub_the_error_names_files_urls_and_folder(hub, tmp_path):
     with pytest.raises(CheckpointNotFound) as off:
         load_encoder(SPEC, cache_dir=tmp_path / "hf")
-    assert "--allow-download" in str(off.value) and hub.requests == []
+    from anchordiv.cli.words import in_command_words
+
+    # The library's words name its argument; the command line says the same as its option.
+    assert "allow_download=True" in str(off.value) and hub.requests == []
+    assert "--allow-download" in in_command_words(off.value, "demo")
     hub.stop()
     with pytest.raises(ModelUnavailable) as gone:
         load_encoder(SPEC, allow_download=True, cache_dir=tmp_path / "hf")
