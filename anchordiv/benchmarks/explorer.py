@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import logging
 import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 import pandas as pd
@@ -20,6 +24,22 @@ from ..slider import DEFAULT_PATH_STEPS
 logger = logging.getLogger(__name__)
 
 
+@contextmanager
+def private_cache() -> Iterator[Path]:
+    """An empty cache folder (``ANCHORDIV_CACHE``) for the time of a measurement, so that a first
+    layout is a first layout and the user's cache stays untouched; the setting restored after."""
+    saved = os.environ.get("ANCHORDIV_CACHE")
+    with tempfile.TemporaryDirectory() as folder:
+        os.environ["ANCHORDIV_CACHE"] = folder
+        try:
+            yield Path(folder)
+        finally:
+            if saved is None:
+                os.environ.pop("ANCHORDIV_CACHE", None)
+            else:
+                os.environ["ANCHORDIV_CACHE"] = saved
+
+
 def benchmark(gallery_size: int = 20_000, n_anchors: int = 4_000, dim: int = 256, k: int = 10,
               umap_points: int = 10_000, repeats: int = 20, seed: int = 0) -> dict[str, float]:
     """Time the explorer's interactive steps on synthetic unit vectors (CPU, one process).
@@ -31,7 +51,6 @@ def benchmark(gallery_size: int = 20_000, n_anchors: int = 4_000, dim: int = 256
     ``umap_points`` UMAP projection after that compile and when cached on disk.
     """
     import statistics
-    import tempfile
     import time
 
     generator = torch.Generator().manual_seed(seed)
@@ -94,22 +113,14 @@ def benchmark(gallery_size: int = 20_000, n_anchors: int = 4_000, dim: int = 256
     results["umap_compile_s"] = projection.warm_up()
     logger.info(f"UMAP's numba compile (once per process, in the first projection a person asks for): "
         f"{results['umap_compile_s']:.1f} s")
-    saved = os.environ.get("ANCHORDIV_CACHE")
-    with tempfile.TemporaryDirectory() as folder:
-        os.environ["ANCHORDIV_CACHE"] = folder
-        try:
-            key = projection_key("bench", seed, gallery_size, n_anchors, dim)
-            start = time.perf_counter()
-            geometry_projection(view, "anchor", geometry, 0.5, max_points=umap_points, cache_key=key)
-            results["umap_s"] = time.perf_counter() - start
-            start = time.perf_counter()
-            geometry_projection(view, "anchor", geometry, 0.5, max_points=umap_points, cache_key=key)
-            results["umap_cached_s"] = time.perf_counter() - start
-        finally:
-            if saved is None:
-                os.environ.pop("ANCHORDIV_CACHE", None)
-            else:
-                os.environ["ANCHORDIV_CACHE"] = saved
+    with private_cache():
+        key = projection_key("bench", seed, gallery_size, n_anchors, dim)
+        start = time.perf_counter()
+        geometry_projection(view, "anchor", geometry, 0.5, max_points=umap_points, cache_key=key)
+        results["umap_s"] = time.perf_counter() - start
+        start = time.perf_counter()
+        geometry_projection(view, "anchor", geometry, 0.5, max_points=umap_points, cache_key=key)
+        results["umap_cached_s"] = time.perf_counter() - start
     logger.info(f"UMAP of {min(umap_points, gallery_size):,} points (kNN graph + {projection.DEFAULT_EPOCHS} epochs): "
         f"{results['umap_s']:.1f} s after the compile ({results['umap_s'] + results['umap_compile_s']:.1f} s "
         f"when nothing compiled it beforehand); "

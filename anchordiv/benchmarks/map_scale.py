@@ -8,10 +8,8 @@ words the figures. Each stage is logged at INFO as it is measured."""
 from __future__ import annotations
 
 import logging
-import os
 import subprocess
 import sys
-import tempfile
 import time
 from typing import Any, Callable
 
@@ -22,6 +20,7 @@ from .. import projection
 from ..explorer.geometry import ExplorerGeometry, GeometrySpec
 from ..explorer.maps import geometry_projection, map_placer, projection_index, projection_key
 from ..search import query_terms
+from .explorer import private_cache
 
 logger = logging.getLogger(__name__)
 
@@ -212,35 +211,27 @@ def map_scale_figures(points: int = 50_000, dim: int = 256, n_anchors: int = 164
         figures["fresh_compile_s"] = fresh_compile_seconds()
         logger.info(f"UMAP's compile in a fresh process: {figures['fresh_compile_s']} s")
 
-    saved = os.environ.get("ANCHORDIV_CACHE")
     source = _Rows(rows)
     key = projection_key("map-scale", points, dim, n_anchors, seed)
-    with tempfile.TemporaryDirectory() as folder:
-        os.environ["ANCHORDIV_CACHE"] = folder
-        try:
-            heard = _Heard(lambda fraction, text: say(0.4 + 0.5 * fraction, text))
-            with _Clock() as clock:
-                ids, xy = geometry_projection(source, "anchor", geometry, 0.5, max_points=points, cache_key=key,
-                                              progress=heard)
-            figures["map_s"], figures["map_cpu_s"] = clock.wall, clock.cpu
-            figures.update(_stretches(heard, time.perf_counter()))
-            say(0.9, "The same map again, from the cache")
-            with _Clock() as clock:
-                again = geometry_projection(source, "anchor", geometry, 0.5, max_points=points, cache_key=key)
-            figures["cached_s"] = clock.wall
-            figures["cached_same"] = bool(np.array_equal(np.asarray(again[1]), np.asarray(xy)))
-            say(0.95, "Placing a query outside the map")
-            with _Clock() as clock:
-                placer = map_placer(source, ids, xy, "anchor", geometry, 0.5)
-            figures["placer_s"] = clock.wall
-            with _Clock() as clock:
-                placed = placer.place(_unit(1, dim, generator))
-            figures["place_s"], figures["placed_finite"] = clock.wall, bool(np.isfinite(placed).all())
-        finally:
-            if saved is None:
-                os.environ.pop("ANCHORDIV_CACHE", None)
-            else:
-                os.environ["ANCHORDIV_CACHE"] = saved
+    with private_cache():
+        heard = _Heard(lambda fraction, text: say(0.4 + 0.5 * fraction, text))
+        with _Clock() as clock:
+            ids, xy = geometry_projection(source, "anchor", geometry, 0.5, max_points=points, cache_key=key,
+                                          progress=heard)
+        figures["map_s"], figures["map_cpu_s"] = clock.wall, clock.cpu
+        figures.update(_stretches(heard, time.perf_counter()))
+        say(0.9, "The same map again, from the cache")
+        with _Clock() as clock:
+            again = geometry_projection(source, "anchor", geometry, 0.5, max_points=points, cache_key=key)
+        figures["cached_s"] = clock.wall
+        figures["cached_same"] = bool(np.array_equal(np.asarray(again[1]), np.asarray(xy)))
+        say(0.95, "Placing a query outside the map")
+        with _Clock() as clock:
+            placer = map_placer(source, ids, xy, "anchor", geometry, 0.5)
+        figures["placer_s"] = clock.wall
+        with _Clock() as clock:
+            placed = placer.place(_unit(1, dim, generator))
+        figures["place_s"], figures["placed_finite"] = clock.wall, bool(np.isfinite(placed).all())
     logger.info(f"map of {points:,} points: {figures['map_s']:.1f} s (longest silence "
                 f"{figures['longest_silence_s']:.2f} s); cached {figures['cached_s']:.2f} s; "
                 f"placer {figures['placer_s']:.2f} s, a query {figures['place_s']:.3f} s")
