@@ -14,7 +14,6 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ..figure.limits import DEFAULT_LIMITS
 from ..lesson import TOY_KINDS, TOY_WEIGHTING_HELP
 from ..lesson_weights import HAND_ANCHORS, toy_points
 from ..models import list_anchor_models
@@ -22,6 +21,7 @@ from ..prompts import AUTO, MAX_TEMPLATE_CHARS, MAX_TEMPLATES, PHOTO_TEMPLATE, T
 from ..vocabularies import MAX_TERM_CHARS, list_vocabularies
 from . import limits
 from .geometry import WEIGHTING_HELP, GeometrySpec
+from .limits import DEFAULT_LIMITS
 from .vocabulary import FIND_TERMS
 
 # Which part of a page reads a setting from the link (each part reads it on its first run): the

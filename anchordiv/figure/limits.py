@@ -1,67 +1,13 @@
-"""The largest figure that is made: :class:`FigureLimits`, checked before anything is computed
+"""The largest figure that is made, :class:`~anchordiv.explorer.limits.FigureLimits` (kept with the
+explorer's other bounds, which its Compare page reads), checked before anything is computed
 (:func:`check_figure_request`) and a PNG's dpi and pixels before anything is drawn (:func:`check_png`)."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
 
 from .._validation import check_positive_int
+from ..explorer.limits import DEFAULT_LIMITS, FigureLimits
 from .layout import FigureLayout, least_size
-
-
-@dataclass(frozen=True)
-class FigureLimits:
-    """The largest figure :func:`compare` and :func:`render_figure` make.
-
-    Parameters
-    ----------
-    rows : int
-        The most query rows.
-    columns : int
-        The most geometry columns.
-    k : int
-        The most neighbours per cell (the Compare page offers 1 to 20).
-    neighbours : int
-        The most neighbours in all, rows x columns x k: what drawing costs.
-    geometries : int
-        The most anchor geometries fitted for one figure: the distinct (encoder, anchor model,
-        scale) of its A, B and mix columns (:func:`~anchordiv.figure.fitted_geometries`), the
-        figure's own included. Each is a fit over the gallery (3-10 s of CPU on the built-in
-        world); once fitted, the app keeps it for every later figure.
-    encoders : int
-        The most encoders a figure's columns name with ``model=SPEC`` (distinct spec and
-        pretrained, :func:`~anchordiv.figure.named_encoders`); the figure's own encoder is not
-        counted unless a column names it. Each is a model loaded and the whole gallery embedded
-        by it (minutes on a CPU for a CLIP model over a large folder), so two beside the figure's
-        own is plenty for a side-by-side.
-    dpi : int
-        The highest resolution of a PNG (vector PDF and SVG do not depend on it).
-    pixels : int
-        The most pixels of a PNG, width x height at its dpi.
-
-    Drawing costs CPU per thumbnail (rows x columns x k of them; most of it for the captions), so the
-    defaults (:data:`DEFAULT_LIMITS`) allow 500 in all, in any shape up to 12 rows and 8 columns (the
-    Compare page offers seven common columns: cosine, ITI, A, B and three mixes), which keeps the
-    heaviest figure within seconds on two cores (docs/benchmarks.md). Each field has a command-line
-    option (``--max-rows`` ...) to raise it.
-    """
-
-    rows: int = 12
-    columns: int = 8
-    k: int = 20
-    neighbours: int = 500
-    geometries: int = 4
-    encoders: int = 2
-    dpi: int = 600
-    pixels: int = 40_000_000
-
-    def __post_init__(self) -> None:
-        for field in fields(self):
-            check_positive_int(getattr(self, field.name), f"FigureLimits.{field.name}")
-
-
-DEFAULT_LIMITS = FigureLimits()
-
 
 PNG_SIDE = 65_535  # matplotlib's Agg draws at most this many pixels on a side
 
