@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from ..cache import sha256_file
+from .model import image_tensor
 from .weights import ASSETS_DIR, RESTORE
 
 REFERENCE_NAME = "builtin-familiarity.npy"
@@ -85,8 +86,6 @@ def pixel_statistics(pixels: torch.Tensor) -> torch.Tensor:
 def image_features(encoder, images: Sequence, batch_size: int = 64) -> np.ndarray:
     """Feature rows ``(n, f)`` of PIL ``images`` under the built-in ``encoder``, laid out as
     :func:`feature_blocks`: embedding, each stage's texture, :func:`pixel_statistics`."""
-    from ..encoders.builtin import image_tensor
-
     tower = encoder.model.image_tower
     size = encoder.model.config.image_size
     rows = []

@@ -6,10 +6,25 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
+import numpy as np
 import torch
+from PIL import Image
 from torch import nn
 
 from .text_tower import MINILM_DIM
+
+
+def image_tensor(image: Image.Image, size: int) -> torch.Tensor:
+    """RGB float ``(3, size, size)`` in [0, 1]: shorter side resized to ``size``, centre-cropped: what
+    the image tower reads (:meth:`BuiltinModel.encode_images`, once batched)."""
+    image = image.convert("RGB")
+    if image.size != (size, size):
+        scale = size / min(image.size)
+        resized = image.resize((max(size, round(image.width * scale)), max(size, round(image.height * scale))),
+                               Image.Resampling.BICUBIC)
+        left, top = (resized.width - size) // 2, (resized.height - size) // 2
+        image = resized.crop((left, top, left + size, top + size))
+    return torch.from_numpy(np.asarray(image, dtype=np.uint8).copy()).permute(2, 0, 1).float().div_(255)
 
 
 @dataclass(frozen=True)

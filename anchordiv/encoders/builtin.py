@@ -5,26 +5,13 @@ import threading
 from dataclasses import replace
 from typing import Callable, Sequence
 
-import numpy as np
 import torch
 from PIL import Image
 
-from ..builtin.model import BuiltinModel
+from ..builtin.model import BuiltinModel, image_tensor
 from ..builtin.text_tower import MiniLMTextTower
 from ..builtin.weights import ASSETS_DIR, load_builtin
 from .base import Encoder
-
-
-def image_tensor(image: Image.Image, size: int) -> torch.Tensor:
-    """RGB float ``(3, size, size)`` in [0, 1]: shorter side resized to ``size``, centre-cropped."""
-    image = image.convert("RGB")
-    if image.size != (size, size):
-        scale = size / min(image.size)
-        resized = image.resize((max(size, round(image.width * scale)), max(size, round(image.height * scale))),
-                               Image.Resampling.BICUBIC)
-        left, top = (resized.width - size) // 2, (resized.height - size) // 2
-        image = resized.crop((left, top, left + size, top + size))
-    return torch.from_numpy(np.asarray(image, dtype=np.uint8).copy()).permute(2, 0, 1).float().div_(255)
 
 
 class BuiltinEncoder(Encoder):
