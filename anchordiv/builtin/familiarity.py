@@ -14,7 +14,7 @@ Which blocks, the weights and the threshold were chosen and fitted on training-s
 held-out emoji and sample photos by :mod:`anchordiv.builtin.familiarity_study`, which rebuilds
 the shipped reference (``assets/builtin-familiarity.npy``, hash-checked against
 ``assets/builtin-familiarity.json``) and prints the figures:
-``python -m anchordiv.builtin.familiarity_study``.
+``python -m anchordiv.cli.familiarity_study``.
 
 :func:`familiarity`, :func:`outside_world` and :func:`pixel_statistics` are math on arrays (no
 file I/O); :func:`image_features` runs the image tower; :func:`load_reference` reads the shipped file.

@@ -1,7 +1,8 @@
 """How the familiarity check (:mod:`anchordiv.builtin.familiarity`) was chosen, and its reference
-rebuilt: ``python -m anchordiv.builtin.familiarity_study`` prints the figures, ``--write`` also
-writes ``assets/builtin-familiarity.npy`` and its manifest (seeded: the same bytes on a rerun with
-the same libraries and thread count).
+rebuilt: :func:`study` prints the figures, with ``write`` it also writes
+``assets/builtin-familiarity.npy`` and its manifest (seeded: the same bytes on a rerun with the
+same libraries and thread count). ``python -m anchordiv.cli.familiarity_study [--write]`` runs it on
+the shipped encoder and world, which this package does not import (the encoders import it).
 
 * Emoji: the training split to fit on; the held-out split (all 7 styles) halved by emoji (a hash
   of its id): one half to tune on, one to report.
@@ -18,7 +19,6 @@ the same libraries and thread count).
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import hashlib
 import json
@@ -200,14 +200,11 @@ def report(world_scores, photo_scores, threshold, groups, styles, report_photos)
     return figures
 
 
-def study(write: bool = False) -> dict:
-    """Choose the statistic, print and return the figures; with ``write``, save the reference."""
-    from ..datasets import load_emoji_world
-    from ..encoders.builtin import load_builtin_encoder
-
-    encoder = load_builtin_encoder(device="cpu")
+def study(encoder, world_data, write: bool = False) -> dict:
+    """Choose the statistic for the built-in ``encoder`` on the emoji world ``world_data`` (its "all"
+    split, :func:`anchordiv.datasets.load_emoji_world`), print and return the figures; with
+    ``write``, save the reference."""
     blocks = feature_blocks(encoder.model.config.widths, encoder.model.config.embed_dim)
-    world_data = load_emoji_world("all")
     groups, styles = emoji_groups(world_data.labels), world_data.labels["style"].to_numpy()
     photos = {name: image_features(encoder, photo_variants(photo)) for name, photo in sample_photos().items()}
     tune_photos, report_photos = photo_halves(photos)
@@ -253,14 +250,3 @@ def save_reference(reference: FamiliarityReference, strength: float, figures: di
                 "blocks": reference.blocks, "chosen": list(reference.chosen), "bias": reference.bias,
                 "threshold": reference.threshold, "C": strength, "figures": figures}
     atomic_write(directory / MANIFEST_NAME, lambda handle: handle.write(json.dumps(manifest, indent=1).encode()))
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m anchordiv.builtin.familiarity_study", description=__doc__.split("\n")[0])
-    parser.add_argument("--write", action="store_true", help="also write the reference into assets/")
-    study(write=parser.parse_args(argv).write)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
