@@ -116,7 +116,7 @@ def embed_world(encoder, split: str = "all", limit: int | None = None,
     ``(n, d)``, the precision the world's embeddings are kept in, shipped or cached. For most of the
     split it renders (and caches) the whole world first, which is faster than drawing images one by
     one; for a few it draws just those (the same pixels)."""
-    from .builtin.world_embeddings import DTYPE
+    from .datasets.world_embeddings import DTYPE
     from .datasets import load_emoji_world, open_emoji_world
 
     view = open_emoji_world(split)
@@ -140,10 +140,10 @@ def world_gallery(encoder, split: str = "all", limit: int | None = None,
                   progress: ProgressCallback | None = None) -> Gallery:
     """The built-in emoji world (``split`` "all", "train" or "heldout"), first ``limit`` images,
     embedded with ``encoder``. The built-in model's embeddings of the world ship with it
-    (:mod:`anchordiv.builtin.world_embeddings`); other encoders' are made by :func:`embed_world`
+    (:mod:`anchordiv.datasets.world_embeddings`); other encoders' are made by :func:`embed_world`
     and cached on disk by encoder name and data digest, so only a first start encodes images.
     Images are rendered when shown (:class:`~anchordiv.datasets.EmojiWorldView`)."""
-    from .builtin.world_embeddings import shipped_world_embeddings
+    from .datasets.world_embeddings import shipped_world_embeddings
     from .cache import cache_dir, cached_array
     from .datasets import open_emoji_world
     from .datasets.styles import RENDERER_VERSION

@@ -38,7 +38,7 @@ INSTALLED_USE = textwrap.dedent('''
 
     import anchordiv as ad
     from anchordiv import resources
-    from anchordiv.builtin.world_embeddings import shipped_world_embeddings
+    from anchordiv.datasets.world_embeddings import shipped_world_embeddings
     from anchordiv.datasets import open_emoji_world
     from anchordiv.encoders import load_encoder
     from anchordiv.explorer.report import read_report

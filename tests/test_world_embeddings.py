@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from anchordiv.builtin.world_embeddings import (DTYPE, EMBEDDINGS_NAME, MANIFEST_NAME, save_world_embeddings,
-                                                shipped_world_embeddings)
+from anchordiv.datasets.world_embeddings import (DTYPE, EMBEDDINGS_NAME, MANIFEST_NAME, save_world_embeddings,
+                                                 shipped_world_embeddings)
 from anchordiv.datasets import open_emoji_world
 from anchordiv.encoders.builtin import load_builtin_encoder
 from anchordiv.gallery import embed_world, world_gallery

@@ -31,8 +31,8 @@ def run(args: argparse.Namespace) -> int:
 
 def embed_world_command(weights_dir: Path, device: str | None = None) -> Path:
     """Embed the whole emoji world with the built-in model in ``weights_dir`` and write the
-    embeddings the explorer's first start uses (:mod:`anchordiv.builtin.world_embeddings`)."""
-    from ..builtin.world_embeddings import save_world_embeddings
+    embeddings the explorer's first start uses (:mod:`anchordiv.datasets.world_embeddings`)."""
+    from ..datasets.world_embeddings import save_world_embeddings
     from ..datasets import open_emoji_world
     from ..encoders.builtin import load_builtin_encoder
     from ..gallery import embed_world

@@ -19,8 +19,9 @@ from pathlib import Path
 import numpy as np
 import PIL
 
+from ..builtin.weights import ASSETS_DIR, RESTORE
 from ..cache import atomic_write, sha256_file
-from .weights import ASSETS_DIR, RESTORE
+from .styles import RENDERER_VERSION
 
 EMBEDDINGS_NAME = "builtin-world-embeddings.npy"
 MANIFEST_NAME = "builtin-world-embeddings.json"
@@ -30,8 +31,6 @@ DTYPE = np.float16
 
 def world_embedding_key(weights_sha256: str, data_digest: str) -> dict[str, str]:
     """What the shipped embeddings must have been made from to be used for these weights and data."""
-    from ..datasets.styles import RENDERER_VERSION
-
     return {"weights_sha256": weights_sha256, "data_digest": data_digest, "renderer_version": str(RENDERER_VERSION)}
 
 
