@@ -2,6 +2,9 @@
 
 * no import circles among the modules of ``anchordiv/`` and ``app/``, lazy imports inside functions
   included (an import of a package's ``__init__`` counts as an edge to it);
+* no import circles among packages either: each sub-package of ``anchordiv`` (``anchordiv.figure``,
+  ``anchordiv.explorer``, ...), each of its top-level modules and the app are one node, so two
+  packages never import each other through different modules;
 * the math and search core imports no UI, no command line and no benchmark;
 * no module of the app is over 300 lines, and the app never edits ``sys.path``;
 * the session values the app keeps for itself (keys starting with ``_``) are declared in
@@ -113,6 +116,32 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def package_of(module: str) -> str:
+    """The package-level node of a module: ``anchordiv`` itself, the sub-package of ``anchordiv`` it
+    is in (``anchordiv.figure``), a top-level module of ``anchordiv`` (``anchordiv.cache``), or the
+    app (``anchordiv.app``)."""
+    return ".".join(module.split(".")[:2])
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Package (:func:`package_of`) -> the other packages of the repo its modules import."""
+    packages: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        packages.setdefault(package_of(module), set()).update(package_of(name) for name in targets if name in graph)
+    for package, targets in packages.items():
+        targets.discard(package)
+    return packages
+
+
+def crossings(graph: dict[str, set[str]], found: list[list[str]]) -> list[str]:
+    """The imports between modules of two packages of one of the circles ``found``: where to cut."""
+    circle_of = {package: index for index, circle in enumerate(found) for package in circle}
+    return [f"{module} -> {name}" for module, targets in sorted(graph.items())
+            for name in sorted(targets & graph.keys())
+            if package_of(module) != package_of(name) and package_of(module) in circle_of
+            and circle_of[package_of(module)] == circle_of.get(package_of(name))]
+
+
 def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
     seen, todo = set(), [start]
     while todo:
@@ -139,6 +168,38 @@ def test_the_checks_see_a_circle_a_lazy_import_and_an_edge(tmp_path):
 
 def test_no_import_circles():
     assert circles(import_graph()) == []
+
+
+def test_the_package_check_sees_a_circle_that_no_module_closes(tmp_path):
+    for folder in ("anchordiv/figure", "anchordiv/explorer", "app"):
+        (tmp_path / folder).mkdir(parents=True)
+    for package in ("anchordiv", "anchordiv/figure", "anchordiv/explorer"):
+        (tmp_path / package / "__init__.py").write_text("")
+    figure, explorer = tmp_path / "anchordiv" / "figure", tmp_path / "anchordiv" / "explorer"
+    (figure / "compare.py").write_text("from ..explorer import geometry\nfrom .. import images\n")
+    (figure / "limits.py").write_text("LIMITS = 1\n")
+    (explorer / "geometry.py").write_text("import anchordiv.images\n")
+    (explorer / "page_state.py").write_text("def f():\n    from ..figure.limits import LIMITS\n")  # lazy
+    (tmp_path / "anchordiv" / "images.py").write_text("")
+    (tmp_path / "anchordiv" / "cache.py").write_text("def f():\n    import app.serve\n")
+    (tmp_path / "app" / "page.py").write_text("from anchordiv import cache\n")
+    (tmp_path / "app" / "serve.py").write_text("")
+    graph = import_graph(tmp_path)
+    assert circles(graph) == []
+    packages = package_graph(graph)
+    assert packages["anchordiv.figure"] == {"anchordiv.explorer", "anchordiv.images"}
+    found = sorted(circles(packages))
+    assert found == [["anchordiv.app", "anchordiv.cache"], ["anchordiv.explorer", "anchordiv.figure"]]
+    assert crossings(graph, found) == ["anchordiv.app.page -> anchordiv.cache",
+                                       "anchordiv.cache -> anchordiv.app.serve",
+                                       "anchordiv.explorer.page_state -> anchordiv.figure.limits",
+                                       "anchordiv.figure.compare -> anchordiv.explorer.geometry"]
+
+
+def test_no_import_circles_between_packages():
+    graph = import_graph()
+    found = circles(package_graph(graph))
+    assert found == [], "\n".join(crossings(graph, found))
 
 
 @pytest.mark.parametrize("core", CORE)
