@@ -66,12 +66,24 @@ def sigmoid_gap(low: np.ndarray | float, high: np.ndarray | float) -> np.ndarray
 def mixture_scores(log_r: Any, log_1mr: Any, a: Any, b: Any, alpha: Any, beta: Any, lib: Any = np) -> Any:
     """Ranking scores ``f_y(r)`` (larger is closer), broadcasting items against grid points.
 
-    ``f_y(r) = b_y + r (a_y - b_y) - logaddexp(log r + alpha_y, log(1 - r) + beta_y)``, with
-    ``log r`` and ``log(1 - r)`` passed separately so that ``r = 0`` and ``r = 1`` (a ``-inf`` log)
-    and ``r`` within round-off of 1 stay exact. ``lib`` is ``numpy`` or ``torch``.
+    ``f_y(r) = b_y + r (a_y - b_y) - m_y - log(r exp(alpha_y - m_y) + (1 - r) exp(beta_y - m_y))``
+    with ``m_y = max(alpha_y, beta_y)``: the exponentials are per item and at most 1, so the cost
+    per item and point is one logarithm, a third of ``logaddexp(log r + alpha_y, log(1 - r) +
+    beta_y)``'s. ``log r`` and ``log(1 - r)`` are passed separately so that ``r = 0`` and ``r = 1``
+    (a ``-inf`` log) and ``r`` within round-off of 1 stay exact. Where the sum in the logarithm
+    would leave float64's normal range (``r`` below ``1e-290`` against ``exp(beta_y - m_y)`` as
+    small, which takes a scale in the hundreds), every score is taken through ``logaddexp``
+    instead. ``lib`` is ``numpy`` or ``torch``.
     """
-    r = lib.exp(log_r)
+    r, rest = lib.exp(log_r), lib.exp(log_1mr)
+    peak = lib.maximum(alpha, beta)
+    inside = r * lib.exp(alpha - peak) + rest * lib.exp(beta - peak)
+    if bool((inside >= _NORMAL_SUM).all()):
+        return (b - peak) + r * (a - b) - lib.log(inside)
     return b + r * (a - b) - lib.logaddexp(log_r + alpha, log_1mr + beta)
+
+
+_NORMAL_SUM = 1e-290  # mixture_scores' sums below this lose relative precision to subnormal rounding
 
 
 def _check_query(query: ArrayLike, dim: int) -> torch.Tensor:
@@ -173,45 +185,73 @@ class GridPass:
             # The mat-vec at the gallery's precision (float32: the pass's cost), the rest in float64;
             # MixtureSlider._pass_slack bounds the float32 rounding (and so a float64 gallery's too).
             # (2, n) through the transposed view: several times faster than broadcasting along (n, 2).
-            ab = (rows @ grads).T.to(torch.float64) * factors.to(torch.float64)[None, :]
-            shifted = kappa.to(torch.float64) - kappa_x                                              # (n, 2)
-            terms = [ab[0], ab[1], shifted[:, 0], shifted[:, 1]]
+            products = (rows @ grads).T
             excluded = (self.exclude - start if self.exclude is not None and 0 <= self.exclude - start < rows.shape[0]
                         else None)
-            live = self._live_rows(terms, grid, best.kth_best(), excluded)
-            if live is None:
-                scores = self._scores(grid, *terms)                                                 # (m, n)
+            kth = best.kth_best()
+            if kth is None:
+                scores = self._scores(grid, *self._terms(products, factors, kappa, kappa_x))        # (m, n)
                 if excluded is not None:
                     scores[:, excluded] = float("-inf")
                 best.add_block(scores, start)
-            elif live.shape[0]:
-                scores = self._scores(grid, *(term[live] for term in terms))
+                continue
+            floor = kth - 1e-12 * (1.0 + kth.abs())
+            screened = self._screen(products, factors, kappa, float(floor.min()))
+            terms = self._terms(products[:, screened], factors[screened], kappa[screened], kappa_x)
+            chosen = self._live_rows(terms, grid, floor)
+            live = screened[chosen]
+            if excluded is not None:
+                kept = live != excluded
+                chosen, live = chosen[kept], live[kept]
+            if live.shape[0]:
+                scores = self._scores(grid, *(term[chosen] for term in terms))
                 best.add(scores, (live + start)[None, :].expand_as(scores))
         return best.result()
 
     @staticmethod
-    def _live_rows(terms: list[torch.Tensor], grid: list[torch.Tensor], kth: torch.Tensor | None,
-                   excluded: int | None) -> torch.Tensor | None:
-        """The rows of a block ``(n_live,)`` that may beat some grid point's ``k'``-th best so far
-        ``kth`` ``(m,)``, or ``None`` (every row, the excluded one included) while fewer are held.
+    def _terms(products: torch.Tensor, factors: torch.Tensor, kappa: torch.Tensor, kappa_x: torch.Tensor
+               ) -> list[torch.Tensor]:
+        """``a``, ``b``, ``alpha``, ``beta`` ``(n,)`` each in float64 from a block's products ``row .
+        g_k`` ``(2, n)``, ``factors`` ``(n,)`` and ``kappa_k(eta_y)`` ``(n, 2)``."""
+        ab = products.to(torch.float64) * factors.to(torch.float64)[None, :]
+        shifted = kappa.to(torch.float64) - kappa_x                                                  # (n, 2)
+        return [ab[0], ab[1], shifted[:, 0], shifted[:, 1]]
+
+    def _screen(self, products: torch.Tensor, factors: torch.Tensor, kappa: torch.Tensor, floor: float
+                ) -> torch.Tensor:
+        """The rows ``(n_s,)`` of a block that :meth:`_live_rows` might keep, found at the pass's own
+        precision, so that only they are taken to float64: a row is dropped when both ``factor_y
+        (row_y . g_k) - kappa_k(eta_y)`` fall below ``floor + kappa_k(eta_x)`` by more than their
+        rounding. Each value is two roundings away from its float64 counterpart (the product of two
+        float32 numbers is exact in float64), at most ``u (2 |v| + |kappa|)``, and the threshold one
+        more, ``u |t|``; the margin is twice their sum. A NaN stays."""
+        values = products * factors[None, :] - kappa.T                                              # (2, n)
+        unit = float(torch.finfo(values.dtype).eps)
+        spread = 2.0 * float(values.abs().amax()) + float(kappa.abs().amax())
+        thresholds = [floor - float(shift) for shift in self.kappa_x]
+        cuts = torch.tensor([[t - 2.0 * unit * (spread + abs(t))] for t in thresholds], dtype=values.dtype,
+                            device=values.device)
+        return (~(values <= cuts).all(dim=0)).nonzero()[:, 0]
+
+    @staticmethod
+    def _live_rows(terms: list[torch.Tensor], grid: list[torch.Tensor], floor: torch.Tensor) -> torch.Tensor:
+        """The rows ``(n_live,)`` of ``terms`` that may beat some grid point's ``k'``-th best so far,
+        lowered by a relative ``1e-12`` to ``floor`` ``(m,)``.
 
         ``f_y`` is convex in ``r``, so ``f_y(r_j) <= (1 - r_j) f_y(0) + r_j f_y(1) <= max(f_y(0),
         f_y(1))``, with ``f_y(0) = b_y - beta_y`` and ``f_y(1) = a_y - alpha_y``: a row below every
-        ``k'``-th best at both bounds never enters, and only the others are scored (``logaddexp``
-        at every grid point costs several times this test). The bounds are lowered by a relative
-        ``1e-12``, far above float64 round-off and far below the certificate's slack; a NaN stays
-        live, so that it reaches the result."""
-        if kth is None:
-            return None
+        floor at both bounds never enters, and only the others are scored (``f`` at every grid
+        point costs several times this test). The relative ``1e-12`` is far above float64
+        round-off and far below the certificate's slack; a NaN stays live, so that it reaches the
+        result."""
         a, b, alpha, beta = terms
         at_zero, at_one = b - beta, a - alpha
-        floor = kth - 1e-12 * (1.0 + kth.abs())
         live = (~(torch.maximum(at_zero, at_one) <= floor.min())).nonzero()[:, 0]
         if live.shape[0]:
             log_r, log_1mr = grid
             chords = torch.exp(log_1mr) * at_zero[live][None, :] + torch.exp(log_r) * at_one[live][None, :]
             live = live[(~(chords <= floor[:, None])).any(dim=0)]
-        return live if excluded is None else live[live != excluded]
+        return live
 
     @staticmethod
     def _scores(grid: list[torch.Tensor], a: torch.Tensor, b: torch.Tensor, alpha: torch.Tensor,
@@ -319,6 +359,14 @@ def path_positions(p: int | ArrayLike) -> np.ndarray:
     return positions
 
 
+@dataclass(frozen=True)
+class AtPositions:
+    """A slider grid at the query's log-odds of weights ``p`` ``(S,)`` (``MixtureSlider(grid=...)``):
+    each of those positions is then a grid point, certified by its own ``k'``-th best."""
+
+    p: np.ndarray
+
+
 class MixtureSlider:
     """Top-``k`` for one query at any weight ``p`` of a two-component mixture, certified exact.
 
@@ -338,8 +386,9 @@ class MixtureSlider:
     query : one embedding ``(d,)`` (or ``(1, d)``). k : results per move.
     exclude : one gallery id to leave out (the query's own position), ``-1`` or ``None`` for none.
     grid : ``None`` (31 interior points), an int ``m`` (``m`` interior points uniform in the query's
-        log-odds ``lambda`` between ``lambda(p = 1e-3)`` and ``lambda(p = 1 - 1e-3)``), or
-        responsibilities ``r`` in ``[0, 1]``. ``r = 0`` and ``r = 1`` are always added.
+        log-odds ``lambda`` between ``lambda(p = 1e-3)`` and ``lambda(p = 1 - 1e-3)``),
+        responsibilities ``r`` in ``[0, 1]``, or :class:`AtPositions` (the query's log-odds at those
+        weights). ``r = 0`` and ``r = 1`` are always added.
     candidates : ``k'``, items kept per grid point (default ``max(4 k, 256)``).
     """
 
@@ -404,7 +453,9 @@ class MixtureSlider:
 
     def _make_grid(self, grid: int | ArrayLike | None) -> np.ndarray:
         """Sorted distinct log-odds ``lambda_j`` ``(m + 2,)`` with ``-inf`` (``r = 0``) and ``inf`` (``r = 1``)."""
-        if grid is None or isinstance(grid, numbers.Integral):
+        if isinstance(grid, AtPositions):
+            interior = self._log_odds_of(self.model.log_weights_along(grid.p))
+        elif grid is None or isinstance(grid, numbers.Integral):
             count = DEFAULT_GRID if grid is None else check_positive_int(grid, "grid")
             low, high = self.log_odds(DEFAULT_TAIL), self.log_odds(1.0 - DEFAULT_TAIL)
             interior = np.linspace(low, high, count)
@@ -587,13 +638,30 @@ class MixtureSlider:
         return values.astype(torch.empty((), dtype=self._dtype).numpy().dtype), ids.astype(np.int64)
 
 
-def query_path(index: Any, query: ArrayLike, k: int, exclude: Any, p: int | ArrayLike = DEFAULT_PATH_STEPS
-               ) -> SliderPath:
+# How query_path grids the pass, per device type. On a CPU the pass's cost is f at each grid point
+# for the rows it cannot skip, so a coarse grid and candidates rescored at every position win. On a
+# GPU, f at a hundred points costs less than the launches and transfers of a second pass or of an
+# exact search: the path's own positions are the grid, and 2 k kept at each certify every position.
+PATH_GRIDS = {"cpu": "coarse", "cuda": "positions"}
+
+
+def query_path(index: Any, query: ArrayLike, k: int, exclude: Any, p: int | ArrayLike = DEFAULT_PATH_STEPS,
+               grid: str | None = None) -> SliderPath:
     """A query's exact top-``k`` at every slider position (``p`` as :meth:`MixtureSlider.path`) through
     its certified slider on ``index`` (an index with a ``slider`` method: an ``AnchorIndex`` or a
-    ``ShardedAnchorIndex`` over a two-component mixture), on the coarse grid of :data:`PATH_GRID` points; where that grid
-    leaves more than one position uncovered, on the default grid instead (one more pass, against one
-    exact search per uncovered position: a large store or a tight anchor set needs it)."""
+    ``ShardedAnchorIndex`` over a two-component mixture).
+
+    ``grid`` (default: :data:`PATH_GRIDS` for the index's device): ``"coarse"``, the slider on
+    :data:`PATH_GRID` points, and where that leaves more than one position uncovered on the default
+    grid instead (one more pass, against one exact search per uncovered position: a large store or
+    a tight anchor set needs it); ``"positions"``, one pass with every position of the path a grid
+    point and ``2 k`` kept at each."""
+    grid = PATH_GRIDS.get(index.device.type, "coarse") if grid is None else grid
+    if grid == "positions":
+        return index.slider(query, k=k, exclude=exclude, grid=AtPositions(path_positions(p)),
+                            candidates=2 * k).path(p)
+    if grid != "coarse":
+        raise ValueError(f"grid must be 'coarse' or 'positions'; got {grid!r}.")
     slider = index.slider(query, k=k, exclude=exclude, grid=PATH_GRID)
     if np.count_nonzero(~slider.certified_along(p)) > 1:
         slider = index.slider(query, k=k, exclude=exclude)

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import anchordiv as ad
-from anchordiv.slider import SliderPath, log_sigmoid, mixture_scores
+from anchordiv.slider import GridPass, SliderPath, log_sigmoid, mixture_scores, query_path
 
 from conftest import clustered
 from rankings import assert_same_ranking, check_candidates
@@ -123,6 +123,49 @@ def test_every_item_a_candidate_is_always_certified(world, mixtures):
         values, ids, ok = slider.at(p)
         assert ok
         check_exact(values, ids, mixture, gallery, 0, p)
+
+
+@pytest.mark.parametrize("lib", [np, torch])
+def test_scores_equal_their_logaddexp_form_at_any_scale(lib):
+    """One logarithm per item and point, and logaddexp where the sum would leave float64's normal
+    range: f equals b + r (a - b) - logaddexp(log r + alpha, log(1 - r) + beta) either way."""
+    rng = np.random.default_rng(5)
+    a, b = rng.normal(0, 5, (2, 1, 40))
+    for spread in (8.0, 900.0):  # a scale near 10; a scale of hundreds, gaps past exp's range
+        alpha, beta = rng.normal(0, spread, (2, 1, 40))
+        log_odds = np.r_[-np.inf, np.linspace(-850, 850, 61), np.inf][:, None]
+        log_r, log_1mr = log_sigmoid(log_odds), log_sigmoid(-log_odds)
+        expected = b + np.exp(log_r) * (a - b) - np.logaddexp(log_r + alpha, log_1mr + beta)
+        args = [log_r, log_1mr, a, b, alpha, beta]
+        got = mixture_scores(*(args if lib is np else [torch.from_numpy(x) for x in args]), lib=lib)
+        got = np.asarray(got)
+        assert np.all(np.isfinite(got))
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12 * np.abs(expected).max())
+
+
+def test_the_passs_float32_screen_keeps_every_row_the_float64_test_keeps():
+    """Rows crowded at the floor, at a large scale: the screen at the pass's precision may keep more
+    than the float64 test, never fewer, and still drops the rows far below."""
+    rng = np.random.default_rng(11)
+    n = 20_000
+    job = GridPass(grads=torch.zeros(4, 2, dtype=torch.float64), kappa_x=np.array([310.25, -207.5]),
+                   log_r=log_sigmoid(np.array([-np.inf, -1.0, 0.0, 1.0, np.inf])),
+                   log_1mr=log_sigmoid(-np.array([-np.inf, -1.0, 0.0, 1.0, np.inf])), exclude=None, kept=8)
+    products = torch.from_numpy(rng.normal(0, 300, (2, n)).astype(np.float32))
+    factors = torch.from_numpy(rng.uniform(0.9, 1.1, n).astype(np.float32))
+    kappa = torch.from_numpy(rng.normal(0, 300, (n, 2)).astype(np.float32))
+    kappa_x = torch.from_numpy(job.kappa_x)
+    grid = [torch.from_numpy(values)[:, None] for values in (job.log_r, job.log_1mr)]
+    terms = GridPass._terms(products, factors, kappa, kappa_x)
+    at_bounds = torch.maximum(terms[1] - terms[3], terms[0] - terms[2])
+    for quantile in (0.5, 0.99, 0.9999):  # the screen drops the rows far below
+        floor = torch.full((5,), float(torch.quantile(at_bounds, quantile)), dtype=torch.float64)
+        kept = set(GridPass._live_rows(terms, grid, floor).tolist())
+        screened = set(job._screen(products, factors, kappa, float(floor.min())).tolist())
+        assert kept <= screened and len(screened) < (1.0 - quantile) * n + 50
+    for row in rng.choice(n, 200, replace=False):  # a floor just under one row: within float32 rounding
+        floor = torch.full((5,), float(at_bounds[row]) - 1e-6, dtype=torch.float64)
+        assert row in set(job._screen(products, factors, kappa, float(floor.min())).tolist())
 
 
 def test_scores_are_convex_in_r_and_r_is_monotone_in_p(world, mixtures):
@@ -321,23 +364,26 @@ def test_the_sweep_stops_once_per_set_of_images_at_the_ends_and_in_the_middles()
 
 
 @pytest.mark.parametrize("cores", [1, 3], ids=["one part", "three parts"])
-@pytest.mark.parametrize("kept", [True, False], ids=["rows kept", "rows read"])
+@pytest.mark.parametrize("kept", ["host", "files", "gpu"], ids=["rows kept", "rows read", "rows resident"])
 def test_a_new_querys_pass_finds_the_same_however_it_reads_and_splits_the_rows(world, mixtures, store, monkeypatch,
                                                                               kept, cores):
-    """The pass over a store's rows kept at float32 in memory or read from the files into reused
-    buffers, in one part or cut among three cores (parts of 1,000 rows at least here), and the
-    in-memory index's pass cut the same way: the same candidates (up to ties at a k'-th place)
-    and paths that are the exact search at every step."""
+    """The pass over a store's rows kept at float32 in memory, read from the files into reused
+    buffers or resident as on a GPU (here on the CPU: the same code), in one part or cut among
+    three cores (parts of 1,000 rows at least here), and the in-memory index's pass cut the same
+    way: the same candidates (up to ties at a k'-th place) and paths that are the exact search at
+    every step, on the coarse grid a CPU uses and on the grid at the path's positions a GPU uses."""
     from anchordiv import pass_pool, sharded
 
     monkeypatch.setattr(pass_pool, "MIN_PART_ROWS", 1000)
     monkeypatch.setattr(pass_pool, "host_cores", lambda: cores)
-    if not kept:
+    if kept != "host":
         monkeypatch.setattr(sharded, "HOST_RESIDENT_SHARE", 0.0)
+    if kept == "gpu":
+        monkeypatch.setattr(sharded.ShardScanner, "_device_dtype", lambda self: torch.float32)
     gallery, mixture = world["gallery"], mixtures["calibrated"]
     memory = ad.AnchorIndex(mixture, gallery, device="cpu")
     over_store = sharded.ShardedAnchorIndex(mixture, store, device="cpu", block_rows=700)
-    assert over_store._engine.scanner.keeps_rows == ("host" if kept else "files")
+    assert over_store._engine.scanner.keeps_rows == kept
     assert len(pass_pool.row_parts(G, torch.device("cpu"))) == cores
     for query_id in (3, 1999):
         paths = []
@@ -345,6 +391,8 @@ def test_a_new_querys_pass_finds_the_same_however_it_reads_and_splits_the_rows(w
             slider = index.slider(gallery[query_id], k=K, exclude=query_id, grid=3)
             check_candidates(slider, memory)
             paths.append(slider.path(21))
+            paths.append(query_path(index, gallery[query_id], K, query_id, 21, grid="positions"))
+            assert paths[-1].certified.all()
         for step, p in enumerate(paths[0].p):
             search = memory.with_model(mixture.with_weights([p, 1 - p])).search(gallery[query_id:query_id + 1], 2 * K,
                                                                              exclude=[query_id])
