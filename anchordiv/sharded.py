@@ -138,7 +138,10 @@ class ShardScanner:
             raise ValueError("kappa_state needs the fingerprints of the shards it was computed from: pass the "
                              "earlier scanner's fingerprints= too.")
         # Shard number -> its blocks on the GPU, filled as they are first read (None: read every pass).
-        self._resident: dict[int, list[tuple[int, torch.Tensor]]] | None = {} if self._fits_on_device() else None
+        self._resident: dict[int, list[tuple[int, torch.Tensor]]] | None = None
+        self._resident_dtype = self._device_dtype()
+        if self._resident_dtype is not None:
+            self._resident = {}
         # The store's rows at float32 on this host (None: read from the files every pass).
         self._host_rows = _host_rows(self.store) if keep_rows and self._fits_on_host() else None
         # Taken before the shards are read, so that a change during the pass below shows at the next read.
@@ -154,14 +157,20 @@ class ShardScanner:
         self._kappa_state = {number: torch.as_tensor(kappa_state[number]).to(self.device) for number in self.shards}
         self._bias: dict[int, torch.Tensor] | None = None  # -kappa(eta_y) under model's weights, once needed
 
-    def _fits_on_device(self) -> bool:
-        """Whether this scanner's shards can stay on its GPU (:data:`RESIDENT_SHARE`); never on a CPU,
-        whose page cache keeps the files already."""
+    def _device_dtype(self) -> torch.dtype | None:
+        """The dtype this scanner's shards stay in on its GPU: float32 when that fits
+        (:data:`RESIDENT_SHARE` of the free memory; a pass then reads them as they are, where float16
+        rows would be converted at every pass), else the store's own dtype when that fits, else
+        ``None`` (read from the files every pass). Always ``None`` on a CPU, whose page cache keeps
+        the files already (:data:`HOST_RESIDENT_SHARE` decides there)."""
         if self.device.type != "cuda":
-            return False
-        rows = sum(self.store.shards[number].shape[0] for number in self.shards)
+            return None
+        values = sum(self.store.shards[number].shape[0] for number in self.shards) * self.store.dim
         free, _ = torch.cuda.mem_get_info(self.device)
-        return rows * self.store.dim * np.dtype(self.store.dtype).itemsize <= RESIDENT_SHARE * free
+        for dtype in (torch.float32, getattr(torch, self.store.dtype)):
+            if values * torch.empty((), dtype=dtype).element_size() <= RESIDENT_SHARE * free:
+                return dtype
+        return None
 
     def _fits_on_host(self) -> bool:
         """Whether this scanner's shards can stay in host memory at float32 (:data:`HOST_RESIDENT_SHARE`)."""
@@ -177,19 +186,25 @@ class ShardScanner:
         return "gpu" if self._resident is not None else "host" if self._host_rows is not None else "files"
 
     def kept_rows(self, positions: np.ndarray) -> torch.Tensor | None:
-        """The store's float32 rows at global ``positions`` ``(n,)`` from the rows kept in memory
-        (``None`` where this scanner keeps none, or does not serve one of them): a slider's
-        candidates then cost a gather, not a file read per row."""
-        if self._host_rows is None:
-            return None
+        """The store's float32 rows at global ``positions`` ``(n,)`` from the rows kept in memory or on
+        the GPU (``None`` where this scanner keeps none of a shard asked for, or does not serve it): a
+        slider's candidates then cost a gather, not a file read per row."""
         shard_of = np.searchsorted(self.store.shard_starts, positions, side="right") - 1
-        if not set(np.unique(shard_of).tolist()) <= set(self.shards):
+        numbers = [int(number) for number in np.unique(shard_of)]
+        if not set(numbers) <= set(self.shards):
             return None
-        result = torch.empty((positions.size, self.store.dim), dtype=torch.float32)
-        for number in np.unique(shard_of):
-            picked = np.flatnonzero(shard_of == number)
-            rows, _ = self._host_rows.shard(int(number), self.fingerprints[int(number)])
-            result[torch.as_tensor(picked)] = rows[torch.as_tensor(positions[picked] - self.store.shard_starts[number])]
+        if self._host_rows is not None:
+            kept = {number: self._host_rows.shard(number, self.fingerprints[number])[0] for number in numbers}
+        elif self._resident is not None and all(number in self._resident for number in numbers):
+            kept = {number: self._resident[number][0][1] for number in numbers}
+        else:
+            return None
+        device = next(iter(kept.values())).device
+        result = torch.empty((positions.size, self.store.dim), dtype=torch.float32, device=device)
+        for number, rows in kept.items():
+            picked = torch.as_tensor(np.flatnonzero(shard_of == number), device=device)
+            local = torch.as_tensor(positions[picked.cpu().numpy()] - self.store.shard_starts[number], device=device)
+            result[picked] = rows[local].float()
         return result
 
     def kappa_state(self) -> dict[int, torch.Tensor]:
@@ -235,9 +250,9 @@ class ShardScanner:
                 self._resident[number] = blocks
 
     def _read_to_device(self, number: int) -> list[tuple[int, torch.Tensor]]:
-        """Shard ``number`` as one tensor on the device in the store's dtype, ``[(start, rows)]``: on a
-        GPU a pass is then a few large products, not many small launches."""
-        rows = [block.to(self.device, getattr(torch, self.store.dtype))
+        """Shard ``number`` as one tensor on the device in :meth:`_device_dtype`, ``[(start, rows)]``: on
+        a GPU a pass is then a few large products, not many small launches."""
+        rows = [block.to(self.device, self._resident_dtype)
                 for _, block in self.store.shard_blocks(number, self.block_rows)]
         return [(self.store.shard_starts[number], torch.cat(rows))]
 
