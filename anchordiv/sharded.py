@@ -173,9 +173,14 @@ class ShardScanner:
         return None
 
     def _fits_on_host(self) -> bool:
-        """Whether this scanner's shards can stay in host memory at float32 (:data:`HOST_RESIDENT_SHARE`)."""
+        """Whether this scanner's shards can stay in host memory at float32 (:data:`HOST_RESIDENT_SHARE`),
+        or are kept there already for this store object (another geometry over it holds them: the
+        memory they take is no longer available, but keeping them costs nothing more)."""
         if self.device.type != "cpu":
             return False
+        with _HOST_ROWS_LOCK:
+            if self.store in _HOST_ROWS:
+                return True
         rows = sum(self.store.shards[number].shape[0] for number in self.shards)
         return rows * self.store.dim * 4 <= HOST_RESIDENT_SHARE * available_memory(self.device)
 

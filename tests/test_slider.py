@@ -6,6 +6,7 @@ import torch
 
 import anchordiv as ad
 from anchordiv.slider import GridPass, SliderPath, log_sigmoid, mixture_scores, query_path
+from anchordiv.store import GalleryStore
 
 from conftest import clustered
 from rankings import assert_same_ranking, check_candidates
@@ -378,6 +379,7 @@ def test_a_new_querys_pass_finds_the_same_however_it_reads_and_splits_the_rows(w
     monkeypatch.setattr(pass_pool, "host_cores", lambda: cores)
     if kept != "host":
         monkeypatch.setattr(sharded, "HOST_RESIDENT_SHARE", 0.0)
+        store = GalleryStore.open(store.directory)  # another object: the fixture's may keep rows already
     if kept == "gpu":
         monkeypatch.setattr(sharded.ShardScanner, "_device_dtype", lambda self: torch.float32)
     gallery, mixture = world["gallery"], mixtures["calibrated"]
@@ -399,6 +401,19 @@ def test_a_new_querys_pass_finds_the_same_however_it_reads_and_splits_the_rows(w
             for path in paths:
                 assert_same_ranking((path.values[step], path.ids[step]), search, **SLIDER_TOL,
                                     context=f"query {query_id}, p = {p:.2f}")
+
+
+def test_a_second_geometry_over_a_store_shares_the_rows_the_first_keeps(mixtures, store, monkeypatch):
+    """The rows a first index keeps take memory that the second's check would not find free: it
+    shares them (they cost nothing more), where a store opened anew and too large reads its files."""
+    from anchordiv import sharded
+
+    store = GalleryStore.open(store.directory)
+    first = sharded.ShardedAnchorIndex(mixtures["calibrated"], store, device="cpu")
+    monkeypatch.setattr(sharded, "HOST_RESIDENT_SHARE", 0.0)
+    second = sharded.ShardedAnchorIndex(mixtures["balanced"], store, device="cpu")
+    other = sharded.ShardedAnchorIndex(mixtures["balanced"], GalleryStore.open(store.directory), device="cpu")
+    assert [index._engine.scanner.keeps_rows for index in (first, second, other)] == ["host", "host", "files"]
 
 
 def test_parts_run_inline_from_the_pool_and_in_order():
