@@ -1,7 +1,14 @@
-"""Input checks shared by the math core: each error names the problem and the fix."""
+"""Input checks shared by the math core: each error names the problem and the fix.
+
+Where scikit-learn has words for the same refusal (its ``check_array``: "Complex data not
+supported", "0 sample(s)", "Expected 2D array", "Sparse data was passed"), the message holds them
+too, so that its estimator checks and anyone who knows its errors recognise it; scikit-learn itself
+is not imported here (see :mod:`anchordiv.models.estimator`).
+"""
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -11,16 +18,24 @@ import torch
 ArrayLike = Any  # numpy array, torch tensor, or nested sequence of numbers
 
 _EMBEDDINGS = "embeddings: real numbers of shape (n, d)"
+_FLOAT_ARRAY_FIX = "Pass a float array, e.g. np.asarray(rows, dtype=np.float32)."
 _ENCODE_FIRST = "encode the texts with an encoder first (e.g. encoder.encode_texts(texts)) and pass the result"
+
+
+class NotNumbers(TypeError, ValueError):
+    """Items that are not numbers (``None``, a dict) in an array of objects: a ``ValueError`` like
+    every refused input here, and a ``TypeError`` like NumPy's and scikit-learn's refusal of them."""
 
 
 def as_numeric_tensor(values: ArrayLike, name: str, embeddings: bool = True) -> torch.Tensor:
     """``values`` as a real-valued tensor of any shape, refusing what is not a number with a
-    ``ValueError`` that says what it is: text, ``None`` or other objects, ragged rows, complex or
-    boolean values. Integer and floating dtypes pass through unchanged (a tensor keeps its device).
-    ``embeddings`` says whether ``values`` are embeddings, for the wording of the errors (text
-    is then told to go through an encoder)."""
+    ``ValueError`` that says what it is: text, ``None`` or other objects (:class:`NotNumbers`),
+    ragged rows, sparse matrices, complex or boolean values. Integer and floating dtypes pass
+    through unchanged (a tensor keeps its device); an array of objects that are all numbers is
+    read as float64, as scikit-learn reads it. ``embeddings`` says whether ``values`` are
+    embeddings, for the wording of the errors (text is then told to go through an encoder)."""
     must = f"{name} must be {_EMBEDDINGS if embeddings else 'real numbers'}"
+    _refuse_sparse(values, name, must)
     if isinstance(values, torch.Tensor):
         _check_numeric_dtype(values.dtype.is_complex, values.dtype == torch.bool, must)
         return values
@@ -34,11 +49,45 @@ def as_numeric_tensor(values: ArrayLike, name: str, embeddings: bool = True) -> 
                          "length, and only numbers.") from error
     if array.dtype.kind in "USa":
         raise ValueError(f"{must}, not text; {text_fix}.")
+    if array.dtype.kind == "O":
+        array = _numbers_from_objects(array, must, text_fix)
     if array.dtype.kind not in "biufc":
         raise ValueError(f"{must}; got an array of dtype {array.dtype} (None, ragged rows or other objects). "
-                         "Pass a float array, e.g. np.asarray(rows, dtype=np.float32).")
+                         f"{_FLOAT_ARRAY_FIX}")
     _check_numeric_dtype(array.dtype.kind == "c", array.dtype.kind == "b", must)
     return torch.as_tensor(array)
+
+
+def _refuse_sparse(values: Any, name: str, must: str) -> None:
+    """Refuse a SciPy sparse matrix or array, or a sparse torch tensor: embeddings are dense, and
+    ``np.asarray`` would wrap a sparse matrix in an array of one object rather than read it."""
+    # A SciPy sparse matrix exists only once scipy.sparse is imported, so this never imports SciPy.
+    scipy_sparse = sys.modules.get("scipy.sparse")
+    if scipy_sparse is not None and scipy_sparse.issparse(values):
+        densify = "toarray()"
+    elif isinstance(values, torch.Tensor) and values.layout != torch.strided:
+        densify = "to_dense()"
+    else:
+        return
+    raise ValueError(f"{must}; sparse data was passed for {name}, but dense data is required. Use "
+                     f"{name}.{densify} to convert it to a dense array.")
+
+
+def _numbers_from_objects(array: np.ndarray, must: str, text_fix: str) -> np.ndarray:
+    """An array of dtype object as float64 when every item is a real number (scikit-learn's checks
+    pass numbers held as objects); text is told to go through an encoder, ``None`` (which NumPy would
+    read as NaN) and any other item are refused with :class:`NotNumbers`."""
+    items = array.ravel()
+    if any(isinstance(item, (str, bytes)) for item in items):
+        raise ValueError(f"{must}, not text; {text_fix}.")
+    reason = "None" if any(item is None for item in items) else ""
+    if not reason:
+        try:
+            return array.astype(np.float64)
+        except (TypeError, ValueError) as error:
+            reason = str(error)  # NumPy's words, e.g. "float() argument must be a string or a real number, not 'dict'"
+    raise NotNumbers(f"{must}; got an array of dtype object holding items that are not numbers ({reason}). "
+                     f"{_FLOAT_ARRAY_FIX}")
 
 
 def _first_item_is_text(values: Any) -> bool:
@@ -49,7 +98,8 @@ def _first_item_is_text(values: Any) -> bool:
 def _check_numeric_dtype(is_complex: bool, is_bool: bool, must: str) -> None:
     """Refuse complex and boolean dtypes; ``must`` opens the message ("x must be ...")."""
     if is_complex:
-        raise ValueError(f"{must}; got complex values. Pass the real part (x.real) if the imaginary part is 0.")
+        raise ValueError(f"{must}; Complex data not supported: got complex values. Pass the real part (x.real) if "
+                         "the imaginary part is 0.")
     if is_bool:
         raise ValueError(f"{must}; got booleans. Cast to float (x.astype(np.float32)) if 0/1 vectors are "
                          "really meant.")
@@ -66,11 +116,14 @@ def as_matrix(values: ArrayLike, name: str) -> torch.Tensor:
     if tensor.dtype != torch.float64:
         tensor = tensor.to(torch.float32)
     if tensor.ndim != 2:
-        hint = f" Use {name}[None, :] for a single embedding." if tensor.ndim == 1 else ""
-        raise ValueError(f"{name} must be 2-D of shape (n, d); got shape {tuple(tensor.shape)}.{hint}")
+        hint = (f": expected 2D array, got 1D array instead. Reshape your data: use {name}[None, :] for a single "
+                "embedding" if tensor.ndim == 1 else "")
+        raise ValueError(f"{name} must be 2-D of shape (n, d); got shape {tuple(tensor.shape)}{hint}.")
     if tensor.shape[0] == 0 or tensor.shape[1] == 0:
+        missing, count = ("rows", "0 sample(s)") if tensor.shape[0] == 0 else ("columns", "0 feature(s)")
         raise ValueError(
-            f"{name} is empty (shape {tuple(tensor.shape)}); pass at least one row of dimension d >= 1."
+            f"{name} is empty (no {missing}): found array with {count} (shape={tuple(tensor.shape)}) while a "
+            "minimum of 1 is required; pass at least one row of dimension d >= 1."
         )
     # A row sum is NaN or infinite whenever an entry is: one cheap pass, then the exact check.
     if not bool(torch.isfinite(tensor.sum(dim=1)).all()):
@@ -117,12 +170,16 @@ def _rescaled_unit_rows(rows: torch.Tensor, ids: torch.Tensor, name: str, scale:
     return shrunk * (scale / torch.linalg.vector_norm(shrunk, dim=1, keepdim=True))
 
 
-def check_dimension(matrix: torch.Tensor, expected: int, name: str, against: str = "the anchors") -> None:
-    """Refuse ``matrix`` ``(n, d)`` unless ``d == expected``, the dimension of ``against``."""
+def check_dimension(matrix: torch.Tensor, expected: int, name: str, against: str = "the anchors",
+                    estimator: str | None = None) -> None:
+    """Refuse ``matrix`` ``(n, d)`` unless ``d == expected``, the dimension of ``against``; with the
+    name of the fitted ``estimator`` that expects it, the message says so in scikit-learn's words too."""
     if matrix.shape[1] != expected:
+        in_its_words = (f" ({name} has {matrix.shape[1]} features, but {estimator} is expecting {expected} features "
+                        "as input)" if estimator else "")
         raise ValueError(
             f"{name} has dimension {matrix.shape[1]} but {against} have dimension {expected}; "
-            "embed images and anchor texts with the same model."
+            f"embed images and anchor texts with the same model{in_its_words}."
         )
 
 

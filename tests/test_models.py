@@ -7,6 +7,7 @@ import torch
 from sklearn.covariance import ledoit_wolf
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.mixture import GaussianMixture
+from sklearn.pipeline import make_pipeline
 
 import anchordiv as ad
 from anchordiv.models import ledoit_wolf_covariance
@@ -266,6 +267,22 @@ def test_parameters_are_keyword_only_and_stored_by_the_base(estimator):
     assert model.scale == 7.0 and "scale" in model.get_params()
     assert set(model.parameter_constraints) <= set(model.get_params())  # each check is of a parameter
     assert estimator(**model.get_params()).get_params() == model.get_params()  # as sklearn.base.clone rebuilds
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS[:5], ids=lambda estimator: estimator.__name__)
+def test_fit_takes_scikit_learns_y_and_ignores_it(data, estimator):
+    """``fit(X, y)`` as scikit-learn calls it (a pipeline passes ``y`` on): the anchors are ``X``,
+    and a ``y`` changes nothing, for a distribution over anchors has no target."""
+    x, y = data["queries"], data["gallery"]
+    params = {"scale": SCALE, **({"rank": 4} if "rank" in estimator().get_params() else {})}
+    direct = estimator(**params).fit(data["anchors"])
+    labelled = estimator(**params).fit(data["anchors"], np.arange(len(data["anchors"])) % 3)
+    piped = make_pipeline(estimator(**params)).fit(data["anchors"])[-1]
+    for model in (labelled, piped):
+        assert model.n_features_in_ == direct.n_features_in_ == data["anchors"].shape[1]
+        np.testing.assert_array_equal(model.divergence(x, y), direct.divergence(x, y))
+    mixture = ad.MixtureAnchors([estimator(**params), ad.EmpiricalAnchors(scale=SCALE)], weighting="balanced")
+    assert mixture.fit([data["anchors"], data["style"]], None, reference=data["gallery"]) is mixture
 
 
 def test_a_mixture_takes_its_components_and_weights_by_position_only():

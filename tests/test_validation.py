@@ -1,6 +1,8 @@
 """Bad input raises ValueError naming the problem and the fix."""
 import numpy as np
 import pytest
+import scipy.sparse
+import torch
 
 import anchordiv as ad
 
@@ -159,3 +161,87 @@ def test_exclude_must_match_the_queries(fitted, data):
 def test_bad_device():
     with pytest.raises(ValueError, match=r"device='gpu0' is not a device torch knows"):
         ad.CosineIndex(np.eye(3), device="gpu0")
+
+
+# ---- scikit-learn's words (its estimator checks match them: tests/test_sklearn_checks.py) --------------
+
+def test_bad_anchors_are_refused_in_our_words_and_scikit_learns(data):
+    """The checks fit on bad X and match substrings of check_array's messages; ours keep their own
+    wording (what is wrong, and the fix) and hold those substrings too."""
+    anchors = data["anchors"]
+    cases = [
+        (np.zeros((0, 24)), r"anchors is empty \(no rows\): found array with 0 sample\(s\) \(shape=\(0, 24\)\) while "
+                            r"a minimum of 1 is required; pass at least one row"),
+        (np.zeros((12, 0)), r"anchors is empty \(no columns\): found array with 0 feature\(s\) \(shape=\(12, 0\)\)"),
+        (anchors + 1j, r"anchors must be embeddings.*Complex data not supported: got complex values.*x\.real"),
+        (anchors[0], r"got shape \(24,\): expected 2D array, got 1D array instead\. Reshape your data: use "
+                     r"anchors\[None, :\]"),
+        (scipy.sparse.csr_matrix(anchors), r"sparse data was passed for anchors, but dense data is required\. Use "
+                                           r"anchors\.toarray\(\)"),
+        (scipy.sparse.csr_array(anchors), r"Use anchors\.toarray\(\)"),
+        (torch.as_tensor(anchors).to_sparse(), r"sparse data was passed for anchors.*anchors\.to_dense\(\)"),
+    ]
+    for bad, message in cases:
+        with pytest.raises(ValueError, match=message):
+            ad.EmpiricalAnchors().fit(bad)
+
+
+def test_objects_that_are_numbers_are_read_and_others_refused_as_both_type_and_value_errors(data):
+    as_objects = data["anchors"].astype(object)
+    np.testing.assert_array_equal(ad.GaussianAnchors().fit(as_objects).mean_.numpy(),
+                                  ad.GaussianAnchors().fit(data["anchors"]).mean_.numpy())
+    as_objects[0, 0] = {"foo": "bar"}
+    with pytest.raises(TypeError, match=r"dtype object holding items that are not numbers \(float\(\) argument must "
+                                        r"be a string or a real number, not 'dict'\)"):
+        ad.EmpiricalAnchors().fit(as_objects)
+    as_objects[0, 0] = None  # NumPy would read None as NaN
+    with pytest.raises(ValueError, match=r"not numbers \(None\)\. Pass a float array"):
+        ad.EmpiricalAnchors().fit(as_objects)
+    as_objects[0, 0] = "0.5"
+    with pytest.raises(ValueError, match=r"not text; encode the texts"):
+        ad.EmpiricalAnchors().fit(as_objects)
+
+
+def test_evaluation_refuses_other_dimensions_in_scikit_learns_words_too(fitted, data):
+    with pytest.raises(ValueError, match=r"x has dimension 12 but the anchors have dimension 24; embed images and "
+                                         r"anchor texts with the same model \(x has 12 features, but EmpiricalAnchors "
+                                         r"is expecting 24 features as input\)\.$"):
+        fitted.cgf(data["queries"][:, :12])
+    with pytest.raises(ValueError, match=r"y has 3 features, but EmpiricalAnchors is expecting 24"):
+        fitted.divergence(data["queries"], data["gallery"][:, :3])
+    with pytest.raises(ValueError, match=r"Reshape your data"):
+        fitted.grad_cgf(data["queries"][0])
+    with pytest.raises(ValueError, match=r"sparse data was passed for x"):
+        fitted.cgf(scipy.sparse.csr_matrix(data["queries"]))
+
+
+def test_one_sample_or_one_feature_too_few_is_said_in_scikit_learns_words_too(data):
+    with pytest.raises(ValueError, match=r"got 1 \(n_samples=1\)"):
+        ad.GaussianAnchors().fit(data["anchors"][:1])
+    with pytest.raises(ValueError, match=r"got 1 anchor \(n_samples=1\)"):
+        ad.GaussianAnchors(shrinkage=0.0).fit(data["anchors"][:1])
+    with pytest.raises(ValueError, match=r"got 5, all identical \(in d=1, n_features=1, every anchor normalises"):
+        ad.GaussianAnchors().fit(np.arange(1.0, 6.0)[:, None])
+    with pytest.raises(ValueError, match=r"rank=1 needs more anchors: N=1 anchors \(n_samples=1\) in d=24 "
+                                         r"\(n_features=24\) span at most 0 .*at least two anchors in d >= 2"):
+        ad.LatentEmpiricalAnchors(rank=1).fit(data["anchors"][:1])
+    with pytest.raises(ValueError, match=r"rank=3 needs more dimensions: N=60 anchors \(n_samples=60\) in d=2 "
+                                         r"\(n_features=2\) span at most 1 principal directions \(< d\); "
+                                         r"use rank <= 1\.$"):
+        ad.LatentGaussianAnchors(rank=3).fit(data["anchors"][:, :2])
+
+
+def test_fits_of_more_than_one_array_name_what_is_missing(data):
+    with pytest.raises(ValueError, match=r"a list of 2 \(N_k, d\) arrays; got one array of shape \(60, 24\)"):
+        ad.MixtureAnchors([ad.EmpiricalAnchors(), ad.EmpiricalAnchors()]).fit(data["anchors"])
+    with pytest.raises(ValueError, match=r"needs a prior anchor set besides the targets"):
+        ad.PosteriorEmpiricalAnchors().fit(data["style"])
+    # The first argument's faults are named before what is missing.
+    with pytest.raises(ValueError, match=r"target_anchors is empty"):
+        ad.PosteriorGaussianAnchors().fit(np.zeros((0, 24)))
+    with pytest.raises(ValueError, match=r"anchors has NaN"):
+        ad.FeedbackAnchors().fit(np.full((3, 24), np.nan))
+    # A mixture's anchor sets may come as one (K, N, d) array.
+    stacked = np.stack([data["anchors"][:8], data["style"]])
+    mixture = ad.MixtureAnchors([ad.EmpiricalAnchors(), ad.EmpiricalAnchors()]).fit(stacked)
+    assert mixture.n_features_in_ == 24

@@ -56,9 +56,9 @@ def count_distinct_rows(anchors: torch.Tensor) -> int:
 
 
 class AnchorModel(Estimator):
-    """Base class: parameters in ``__init__``, ``fit(anchors)`` returns ``self``, fitted
-    attributes end in ``_``; using a model before ``fit`` raises :class:`NotFittedError` (both a
-    ``ValueError`` and an ``AttributeError``).
+    """Base class: parameters in ``__init__``, ``fit(anchors, y=None)`` returns ``self`` (the
+    anchors are scikit-learn's ``X``, ``y`` is ignored), fitted attributes end in ``_``; using a
+    model before ``fit`` raises :class:`NotFittedError` (both a ``ValueError`` and an ``AttributeError``).
 
     Inputs (anchors and image embeddings) may be numpy arrays or torch tensors of shape
     ``(n, d)``; rows are L2-normalised inside, so raw embeddings are fine. float64 input is
@@ -96,8 +96,23 @@ class AnchorModel(Estimator):
         return self.n_features_in_
 
     # -- fitting -------------------------------------------------------------------------
-    def fit(self, anchors: ArrayLike) -> "AnchorModel":
-        """Fit the model to an anchor set ``anchors`` of shape ``(N, d)`` (rows normalised)."""
+    def fit(self, anchors: ArrayLike, y: None = None) -> "AnchorModel":
+        """Fit the model to an anchor set.
+
+        Parameters
+        ----------
+        anchors : array-like of shape (N, d)
+            The anchors' embeddings, one row per anchor (scikit-learn's ``X``: samples are anchors,
+            features the ``d`` embedding dimensions); rows are normalised inside.
+        y : None
+            Ignored: there is no target. It is there so that the model is fitted as any
+            scikit-learn estimator is, ``fit(X, y)`` (a pipeline passes ``y`` on).
+
+        Returns
+        -------
+        AnchorModel
+            ``self``, fitted.
+        """
         self.check_params()
         unit = unit_rows(as_matrix(anchors, "anchors"), "anchors")
         self._fit(unit)
@@ -160,7 +175,7 @@ class AnchorModel(Estimator):
         """:meth:`natural_parameters` without the fitted check, for a model that measures a
         reference set while it is being fitted (a balanced or calibrated mixture)."""
         matrix = as_matrix(x, name)
-        check_dimension(matrix, self.n_features_in_, name)
+        check_dimension(matrix, self.n_features_in_, name, estimator=type(self).__name__)
         return unit_rows(matrix, name, check_scale(self.scale))
 
     def cgf_eta(self, eta: torch.Tensor) -> torch.Tensor:

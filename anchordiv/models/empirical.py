@@ -102,16 +102,27 @@ def principal_subspace(anchors: torch.Tensor, rank: int) -> tuple[torch.Tensor, 
     n_anchors, dim = anchors.shape
     limit = min(n_anchors - 1, dim - 1)
     if rank > limit:
-        raise ValueError(
-            f"rank={rank} needs more anchors: N={n_anchors} anchors in d={dim} span at most {limit} "
-            f"principal directions (< d); use rank <= {limit} or add anchors."
-        )
+        raise ValueError(_rank_beyond_span(rank, n_anchors, dim))
     if is_single_point(anchors):
         raise ValueError(f"the {n_anchors} anchors are all identical, so they have no principal direction; "
                          "a latent model needs at least two distinct anchors: add anchors or use EmpiricalAnchors.")
     mean = anchors.mean(dim=0)
     _, singular_values, right_vectors = torch.linalg.svd(anchors - mean, full_matrices=False)
     return mean, right_vectors[:rank], singular_values**2 / n_anchors
+
+
+def _rank_beyond_span(rank: int, n_anchors: int, dim: int) -> str:
+    """Why ``rank`` principal directions cannot be fitted to ``n_anchors`` anchors in ``dim``
+    dimensions (they span at most ``min(N, d) - 1`` besides their mean), naming the one that binds,
+    with scikit-learn's ``n_samples`` and ``n_features`` beside ``N`` and ``d``."""
+    limit = min(n_anchors - 1, dim - 1)
+    scarce = "anchors" if n_anchors <= dim else "dimensions"
+    if limit >= 1:
+        fix = f"use rank <= {limit}" + (" or add anchors" if scarce == "anchors" else "")
+    else:
+        fix = "a latent model needs at least two anchors in d >= 2: use EmpiricalAnchors or GaussianAnchors"
+    return (f"rank={rank} needs more {scarce}: N={n_anchors} anchors (n_samples={n_anchors}) in d={dim} "
+            f"(n_features={dim}) span at most {limit} principal directions (< d); {fix}.")
 
 
 class LatentEmpiricalAnchors(AnchorModel):

@@ -151,7 +151,9 @@ class FeedbackAnchors(DiscreteAnchors):
         anchors : array-like of shape (N, d)
             The vocabulary's text embeddings ``a_i`` (rows normalised inside).
         queries : array-like of shape (Q, d)
-            The query image embeddings.
+            The query image embeddings; required, like ``gallery`` and ``positives`` (the marks are
+            what is learned from: there is no target ``y``, and this argument stands where
+            scikit-learn's would).
         gallery : array-like of shape (G, d)
             The gallery image embeddings ``y``.
         positives : list of Q lists of int
@@ -167,10 +169,10 @@ class FeedbackAnchors(DiscreteAnchors):
             ``self``, fitted.
         """
         params = self.check_params()
+        unit_anchors = unit_rows(as_matrix(anchors, "anchors"), "anchors")  # the first argument's faults first
         if queries is None or gallery is None or positives is None:
             raise ValueError("fit needs anchors (N, d), queries (Q, d), gallery (G, d) and positives "
                              "(one list of gallery ids per query).")
-        unit_anchors = unit_rows(as_matrix(anchors, "anchors"), "anchors")
         n_terms, dim = unit_anchors.shape
         query_rows = as_matrix(queries, "queries")
         check_dimension(query_rows, dim, "queries")

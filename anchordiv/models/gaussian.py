@@ -18,7 +18,7 @@ def ledoit_wolf_covariance(anchors: torch.Tensor) -> tuple[torch.Tensor, float]:
     """
     n_anchors, dim = anchors.shape
     if is_single_point(anchors):
-        got = "1" if n_anchors == 1 else f"{n_anchors}, all identical"
+        got = "1 (n_samples=1)" if n_anchors == 1 else f"{n_anchors}, all identical{_in_one_dimension(dim)}"
         raise ValueError(
             f"Ledoit-Wolf shrinkage needs at least 2 anchors to estimate a covariance; got {got}. Add "
             "distinct anchors, use EmpiricalAnchors, or pass shrinkage=<ridge> (e.g. 0.01) for Sigma = ridge * I."
@@ -43,7 +43,8 @@ def shrunk_covariance(anchors: torch.Tensor, shrinkage: str | float | None) -> t
         return ledoit_wolf_covariance(anchors)
     ridge = _check_ridge(shrinkage)
     if ridge == 0 and is_single_point(anchors):
-        got = "1 anchor" if anchors.shape[0] == 1 else f"{anchors.shape[0]} identical anchors"
+        got = ("1 anchor (n_samples=1)" if anchors.shape[0] == 1
+               else f"{anchors.shape[0]} identical anchors{_in_one_dimension(anchors.shape[1])}")
         raise ValueError(
             f"A Gaussian needs at least 2 anchors for a covariance, or a ridge > 0; got {got} and "
             "no ridge. Add distinct anchors or pass shrinkage=<ridge> (e.g. 0.01)."
@@ -51,6 +52,11 @@ def shrunk_covariance(anchors: torch.Tensor, shrinkage: str | float | None) -> t
     centred = anchors - anchors.mean(dim=0)
     eye = torch.eye(anchors.shape[1], dtype=anchors.dtype, device=anchors.device)
     return centred.T @ centred / anchors.shape[0] + ridge * eye, ridge
+
+
+def _in_one_dimension(dim: int) -> str:
+    """Why anchors came out identical when ``dim`` is 1 (else nothing): normalised, each is +1 or -1."""
+    return " (in d=1, n_features=1, every anchor normalises to +1 or -1)" if dim == 1 else ""
 
 
 def _check_ridge(shrinkage: float | None) -> float:

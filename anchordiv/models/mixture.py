@@ -28,6 +28,17 @@ class ReferenceFit:
     curve: CalibrationCurve | None = None
 
 
+def _check_anchor_sets(anchor_sets: Sequence[ArrayLike], n_components: int) -> None:
+    """Refuse anything but one anchor set per component: one 2-D array (rows are anchors, not
+    sets) is named as such, for it would otherwise read as that many one-row sets."""
+    dims = getattr(anchor_sets, "ndim", None)
+    if dims is not None and dims != 3:
+        raise ValueError(f"anchor_sets must be one anchor set per component, a list of {n_components} (N_k, d) arrays; "
+                         f"got one array of shape {tuple(anchor_sets.shape)}. Pass [anchors_1, ..., anchors_K].")
+    if len(anchor_sets) != n_components:
+        raise ValueError(f"Got {len(anchor_sets)} anchor sets for {n_components} components; pass one per component.")
+
+
 class MixtureAnchors(AnchorModel):
     """A weighted mix of *whole anchor models*, each fitted to its own anchor set: the paper's
     object/style mixture ``MixtureAnchors([object_model, style_model], [p, 1 - p])``.
@@ -157,13 +168,18 @@ class MixtureAnchors(AnchorModel):
         self.n_features_in_  # noqa: B018 - raises when the components' dimensions differ
         self._fitted_reference()
 
-    def fit(self, anchor_sets: Sequence[ArrayLike], reference: ArrayLike | None = None) -> "MixtureAnchors":
+    def fit(self, anchor_sets: Sequence[ArrayLike], y: None = None,
+            reference: ArrayLike | None = None) -> "MixtureAnchors":
         """Fit component ``k`` to ``anchor_sets[k]`` and measure the weighting on ``reference``.
 
         Parameters
         ----------
         anchor_sets : sequence of array-like, each of shape (N_k, d)
-            One anchor set per component, in the order of ``models``.
+            One anchor set per component, in the order of ``models`` (scikit-learn's ``X`` is
+            this list, not one 2-D array).
+        y : None
+            Ignored: there is no target. It is there so that ``fit(X, y)`` calls this fit as it
+            calls any scikit-learn estimator's.
         reference : array-like of shape (n, d), optional
             The image embeddings ``R`` (e.g. the gallery) that balanced and calibrated weights are
             measured on; required by them, unused by literal weights.
@@ -174,8 +190,7 @@ class MixtureAnchors(AnchorModel):
             ``self``, fitted.
         """
         components = self._components()
-        if len(anchor_sets) != len(components):
-            raise ValueError(f"Got {len(anchor_sets)} anchor sets for {len(components)} components; pass one per component.")
+        _check_anchor_sets(anchor_sets, len(components))
         self._weight_vector()
         self._check_weighting(reference, len(components))
         self._reference_fit = None

@@ -26,10 +26,14 @@ def _alpha_parameter(alpha: float, name: str = "alpha") -> float:
     return value
 
 
-def _prior_and_target(prior_anchors: ArrayLike, target_anchors: ArrayLike) -> tuple[torch.Tensor, torch.Tensor]:
-    """Both anchor sets with unit rows, the targets in the prior's dtype and on its device."""
-    prior = unit_rows(as_matrix(prior_anchors, "prior_anchors"), "prior_anchors")
+def _prior_and_target(prior_anchors: ArrayLike | None, target_anchors: ArrayLike) -> tuple[torch.Tensor, torch.Tensor]:
+    """Both anchor sets with unit rows, the targets in the prior's dtype and on its device; the
+    targets, ``fit``'s first argument, are checked first."""
     target = unit_rows(as_matrix(target_anchors, "target_anchors"), "target_anchors")
+    if prior_anchors is None:
+        raise ValueError("a posterior needs a prior anchor set besides the targets: "
+                         "fit(target_anchors, prior_anchors) with prior_anchors of shape (N_0, d).")
+    prior = unit_rows(as_matrix(prior_anchors, "prior_anchors"), "prior_anchors")
     check_dimension(target, prior.shape[1], "target_anchors", against="the prior_anchors")
     return prior, target.to(device=prior.device, dtype=prior.dtype)
 
@@ -41,7 +45,8 @@ Parameters
 target_anchors : array-like of shape (n, d)
     The few anchors of the target concept (rows normalised inside).
 prior_anchors : array-like of shape (N_0, d)
-    The broad prior vocabulary (rows normalised inside).
+    The broad prior vocabulary (rows normalised inside); required. It stands where scikit-learn's
+    ``y`` would: a posterior is fitted to two anchor sets and has no target.
 
 Returns
 -------
@@ -92,7 +97,7 @@ class PosteriorEmpiricalAnchors(DiscreteAnchors):
         self.alpha = alpha
 
     @_fit_documented
-    def fit(self, target_anchors: ArrayLike, prior_anchors: ArrayLike) -> "PosteriorEmpiricalAnchors":
+    def fit(self, target_anchors: ArrayLike, prior_anchors: ArrayLike | None = None) -> "PosteriorEmpiricalAnchors":
         alpha = self.check_params()["alpha"]
         prior, target = _prior_and_target(prior_anchors, target_anchors)
         n_prior, n_target = prior.shape[0], target.shape[0]
@@ -151,7 +156,7 @@ class PosteriorGaussianAnchors(GaussianAnchors):
         self.alpha = alpha
 
     @_fit_documented
-    def fit(self, target_anchors: ArrayLike, prior_anchors: ArrayLike) -> "PosteriorGaussianAnchors":
+    def fit(self, target_anchors: ArrayLike, prior_anchors: ArrayLike | None = None) -> "PosteriorGaussianAnchors":
         alpha = self.check_params()["alpha"]
         prior, target = _prior_and_target(prior_anchors, target_anchors)
         n_target = target.shape[0]
