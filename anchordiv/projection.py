@@ -127,14 +127,11 @@ def _searched(index: Index, embeddings: torch.Tensor, k: int):
 def _own_terms(index: Index, embeddings: torch.Tensor):
     """``(keys (n, d), bias (n,))`` of §4's inner product when ``index`` is a query-first
     :class:`~anchordiv.search.AnchorIndex` over the ``n`` rows of ``embeddings``; else ``None`` (its
-    search ranks). A search of one row first raises what any search of the index would (its model
-    refitted, or its weights changed in place since)."""
+    search ranks). Raises what any search of the index would (its model refitted, or its weights
+    changed in place since)."""
     if type(index) is not AnchorIndex or index.reverse or len(index) != len(embeddings):
         return None
-    index.search(embeddings[:1], 1)  # the index's own checks
-    # The stored per-component kappa mixed at the model's weights, as the index mixes its bias.
-    kappa, _ = index.model.combine_state((index.component_kappa, None))
-    return index.gallery_eta, -kappa
+    return index.inner_product_terms()
 
 
 def _scored(index, embeddings: torch.Tensor, terms, k: int, batch: int):

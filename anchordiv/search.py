@@ -148,6 +148,13 @@ class _InnerProductIndex:
         scores, ids = top_k_inner_product(query_vectors, keys, bias, k, excluded)
         return like_input(self._values(scores, offset), queries), like_input(ids, queries)
 
+    def inner_product_terms(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(keys (G, d'), bias (G,))`` of this index's search, ``score = query_vector . key + bias``
+        (docs/design.md §4), after the checks a search makes (the model not refitted, nor its
+        weights changed, since): for a caller that ranks the gallery against itself in its own
+        batches (:func:`anchordiv.projection.knn_graph`). Shared: never write to them."""
+        return self._keys_and_bias()
+
     def _as_queries(self, queries: ArrayLike, dim: int) -> torch.Tensor:
         matrix = as_matrix(queries, "queries")
         check_dimension(matrix, dim, "queries", against="the gallery embeddings")
