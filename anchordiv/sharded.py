@@ -104,6 +104,27 @@ def _host_rows(store: GalleryStore) -> _HostRows:
         return _HOST_ROWS[store]
 
 
+def kept_row_blocks(store: GalleryStore) -> Iterator[tuple[int, torch.Tensor]] | None:
+    """``(start, rows (n, d))`` float32 blocks of ``store``'s rows as an index over this store object
+    keeps them in host memory (views, nothing copied; each shard's fingerprint checked after its
+    read), or ``None`` where no index keeps them: a scan of the whole store (the cosine baseline)
+    then reads memory, not the files at float16."""
+    with _HOST_ROWS_LOCK:
+        host = _HOST_ROWS.get(store)
+    if host is None:
+        return None
+    fingerprints = store.shard_fingerprints(range(len(store.shards)))
+    step = max(1, HOST_BLOCK_ELEMENTS // store.dim)
+
+    def blocks() -> Iterator[tuple[int, torch.Tensor]]:
+        for number, start in enumerate(store.shard_starts[:len(store.shards)]):
+            rows, _ = host.shard(number, fingerprints[number])
+            store.check_unchanged({number: fingerprints[number]})
+            for offset in range(0, rows.shape[0], step):
+                yield int(start) + offset, rows[offset:offset + step]
+    return blocks()
+
+
 class ShardScanner:
     """The map side of a sharded search: some shards of a store, their per-item ``kappa_k(eta_y)``,
     and exact scans over them. :class:`ShardedAnchorIndex` holds one (``engine="local"``), or runs

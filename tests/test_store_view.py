@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
+import anchordiv as ad
 from anchordiv import explorer as ex
 from anchordiv.explorer import thumbnails
 from anchordiv.projection import sample_ids
@@ -118,6 +119,24 @@ def test_cosine_over_the_store_is_cosine_over_its_rows(big):
     assert_same_ranking((values, ids), expected, atol=1e-3, higher_is_closer=True, context="cosine over the store")
     with pytest.raises(ValueError, match="dimension 3 but the store 16"):
         ex.cosine_top_k(big.store, np.ones(3), 5)
+
+
+def test_cosine_over_a_store_an_index_keeps_in_memory_reads_the_kept_rows(big, monkeypatch):
+    """Once a geometry's index keeps the store object's rows in memory, the cosine scan reads them
+    there (no file read at all) and ranks as it does from the files."""
+    from anchordiv import sharded
+
+    store = GalleryStore.open(big.store.directory)
+    query = big.vector(5)
+    from_files = ex.cosine_top_k(store, query, 12, exclude=5)
+    anchors = big.store.rows(np.arange(6))
+    model = ad.MixtureAnchors([ad.EmpiricalAnchors(scale=10.0), ad.EmpiricalAnchors(scale=10.0)])
+    model.fit([anchors[:3], anchors[3:]])
+    assert sharded.ShardedAnchorIndex(model, store, device="cpu")._engine.scanner.keeps_rows == "host"
+    monkeypatch.setattr(GalleryStore, "scan_blocks", lambda *args: pytest.fail("the files were read"))
+    monkeypatch.setattr(GalleryStore, "rows", lambda *args: pytest.fail("the files were read"))
+    from_memory = ex.cosine_top_k(store, query, 12, exclude=5)
+    assert_same_ranking(from_memory, from_files, atol=1e-6, higher_is_closer=True, context="kept against files")
 
 
 @pytest.mark.parametrize("weighting", list(ex.WEIGHTING_HELP))

@@ -29,7 +29,7 @@ import torch
 
 from .._validation import as_matrix, unit_rows
 from ..name_match import rank_matches, search_key, word_start
-from ..sharded import SCAN_BLOCK_ELEMENTS
+from ..sharded import SCAN_BLOCK_ELEMENTS, kept_row_blocks
 from ..store import MANIFEST, GalleryStore
 from ..topk import RunningTopK, check_top_k, exclusion_matrix, mask_excluded
 from . import thumbnails
@@ -312,7 +312,9 @@ def cosine_top_k(store: GalleryStore, query: np.ndarray, k: int, exclude: int | 
     positions (k,))``, descending, what :class:`~anchordiv.CosineIndex` over every row gives. Reads
     the store one float32 block of ``block_rows`` at a time (default: the sharded search's block),
     folded into the running top-``k`` as it comes: never a float32 copy of the store (each block is
-    a buffer the next refills, :meth:`~anchordiv.store.GalleryStore.scan_blocks`)."""
+    a buffer the next refills, :meth:`~anchordiv.store.GalleryStore.scan_blocks`), unless an index
+    over this store object keeps its rows in memory already (:func:`~anchordiv.sharded.kept_row_blocks`),
+    which are then read in place."""
     vector = unit_rows(as_matrix(np.asarray(query).reshape(1, -1), "query"), "query").to(torch.float32)
     if vector.shape[1] != store.dim:
         raise ValueError(f"the query has dimension {vector.shape[1]} but the store {store.dim}; embed it with "
@@ -320,7 +322,9 @@ def cosine_top_k(store: GalleryStore, query: np.ndarray, k: int, exclude: int | 
     excluded = exclusion_matrix(None if exclude is None else [int(exclude)], 1, len(store), torch.device("cpu"))
     best = RunningTopK(check_top_k(k, len(store), excluded))
     rows = block_rows or max(1, SCAN_BLOCK_ELEMENTS // store.dim)
-    blocks = (block for number in range(len(store.shards)) for block in store.scan_blocks(number, rows))
+    blocks = kept_row_blocks(store)
+    if blocks is None:
+        blocks = (block for number in range(len(store.shards)) for block in store.scan_blocks(number, rows))
     for start, block in blocks:
         scores = (block @ vector.T).T  # (1, n): the (n, d) @ (d, 1) form is the fast one on a CPU
         if excluded is not None:
