@@ -16,7 +16,6 @@ the evaluation methods refuse bad input in scikit-learn's words too.
 """
 import warnings
 
-import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import anchordiv as ad
