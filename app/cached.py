@@ -19,7 +19,7 @@ from anchordiv.cache import cache_dir
 from anchordiv.device import resolve_device
 from anchordiv.encoders import load_encoder, model_catalog
 from anchordiv.explorer.launch import LaunchOptions
-from anchordiv.explorer.p_player import player_data
+from anchordiv.explorer.p_player import PlayerPath, player_data
 from anchordiv.explorer.thumbnails import EncodedThumbnails
 from anchordiv.gallery import Gallery, folder_gallery, world_gallery
 from anchordiv.models import anchor_model_kind
@@ -191,9 +191,9 @@ def get_p_path(geometry_key: str, _geometry: ex.ExplorerGeometry, query: np.ndar
 
 @st.cache_resource(show_spinner=False, max_entries=32, hash_funcs=BY_IDENTITY)
 def get_player_data(path_key: str, _path: SliderPath, source: ex.GallerySource, query_labels, title: str,
-                    step_notes: tuple[str, ...], enabled: bool) -> dict:
-    """:func:`~anchordiv.explorer.p_player.player_data` of the path ``path_key`` names (shared:
-    never changed by a caller; a run copies what it adds to)."""
+                    step_notes: tuple[str, ...], enabled: bool) -> PlayerPath:
+    """:func:`~anchordiv.explorer.p_player.player_data` of the path ``path_key`` names (shared, and
+    frozen: a run builds its payload beside it)."""
     return player_data(_path, source, query_labels, key=path_key, title=title, step_notes=step_notes,
                        enabled=enabled)
 

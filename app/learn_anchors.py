@@ -16,7 +16,6 @@ import torch
 from anchordiv.app import cached
 from anchordiv.app.errors import attempt
 from anchordiv.app.explore_view import ExploreView, neighbours
-from anchordiv.app.p_player import player_report
 from anchordiv.app.query_inputs import caption_of
 from anchordiv.app.session_keys import (FIND_LEARNED, FIND_MARKS, FIND_MARKS_OF, PLAYER_MARKS_FOR,
                                          PLAYER_MARKS_LEFT_OUT, PLAYER_MARKS_TAKEN, find_problem)
@@ -25,8 +24,8 @@ from anchordiv.explorer.anchors import weighted_anchor_text
 from anchordiv.explorer.feedback import (MAX_MARKED_QUERIES, MAX_MARKS, LearnedAnchors, QueryMarks, explanation,
                                          learn_weights, marks_key, too_few_to_tell, training_set)
 from anchordiv.explorer.literal import markdown_literal
+from anchordiv.explorer.p_player import PlayerMarks, PlayerReply
 from anchordiv.explorer.page_state import SETTINGS
-from anchordiv.explorer.widget_values import gallery_ids
 from anchordiv.prompts import default_choice
 
 CHART_TERMS = 20  # bars in the weights' chart
@@ -127,30 +126,29 @@ def store_marks(kept: dict[str, QueryMarks], key: str, marks: QueryMarks) -> Que
     return marks
 
 
-def player_marks(view: ExploreView) -> dict:
+def player_marks(view: ExploreView) -> PlayerMarks:
     """What the p player's toggles show for this query: its "like" marks and whether more may be
     made (fewer than :data:`~anchordiv.explorer.feedback.MAX_MARKS`, and the query may have marks);
     kept in the session, with the query, for :func:`take_player_marks`."""
     kept, key, current = this_query(view)
-    st.session_state[PLAYER_MARKS_FOR] = (view.source.key, key, current, len(view.source))
-    return {"like": [int(item) for item in current.like],
-            "enabled": not no_room(kept, key) and len(current.like) < MAX_MARKS}
+    st.session_state[PLAYER_MARKS_FOR] = (view.source.key, key, current)
+    return PlayerMarks(tuple(int(item) for item in current.like),
+                       not no_room(kept, key) and len(current.like) < MAX_MARKS)
 
 
-def take_player_marks() -> None:
-    """The p player's toggle callback: the reported list of gallery ids becomes this query's "like"
-    marks (ids of this gallery only, each once, at most :data:`~anchordiv.explorer.feedback.MAX_MARKS`;
-    anything else a client might send is left out, and said by :func:`rerun_after_marks`), and the
-    page runs again whole so that Find anchors shows them."""
+def take_player_marks(reply: PlayerReply) -> None:
+    """The p player's toggle callback: the reported gallery ids (read by the player: ids of this
+    gallery only, each once, at most :data:`~anchordiv.explorer.feedback.MAX_MARKS`; anything else
+    a client might send is left out, and said by :func:`rerun_after_marks`) become this query's
+    "like" marks, and the page runs again whole so that Find anchors shows them."""
     state = st.session_state
-    reported, target = player_report("marks"), state.get(PLAYER_MARKS_FOR)
-    if reported is None or target is None:
+    checked, target = reply.marks, state.get(PLAYER_MARKS_FOR)
+    if checked is None or target is None:
         return
-    source_key, key, current, n_items = target
+    source_key, key, current = target
     kept = gallery_marks(source_key)
     if no_room(kept, key):
         return
-    checked = gallery_ids(reported, n_items, MAX_MARKS)
     state[PLAYER_MARKS_LEFT_OUT] = checked.note("The p player's marks", IMAGES,
                                                 "Mark images with the player's toggles.")
     like = checked.kept

@@ -2,16 +2,19 @@
 component, which plays the query's whole p path (its exact top-``k`` at every slider position,
 :meth:`~anchordiv.explorer.ExplorerGeometry.p_path`) with no request to the server per step.
 
+A thin adapter: what the component receives and sends back is built and read by
+:mod:`anchordiv.explorer.p_player` (docs/design.md §13, "The p player's protocol"); this module
+mounts the component, gives each image an address among Streamlit's media files and hands the
+read reply to the callbacks.
+
 The component's HTML, CSS and JavaScript are plain files in ``components/`` beside this module,
-shipped in the package and read once at import (no build step, nothing fetched). The server sends
-the path and the captions as data (:func:`~anchordiv.explorer.p_player.player_data`) and each image
-as an address of Streamlit's media files, which the browser fetches once. On release the
-component reports ``p``; :func:`take_released_p` makes it the page's ``p`` before the run it starts.
+shipped in the package and read once at import (no build step, nothing fetched).
 """
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
+import base64
+import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +24,8 @@ from streamlit import runtime
 
 from anchordiv import explorer as ex
 from anchordiv.app.cached import encoded_thumbnails, get_player_data
+from anchordiv.explorer import links
+from anchordiv.explorer.p_player import PlayerMarks, PlayerReply, baseline_panel, player_payload, read_reply
 from anchordiv.slider import SliderPath
 
 COMPONENT_DIR = Path(__file__).resolve().parent / "components"
@@ -28,29 +33,36 @@ P_LABEL = "p: weight of A against B"
 P_HELP = ("p = 1: only set A's anchors, p = 0: only set B's. Moves the anchor-divergence neighbours only: cosine "
           "and ITI do not depend on the anchor weights. Arrow keys step p, Home and End go to the ends, Space plays.")
 PLAYER_KEY = "p_player"
+# A module's import of another module of components/ ("./p_player_logic.js").
+_SIBLING = re.compile(r"""(\bfrom\s*)(["'])\./([\w-]+\.js)\2""")
 
 
 def _asset(name: str) -> str:
     return (COMPONENT_DIR / name).read_text(encoding="utf-8")
 
 
+def module_text(name: str) -> str:
+    """The ES module ``components/<name>`` as Streamlit runs it: Streamlit hands an inline module to
+    the browser as a ``blob:`` address, against which no "./" import resolves, so each import of a
+    sibling module becomes that module's own text (itself so treated) as a ``data:`` address.
+    Nothing is fetched, and the files stay as written: a browser or Node loading them from the
+    folder resolves the same imports to the same files."""
+    def inline(match: re.Match) -> str:
+        encoded = base64.b64encode(module_text(match.group(3)).encode("utf-8")).decode("ascii")
+        return f'{match.group(1)}"data:text/javascript;base64,{encoded}"'
+
+    return _SIBLING.sub(inline, _asset(name))
+
+
 P_PLAYER = st.components.v2.component("anchordiv.p_player", html=_asset("p_player.html"), css=_asset("p_player.css"),
-                                      js=_asset("p_player.js"), isolate_styles=False)
+                                      js=module_text("p_player.js"), isolate_styles=False)
 
 
-def player_report(name: str) -> Any:
-    """What the component last reported as ``name`` (``"p"``, ``"marks"``), as sent; ``None`` when
-    it reported none, or sent something other than a mapping of reports (a client may send anything)."""
-    reports = st.session_state.get(PLAYER_KEY)
-    return reports.get(name) if isinstance(reports, Mapping) else None
-
-
-def take_released_p() -> None:
-    """The component's release callback: the ``p`` it reports becomes the page's ``p`` (a number
-    in ``[0, 1]``; anything else a client might send is ignored)."""
-    reported = player_report("p")
-    if isinstance(reported, (int, float)) and not isinstance(reported, bool) and math.isfinite(reported):
-        st.session_state["p"] = min(1.0, max(0.0, float(reported)))
+def take_released_p(reply: PlayerReply) -> None:
+    """The component's release callback: the ``p`` it reports (read: a number in ``[0, 1]``)
+    becomes the page's ``p`` before the run it starts; no number, no change."""
+    if reply.p is not None:
+        st.session_state["p"] = reply.p
 
 
 def image_addresses(source: ex.GallerySource, ids: list[int]) -> list[str]:
@@ -64,24 +76,21 @@ def image_addresses(source: ex.GallerySource, ids: list[int]) -> list[str]:
 
 def p_player(path: SliderPath, source: ex.GallerySource, query_labels: Any, *, key: str, title: str,
              step_notes: list[str], enabled: bool, p: float, baselines: dict[str, pd.DataFrame],
-             marks: dict[str, Any], on_marks: Any) -> None:
+             marks: PlayerMarks, on_marks: Callable[[PlayerReply], None]) -> None:
     """Mount the player on ``path`` at the page's ``p`` (the browser keeps its own ``p`` afterwards,
     for as long as ``key`` names the same path), with ``baselines`` (title: neighbour table of
-    similarities) drawn beside its grid and each image's "like the query" toggle showing ``marks``
-    (``like``: gallery ids; ``enabled``: whether more may be marked). A release reruns the fragment
-    it is in; a toggle calls ``on_marks`` first (it reads the reported list from the state)."""
-    shared = get_player_data(key, path, source, query_labels, title, tuple(step_notes), enabled)
-    addresses = image_addresses(source, [item["id"] for item in shared["items"]])
-    data = {**shared, "items": [{**item, "src": src} for item, src in zip(shared["items"], addresses)],
-            "p_now": float(path.p[path.step_of(p)]), "label": P_LABEL, "help": P_HELP,
-            "baselines": [baseline_panel(name, table, source) for name, table in baselines.items()],
-            "marks": marks}
-    P_PLAYER(key=PLAYER_KEY, data=data, on_p_change=take_released_p, on_marks_change=on_marks)
+    similarities) drawn beside its grid and each image's "like the query" toggle showing ``marks``.
+    A release reruns the fragment it is in; a toggle calls ``on_marks`` first with the reply, its
+    marks read as ids of ``source``."""
+    path_data = get_player_data(key, path, source, query_labels, title, tuple(step_notes), enabled)
+    panels = [baseline_panel(name, table, source) for name, table in baselines.items()]
+    payload = player_payload(path_data, p=p, address=lambda ids: image_addresses(source, ids), label=P_LABEL,
+                             help=P_HELP, baselines=panels, marks=marks, instance=PLAYER_KEY,
+                             companion_params=(links.GALLERY_PARAM,))
+    n_items = len(source)
 
+    def reply() -> PlayerReply:
+        return read_reply(st.session_state.get(PLAYER_KEY), n_items)
 
-def baseline_panel(title: str, table: pd.DataFrame, source: ex.GallerySource) -> dict[str, Any]:
-    """A baseline's grid as the player draws it: its title, agreement line and images, each with its
-    caption and marks (:func:`~anchordiv.explorer.grid_tiles`) and address."""
-    tiles = ex.grid_tiles(table, source, "similarity")
-    tiles = [{**tile, "src": src} for tile, src in zip(tiles, image_addresses(source, [tile["id"] for tile in tiles]))]
-    return {"title": title, "agreement": ex.agreement_text(table), "tiles": tiles}
+    P_PLAYER(key=PLAYER_KEY, data=payload.as_json(), on_p_change=lambda: take_released_p(reply()),
+             on_marks_change=lambda: on_marks(reply()))

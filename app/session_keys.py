@@ -51,7 +51,7 @@ def upload_problem(name: str) -> str:
 FIND_LEARNED = "_find_learned"  # (request, learned geometry): the last geometry learned from marks
 FIND_MARKS = "_find_marks"  # the marks, by gallery source key
 FIND_MARKS_OF = "_find_marks_of"  # (source key, query key): the query the mark menus were filled for
-PLAYER_MARKS_FOR = "_player_marks_for"  # (source key, query key, its marks, gallery size) the p player shows
+PLAYER_MARKS_FOR = "_player_marks_for"  # (source key, query key, its marks) the p player shows
 PLAYER_MARKS_TAKEN = "_player_marks_taken"  # the player's reported marks were taken this run
 PLAYER_MARKS_LEFT_OUT = "_player_marks_left_out"  # what the player sent that is no image of the gallery
 

@@ -3,8 +3,8 @@ release of p (what the browser sends), through AppTest's own run step.
 
 AppTest cannot drive a browser component, so :func:`release_p` sends what the component's
 JavaScript sends on release, the state value ``{"p": p}``, beside every other widget's state; the
-app's real callback takes it from there. The component itself is driven in real Chromium by
-tests/test_browser.py."""
+app's real callback takes it from there. Both ways are docs/design.md §13, "The p player's
+protocol". The component itself is driven in real Chromium by tests/test_browser.py."""
 from __future__ import annotations
 
 import json
