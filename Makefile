@@ -30,7 +30,14 @@ system:
 	@sh scripts/install-chromium
 
 # pytest exits 5 when it collects no test; that is not a failure of the code under test.
+# The JavaScript unit tests (tests/js/, Node's own test runner) run inside pytest
+# (tests/test_player_source.py), once; without node they skip there, and this says so loudly.
 test: setup system
+	@command -v node >/dev/null 2>&1 || printf '\n%s\n##\n##  %s\n##  %s\n##\n%s\n\n' \
+		"########################################################################" \
+		"JS UNIT TESTS SKIPPED: node not found" \
+		"Every other test still runs. Install Node.js (20 or later) to run tests/js/ too." \
+		"########################################################################" >&2
 	@$(PY) -m pytest; rc=$$?; if [ $$rc -eq 5 ]; then exit 0; else exit $$rc; fi
 
 test-fast: setup

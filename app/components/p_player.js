@@ -1,26 +1,25 @@
 // The p player (app/p_player.py): plays a query's p path, its exact top-k at every slider position,
-// computed once on the server (anchordiv.explorer.p_player.player_data), beside the baselines'
-// grids, which p does not move. A move of p redraws the
-// grid here, with no request to the server; on release (and on pause after Play) the new p is
-// reported once, as the state value "p", and the server's one run updates the URL and the details.
+// computed once on the server, beside the baselines' grids, which p does not move. A move of p
+// redraws the grid here, with no request to the server; on release (and on pause after Play) the
+// new p is reported once, as the state value "p", and the server's one run updates the URL and the
+// details. Each image carries a toggle that marks it "like the query" (for Find anchors' learned
+// geometry); a click reports the query's marks at once, as the state value "marks". What the player
+// receives and sends: docs/design.md §13, "The p player's protocol".
 //
-// Each image carries a toggle that marks it "like the query" (for Find anchors' learned geometry);
-// a click reports the query's marks at once, as the state value "marks" (a list of gallery ids).
-//
+// This file draws; its rules (which p a drawing shows, Play's stops, when a release is reported)
+// are in p_player_logic.js, and the page's history policy, which it mounts, in p_player_history.js.
 // Every text from the server is set with textContent (or as an attribute), never as markup.
 // Streamlit calls this function again whenever the data changes; one Player per host element
-// keeps the visitor's p and the image elements across those calls.
+// keeps the image elements across those calls.
 
-const PLAYERS = new WeakMap();
-// The p the visitor last released, until a drawing from the server carries it back (its p_now),
-// and when the slider last had the keyboard. Kept outside the players: a busy server can
-// redraw the player with the p it had before the release (a run under way when the keys were
-// pressed, on the same path or a new query's), even on a new host element, and the visitor's p
-// must win over that p, and be reported again by a new player (the old one's report may be lost).
-const RELEASED = { p: null };
-const KEYBOARD = { at: -Infinity };
-const KEYBOARD_MS = 3000;      // a redraw this soon after a key on the slider gives the keyboard back
-const REPORT_DELAY_MS = 300;   // quick key presses in a row are one release: one run, not one per step
+import { formatP, isEndStop, nearestStep, playDirection, playStep, rankingAt, safeSource, sameOrder,
+         PlayerMemory, ReleaseReport } from "./p_player_logic.js";
+import { mountHistory } from "./p_player_history.js";
+
+const PLAYERS = new WeakMap();  // host element -> its Player
+// Each player's memory (PlayerMemory), by the payload's instance name: it outlives a host element,
+// and no two players share one.
+const MEMORIES = new Map();
 // Play stops once per run of steps that show the same images (the data's "stops", as the sweep's
 // GIF and strip do) and holds each long enough to read, the ends (p = 0, p = 1) twice as long.
 const HOLD_MS = 1250;
@@ -31,10 +30,11 @@ const MOVE_MS = 250;
 const ENTER_OPACITY = 0.5;
 
 export default function ({ data, parentElement, setStateValue }) {
-  keepOneEntryPerControl();
+  mountHistory(window, data.companion_params);
+  if (!MEMORIES.has(data.instance)) MEMORIES.set(data.instance, new PlayerMemory());
   let player = PLAYERS.get(parentElement);
   if (!player) {
-    player = new Player(parentElement);
+    player = new Player(parentElement, MEMORIES.get(data.instance));
     PLAYERS.set(parentElement, player);
   }
   player.report = (p) => setStateValue("p", p);
@@ -46,58 +46,23 @@ export default function ({ data, parentElement, setStateValue }) {
   };
 }
 
-const formatP = (p) => p.toFixed(2);
-
-// Streamlit pushes a browser history entry whenever a run changes the page's query string, so each
-// release of p (each move of any one control) was one more step for Back. Installed once for the
-// page: a change of the same one parameter as the last entry's, or of none, replaces that entry; a
-// change of anything else (another control, another page: a new view) pushes one.
-function keepOneEntryPerControl() {
-  if (window.anchordivHistory) return;
-  const push = history.pushState.bind(history);
-  let last = null;  // the one parameter the current entry changed
-  window.anchordivHistory = (state, unused, url) => {
-    const changed = changedParameters(location.href, url);
-    if (changed.length === 0 || (changed.length === 1 && changed[0] === last)) {
-      history.replaceState(state, unused, url);
-      return;
-    }
-    last = changed.length === 1 ? changed[0] : null;
-    push(state, unused, url);
-  };
-  history.pushState = window.anchordivHistory;
-}
-
-// The query-string parameters whose values differ between two addresses; "gallery" only when it
-// was there before: the app adds it beside a view's first parameter, to name the gallery it means.
-function changedParameters(from, to) {
-  const before = new URL(from);
-  const after = new URL(to ?? from, from);
-  if (before.pathname !== after.pathname) return ["(page)", "(path)"];
-  const names = new Set([...before.searchParams.keys(), ...after.searchParams.keys()]);
-  if (!before.searchParams.has("gallery")) names.delete("gallery");
-  return [...names].filter((name) => before.searchParams.getAll(name).join("\n") !== after.searchParams.getAll(name).join("\n"));
-}
-
-// Only the server's own addresses, a path from its root ("/media/...") or from here ("./..."), or
-// inline PNG data; anything else becomes "" (no image). A browser reads "//host" and "/\host" as
-// another host, drops tabs and newlines inside an address and reads "\" as "/" (so "/<tab>/host"
-// is "//host" too): a path is printable ASCII (0x21-0x7e) less the backslash (0x5c), and its first
-// "/" is not followed by another. Exported for the test that runs it (tests/test_player_source.py).
-const SERVER_PATH = /^\.{0,2}\/(?!\/)[\x21-\x5b\x5d-\x7e]*$/;
-const PNG_DATA = /^data:image\/png;base64,[A-Za-z0-9+/]*={0,2}$/;
-export const safeSource = (src) => typeof src === "string" && (SERVER_PATH.test(src) || PNG_DATA.test(src)) ? src : "";
-
 class Player {
-  constructor(host) {
+  constructor(host, memory) {
     this.host = host;
+    this.memory = memory;
     this.data = null;
     this.key = null;
     this.step = -1;
     this.tiles = [];
     this.playing = null;    // Play's timer for the next stop
-    this.timer = null;
-    this.reported = null;
+    // Until the delay is over, the slider carries data-anchordiv-reporting: a page with one may
+    // still ask the server for a run (the browser tests wait for it to go).
+    this.releases = new ReleaseReport({
+      memory,
+      read: () => ({ p: this.data.p[this.step], pNow: this.data.p_now, playing: this.playing !== null }),
+      report: (p) => this.report(p),
+      settled: () => this.range.removeAttribute("data-anchordiv-reporting"),
+    });
     this.drawn = null;      // the path's order the grid shows (indices into the tiles)
     this.dragging = false;  // a pointer holds the slider: the grid follows it with no glide
     this.baselineTiles = [];
@@ -147,13 +112,12 @@ class Player {
     if (data.key !== this.key) {
       this.pause(false);
       this.key = data.key;
-      this.reported = null;  // a new path: the server's p is its p_now
+      this.releases.forget();  // a new path: the server's p is its p_now
       this.tiles = data.items.map((item) => this.makeTile(item));
       this.drawn = null;
     }
-    const marks = data.marks || { like: [], enabled: false };
-    this.like = new Set(marks.like.map(Number));
-    this.markable = Boolean(marks.enabled);
+    this.like = new Set(data.marks.like.map(Number));
+    this.markable = Boolean(data.marks.enabled);
     const baselines = JSON.stringify(data.baselines);
     if (baselines !== this.baselines) {
       this.baselines = baselines;
@@ -162,24 +126,22 @@ class Player {
     this.step = -1;
     this.moveTo(nearestStep(data.p, target), false);
     this.drawMarks();
-    if (RELEASED.p !== null) this.released();  // reported unless this player has reported it
+    // A release the server has not carried back is reported again by this host's Player, unless it
+    // has reported it (another host's report may have been lost with its element).
+    if (this.memory.released !== null) this.released();
     const active = document.activeElement;
-    if (performance.now() - KEYBOARD.at < KEYBOARD_MS && active !== this.range
+    if (this.memory.keyboardRecent(performance.now()) && active !== this.range
         && (active === null || active === document.body)) {
       this.range.focus({ preventScroll: true });
     }
   }
 
-  // Where a drawing of data puts p: the visitor's release while the server has not carried it
-  // back; else the server's p on a first drawing (a link, a reload, a return to the page) or when
-  // the server's p changed (Back); else the p shown, which the visitor may be moving (Play, a drag).
+  // Where a drawing of data puts p (PlayerMemory.target).
   target(data) {
-    if (RELEASED.p !== null && nearestStep(data.p, RELEASED.p) === nearestStep(data.p, data.p_now)) {
-      RELEASED.p = this.reported = null;  // the server has it: a later release of this p is news again
-    }
-    if (RELEASED.p !== null) return RELEASED.p;
-    if (this.data === null || data.p_now !== this.data.p_now) return data.p_now;
-    return this.data.p[this.step];
+    const previous = this.data === null ? null : { pNow: this.data.p_now, shown: this.data.p[this.step] };
+    const { p, carried } = this.memory.target(data, previous);
+    if (carried) this.releases.forget();  // the server has it: a later release of this p is news again
+    return p;
   }
 
   // A tile: the image, its "like the query" toggle and its marks (✓obj, ✓sty) over it, and a
@@ -296,13 +258,10 @@ class Player {
 
   // Which of the path's runs of one set of images this step is in, and the p they span.
   drawRanking(step) {
-    const runs = this.data.runs;
-    const run = runOf(runs, step);
-    if (run < 0) return;
-    const [first, last] = runs[run];
-    this.ranking.textContent = `ranking ${run + 1} of ${runs.length}`;
-    this.ranking.title = first === last ? `only at p = ${formatP(this.data.p[first])}`
-      : `the same images from p = ${formatP(this.data.p[first])} to ${formatP(this.data.p[last])}`;
+    const ranking = rankingAt(this.data.p, this.data.runs, step);
+    if (ranking === null) return;
+    this.ranking.textContent = ranking.text;
+    this.ranking.title = ranking.title;
   }
 
   // The captions follow every step; the tiles are laid out again only when the order changes,
@@ -314,9 +273,7 @@ class Player {
       tile.head.textContent = this.data.heads[step][rank];
       return tile.element;
     });
-    if (this.drawn !== null && this.drawn.length === order.length && this.drawn.every((index, rank) => index === order[rank])) {
-      return;
-    }
+    if (sameOrder(this.drawn, order)) return;
     this.drawn = order.slice();
     const glide = animate && this.grid.isConnected && !window.matchMedia("(prefers-reduced-motion: reduce)").matches;
     const before = glide ? this.drawnPlaces() : null;
@@ -391,7 +348,7 @@ class Player {
   }
 
   onKey(event) {
-    if (event.target === this.range) KEYBOARD.at = performance.now();
+    if (event.target === this.range) this.memory.keyPressed(performance.now());
     if (event.key === " " || event.code === "Space") {
       if (event.target === this.playButton) return;  // the button's own click plays or pauses
       event.preventDefault();
@@ -410,16 +367,12 @@ class Player {
   play() {
     if (!this.data.enabled) return;
     const stops = this.data.stops;
-    let direction = this.step >= stops[stops.length - 1] ? -1 : 1;
+    let direction = playDirection(stops, this.step);
     const advance = () => {
-      let stop = nextStop(stops, this.data.runs, this.step, direction);
-      if (stop === null) {
-        direction = -direction;
-        stop = nextStop(stops, this.data.runs, this.step, direction);
-      }
-      this.moveTo(stop);
-      const end = stop === stops[0] || stop === stops[stops.length - 1];
-      this.playing = setTimeout(advance, end ? END_HOLD_MS : HOLD_MS);
+      const next = playStep(stops, this.data.runs, this.step, direction);
+      direction = next.direction;
+      this.moveTo(next.stop);
+      this.playing = setTimeout(advance, isEndStop(stops, next.stop) ? END_HOLD_MS : HOLD_MS);
     };
     this.playButton.textContent = "Pause";
     this.playButton.setAttribute("aria-pressed", "true");
@@ -435,43 +388,15 @@ class Player {
     if (report) this.released();
   }
 
-  // Until the delay is over, the slider carries data-anchordiv-reporting: a page with one may still
-  // ask the server for a run (the browser tests wait for it to go).
+  // A release of the p shown (ReleaseReport: one report per burst, if it is news).
   released() {
-    RELEASED.p = this.data.p[this.step];
-    clearTimeout(this.timer);
     this.range.setAttribute("data-anchordiv-reporting", "");
-    this.timer = setTimeout(() => {
-      this.range.removeAttribute("data-anchordiv-reporting");
-      const p = this.data.p[this.step];
-      if (this.playing !== null || p === (this.reported ?? this.data.p_now)) return;
-      this.reported = p;
-      this.report(p);
-    }, REPORT_DELAY_MS);
+    this.releases.release(this.data.p[this.step]);
   }
-}
-
-// The index of the run ([first, last] steps) that holds step, or -1.
-const runOf = (runs, step) => runs.findIndex(([first, last]) => first <= step && step <= last);
-
-// The first of the ascending stops after step (direction 1) or the last before it (-1) that shows
-// other images than step's run (a stop of the same run when there is none), or null.
-function nextStop(stops, runs, step, direction) {
-  const ahead = direction > 0 ? stops.filter((stop) => stop > step) : stops.filter((stop) => stop < step).reverse();
-  const other = ahead.find((stop) => runOf(runs, stop) !== runOf(runs, step));
-  return other ?? (ahead.length ? ahead[0] : null);
 }
 
 // Where element is drawn (its transform included): its centre relative to the rectangle origin.
 function centreOf(element, origin) {
   const rect = element.getBoundingClientRect();
   return { x: rect.left + rect.width / 2 - origin.left, y: rect.top + rect.height / 2 - origin.top };
-}
-
-function nearestStep(positions, p) {
-  let best = 0;
-  for (let i = 1; i < positions.length; i += 1) {
-    if (Math.abs(positions[i] - p) < Math.abs(positions[best] - p)) best = i;
-  }
-  return best;
 }
