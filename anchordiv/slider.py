@@ -190,15 +190,15 @@ class GridPass:
                         else None)
             kth = best.kth_best()
             if kth is None:
-                scores = self._scores(grid, *self._terms(products, factors, kappa, kappa_x))        # (m, n)
+                scores = self._scores(grid, *self.block_terms(products, factors, kappa, kappa_x))    # (m, n)
                 if excluded is not None:
                     scores[:, excluded] = float("-inf")
                 best.add_block(scores, start)
                 continue
             floor = kth - 1e-12 * (1.0 + kth.abs())
-            screened = self._screen(products, factors, kappa, float(floor.min()))
-            terms = self._terms(products[:, screened], factors[screened], kappa[screened], kappa_x)
-            chosen = self._live_rows(terms, grid, floor)
+            screened = self.screen(products, factors, kappa, float(floor.min()))
+            terms = self.block_terms(products[:, screened], factors[screened], kappa[screened], kappa_x)
+            chosen = self.live_rows(terms, grid, floor)
             live = screened[chosen]
             if excluded is not None:
                 kept = live != excluded
@@ -209,7 +209,7 @@ class GridPass:
         return best.result()
 
     @staticmethod
-    def _terms(products: torch.Tensor, factors: torch.Tensor, kappa: torch.Tensor, kappa_x: torch.Tensor
+    def block_terms(products: torch.Tensor, factors: torch.Tensor, kappa: torch.Tensor, kappa_x: torch.Tensor
                ) -> list[torch.Tensor]:
         """``a``, ``b``, ``alpha``, ``beta`` ``(n,)`` each in float64 from a block's products ``row .
         g_k`` ``(2, n)``, ``factors`` ``(n,)`` and ``kappa_k(eta_y)`` ``(n, 2)``."""
@@ -217,9 +217,9 @@ class GridPass:
         shifted = kappa.to(torch.float64) - kappa_x                                                  # (n, 2)
         return [ab[0], ab[1], shifted[:, 0], shifted[:, 1]]
 
-    def _screen(self, products: torch.Tensor, factors: torch.Tensor, kappa: torch.Tensor, floor: float
+    def screen(self, products: torch.Tensor, factors: torch.Tensor, kappa: torch.Tensor, floor: float
                 ) -> torch.Tensor:
-        """The rows ``(n_s,)`` of a block that :meth:`_live_rows` might keep, found at the pass's own
+        """The rows ``(n_s,)`` of a block that :meth:`live_rows` might keep, found at the pass's own
         precision, so that only they are taken to float64: a row is dropped when both ``factor_y
         (row_y . g_k) - kappa_k(eta_y)`` fall below ``floor + kappa_k(eta_x)`` by more than their
         rounding. Each value is two roundings away from its float64 counterpart (the product of two
@@ -234,7 +234,7 @@ class GridPass:
         return (~(values <= cuts).all(dim=0)).nonzero()[:, 0]
 
     @staticmethod
-    def _live_rows(terms: list[torch.Tensor], grid: list[torch.Tensor], floor: torch.Tensor) -> torch.Tensor:
+    def live_rows(terms: list[torch.Tensor], grid: list[torch.Tensor], floor: torch.Tensor) -> torch.Tensor:
         """The rows ``(n_live,)`` of ``terms`` that may beat some grid point's ``k'``-th best so far,
         lowered by a relative ``1e-12`` to ``floor`` ``(m,)``.
 
@@ -280,7 +280,7 @@ class GridPass:
 def _first_block_cut(blocks: Iterable[tuple[int, torch.Tensor, torch.Tensor, torch.Tensor]], rows: int
                      ) -> Iterator[tuple[int, torch.Tensor, torch.Tensor, torch.Tensor]]:
     """``blocks`` with the first cut after ``rows`` rows when it is much longer: the top-``k'`` of
-    those rows sets the floors that let most of the rest be skipped (:meth:`GridPass._live_rows`),
+    those rows sets the floors that let most of the rest be skipped (:meth:`GridPass.live_rows`),
     where a whole first block (a gallery in memory is often one) would be scored at every grid point."""
     blocks = iter(blocks)
     for start, rows_, factors, kappa in blocks:

@@ -157,16 +157,16 @@ def test_the_passs_float32_screen_keeps_every_row_the_float64_test_keeps():
     kappa = torch.from_numpy(rng.normal(0, 300, (n, 2)).astype(np.float32))
     kappa_x = torch.from_numpy(job.kappa_x)
     grid = [torch.from_numpy(values)[:, None] for values in (job.log_r, job.log_1mr)]
-    terms = GridPass._terms(products, factors, kappa, kappa_x)
+    terms = GridPass.block_terms(products, factors, kappa, kappa_x)
     at_bounds = torch.maximum(terms[1] - terms[3], terms[0] - terms[2])
     for quantile in (0.5, 0.99, 0.9999):  # the screen drops the rows far below
         floor = torch.full((5,), float(torch.quantile(at_bounds, quantile)), dtype=torch.float64)
-        kept = set(GridPass._live_rows(terms, grid, floor).tolist())
-        screened = set(job._screen(products, factors, kappa, float(floor.min())).tolist())
+        kept = set(GridPass.live_rows(terms, grid, floor).tolist())
+        screened = set(job.screen(products, factors, kappa, float(floor.min())).tolist())
         assert kept <= screened and len(screened) < (1.0 - quantile) * n + 50
     for row in rng.choice(n, 200, replace=False):  # a floor just under one row: within float32 rounding
         floor = torch.full((5,), float(at_bounds[row]) - 1e-6, dtype=torch.float64)
-        assert row in set(job._screen(products, factors, kappa, float(floor.min())).tolist())
+        assert row in set(job.screen(products, factors, kappa, float(floor.min())).tolist())
 
 
 def test_scores_are_convex_in_r_and_r_is_monotone_in_p(world, mixtures):
