@@ -204,8 +204,47 @@ def object_style_world(seed: int, n_objects: int, n_styles: int, copies: int, d:
     return torch.nn.functional.normalize(images, dim=1), rows, object_anchors, style_anchors
 
 
+def labelled_world(seed: int, copies: int, key: str, description: str, coloured: bool = False):
+    """A labelled gallery of :func:`object_style_world` (6 objects x 5 styles x ``copies``, d = 16):
+    ``(gallery, (object anchors, style anchors), (object texts, style texts))``, its labels
+    "object o" (column ``obj``) and "style s" (``sty``). Its 8 x 8 images are blank, or ``coloured``
+    by object and style."""
+    import pandas as pd
+
+    from anchordiv.gallery import Gallery
+
+    embeddings, rows, object_anchors, style_anchors = object_style_world(seed, 6, 5, copies, 16, 0.8, 0.15)
+    labels = pd.DataFrame({"obj": [f"object {o}" for o, _ in rows], "sty": [f"style {s}" for _, s in rows]})
+    images = [Image.new("RGB", (8, 8), (o * 40, s * 50, 0) if coloured else 0) for o, s in rows]
+    gallery = Gallery(embeddings=embeddings, labels=labels, load=lambda i: images[i], object_column="obj",
+                      name_column="obj", style_column="sty", key=key, description=description)
+    texts = ([f"object {i}" for i in range(6)], [f"style {i}" for i in range(5)])
+    return gallery, (object_anchors, style_anchors), texts
+
+
+# -- a private cache and the built-in encoder, for the modules that need them --------------------------
+@pytest.fixture
+def cache(tmp_path, monkeypatch) -> Path:
+    """The test's own, empty anchordiv cache: ``ANCHORDIV_CACHE`` at ``tmp_path / "cache"`` (this
+    suite's ``cache``, in place of pytest's own fixture of that name, which no test uses)."""
+    path = tmp_path / "cache"
+    monkeypatch.setenv("ANCHORDIV_CACHE", str(path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    """The built-in encoder on the CPU, one per module: a test that changes it does so with
+    ``monkeypatch``, which puts it back."""
+    from anchordiv.encoders import load_encoder
+
+    return load_encoder("builtin", device="cpu")
+
+
 # -- the Streamlit app's tests: a small slice of the built-in world, a private cache ----------------
 APP_SPLIT, APP_LIMIT = "heldout", 96  # 8 emoji x 12 renditions: enough to rank, quick to draw
+# The command line's options for that slice.
+APP_SLICE_ARGS = ["--split", APP_SPLIT, "--limit", str(APP_LIMIT)]
 
 
 @pytest.fixture(scope="module")
@@ -236,6 +275,12 @@ def library(app_env):
     gallery = world_gallery(encoder, split=APP_SPLIT, limit=APP_LIMIT)
     presets = ex.anchor_presets(gallery)
     return {"encoder": encoder, "gallery": gallery, "presets": presets}
+
+
+@pytest.fixture(scope="module")
+def preset_texts(library) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The slice's default anchor sets: its object names (A) and styles (B)."""
+    return library["presets"]["Gallery object names"], library["presets"]["Gallery styles"]
 
 
 # -- a folder for the store builders (local and Ray engines): images, and files that are not -------

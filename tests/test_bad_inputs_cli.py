@@ -26,6 +26,7 @@ import anchordiv.benchmarks.search
 from anchordiv.cache import atomic_write, check_folder
 from anchordiv.cli import main
 from anchordiv.device import resolve_device
+from helpers import tripwire
 
 FOLDER, LABELS, ANCHORS, LATIN1, EMPTY_CSV, A_FILE, A_DIR, UNWRITABLE = (
     "<folder>", "<labels>", "<anchors>", "<latin1>", "<empty_csv>", "<file>", "<dir>", "<unwritable>")
@@ -58,17 +59,13 @@ def fill(argument: str, place: dict[str, str]) -> str:
 
 
 @pytest.fixture
-def no_work(monkeypatch, tmp_path):
+def no_work(monkeypatch, cache):
     """Tripwires on everything slow a command does after its checks; a private, writable cache."""
-    def tripwire(*args, **kwargs):
-        raise AssertionError("the work started before the bad input was refused")
-
     for module, name in ((anchordiv.encoders, "load_encoder"), (anchordiv.benchmarks.search, "run_benchmark"),
                          (anchordiv.benchmarks.explorer, "benchmark"), (anchordiv.cli.train_builtin, "train_command"),
                          (anchordiv.cli.evaluate_builtin, "evaluate_command"),
                          (anchordiv.cli.embed_builtin_world, "embed_world_command")):
-        monkeypatch.setattr(module, name, tripwire)
-    monkeypatch.setenv("ANCHORDIV_CACHE", str(tmp_path / "cache"))
+        monkeypatch.setattr(module, name, tripwire())
 
 
 def deny_writes_to(monkeypatch, folder: str) -> None:

@@ -8,7 +8,6 @@ import os
 import re
 import socket
 import stat
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -22,9 +21,11 @@ from anchordiv.datasets.layouts import load_chexpert
 from anchordiv.embeddings import MAX_CSV_BYTES, embed_folder
 from anchordiv.encoders.open_clip_encoder import resolve_checkpoint
 from anchordiv.images import ImageLoadError, load_image, to_rgb
-from test_embeddings import CountingEncoder, picture, png_bytes
+from helpers import encoded, within
+from test_embeddings import CountingEncoder, picture
 
 DEADLINE_S = 15.0
+pytestmark = pytest.mark.usefixtures("cache")  # every case its own anchordiv cache (conftest.py)
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,7 @@ def png16(mode: str) -> bytes:
     """A 64x64 16-bit grayscale gradient over the full 0..65535 range, as PNG bytes."""
     values = np.linspace(0, 65535, 64 * 64).reshape(64, 64).astype(np.uint16)
     image = Image.fromarray(values) if mode == "I;16" else Image.frombytes(mode, (64, 64), values.astype(">u2").tobytes())
-    return png_bytes(image)
+    return encoded(image)
 
 
 def scaled_not_white(image: Image.Image) -> None:
@@ -121,10 +122,10 @@ def non_utf8(root: Path, relative: bytes) -> bytes:
 def embedded_with_non_utf8_name(tmp: Path):
     root = gallery(tmp)
     with open(non_utf8(root, b"caf\xe9.png"), "wb") as handle:
-        handle.write(png_bytes(picture(2)))
+        handle.write(encoded(picture(2)))
     os.mkdir(non_utf8(root, b"\xff\xfe"))
     with open(non_utf8(root, b"\xff\xfe/x.png"), "wb") as handle:
-        handle.write(png_bytes(picture(3)))
+        handle.write(encoded(picture(3)))
     with open(non_utf8(root, b"bad\xe9.png"), "wb") as handle:
         handle.write(b"not a picture")
     return root, embed(root)
@@ -223,7 +224,7 @@ CASES = [
     pytest.param(with_entry(lambda root: link(root / "zero.png", "/dev/zero")), Skipped("zero.png", r"character device"), id="link-to-dev-zero"),
     pytest.param(with_entry(lambda root: link(root / "status.png", "/proc/self/status")), Skipped("status.png", r"system file under /proc"), id="link-into-proc"),
     pytest.param(with_entry(lambda root: link(root / "loopdir", root)), Skipped("loopdir", r"link to a folder; .* not followed"), id="link-to-folder"),
-    pytest.param(with_entry(lambda root: (root / "cut.png").write_bytes(png_bytes(picture(7, (64, 64)))[:300])),
+    pytest.param(with_entry(lambda root: (root / "cut.png").write_bytes(encoded(picture(7, (64, 64)))[:300])),
                  Skipped("cut.png", r"damaged or cut off"), id="truncated-image"),
     pytest.param(with_entry(lambda root: (root / "empty.png").write_bytes(b"")), Skipped("empty.png", r"not an image"), id="empty-image"),
     # ---- folders that must not be scanned at all
@@ -269,28 +270,11 @@ CASES = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def own_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("ANCHORDIV_CACHE", str(tmp_path / "cache"))
-
-
 def run_with_deadline(action: Callable[[Path], object], tmp: Path) -> tuple[object, BaseException | None]:
-    """``action(tmp)`` in a thread; fails the test (rather than hanging it) if it blocks past the deadline."""
-    outcome: dict = {}
-
-    def target():
-        try:
-            outcome["result"] = action(tmp)
-        except BaseException as error:  # noqa: BLE001 - handed to the test thread
-            outcome["error"] = error
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(DEADLINE_S)
-    if thread.is_alive():
-        release_fifos(tmp)
-        pytest.fail(f"blocked for over {DEADLINE_S:.0f} s (a read that waits on a pipe or device)")
-    return outcome.get("result"), outcome.get("error")
+    """``action(tmp)`` in a thread (:func:`helpers.within`); fails the test (rather than hanging it) if
+    it blocks past the deadline, releasing the FIFOs under ``tmp`` first."""
+    return within(DEADLINE_S, lambda: action(tmp), on_timeout=lambda: release_fifos(tmp),
+                  why="a read that waits on a pipe or device")
 
 
 def release_fifos(tmp: Path) -> None:

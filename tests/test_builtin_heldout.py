@@ -6,11 +6,8 @@ import torch
 from anchordiv.builtin.heldout import geometries, retrieval_table, zero_shot_hits, zero_shot_table
 from anchordiv.models import GaussianAnchors
 from anchordiv.search import AnchorIndex
+from helpers import unit
 from rankings import assert_same_ranking
-
-
-def unit(rows: torch.Tensor) -> torch.Tensor:
-    return torch.nn.functional.normalize(rows, dim=1)
 
 
 def test_zero_shot_table_scores_each_group_and_the_whole():

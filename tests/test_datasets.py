@@ -36,13 +36,6 @@ def sprites(shipped):
 
 
 @pytest.fixture
-def cache(tmp_path, monkeypatch):
-    path = tmp_path / "cache"
-    monkeypatch.setenv("ANCHORDIV_CACHE", str(path))
-    return path
-
-
-@pytest.fixture
 def tiny_data(tmp_path, shipped, sprites):
     """Shipped-format data with 4 training and 2 held-out emoji, written by the recipe's own writer."""
     index = shipped.index

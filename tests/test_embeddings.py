@@ -18,6 +18,7 @@ from anchordiv.cache import atomic_write
 from anchordiv.embeddings import embed_folder
 from anchordiv.encoders import Encoder
 from anchordiv.images import MAX_BYTES, ImageLoadError, load_image
+from helpers import encoded
 from tiny_open_clip import TINY_ARCH, make_tiny_checkpoint
 
 GOOD = ["cats/a.png", "cats/b.jpg", "dogs/c.webp", "dogs/puppies/d.bmp", "top.gif"]
@@ -51,12 +52,6 @@ class CountingEncoder(Encoder):
         raise AssertionError("the cache tests embed no text")
 
 
-def png_bytes(image: Image.Image) -> bytes:
-    buffer = io.BytesIO()
-    image.save(buffer, "PNG")
-    return buffer.getvalue()
-
-
 def png_header_claiming(width: int, height: int) -> bytes:
     """A valid PNG signature and IHDR for width x height RGB, with a few bytes of data: a decompression bomb."""
     def chunk(kind: bytes, data: bytes) -> bytes:
@@ -71,9 +66,9 @@ def picture(seed: int, size=(20, 16)) -> Image.Image:
 
 
 @pytest.fixture
-def folder(tmp_path, monkeypatch) -> Path:
-    """Five good images (labels: cats, dogs, dogs/puppies, none) and one file of each bad kind."""
-    monkeypatch.setenv("ANCHORDIV_CACHE", str(tmp_path / "cache"))
+def folder(tmp_path, cache) -> Path:
+    """Five good images (labels: cats, dogs, dogs/puppies, none) and one file of each bad kind; the
+    test's own anchordiv cache."""
     root = tmp_path / "gallery"
     for seed, rel in enumerate(GOOD):
         path = root / rel
@@ -84,10 +79,10 @@ def folder(tmp_path, monkeypatch) -> Path:
     (root / "bad/corrupt.png").write_bytes(np.random.default_rng(9).bytes(500))
     with open(root / "bad/huge.jpg", "wb") as handle:
         handle.truncate(MAX_BYTES + 1)  # sparse: costs no disk, and must never be read
-    (root / "bad/truncated.png").write_bytes(png_bytes(picture(7, (64, 64)))[:300])
+    (root / "bad/truncated.png").write_bytes(encoded(picture(7, (64, 64)))[:300])
     (root / "notes.txt").write_text("not a picture")
     (root / ".hidden").mkdir()
-    (root / ".hidden/ignored.png").write_bytes(png_bytes(picture(8)))
+    (root / ".hidden/ignored.png").write_bytes(encoded(picture(8)))
     return root
 
 
@@ -106,13 +101,13 @@ def test_load_image_orientation_alpha_palette_and_bytes():
     assert load_image(buffer.getvalue()).size == (10, 30)
 
     transparent = Image.new("RGBA", (4, 4), (255, 0, 0, 0))
-    assert load_image(png_bytes(transparent)).getpixel((0, 0)) == (255, 255, 255)
+    assert load_image(encoded(transparent)).getpixel((0, 0)) == (255, 255, 255)
     palette = Image.new("P", (4, 4), 0)
     palette.putpalette([0, 0, 0] * 256)
     palette.info["transparency"] = 0
-    assert load_image(png_bytes(palette)).getpixel((1, 1)) == (255, 255, 255)
+    assert load_image(encoded(palette)).getpixel((1, 1)) == (255, 255, 255)
     gray = Image.new("L", (5, 5), 100)
-    assert load_image(png_bytes(gray)).mode == "RGB"
+    assert load_image(encoded(gray)).mode == "RGB"
 
 
 def test_load_image_first_gif_frame(tmp_path):
@@ -137,7 +132,7 @@ def test_load_image_refusals_are_readable(data, words):
 def test_load_image_size_limit_and_missing_file(tmp_path, monkeypatch):
     monkeypatch.setattr("anchordiv.images.MAX_BYTES", 100)
     with pytest.raises(ImageLoadError, match="over the 0 MB limit"):
-        load_image(png_bytes(picture(0, (64, 64))))
+        load_image(encoded(picture(0, (64, 64))))
     with pytest.raises(ImageLoadError, match="no such file"):
         load_image(tmp_path / "absent.png")
 

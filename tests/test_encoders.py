@@ -27,9 +27,7 @@ def tiny(tmp_path_factory):
     return make_tiny_checkpoint(tmp_path_factory.mktemp("tiny"))
 
 
-@pytest.fixture(autouse=True)
-def isolated_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("ANCHORDIV_CACHE", str(tmp_path / "anchordiv-cache"))
+pytestmark = pytest.mark.usefixtures("cache")  # every test its own anchordiv cache (conftest.py)
 
 
 def images(count: int, seed: int = 0) -> list[Image.Image]:

@@ -7,7 +7,6 @@ import textwrap
 import threading
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch
 from PIL import Image
@@ -24,7 +23,7 @@ from anchordiv.explorer import maps
 from anchordiv.explorer.anchors import preset_sources
 from anchordiv.explorer.neighbours import GRID_CAPTION_LINE_CHARS, GRID_CAPTION_LINES
 
-from conftest import object_style_world
+from conftest import labelled_world
 from rankings import assert_same_ranking
 
 SCALE = 12.0
@@ -33,13 +32,7 @@ SCALE = 12.0
 @pytest.fixture(scope="module")
 def world():
     """A labelled synthetic gallery (60 images: 6 objects x 5 styles x 2) and two anchor sets."""
-    embeddings, rows, object_anchors, style_anchors = object_style_world(0, 6, 5, 2, 16, 0.8, 0.15)
-    labels = pd.DataFrame({"obj": [f"object {o}" for o, _ in rows], "sty": [f"style {s}" for _, s in rows]})
-    images = [Image.new("RGB", (8, 8), (o * 40, s * 50, 0)) for o, s in rows]
-    gallery = Gallery(embeddings=embeddings, labels=labels, load=lambda i: images[i], object_column="obj",
-                      name_column="obj", style_column="sty", key="synthetic", description="synthetic")
-    texts = ([f"object {i}" for i in range(6)], [f"style {i}" for i in range(5)])
-    return gallery, (object_anchors, style_anchors), texts
+    return labelled_world(0, 2, "synthetic", "synthetic", coloured=True)
 
 
 def geometry(world, kind: str = "softmax", reverse: bool = False, device: str = "cpu") -> ex.ExplorerGeometry:

@@ -7,13 +7,9 @@ from sklearn.base import clone
 import anchordiv
 from anchordiv import AnchorIndex, EmpiricalAnchors, FeedbackAnchors, MixtureAnchors, suggest_anchors
 from anchordiv.prompts import AS_TYPED
+from helpers import unit
 
 SCALE = 10.0
-
-
-def unit(rows):
-    rows = np.asarray(rows, dtype=np.float64)
-    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
 
 
 def make_world():
@@ -199,11 +195,6 @@ class FakeEncoder:
 
     def encode_texts(self, texts):
         return torch.tensor([self.table[text] for text in texts], dtype=torch.float32)
-
-
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("ANCHORDIV_CACHE", str(tmp_path / "cache"))
 
 
 def test_suggest_anchors_ranks_terms_by_the_tilted_distribution(cache):

@@ -17,15 +17,12 @@ from PIL import Image
 
 from anchordiv import explorer as ex
 from anchordiv import figure as fg
-from anchordiv.builtin.weights import ASSETS_DIR, MANIFEST_NAME, WEIGHTS_NAME
 from anchordiv.cli import main
 from anchordiv.text_cache import encode_texts_cached
+from conftest import APP_SLICE_ARGS as WORLD
+from helpers import SVG, needs_builtin, tripwire
 from rankings import assert_same_ranking
 
-needs_builtin = pytest.mark.skipif(not (ASSETS_DIR / WEIGHTS_NAME).is_file() or not (ASSETS_DIR / MANIFEST_NAME).is_file(),
-                                   reason="the built-in model weights (assets/builtin-model.*) are not there yet")
-WORLD = ["--split", "heldout", "--limit", "96"]  # the `library` fixture's slice
-SVG = "{http://www.w3.org/2000/svg}"
 
 
 # -- specs as text ----------------------------------------------------------------------------------
@@ -95,11 +92,10 @@ def test_a_bad_query_row_is_refused_with_the_fix(text, message):
 
 # -- the neighbours ---------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def world(library):
+def world(library, preset_texts):
     """The slice, its default anchor sets (object names, styles) and their embeddings."""
-    texts_a, texts_b = library["presets"]["Gallery object names"], library["presets"]["Gallery styles"]
-    anchors = [encode_texts_cached(library["encoder"], texts) for texts in (texts_a, texts_b)]
-    return {**library, "texts": (texts_a, texts_b), "anchors": anchors}
+    anchors = [encode_texts_cached(library["encoder"], texts) for texts in preset_texts]
+    return {**library, "texts": preset_texts, "anchors": anchors}
 
 
 def explorer_geometry(world, spec: ex.GeometrySpec, sets=("A", "B")) -> ex.ExplorerGeometry:
@@ -342,10 +338,7 @@ BAD = [
 
 @pytest.mark.parametrize("argv, message", BAD)
 def test_bad_input_is_one_line_and_exit_2_before_loading_a_model(argv, message, places, monkeypatch, capsys):
-    def tripwire(*args, **kwargs):
-        raise AssertionError("a model was loaded before the input was checked")
-
-    monkeypatch.setattr("anchordiv.encoders.load_encoder", tripwire)
+    monkeypatch.setattr("anchordiv.encoders.load_encoder", tripwire("a model was loaded before the input was checked"))
     assert main(["figure", *[places.get(arg, arg) for arg in argv]]) == 2
     error = capsys.readouterr().err
     assert error.startswith("anchordiv figure: ") and error.count("\n") == 1, error

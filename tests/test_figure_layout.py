@@ -13,12 +13,9 @@ import xml.etree.ElementTree as ElementTree
 import pytest
 
 from anchordiv import figure as fg
-from anchordiv.builtin.weights import ASSETS_DIR, MANIFEST_NAME, WEIGHTS_NAME
+from helpers import SVG, needs_builtin
 
-pytestmark = pytest.mark.skipif(
-    not (ASSETS_DIR / WEIGHTS_NAME).is_file() or not (ASSETS_DIR / MANIFEST_NAME).is_file(),
-    reason="the built-in model weights (assets/builtin-model.*) are not there yet")
-SVG = "{http://www.w3.org/2000/svg}"
+pytestmark = needs_builtin
 COLUMNS = ["cosine", "iti", "A", "B", "mix p=0.3 model=gmm s=20"]
 # Long captions of every kind: many short words, one word longer than a thumbnail, words and a long word.
 LONG_NAMES = ["new moon with face and a rather long description of it",
@@ -35,16 +32,10 @@ def with_long_captions(result: fg.CompareResult) -> fg.CompareResult:
 
 
 @pytest.fixture(scope="module")
-def texts(library):
-    """The default anchor sets of the slice: object names (A) and styles (B)."""
-    return library["presets"]["Gallery object names"], library["presets"]["Gallery styles"]
-
-
-@pytest.fixture(scope="module")
-def long_result(library, texts):
+def long_result(library, preset_texts):
     """Three queries x five geometries, top-5, every neighbour named by a long caption."""
     result = fg.compare(library["gallery"], library["encoder"], ["#0", "#40", "text:a dog in watercolor"], COLUMNS,
-                        *texts, k=5)
+                        *preset_texts, k=5)
     return with_long_captions(result)
 
 
@@ -121,7 +112,7 @@ def footer_text(result: fg.CompareResult) -> str:
 
 @pytest.mark.parametrize("columns, iti", [(["cosine", "A", "mix p=0.5"], False), (["cosine", "iti"], True),
                                           (["B"], False)])
-def test_the_footer_mentions_iti_only_with_an_iti_column(library, texts, columns, iti):
-    result = fg.compare(library["gallery"], library["encoder"], ["#3"], columns, *texts, k=2)
+def test_the_footer_mentions_iti_only_with_an_iti_column(library, preset_texts, columns, iti):
+    result = fg.compare(library["gallery"], library["encoder"], ["#3"], columns, *preset_texts, k=2)
     assert any("ITI" in line for line in result.settings.lines()) == iti
     assert ("ITI over" in footer_text(result)) == iti

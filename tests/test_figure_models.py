@@ -17,6 +17,7 @@ from anchordiv.cli import main
 from anchordiv.encoders import load_encoder
 from anchordiv.gallery import folder_gallery
 from anchordiv.prompts import AS_TYPED, AUTO, TemplateChoice, encode_anchors
+from helpers import tripwire
 from tiny_open_clip import TINY_ARCH, make_tiny_checkpoint
 
 TEXTS_A = ("red square", "blue square", "green circle", "yellow star")
@@ -131,10 +132,8 @@ def test_a_figure_names_at_most_limits_encoders_before_loading_any(two_models):
 
 
 def test_the_command_refuses_too_many_encoders_before_loading_a_model(two_models, tmp_path, monkeypatch, capsys):
-    def tripwire(*args, **kwargs):
-        raise AssertionError("a model was loaded before the figure's encoders were counted")
-
-    monkeypatch.setattr("anchordiv.cli.fetch_model.load_with_progress", tripwire)
+    monkeypatch.setattr("anchordiv.cli.fetch_model.load_with_progress",
+                        tripwire("a model was loaded before the figure's encoders were counted"))
     columns = [f"cosine {two_models['named']}", "cosine model=builtin", "iti model=open_clip:hf-hub:org/repo"]
     assert main(["figure", "--queries", "#0", "--geometries", *columns, "--out", str(tmp_path / "f.png")]) == 2
     assert "name at most 2 encoders with model=SPEC (this one names 3" in capsys.readouterr().err

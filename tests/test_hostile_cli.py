@@ -34,30 +34,20 @@ import pytest
 from PIL import Image
 
 from anchordiv import figure as fg
-from anchordiv.builtin.weights import ASSETS_DIR, MANIFEST_NAME, WEIGHTS_NAME
 from anchordiv.cli import build_parser, main
 from anchordiv.cli.demo import listen_address
 from anchordiv.cli.output import name_skipped
 from anchordiv.encoders import hub_model_folder
 from anchordiv.gallery import folder_gallery
+from conftest import APP_SLICE_ARGS as WORLD
+from helpers import SVG, needs_builtin, tripwire
 from loopback_hub import CONFIG_NAME as HUB_CONFIG, WEIGHTS_NAME as HUB_WEIGHTS, tiny_hub_files
-
-needs_builtin = pytest.mark.skipif(
-    not (ASSETS_DIR / WEIGHTS_NAME).is_file() or not (ASSETS_DIR / MANIFEST_NAME).is_file(),
-    reason="the built-in model weights (assets/builtin-model.*) are not there yet")
-WORLD = ["--split", "heldout", "--limit", "96"]  # the `library` fixture's slice
-SVG = "{http://www.w3.org/2000/svg}"
-
-
-def tripwire(*args, **kwargs):
-    raise AssertionError("the work started before the bad input was refused")
 
 
 @pytest.fixture
-def no_model(monkeypatch, tmp_path):
+def no_model(monkeypatch, cache):
     """Loading a model fails the test (every check must come first); a private, writable cache."""
-    monkeypatch.setattr("anchordiv.encoders.load_encoder", tripwire)
-    monkeypatch.setenv("ANCHORDIV_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr("anchordiv.encoders.load_encoder", tripwire())
 
 
 def refusal(argv: list[str], capsys) -> str:
@@ -137,14 +127,14 @@ def test_compare_refuses_past_its_limits_before_computing_anything(rows, columns
     """Nothing is resolved, embedded or fitted: every step compare would take is a tripwire."""
     with pytest.raises(ValueError, match=re.escape(expected)):
         fg.compare(None, None, ["#0"] * rows, ["cosine"] * columns, ["a"], ["b"], k, limits=limits,
-                   geometry_for=tripwire, baseline_for=tripwire, embed_text=tripwire, embed_image=tripwire)
+                   geometry_for=tripwire(), baseline_for=tripwire(), embed_text=tripwire(), embed_image=tripwire())
 
 
 def test_compare_refuses_more_geometries_than_its_limit_before_fitting_any():
     with pytest.raises(ValueError, match=re.escape("at most 2 anchor geometries (this one asks for 3")):
         fg.compare(None, None, ["#0"], ["A", "A s=20", "B model=gaussian", "mix p=0.5"], ["a"], ["b"], 1,
-                   limits=fg.FigureLimits(geometries=2), geometry_for=tripwire, baseline_for=tripwire,
-                   embed_text=tripwire, embed_image=tripwire)
+                   limits=fg.FigureLimits(geometries=2), geometry_for=tripwire(), baseline_for=tripwire(),
+                   embed_text=tripwire(), embed_image=tripwire())
 
 
 @pytest.mark.parametrize("limit, expected", [
@@ -157,9 +147,9 @@ def test_a_limit_must_be_a_whole_number(limit, expected):
 
 
 @pytest.fixture(scope="module")
-def world(library):
+def world(library, preset_texts):
     """The slice and its default anchor sets (object names, styles)."""
-    return {**library, "texts": (library["presets"]["Gallery object names"], library["presets"]["Gallery styles"])}
+    return {**library, "texts": preset_texts}
 
 
 @pytest.fixture(scope="module")
@@ -175,7 +165,7 @@ def small_result(world):
 ])
 def test_a_png_past_its_limits_is_refused_before_drawing(small_result, dpi, limits, expected, monkeypatch):
     with monkeypatch.context() as patched:
-        patched.setattr("matplotlib.figure.Figure", tripwire)
+        patched.setattr("matplotlib.figure.Figure", tripwire())
         with pytest.raises(ValueError, match=re.escape(expected)) as refused:
             fg.render_figure(small_result, "png", dpi=dpi, limits=limits)
     fits = re.search(r"lower the dpi to (\d+) or less", str(refused.value))
@@ -419,7 +409,7 @@ def _wanted(action: argparse.Action) -> str:
     ("port", "not a number"),
 ])
 def test_a_port_outside_1_to_65535_is_refused_before_the_server_starts(value, what, no_model, monkeypatch, capsys):
-    monkeypatch.setattr(subprocess, "call", tripwire)
+    monkeypatch.setattr(subprocess, "call", tripwire())
     assert refusal(["demo", "--port", value], capsys) == (
         f"anchordiv demo: argument --port: {value!r} is {what}; pass a whole number from 1 to 65535 "
         "(see `anchordiv demo --help`)")
@@ -466,16 +456,11 @@ def unreadable(folder, count: int) -> list[str]:
     return sorted(names)
 
 
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("ANCHORDIV_CACHE", str(tmp_path / "cache"))
-
-
 @needs_builtin
 @pytest.mark.parametrize("count", [1, 3, 12])
 def test_demo_refuses_a_folder_with_no_readable_image_before_the_server_starts(count, cache, tmp_path, monkeypatch,
                                                                               capsys):
-    monkeypatch.setattr(subprocess, "call", tripwire)
+    monkeypatch.setattr(subprocess, "call", tripwire())
     names = unreadable(tmp_path / "junk", count)
     line = refusal(["demo", "--folder", str(tmp_path / "junk"), "--device", "cpu", "-q"], capsys)
     folder = str(tmp_path / "junk")
@@ -499,7 +484,7 @@ def test_embed_refuses_such_a_folder_too_and_writes_no_npz(cache, tmp_path, caps
 
 @needs_builtin
 def test_demo_refuses_an_empty_folder(cache, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(subprocess, "call", tripwire)
+    monkeypatch.setattr(subprocess, "call", tripwire())
     (tmp_path / "empty").mkdir()
     assert refusal(["demo", "--folder", str(tmp_path / "empty"), "--device", "cpu", "-q"], capsys) == (
         f"anchordiv demo: --folder {str(tmp_path / 'empty')!r} holds no files; put PNG, JPEG, WebP, GIF or BMP "
@@ -659,7 +644,7 @@ def test_demo_refuses_a_folder_with_fewer_images_than_the_explorer_needs(good, c
     """1 or 2 readable images beside 9 unreadable files: the explorer needs 3 (a query, a neighbour and
     one more, to calibrate p between A and B on the gallery); the count, the files left out and what to
     do are named, and the server never starts."""
-    monkeypatch.setattr(subprocess, "call", tripwire)
+    monkeypatch.setattr(subprocess, "call", tripwire())
     folder = tmp_path / "few"
     names = unreadable(folder, 9)
     for number in range(good):
@@ -743,7 +728,7 @@ def _command_words_only(line: str) -> None:
      "allow it with --allow-download, or copy open_clip_config.json from "),
 ])
 def test_encoder_advice_is_in_the_command_line_s_words(argv, expected, cache, monkeypatch, capsys):
-    monkeypatch.setattr(subprocess, "call", tripwire)
+    monkeypatch.setattr(subprocess, "call", tripwire())
     line = refusal([*argv, "--device", "cpu"] if argv[0] not in ("fetch-model",) else argv, capsys)
     assert line.startswith(f"anchordiv {argv[0]}: {expected}"), line
     _command_words_only(line)

@@ -9,7 +9,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -17,12 +16,12 @@ import pandas as pd
 import pytest
 import torch
 from conftest import STORE_SHARD_ROWS, make_store_folder
+from helpers import within
 
 import anchordiv as ad
 from anchordiv.cache import sha256_file
 from anchordiv.cli import main
 from anchordiv.embeddings import embed_folder_to_store, plan_folder_store
-from anchordiv.encoders import load_encoder
 from anchordiv.ray_embed import embed_folder_to_store_ray
 from anchordiv.ray_runtime import check_address
 from anchordiv.search import query_terms
@@ -53,24 +52,6 @@ def dead_port() -> int:
         return probe.getsockname()[1]
 
 
-def within(seconds: float, call) -> tuple[object, Exception | None]:
-    """``(what call() returned, what it raised)``, failing the test if it has not ended within
-    ``seconds`` (it then keeps running in a daemon thread, as a hung ``ray.init`` would)."""
-    outcome: dict[str, object] = {"result": None, "error": None}
-
-    def run():
-        try:
-            outcome["result"] = call()
-        except Exception as error:  # noqa: BLE001 - handed to the test, which checks its kind
-            outcome["error"] = error
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"still waiting after {seconds} s"
-    return outcome["result"], outcome["error"]
-
-
 @pytest.fixture(scope="module")
 def empirical(data):
     return ad.EmpiricalAnchors(scale=SCALE).fit(data["anchors"])
@@ -80,11 +61,6 @@ def empirical(data):
 def mixture(data):
     return ad.MixtureAnchors([ad.EmpiricalAnchors(scale=SCALE), ad.EmpiricalAnchors(scale=SCALE)],
                              [0.5, 0.5]).fit([data["anchors"], data["style"]])
-
-
-@pytest.fixture(scope="module")
-def encoder():
-    return load_encoder("builtin", device="cpu")
 
 
 # -- every file a store uses lies inside its folder --------------------------------------------------

@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from anchordiv.builtin.weights import ASSETS_DIR, WEIGHTS_NAME
 from anchordiv.cache import cache_dir
 from anchordiv.reproduce import Settings, run_reproduction, verdicts
 from anchordiv.reproduce.estimates import estimate
+from helpers import needs_weights
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = Settings(queries=40, p_grid=(0.0, 0.5, 1.0), scales=(10.0,), budgets=(2, 4), budget_seeds=2, components=(1, 2),
@@ -23,12 +23,12 @@ TINY = Settings(queries=40, p_grid=(0.0, 0.5, 1.0), scales=(10.0,), budgets=(2, 
 SECTIONS = ("## 1. Object vs style anchors", "## 1b. The logit scale", "## 2. Anchor budget",
             "## 3. Gaussian-mixture components", "## 4. Posterior anchors", "## 5. Condition-wise",
             "## 6. Runtime", "## 7. Qualitative grids")
-needs_weights = pytest.mark.skipif(not (ASSETS_DIR / WEIGHTS_NAME).is_file(), reason="the built-in model is not there")
 
 
 @pytest.fixture(scope="module")
 def private_cache(tmp_path_factory):
-    """A private anchordiv cache that shares the rendered world (slow to rebuild), as a user's would be."""
+    """A private anchordiv cache that shares the rendered world (slow to rebuild), as a user's would be;
+    the tests of the built-in ``encoder`` (tests/conftest.py) run with it."""
     cache = tmp_path_factory.mktemp("reproduce-cache")
     if (cache_dir() / "emoji_world").is_dir():
         (cache / "emoji_world").symlink_to(cache_dir() / "emoji_world", target_is_directory=True)
@@ -39,13 +39,6 @@ def private_cache(tmp_path_factory):
         os.environ.pop("ANCHORDIV_CACHE", None)
     else:
         os.environ["ANCHORDIV_CACHE"] = saved
-
-
-@pytest.fixture(scope="module")
-def encoder(private_cache):
-    from anchordiv.encoders import load_encoder
-
-    return load_encoder("builtin", device="cpu")
 
 
 # -- estimates and verdicts on tables whose answer is known ----------------------------------------
@@ -116,6 +109,7 @@ def test_crossings_report_how_far_map_and_agreement_moved_at_half():
 
 
 @needs_weights
+@pytest.mark.usefixtures("private_cache")
 def test_agreement_is_the_shared_fraction_of_the_top_k(encoder):
     from anchordiv.reproduce import world_study
     from anchordiv.reproduce.estimates import QuerySample
@@ -132,6 +126,7 @@ def test_agreement_is_the_shared_fraction_of_the_top_k(encoder):
     assert agreement["style"].shape == (20,) and ((0 <= agreement["style"]) & (agreement["style"] <= 1)).all()
 
 
+@pytest.mark.usefixtures("private_cache")
 def test_experiments_give_the_same_numbers_twice(encoder):
     from anchordiv.reproduce import experiments, world_study
     from anchordiv.reproduce.estimates import QuerySample
@@ -163,6 +158,7 @@ def fake_imagenet_r(root: Path) -> Path:
 
 
 @needs_weights
+@pytest.mark.usefixtures("private_cache")
 def test_a_dataset_layout_runs_end_to_end(encoder, tmp_path):
     from anchordiv.datasets import load_layout
     from anchordiv.reproduce import layout_study
@@ -196,6 +192,7 @@ def test_reproduce_quick_writes_the_whole_report(private_cache, tmp_path):
 
 
 @needs_weights
+@pytest.mark.usefixtures("private_cache")
 def test_a_folder_labelled_only_by_subfolders_runs_without_the_style_experiments(encoder, tmp_path, monkeypatch,
                                                                                  capsys):
     from anchordiv.cli import main

@@ -7,7 +7,6 @@ import io
 import json
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch
 from PIL import Image
@@ -17,10 +16,9 @@ from anchordiv import explorer as ex
 from anchordiv.app import step_clock
 from anchordiv.explorer.calibration_cache import CalibrationCache
 from anchordiv.explorer.thumbnails import EncodedThumbnails
-from anchordiv.gallery import Gallery
 from anchordiv.models import mixture as mixture_module
 
-from conftest import object_style_world
+from conftest import labelled_world
 from rankings import assert_same_ranking
 
 SCALE = 12.0
@@ -29,12 +27,7 @@ SCALE = 12.0
 @pytest.fixture(scope="module")
 def world():
     """120 labelled images (6 objects x 5 styles x 4) and anchors naming the objects and the styles."""
-    embeddings, rows, object_anchors, style_anchors = object_style_world(1, 6, 5, 4, 16, 0.8, 0.15)
-    labels = pd.DataFrame({"obj": [f"object {o}" for o, _ in rows], "sty": [f"style {s}" for _, s in rows]})
-    gallery = Gallery(embeddings=embeddings, labels=labels, load=lambda i: Image.new("RGB", (8, 8)),
-                      object_column="obj", name_column="obj", style_column="sty", key="spend-once", description="toy")
-    texts = ([f"object {i}" for i in range(6)], [f"style {i}" for i in range(5)])
-    return gallery, [object_anchors, style_anchors], texts
+    return labelled_world(1, 4, "spend-once", "toy")
 
 
 def count_gallery_passes(monkeypatch, rows: int) -> list[int]:

@@ -8,15 +8,12 @@ import torch
 
 import anchordiv.store.folder as store_folder
 from anchordiv.store import GalleryStore
+from helpers import unit
 
 
 @pytest.fixture
 def embeddings():
     return np.random.default_rng(0).standard_normal((23, 6))
-
-
-def unit(rows):
-    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
 
 
 @pytest.mark.parametrize("dtype, tol", [("float16", 2e-3), ("float32", 1e-6)])

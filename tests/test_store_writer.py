@@ -7,18 +7,12 @@ import pytest
 from conftest import STORE_IMAGES as GOOD, STORE_NOT_IMAGES as BAD, STORE_SHARD_ROWS as SHARD_ROWS, make_store_folder
 
 from anchordiv.embeddings import embed_folder_to_store
-from anchordiv.encoders import load_encoder
 from anchordiv.images import load_image
 from anchordiv.store import MANIFEST, PLAN_FILE, GalleryStore, StorePlan, build_store
 
 
 class Killed(Exception):
     """Stands in for the run being killed."""
-
-
-@pytest.fixture(scope="module")
-def encoder():
-    return load_encoder("builtin", device="cpu")
 
 
 @pytest.fixture

@@ -18,13 +18,6 @@ SUM_TOLERANCE = 1e-8
 
 
 @pytest.fixture(scope="module")
-def encoder():
-    from anchordiv.encoders.builtin import load_builtin_encoder
-
-    return load_builtin_encoder()
-
-
-@pytest.fixture(scope="module")
 def world(encoder):
     from anchordiv.gallery import world_gallery
 

@@ -11,12 +11,12 @@ import pytest
 from PIL import Image
 
 import anchordiv as ad
-from anchordiv.builtin.weights import ASSETS_DIR, MANIFEST_NAME, WEIGHTS_NAME
 from anchordiv.cli import main
 from anchordiv.explorer.sweep_files import CELL, MAX_STRIP_ROWS, MAX_SWEEP_K, sweep_gif, sweep_strip_png
 from anchordiv.grids import CAPTION_LINES, LINE_HEIGHT
 
-from conftest import clustered
+from conftest import APP_SLICE_ARGS, clustered
+from helpers import needs_builtin
 
 
 @pytest.fixture(scope="module")
@@ -102,13 +102,11 @@ def test_an_animation_past_its_bounds_is_refused(path):
             sweep_gif(path, Images(), str, **bad)
 
 
-@pytest.mark.skipif(not (ASSETS_DIR / WEIGHTS_NAME).is_file() or not (ASSETS_DIR / MANIFEST_NAME).is_file(),
-                    reason="the built-in model weights are not there yet")
+@needs_builtin
 def test_the_command_writes_both_files_and_refuses_bad_options_in_one_line(tmp_path, capsys):
     gif, strip = tmp_path / "sweep.gif", tmp_path / "strip.png"
-    world = ["--split", "heldout", "--limit", "96"]
     assert main(["sweep", "--query", "#3", "--gif", str(gif), "--strip", str(strip), "-k", "4", "--p", "0", "1",
-                 *world]) == 0
+                 *APP_SLICE_ARGS]) == 0
     frames = Image.open(gif).n_frames  # 2R - 2 for R rankings: p = 0 to 1 and back
     assert frames >= 2 and frames % 2 == 0 and Image.open(strip).size[0] == 4 * CELL
     out = capsys.readouterr().out
@@ -117,6 +115,6 @@ def test_the_command_writes_both_files_and_refuses_bad_options_in_one_line(tmp_p
                           (["--query", "#3", "--strip", str(strip), "-k", "11"], "from 1 to 10"),
                           (["--query", "#3", "--strip", str(strip), "--p", "1.5"], "from 0 to 1"),
                           (["--query", "image:x.png", "--strip", str(strip)], "gallery image")):
-        assert main(["sweep", *argv, *world]) == 2
+        assert main(["sweep", *argv, *APP_SLICE_ARGS]) == 2
         error = capsys.readouterr().err.strip().splitlines()
         assert len(error) == 1 and message in error[0] and "Traceback" not in error[0], error

@@ -11,12 +11,10 @@ from anchordiv.encoders.builtin import load_builtin_encoder
 from anchordiv.text_cache import encode_texts_cached
 
 
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-    """A private cache folder, and a process that has kept no text's rows yet."""
-    monkeypatch.setenv("ANCHORDIV_CACHE", str(tmp_path / "cache"))
+@pytest.fixture(autouse=True)
+def nothing_kept(monkeypatch):
+    """A process that has kept no text's rows yet (each test also takes its own ``cache``: conftest.py)."""
     monkeypatch.setattr(text_cache, "_KEPT", OrderedDict())
-    return tmp_path / "cache"
 
 
 def counted(encoder) -> list:

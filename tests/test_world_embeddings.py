@@ -10,13 +10,7 @@ import torch
 from anchordiv.datasets.world_embeddings import (DTYPE, EMBEDDINGS_NAME, MANIFEST_NAME, save_world_embeddings,
                                                  shipped_world_embeddings)
 from anchordiv.datasets import open_emoji_world
-from anchordiv.encoders.builtin import load_builtin_encoder
 from anchordiv.gallery import embed_world, world_gallery
-
-
-@pytest.fixture(scope="module")
-def encoder():
-    return load_builtin_encoder(device="cpu")
 
 
 def test_the_shipped_embeddings_belong_to_the_shipped_model_and_data(encoder):
