@@ -27,16 +27,14 @@ from anchordiv.encoders.folders import checkpoints_root
 from anchordiv.encoders.hub_client import cached_hub_file
 from anchordiv.encoders.hub_models import TOKENIZER_FILES
 from anchordiv.encoders.url_client import url_file
-from loopback_hub import CONFIG_NAME, TINY_REPO, WEIGHTS_NAME, bundled_tokenizer_files, serve_tiny_hub, tiny_hub_files
+from loopback_hub import (CONFIG_NAME, TINY_REPO, TINY_SPEC as SPEC, WEIGHTS_NAME, bundled_tokenizer_files, serve_tiny_hub,
+                          tiny_hub_files)
 from tiny_open_clip import TINY_ARCH, TINY_LOGIT_SCALE, make_tiny_checkpoint, register_tiny_arch
 
-SPEC = f"open_clip:hf-hub:{TINY_REPO}"
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(autouse=True)
-def isolated_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("ANCHORDIV_CACHE", str(tmp_path / "anchordiv-cache"))
+pytestmark = pytest.mark.usefixtures("cache")  # every test its own anchordiv cache (conftest.py)
 
 
 @pytest.fixture
@@ -237,12 +235,14 @@ def test_hub_model_with_a_hugging_face_tokenizer_fetched_for_offline_use(tmp_pat
 def test_url_download_without_an_answer_gives_up_at_once(tmp_path, monkeypatch):
     monkeypatch.setattr(url_client, "CONNECT_TIMEOUT", 0.3)
     silent = socket.create_server(("127.0.0.1", 0))  # takes connections and never answers
-    accepted = []
+    accepted, peers = [], []
 
     def accept():
         with contextlib.suppress(OSError):
             while True:
-                accepted.append(silent.accept()[0])
+                connection, peer = silent.accept()
+                accepted.append(connection)
+                peers.append(peer)
 
     threading.Thread(target=accept, daemon=True).start()
     part = tmp_path / "weights.pt.part"
@@ -250,10 +250,15 @@ def test_url_download_without_an_answer_gives_up_at_once(tmp_path, monkeypatch):
     try:
         with pytest.raises(Unreachable, match="could not be reached"):
             url_file(f"http://127.0.0.1:{silent.getsockname()[1]}/weights.pt", tmp_path / "weights.pt")
-        while not accepted:
+        # Any retry connected before url_file gave up; connections are accepted in the order they came,
+        # so once a probe made now is accepted, every connection before it has been too.
+        probe = socket.create_connection(silent.getsockname(), timeout=5)
+        deadline = time.monotonic() + 30
+        while probe.getsockname() not in peers:
+            assert time.monotonic() < deadline, "the probe was never accepted"
             time.sleep(0.01)
-        time.sleep(0.3)  # a retry would have connected again by now
-        assert len(accepted) == 1 and part.read_bytes() == b"x" * 1000
+        probe.close()
+        assert len(accepted) == 2 and part.read_bytes() == b"x" * 1000  # url_file's one connection, and the probe
     finally:
         silent.close()
         for connection in accepted:

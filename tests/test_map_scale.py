@@ -224,10 +224,15 @@ def test_a_job_outlives_a_waiter_that_stops_and_serves_the_next():
 
     with pytest.raises(RuntimeError, match="rerun"):
         job.wait(page_rerun, every=0.01)
-    heard = []
-    waiter = threading.Thread(target=lambda: heard.append(job.wait(lambda *report: heard.append(report), every=0.01)))
+    heard, joined = [], threading.Event()
+
+    def hear(*report):
+        heard.append(report)
+        joined.set()
+
+    waiter = threading.Thread(target=lambda: heard.append(job.wait(hear, every=0.01)))
     waiter.start()
-    time.sleep(0.05)
+    assert joined.wait(5)  # the next waiter is waiting (it has heard the job so far) while the job runs
     release.set()
     waiter.join(5)
     assert finished == [True] and heard[-1] == 42 and job.done
