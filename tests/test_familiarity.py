@@ -5,15 +5,15 @@ uploaded photo and not by an uploaded emoji, and once in the sidebar for a folde
 not for a folder of emoji (AppTest)."""
 from __future__ import annotations
 
-import io
 import json
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
 
+from app_pages import open_page
+from helpers import encoded
 from markup import plain
 from anchordiv.builtin.familiarity import (MANIFEST_NAME, REFERENCE_NAME, familiarity, image_features,
                                            images_outside_world, load_reference)
@@ -22,15 +22,7 @@ from anchordiv.builtin.familiarity_study import (MAX_FLAGGED_EMOJI, photo_halves
 from anchordiv.builtin.weights import ASSETS_DIR
 from anchordiv.datasets import open_emoji_world
 
-APP = Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py"
 PER_STYLE = 5
-
-
-@pytest.fixture(scope="module")
-def encoder():
-    from anchordiv.encoders import load_encoder
-
-    return load_encoder("builtin", device="cpu")
 
 
 @pytest.fixture(scope="module")
@@ -59,12 +51,6 @@ def heldout_by_style(per_style: int) -> dict[str, list[Image.Image]]:
                     for item in np.flatnonzero(styles == style)[np.linspace(0, (styles == style).sum() - 1,
                                                                             per_style).round().astype(int)]]
             for style in np.unique(styles)}
-
-
-def png_bytes(image: Image.Image) -> bytes:
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
-    return buffer.getvalue()
 
 
 def test_the_photos_are_many_and_split_by_photo(photos):
@@ -140,15 +126,13 @@ def test_the_reference_is_small_and_used_only_for_its_weights_and_bytes(encoder,
 
 @pytest.mark.slow
 def test_the_page_warns_by_an_uploaded_photo_and_not_by_an_emoji(app_env, photos):
-    from streamlit.testing.v1 import AppTest
-
-    app = AppTest.from_file(str(APP), default_timeout=240).run()
+    app = open_page(timeout=240)
     app.radio(key="query_mode").set_value("Upload").run()
-    app.file_uploader(key="query_upload").set_value(("chelsea.png", png_bytes(photos["chelsea"]), "image/png")).run()
+    app.file_uploader(key="query_upload").set_value(("chelsea.png", encoded(photos["chelsea"]), "image/png")).run()
     warnings = " ".join(plain(warning.value) for warning in app.warning)
     assert not app.exception and "knows emoji drawings only" in warnings and "open_clip" in warnings
     emoji = world_images("train", 3)[1]
-    app.file_uploader(key="query_upload").set_value(("emoji.png", png_bytes(emoji), "image/png")).run()
+    app.file_uploader(key="query_upload").set_value(("emoji.png", encoded(emoji), "image/png")).run()
     assert not app.exception
     assert not any("emoji drawings only" in plain(warning.value) for warning in app.warning)
 

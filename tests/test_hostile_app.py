@@ -15,24 +15,23 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import pytest
 
-from anchordiv.builtin.weights import ASSETS_DIR, MANIFEST_NAME, WEIGHTS_NAME
 from anchordiv.explorer import limits
+from app_pages import PAGES, open_page
+from helpers import needs_builtin
 from hostile_judge import markdown_bodies
 from markup import active_markup, plain
 
 streamlit_testing = pytest.importorskip("streamlit.testing.v1")
 AppTest = streamlit_testing.AppTest
 
-APP = Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py"
 TIMEOUT = 240
-PAGES = {"explore": None, "compare": "views/compare.py", "learn": "views/learn.py", "report": "views/report.py"}
+# The Explore page's lazy expanders open, so that what they show is judged too.
+EXPANDERS_OPEN = dict.fromkeys(("explain_open", "neighbour_table_open", "find_open", "sweep_open", "umap_open"), True)
 
-pytestmark = pytest.mark.skipif(not (ASSETS_DIR / WEIGHTS_NAME).is_file() or not (ASSETS_DIR / MANIFEST_NAME).is_file(),
-                                reason="the built-in model weights (assets/builtin-model.*) are not there yet")
+pytestmark = needs_builtin
 
 COMPARE_COLUMNS = ["cosine", "iti", "A", "B", "mix p=0.2", "mix p=0.4", "mix p=0.6", "mix p=0.8"]
 # Each holds the word "evil", so that a page that echoes it can be found.
@@ -67,15 +66,9 @@ def hostile_link(page: str, text: str) -> dict:
     return common
 
 
-def open_page(page: str, params: dict) -> AppTest:
-    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
-    app.query_params.update(params)
-    # The Explore page's lazy expanders open, so that what they show is judged too.
-    app.session_state["explain_open"] = app.session_state["neighbour_table_open"] = True
-    app.session_state["find_open"] = app.session_state["sweep_open"] = app.session_state["umap_open"] = True
-    if PAGES[page]:  # the link opens that page (the Explore page would rewrite the link first)
-        app.switch_page(PAGES[page])
-    return app.run()
+def open_link(page: str, params: dict) -> AppTest:
+    """``page`` opened by a link of ``params``, with :data:`EXPANDERS_OPEN`."""
+    return open_page(params, PAGES[page], EXPANDERS_OPEN, timeout=TIMEOUT)
 
 
 def plotly_texts(app: AppTest) -> list[str]:
@@ -104,14 +97,14 @@ def echoed(app: AppTest) -> bool:
 @pytest.mark.parametrize("page", ["explore", "compare", "learn"])
 @pytest.mark.parametrize("kind", HOSTILE)
 def test_a_hostile_link_is_shown_as_text(app_env, page, kind):
-    app = open_page(page, hostile_link(page, HOSTILE[kind]))
+    app = open_link(page, hostile_link(page, HOSTILE[kind]))
     assert not check_page(app, page), check_page(app, page)
     assert echoed(app), f"the {page} page never showed the link's text, so this case checks nothing"
 
 
 def test_the_report_page_names_a_hostile_link(app_env):
     """The report has no settings: it says so of any link to it, the link's text shown literally."""
-    app = open_page("report", hostile_link("report", HOSTILE["markdown link"]))
+    app = open_link("report", hostile_link("report", HOSTILE["markdown link"]))
     assert not check_page(app, "report") and app.tabs
     (warning,) = [plain(str(element.value)) for element in app.warning]
     assert warning.startswith("The report page has no settings") and "[click me](https://evil.example/phish)" in warning
@@ -124,7 +117,7 @@ def said(app: AppTest) -> str:
 
 
 def test_a_link_past_its_length_is_refused_whole(app_env):
-    app = open_page("explore", {"p": "0.8", "anchors_b": "x" * (limits.LINK_CHARS + 10)})
+    app = open_link("explore", {"p": "0.8", "anchors_b": "x" * (limits.LINK_CHARS + 10)})
     assert f"at most {limits.LINK_CHARS:,}" in said(app) and app.session_state["p"] == 0.5
     assert not app.exception
 
@@ -134,7 +127,7 @@ def test_a_link_past_its_length_is_refused_whole(app_env):
     ({"k": "51"}, "outside 1–50"),
 ])
 def test_explore_link_values_past_a_limit_keep_the_default(app_env, params, limit_text):
-    app = open_page("explore", params)
+    app = open_link("explore", params)
     assert limit_text in said(app) and not app.exception
 
 
@@ -146,7 +139,7 @@ def test_explore_link_values_past_a_limit_keep_the_default(app_env, params, limi
     ({"columns": ["A", "A s=20", "A s=30", "B model=gaussian", "mix p=0.5 model=gmm"]}, "at most 4 anchor geometries"),
 ])
 def test_a_compare_link_past_a_limit_draws_nothing_it_asks_for(app_env, params, limit_text):
-    app = open_page("compare", params)
+    app = open_link("compare", params)
     assert limit_text in said(app) and not app.exception
     figure = [image for image in app.get("imgs") if len(image.proto.imgs) == 1 and not image.proto.imgs[0].caption]
     assert not figure or len(app.session_state["compare_rows"]) <= 2, "the figure the link asked for was drawn"
@@ -157,7 +150,7 @@ def test_a_compare_link_past_a_limit_draws_nothing_it_asks_for(app_env, params, 
     (", ".join(str(angle) for angle in range(5000)), f"at most {limits.LINK_CHARS:,}"),  # the issue's 5,000
 ])
 def test_learn_angles_past_the_limit_are_a_message(app_env, angles, limit_text):
-    app = open_page("learn", {"toy_a": angles})
+    app = open_link("learn", {"toy_a": angles})
     assert limit_text in said(app) and not app.exception
 
 
@@ -171,7 +164,7 @@ def test_a_folder_whose_name_is_not_utf8_is_offered_with_a_replacement_character
     for number, image in enumerate(distinct_drawings()):
         image.save(os.fsdecode(odd + b"/%d.png" % number))
     monkeypatch.setenv("ANCHORDIV_DATA_ROOTS", str(root))
-    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    app = open_page(timeout=TIMEOUT)
     app.radio(key="gallery_source").set_value("Image folder").run()
     menu = app.selectbox(key="folder_choice")
     assert any(option.endswith("caf\ufffd") for option in menu.options), menu.options
@@ -217,7 +210,7 @@ def learned_chart_drawn(app: AppTest) -> bool:
 ], ids=["none", "one", "all", "all but one", "all but the query's"])
 def test_the_weight_lesson_learns_from_one_mark_to_all_or_says_what_to_mark(app_env, pick, told):
     marks = pick(lesson_points())
-    app = open_page("learn", {})
+    app = open_link("learn", {})
     assert app.slider(key="learn_weights_query").value == 45
     app.multiselect(key="learn_weights_marks").set_value(marks).run()
     app.button(key="learn_weights_learn").click().run()
@@ -230,7 +223,7 @@ def test_the_weight_lesson_learns_from_one_mark_to_all_or_says_what_to_mark(app_
 
 
 def test_a_lesson_link_that_marks_a_point_twice_learns_from_it_once(app_env):
-    app = open_page("learn", {"toy_marks": ["30°", "60°", "30°", "60°", "60°"]})
+    app = open_link("learn", {"toy_marks": ["30°", "60°", "30°", "60°", "60°"]})
     assert "counts once" in said(app) and app.multiselect(key="learn_weights_marks").value == ["30°", "60°"]
     app.button(key="learn_weights_learn").click().run()
     assert not app.exception and not app.error and learned_chart_drawn(app), said(app)

@@ -11,7 +11,6 @@ nothing silently wrong). ``test_the_corpus_covers_every_kind`` counts the cases 
 """
 from __future__ import annotations
 
-import io
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +21,6 @@ import pytest
 from PIL import Image
 
 from anchordiv import explorer as ex
-from anchordiv.builtin.weights import ASSETS_DIR, WEIGHTS_NAME as BUILTIN_WEIGHTS
 from anchordiv.explorer.anchors import MAX_ANCHOR_FILE_BYTES
 from anchordiv.explorer.feedback import MAX_MARKS
 from anchordiv.explorer.page_state import BUILTIN, HUB, OPEN_CLIP, SETTINGS
@@ -30,18 +28,14 @@ from anchordiv.explorer.paths import DataRoots
 from anchordiv.explorer.vocabulary import FIND_TERMS, file_terms
 from anchordiv.images import MAX_BYTES
 from anchordiv.vocabularies.catalog import MAX_FILE_BYTES
+from app_pages import open_page
+from helpers import encoded, needs_weights
 from hostile_judge import Outcome, call, judge, page_outcome
-from loopback_hub import CONFIG_NAME, TINY_REPO, WEIGHTS_NAME, serve_tiny_hub, tiny_hub_files
+from loopback_hub import CONFIG_NAME, TINY_REPO, TINY_SPEC as HUB_SPEC, WEIGHTS_NAME, serve_tiny_hub, tiny_hub_files
 
-streamlit_testing = pytest.importorskip("streamlit.testing.v1")
-AppTest = streamlit_testing.AppTest
+pytest.importorskip("streamlit.testing.v1")
 
-APP = Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py"
-TIMEOUT = 120
-HUB_SPEC = f"open_clip:hf-hub:{TINY_REPO}"
-
-pytestmark = pytest.mark.skipif(not (ASSETS_DIR / BUILTIN_WEIGHTS).is_file(),
-                                reason="the built-in model weights (assets/builtin-model.*) are not there yet")
+pytestmark = needs_weights
 
 
 @dataclass(frozen=True)
@@ -77,16 +71,6 @@ def outside(tmp_path_factory) -> Path:
     (folder / "secret.txt").write_text("secret\n")
     (folder / "secret.pt").write_bytes(b"not a checkpoint")
     return folder
-
-
-def open_page(params: dict, page: str | None = None, state: dict | None = None) -> AppTest:
-    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
-    app.query_params.update(params)
-    for key, value in (state or {}).items():
-        app.session_state[key] = value
-    if page:
-        app.switch_page(page)
-    return app.run()
 
 
 # -- model names and tags, in a link ------------------------------------------------------------------
@@ -893,12 +877,6 @@ def test_a_link_with_thousands_of_values_is_named(app_env, page, params, names):
 
 
 # -- photo-notice inputs: the uploaded bytes the query and the notice see ----------------------------
-def encoded(image: Image.Image, **options) -> bytes:
-    buffer = io.BytesIO()
-    image.save(buffer, **options)
-    return buffer.getvalue()
-
-
 def upright_picture() -> np.ndarray:
     """40 x 24 pixels, red in the top-left corner and blue in the bottom-right one: any rotation shows."""
     pixels = np.full((24, 40, 3), 255, np.uint8)

@@ -15,19 +15,16 @@ from markup import plain
 from anchordiv import explorer as ex
 from anchordiv import figure as fg
 from anchordiv import prompts
-from anchordiv.builtin.weights import ASSETS_DIR, MANIFEST_NAME, WEIGHTS_NAME
 from anchordiv.cli import main
 from anchordiv.encoders import load_encoder
 from anchordiv.explorer import links
+from conftest import APP_SLICE_ARGS as WORLD
+from helpers import SVG, needs_builtin, tripwire
 from rankings import assert_same_ranking
 from tiny_open_clip import TINY_ARCH, make_tiny_checkpoint
 
-needs_builtin = pytest.mark.skipif(not (ASSETS_DIR / WEIGHTS_NAME).is_file() or not (ASSETS_DIR / MANIFEST_NAME).is_file(),
-                                   reason="the built-in model weights (assets/builtin-model.*) are not there yet")
 ANCHORS = ("cat", "red sports car", "a {curly} thing")  # braces in an anchor are text, not a slot
 OWN = ("a sketch of a {}.", "{}, in watercolor", "a photo of the small {}.")
-WORLD = ["--split", "heldout", "--limit", "96"]  # the `library` fixture's slice
-SVG = "{http://www.w3.org/2000/svg}"
 
 
 @pytest.fixture(scope="module")
@@ -194,11 +191,9 @@ def test_the_command_takes_templates_and_writes_them_under_the_figure(library, t
     ("<no-slot>", "template 1 ('a photo') has 0 {}"),
 ])
 def test_bad_templates_are_one_line_before_loading_a_model(value, message, tmp_path, monkeypatch, capsys):
-    def tripwire(*args, **kwargs):
-        raise AssertionError("a model was loaded before the templates were checked")
-
     (tmp_path / "bad.txt").write_text("a photo\n")
-    monkeypatch.setattr("anchordiv.encoders.load_encoder", tripwire)
+    monkeypatch.setattr("anchordiv.encoders.load_encoder",
+                        tripwire("a model was loaded before the templates were checked"))
     value = str(tmp_path / "bad.txt") if value == "<no-slot>" else value
     assert main(["figure", "--queries", "#0", "--geometries", "A", "--templates", value,
                  "--out", str(tmp_path / "fig.png")]) == 2
