@@ -37,6 +37,12 @@ def app_dir() -> Path:
     return _package_folder("anchordiv.app")
 
 
+def components_dir() -> Path:
+    """The browser components' plain HTML, CSS and JavaScript (``app/components/``): the p player,
+    which the explorer's page and the notebook widget (:mod:`anchordiv.widgets`) both draw."""
+    return app_dir() / "components"
+
+
 def _package_folder(package: str) -> Path:
     """The folder of ``package`` on the file system; :class:`RuntimeError` when it is not on one."""
     folder = files(package)

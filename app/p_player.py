@@ -8,14 +8,13 @@ mounts the component, gives each image an address among Streamlit's media files 
 read reply to the callbacks.
 
 The component's HTML, CSS and JavaScript are plain files in ``components/`` beside this module,
-shipped in the package and read once at import (no build step, nothing fetched).
+shipped in the package and read once at import (no build step, nothing fetched) by
+:mod:`anchordiv.explorer.components`, which the notebook widget (:mod:`anchordiv.widgets`) reads
+them through too.
 """
 from __future__ import annotations
 
-import base64
-import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -25,37 +24,17 @@ from streamlit import runtime
 from anchordiv import explorer as ex
 from anchordiv.app.cached import encoded_thumbnails, get_player_data
 from anchordiv.explorer import links
+from anchordiv.explorer.components import component_text, module_text
 from anchordiv.explorer.p_player import PlayerMarks, PlayerReply, baseline_panel, player_payload, read_reply
 from anchordiv.slider import SliderPath
 
-COMPONENT_DIR = Path(__file__).resolve().parent / "components"
 P_LABEL = "p: weight of A against B"
 P_HELP = ("p = 1: only set A's anchors, p = 0: only set B's. Moves the anchor-divergence neighbours only: cosine "
           "and ITI do not depend on the anchor weights. Arrow keys step p, Home and End go to the ends, Space plays.")
 PLAYER_KEY = "p_player"
-# A module's import of another module of components/ ("./p_player_logic.js").
-_SIBLING = re.compile(r"""(\bfrom\s*)(["'])\./([\w-]+\.js)\2""")
-
-
-def _asset(name: str) -> str:
-    return (COMPONENT_DIR / name).read_text(encoding="utf-8")
-
-
-def module_text(name: str) -> str:
-    """The ES module ``components/<name>`` as Streamlit runs it: Streamlit hands an inline module to
-    the browser as a ``blob:`` address, against which no "./" import resolves, so each import of a
-    sibling module becomes that module's own text (itself so treated) as a ``data:`` address.
-    Nothing is fetched, and the files stay as written: a browser or Node loading them from the
-    folder resolves the same imports to the same files."""
-    def inline(match: re.Match) -> str:
-        encoded = base64.b64encode(module_text(match.group(3)).encode("utf-8")).decode("ascii")
-        return f'{match.group(1)}"data:text/javascript;base64,{encoded}"'
-
-    return _SIBLING.sub(inline, _asset(name))
-
-
-P_PLAYER = st.components.v2.component("anchordiv.p_player", html=_asset("p_player.html"), css=_asset("p_player.css"),
-                                      js=module_text("p_player.js"), isolate_styles=False)
+P_PLAYER = st.components.v2.component("anchordiv.p_player", html=component_text("p_player.html"),
+                                      css=component_text("p_player.css"), js=module_text("p_player.js"),
+                                      isolate_styles=False)
 
 
 def take_released_p(reply: PlayerReply) -> None:

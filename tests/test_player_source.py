@@ -115,7 +115,7 @@ def test_the_module_streamlit_runs_loads_with_its_siblings_inlined(tmp_path):
     """Streamlit gives the browser the component's module as a ``blob:`` address, against which
     "./p_player_logic.js" would not resolve: what the app registers imports its siblings as
     ``data:`` addresses, and loads with no file beside it."""
-    from anchordiv.app.p_player import module_text
+    from anchordiv.explorer.components import module_text
 
     text = module_text("p_player.js")
     assert "./p_player_" not in text and text.count('from "data:text/javascript;base64,') == 2

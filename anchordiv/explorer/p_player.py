@@ -240,11 +240,17 @@ def player_payload(path: PlayerPath, *, p: float, address: Callable[[list[int]],
 
     shared = {field.name: getattr(path, field.name) for field in fields(PlayerPath)}
     return PlayerPayload(
-        **{**shared, "items": addressed(path.items)}, p_now=path.p[int(np.argmin(np.abs(np.asarray(path.p) - p)))],
+        **{**shared, "items": addressed(path.items)}, p_now=position_of(path, p),
         label=label, help=help,
         baselines=tuple(BaselinePanel(panel.title, panel.agreement, addressed(panel.tiles)) for panel in baselines),
         marks=PlayerMarks(tuple(int(item) for item in marks.like), bool(marks.enabled)), instance=instance,
         companion_params=tuple(companion_params))
+
+
+def position_of(path: PlayerPath, p: float) -> float:
+    """The position of ``path`` nearest ``p`` (the lower on a tie, as
+    :meth:`~anchordiv.slider.SliderPath.step_of`): the ``p`` a drawing at ``p`` shows."""
+    return path.p[int(np.argmin(np.abs(np.asarray(path.p) - p)))]
 
 
 def released_p(value: Any) -> float | None:

@@ -7,10 +7,12 @@
 // receives and sends: docs/design.md §13, "The p player's protocol".
 //
 // This file draws; its rules (which p a drawing shows, Play's stops, when a release is reported)
-// are in p_player_logic.js, and the page's history policy, which it mounts, in p_player_history.js.
-// Every text from the server is set with textContent (or as an attribute), never as markup.
-// Streamlit calls this function again whenever the data changes; one Player per host element
-// keeps the image elements across those calls.
+// are in p_player_logic.js, and the page's history policy, which its Streamlit entry mounts, in
+// p_player_history.js. Every text from the server is set with textContent (or as an attribute),
+// never as markup. Two hosts draw the player through mountPlayer: Streamlit, through this module's
+// default export, and a notebook, through p_player_widget.js (anchordiv.widgets). Each calls it
+// again whenever the data changes; one Player per host element keeps the image elements across
+// those calls.
 
 import { formatP, isEndStop, nearestStep, playDirection, playStep, rankingAt, safeSource, sameOrder,
          PlayerMemory, ReleaseReport } from "./p_player_logic.js";
@@ -29,20 +31,30 @@ const END_HOLD_MS = 2500;
 const MOVE_MS = 250;
 const ENTER_OPACITY = 0.5;
 
+// Streamlit's entry: the page's history policy, then the player, each reply field a state value.
 export default function ({ data, parentElement, setStateValue }) {
   mountHistory(window, data.companion_params);
+  return mountPlayer(parentElement, data, {
+    report: (reply) => { for (const [name, value] of Object.entries(reply)) setStateValue(name, value); },
+  });
+}
+
+// Draws data (the payload) in element, which holds p_player.html's markup, for any host: the
+// host's report(reply) is called with { p } on a release and { marks } on a toggle (the reply's
+// fields, docs/design.md §13). Returns what unmounts the player.
+export function mountPlayer(element, data, host) {
   if (!MEMORIES.has(data.instance)) MEMORIES.set(data.instance, new PlayerMemory());
-  let player = PLAYERS.get(parentElement);
+  let player = PLAYERS.get(element);
   if (!player) {
-    player = new Player(parentElement, MEMORIES.get(data.instance));
-    PLAYERS.set(parentElement, player);
+    player = new Player(element, MEMORIES.get(data.instance));
+    PLAYERS.set(element, player);
   }
-  player.report = (p) => setStateValue("p", p);
-  player.reportMarks = (ids) => setStateValue("marks", ids);
+  player.report = (p) => host.report({ p });
+  player.reportMarks = (ids) => host.report({ marks: ids });
   player.show(data);
   return () => {
     player.pause(false);
-    PLAYERS.delete(parentElement);
+    PLAYERS.delete(element);
   };
 }
 
