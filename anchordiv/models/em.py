@@ -103,17 +103,26 @@ def _e_step(x: torch.Tensor, weights: torch.Tensor, means: torch.Tensor, precisi
     return log_norm, weighted - log_norm[:, None]
 
 
+def initial_labels(anchors: torch.Tensor, n_components: int, random_state: int | None = 0) -> np.ndarray:
+    """The k-means labels ``(N,)`` (in ``0 .. n_components - 1``) that EM starts from, for ``anchors``
+    ``(N, d)`` as :func:`fit_gaussian_mixture` receives them: scikit-learn's ``KMeans`` with one
+    start drawn by ``random_state``. The Learn page's toy world hands them to the browser, whose EM
+    (app/components/toy_world_math.js) starts where this one does."""
+    # scikit-learn is imported here, by the fits that use it, not by every import of the models.
+    from sklearn.cluster import KMeans
+
+    x = anchors.to(torch.float64).cpu().numpy()
+    return KMeans(n_clusters=n_components, n_init=1, random_state=np.random.RandomState(random_state)).fit(x).labels_
+
+
 def fit_gaussian_mixture(anchors: torch.Tensor, n_components: int, covariance_type: str = "full",
                          reg_covar: float = 1e-6, max_iter: int = 100, tol: float = 1e-3,
                          random_state: int | None = 0) -> MixtureFit:
     """Fit ``n_components`` Gaussians to ``anchors`` ``(N, d)`` by EM; see the module docstring."""
-    # scikit-learn is imported here, by the fits that use it, not by every import of the models.
-    from sklearn.cluster import KMeans
     from sklearn.exceptions import ConvergenceWarning
 
     x = anchors.to(torch.float64)
-    labels = KMeans(n_clusters=n_components, n_init=1, random_state=np.random.RandomState(random_state)
-                    ).fit(x.cpu().numpy()).labels_
+    labels = initial_labels(x, n_components, random_state)
     resp = torch.nn.functional.one_hot(torch.as_tensor(labels, device=x.device).long(), n_components).to(x.dtype)
     weights, means, covariances = _m_step(x, resp, covariance_type, reg_covar)
     lower_bound, converged, n_iter = -math.inf, False, 0
