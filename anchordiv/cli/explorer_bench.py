@@ -1,6 +1,7 @@
 """``anchordiv explorer-bench``: the explorer's interactive timings (move p, new query, UMAP), or
 with ``--browser`` the Streamlit explorer itself timed in headless Chromium (with ``--sessions N``,
-N sessions moving p at once; with ``--isolation``, one session's p step beside the heaviest request)."""
+N sessions moving p at once; with ``--isolation``, one session's p step beside the heaviest request;
+with ``--class N``, a class of N students on one server and the class sizes its measured costs hold)."""
 from __future__ import annotations
 
 import argparse
@@ -48,6 +49,12 @@ def add_parser(commands) -> argparse.ArgumentParser:
                        help="with --browser: N browser sessions move p at once, each its own Streamlit session "
                             "(the explorer, then the reference app): their steps against one session's alone, and "
                             "whether each ends on the grid one session alone shows at that p")
+    bench.add_argument("--class", type=integer(2, 64), metavar="N", dest="class_size",
+                       help="with --browser: a class of N students on one server, each in a browser session of its "
+                            "own changing the query or the anchors every 20-30 s and moving p; what each action "
+                            "costs alone, the server's memory per session, the class's waits, and the class sizes "
+                            "a model of the measured costs holds")
+    bench.add_argument("--minutes", type=float, default=4.0, help="with --class: how long the class runs (default 4)")
     add_world_options(bench, "--gallery-split", "--gallery-limit", shows="the explorer shows", note="with --browser: ")
     add_json_option(bench, "figures")
     bench.set_defaults(handler=run)
@@ -69,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
         return _run_in_browser(args)
     if args.map_points is not None:
         return _run_map(args)
-    for option, given in (("--isolation", args.isolation), ("--sessions", args.sessions is not None)):
+    for option, given in (("--isolation", args.isolation), ("--sessions", args.sessions is not None),
+                          ("--class", args.class_size is not None)):
         if given:
             raise ValueError(f"{option} is a browser measurement: add --browser")
     if args.scale:
@@ -128,10 +136,21 @@ def _run_in_browser(args: argparse.Namespace) -> int:
     from ..benchmarks.browser import browser_benchmark, check_browser
     from ..benchmarks.browser_sessions import isolation_benchmark, sessions_benchmark
 
-    if args.isolation and args.sessions is not None:
-        raise ValueError("--isolation and --sessions are two measurements: give one of them")
+    chosen = [option for option, given in (("--isolation", args.isolation), ("--sessions", args.sessions is not None),
+                                           ("--class", args.class_size is not None)) if given]
+    if len(chosen) > 1:
+        raise ValueError(f"{' and '.join(chosen)} are separate measurements: give one of them")
     check_output_file(args.json, "--json")
     check_browser()  # before the servers start: a missing browser is a one-line error naming what to install
+    if args.class_size is not None:
+        from ..benchmarks.classroom import class_benchmark
+
+        print(f"anchordiv explorer-bench --browser --class {args.class_size}: a class of {args.class_size} "
+              f"students on one explorer server for {args.minutes:g} minutes, in headless Chromium", flush=True)
+        results = class_benchmark(args.class_size, minutes=args.minutes, repeats=args.repeats or 5,
+                                  split=args.gallery_split, limit=args.gallery_limit)
+        write_json(args.json, results)
+        return 0
     if args.isolation:
         print("anchordiv explorer-bench --browser --isolation: one session's p step while another draws the "
               "costliest Compare figure a link may ask for, in headless Chromium", flush=True)
