@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -225,6 +226,19 @@ def test_what_is_not_a_player_is_refused_in_words(small_world, arguments, messag
     given = {"query": QUERY, **arguments(anchors)}
     with pytest.raises(ValueError, match=message):
         PPlayer(gallery, k=K, **given)
+
+
+def test_the_widget_needs_no_other_extra_than_notebook(tmp_path):
+    """``pip install 'anchordiv[notebook]'`` brings anywidget and traitlets beside the library: a
+    player is built with the explorer's and the other extras' packages unimportable."""
+    blocked = ("streamlit", "plotly", "umap", "playwright", "open_clip", "ray", "skimage")
+    script = (f"import sys\nsys.modules.update(dict.fromkeys({blocked!r}))\n"
+              "from test_widgets import world\nfrom anchordiv.widgets import PPlayer\n"
+              "gallery, anchors = world()\nprint(PPlayer(gallery, 3, anchors, k=4, steps=5).path.ids.shape)")
+    env = {**os.environ, "ANCHORDIV_CACHE": str(tmp_path / "cache"),
+           "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert (done.returncode, done.stdout.strip()) == (0, "(5, 4)"), done.stderr
 
 
 def test_without_anywidget_the_import_names_the_extra(monkeypatch):
