@@ -6,6 +6,7 @@ and its cache keys."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import streamlit as st
 
@@ -13,54 +14,48 @@ from anchordiv import explorer as ex
 from anchordiv.app.cached import get_geometry, source_presets
 from anchordiv.app.errors import ERROR_CHARS, attempt
 from anchordiv.app.session_keys import upload_problem
-from anchordiv.app.url_state import follow_view_link
-from anchordiv.app.widget_checks import checked_settings, checked_widget, choice_widget, replace_value, text_widget
+from anchordiv.app.setting_widgets import setting_widget
+from anchordiv.app.url_state import follow_view_link, part_settings
+from anchordiv.app.widget_checks import checked_settings, checked_widget
+from anchordiv.app.widget_state import current_value, replace_value, write_values
 from anchordiv.explorer.anchors import OWN_LIST, menu_name, preset_label
 from anchordiv.explorer.links import LinkField
 from anchordiv.explorer.literal import markdown_literal, without_joiners
-from anchordiv.explorer.page_state import SETTINGS, TEMPLATE_OPTIONS
+from anchordiv.explorer.settings import SET_LABELS, SETTINGS, VIEW, anchor_set_key
 from anchordiv.explorer.sidebar_state import SidebarState
 from anchordiv.explorer.widget_values import Allowed
 from anchordiv.prompts import AUTO, CUSTOM, TEMPLATE_SETS, TemplateChoice, default_choice, template_choice
 
-
-# The anchor sets as the Explore page labels them; what to do about one of their values refused on a
-# page that uses them without their widgets.
-SET_LABELS = {"a": "A (object)", "b": "B (style)"}
-P_LABEL = "p: weight of A against B"  # the p player's (app/p_player.py)
+# What to do about a value of the anchor sets refused on a page that uses them without their widgets.
 ELSEWHERE = "Choose it on the Explore page."
 
 
 def anchor_column(column, name: str, label: str, presets: dict[str, tuple[str, ...]], encoder,
-                  sources: dict[str, str]) -> ex.AnchorText:
+                  columns: dict[str, str]) -> ex.AnchorText:
     """One anchor set: a preset menu that fills a text area (one anchor per line, or ``term<TAB>weight``
     per line for a weighted set), its count, and in an expander the prompt templates it is encoded
     through (:func:`template_widgets`) and its export and reload (:func:`file_widgets`). Their values come from the session
     state (:func:`~anchordiv.app.url_state.follow_view_link`). A set whose weights are not usable is
     said in an error box and used as empty."""
-    text_key, preset_key = f"anchors_{name}", f"preset_{name}"
+    text_key, preset_key = anchor_set_key("anchors", name), anchor_set_key("preset", name)
 
     def apply_preset() -> None:
         # A callback runs before the page: a value that is no preset (a client may send any) is left
         # for the menu's check to name.
-        chosen = st.session_state.get(preset_key)
+        chosen = current_value(preset_key)
         if isinstance(chosen, str) and chosen in presets:
             replace_value(text_key, "\n".join(presets[chosen]))
 
     chosen = checked_preset(name, presets, column)
-    text = checked_widget("text_area", f"Anchor set {label} (one per line)", text_key, Allowed.text(), column,
+    text = checked_widget("text_area", SETTINGS[text_key].label, text_key, Allowed.text(), column,
                           default="\n".join(presets[chosen]) if chosen in presets else "")
-    source = sources.get(chosen)
+    read_from = columns.get(chosen)
     shown = preset_label(chosen, text, presets)  # "Your own" once edited
     said = ([f"Edited from {markdown_literal(chosen)}."] if shown == OWN_LIST else []) + \
-        ([f"Read from {markdown_literal(source)}."] if source else [])
-    choice_widget(column.selectbox, f"Preset for {label}", list(presets), key=preset_key, on_change=apply_preset,
-                  format_func=lambda name: shown if name == chosen else menu_name(name), help=" ".join(said) or None)
-    text_widget(column.text_area, f"Anchor set {label} (one per line)", key=text_key, height=120,
-                max_chars=SETTINGS[text_key].max_chars,
-                help="A line of an anchor, a tab and a number gives the anchor a weight (a positive number; "
-                     "the weights are normalised to sum to 1): then every line needs one, and the set is the "
-                     "empirical model with those weights, whatever the sidebar's kind.")
+        ([f"Read from {markdown_literal(read_from)}."] if read_from else [])
+    setting_widget(column, preset_key, options=list(presets), on_change=apply_preset,
+                   format_func=lambda name: shown if name == chosen else menu_name(name), help=" ".join(said) or None)
+    setting_widget(column, text_key)
     parsed = parsed_set(name, column)
     summary = column.container()  # the count and the templates in use, above the expander that sets them
     box = column.expander(f"Templates, save or load set {label[0]}", key=f"save_load_open_{name}", on_change="rerun")
@@ -77,7 +72,7 @@ def parsed_set(name: str, box=st) -> ex.AnchorText | None:
     """Set ``name`` (``"a"`` or ``"b"``) as its text area holds it; ``None`` and an error box in
     ``box`` when its weights are not usable (the set is then not used)."""
     try:
-        return ex.parse_anchor_text(st.session_state[f"anchors_{name}"])
+        return ex.parse_anchor_text(current_value(anchor_set_key("anchors", name)))
     except ValueError as error:
         box.error(markdown_literal(f"Anchor set {name.upper()} is not used: {error}", ERROR_CHARS))
         return None
@@ -98,10 +93,7 @@ def file_widgets(box, name: str, parsed: ex.AnchorText | None) -> None:
         st.download_button(f"Download set {letter}", lambda: text.encode("utf-8"),
                            f"anchor-set-{name}.tsv", "text/tab-separated-values", key=f"download_anchors_{name}",
                            disabled=parsed is None or not len(parsed))
-        st.file_uploader(f"Load set {letter} from a file", type=["tsv", "txt"], key=f"upload_anchors_{name}",
-                         on_change=load_file, args=(name,),
-                         help="UTF-8 text: one anchor per line, or on every line an anchor, a tab and its weight "
-                              "(as the download writes).")
+        setting_widget(st, anchor_set_key("upload_anchors", name), on_change=load_file, args=(name,))
         problem = st.session_state.get(upload_problem(name))
         if problem is not None:
             st.error(markdown_literal(problem, ERROR_CHARS))
@@ -110,13 +102,13 @@ def file_widgets(box, name: str, parsed: ex.AnchorText | None) -> None:
 def load_file(name: str) -> None:
     """The uploader's callback (a widget's value may be set only before it is drawn): the file's
     text becomes set ``name``'s, or its problem is kept for :func:`file_widgets` to say."""
-    state = st.session_state
-    upload, problem_key = state.get(f"upload_anchors_{name}"), upload_problem(name)
+    state, anchors_key = st.session_state, anchor_set_key("anchors", name)
+    upload, problem_key = current_value(anchor_set_key("upload_anchors", name)), upload_problem(name)
     state.pop(problem_key, None)
     if upload is None:  # the file was taken away: the set keeps its text
         return
     try:
-        state[f"anchors_{name}"] = ex.anchor_file_text(upload.getvalue(), SETTINGS[f"anchors_{name}"].max_chars)
+        write_values({anchors_key: ex.anchor_file_text(upload.getvalue(), SETTINGS[anchors_key].max_chars)})
     except ValueError as error:
         state[problem_key] = f"{upload.name} is not loaded, and set {name.upper()} is as it was: {error}"
 
@@ -125,18 +117,14 @@ def template_widgets(column, name: str, label: str, encoder, errors) -> Template
     """The prompt templates of set ``name`` in ``column``: a menu ("auto" names the model's default)
     and, for one's own, a text area (one template per line, ``{}`` where the anchor goes); the
     choice, or ``None`` and an error box in ``errors`` when one's own templates are not usable."""
-    menu_key, own_key = f"templates_{name}", f"own_templates_{name}"
+    menu_key, own_key = anchor_set_key("templates", name), anchor_set_key("own_templates", name)
     default = TEMPLATE_SETS[default_choice(encoder).name]  # short: a menu shows its value on one line
-    menu = choice_widget(column.selectbox, f"Prompt templates for {label}", TEMPLATE_OPTIONS, key=menu_key,
-                         format_func=lambda option: f"auto = {default}" if option == AUTO else TEMPLATE_SETS[option],
-                         help="Each anchor is encoded through these templates, and the unit embeddings averaged and "
-                              "normalised, as CLIP zero-shot does. auto: none for the built-in model (its own "
-                              "captions), 'a photo of a {}.' for CLIP models.")
-    own_label = f"Own templates for {label} (one per line, {{}} where the anchor goes)"
+    menu = setting_widget(column, menu_key,
+                          format_func=lambda option: f"auto = {default}" if option == AUTO else TEMPLATE_SETS[option])
     if menu == CUSTOM:
-        text_widget(column.text_area, own_label, key=own_key, height=100, max_chars=SETTINGS[own_key].max_chars)
+        setting_widget(column, own_key)
     else:  # not drawn, yet read below
-        checked_widget("text_area", own_label, own_key, Allowed.text(), column)
+        checked_widget("text_area", SETTINGS[own_key].label, own_key, Allowed.text(), column)
     try:
         return set_templates(name, encoder)
     except ValueError as error:
@@ -147,8 +135,8 @@ def template_widgets(column, name: str, label: str, encoder, errors) -> Template
 def set_templates(name: str, encoder) -> TemplateChoice:
     """The templates of set ``name`` (``"a"`` or ``"b"``) as the session state holds them;
     ``ValueError`` for unusable own templates."""
-    state = st.session_state
-    return template_choice(state[f"templates_{name}"], without_joiners(state[f"own_templates_{name}"]), encoder)
+    return template_choice(current_value(anchor_set_key("templates", name)),
+                           without_joiners(current_value(anchor_set_key("own_templates", name))), encoder)
 
 
 def anchor_templates(encoder, shown: bool = False) -> tuple[TemplateChoice, TemplateChoice]:
@@ -163,34 +151,33 @@ def anchor_templates(encoder, shown: bool = False) -> tuple[TemplateChoice, Temp
 
 
 def anchor_widgets(box, presets: dict[str, tuple[str, ...]], encoder,
-                   sources: dict[str, str]) -> tuple[ex.AnchorText, ex.AnchorText, str]:
+                   columns: dict[str, str]) -> tuple[ex.AnchorText, ex.AnchorText]:
     """The anchors block of the Explore page in the container ``box`` (the sidebar's top, beside
     the grids): set A above set B (with their templates for ``encoder``; each preset menu's help
-    says which label column ``sources`` a gallery preset reads) and the weighting of p;
-    ``(parsed A, parsed B, weighting)``."""
+    says which label column of ``columns`` a gallery preset reads) and the weighting of p;
+    ``(parsed A, parsed B)``."""
     box.subheader("Anchors")
-    parsed_a, parsed_b = (anchor_column(box, side, label, presets, encoder, sources)
+    parsed_a, parsed_b = (anchor_column(box, side, label, presets, encoder, columns)
                           for side, label in SET_LABELS.items())
-    weighting = choice_widget(box.radio, "Weights of A and B", SETTINGS["weighting"].options, horizontal=True,
-                              key="weighting", format_func=str.capitalize)
-    box.caption(ex.WEIGHTING_HELP[weighting])
-    return parsed_a, parsed_b, weighting
+    box.caption(ex.WEIGHTING_HELP[setting_widget(box, "weighting")])
+    return parsed_a, parsed_b
 
 
-def anchor_sets(source: ex.GallerySource) -> tuple[ex.AnchorText, ex.AnchorText, list[LinkField]]:
+def anchor_sets(source: ex.GallerySource) -> tuple[ex.AnchorText, ex.AnchorText, list[LinkField], Any]:
     """The anchor sets A and B as typed on the Explore page (or its presets), weights included, for
     pages that use them without showing them (a set whose weights are not usable is said in an
-    error box and used as empty), and the view's link fields (:func:`follow_view_link`'s, for
-    :func:`~anchordiv.app.url_state.publish_link`): ``(set A, set B, fields)``."""
+    error box and used as empty), the view's link fields (:func:`follow_view_link`'s, for
+    :func:`~anchordiv.app.url_state.publish_link`) and the view's settings (query, anchors, p and
+    their weighting), each checked as its widget would, read once for this run
+    (:func:`~anchordiv.app.url_state.part_settings`): ``(set A, set B, fields, view)``."""
     fields = view_link(source, ELSEWHERE)
-    presets, state = source_presets(source), st.session_state
-    checked_settings({**{f"anchors_{side}": f"Anchor set {label} (one per line)" for side, label in SET_LABELS.items()},
-                      **{f"templates_{side}": f"Prompt templates for {label}" for side, label in SET_LABELS.items()},
-                      **{f"own_templates_{side}": f"Own templates for {label}" for side, label in SET_LABELS.items()},
-                      "weighting": "Weights of A and B"}, ELSEWHERE,
-                     defaults={f"anchors_{side}": "\n".join(presets[state[f"preset_{side}"]]) for side in SET_LABELS})
+    presets = source_presets(source)
+    checked_settings([*(anchor_set_key(name, side) for name in ("anchors", "templates", "own_templates")
+                        for side in SET_LABELS), "weighting", "query_mode", "query_text"], ELSEWHERE,
+                     defaults={anchor_set_key("anchors", side): "\n".join(presets[current_value(anchor_set_key(
+                         "preset", side))]) for side in SET_LABELS})
     set_a, set_b = (parsed_set(side) or ex.AnchorText(()) for side in "ab")
-    return set_a, set_b, fields
+    return set_a, set_b, fields, part_settings(VIEW)
 
 
 def checked_preset(name: str, presets: dict[str, tuple[str, ...]], box, todo: str | None = None) -> str:
@@ -198,8 +185,9 @@ def checked_preset(name: str, presets: dict[str, tuple[str, ...]], box, todo: st
     a value that is none of ``presets``, sent by a client, is named in ``box`` and the menu keeps
     its last preset). One the menu held on another gallery is left for the page to map to its
     stand-in (:func:`~anchordiv.app.url_state.refresh_presets`)."""
-    return checked_widget("selectbox", f"Preset for {SET_LABELS[name]}", f"preset_{name}", Allowed.choice(presets),
-                          box, fallback=next(iter(presets)), shown=menu_name, todo=todo)
+    key = anchor_set_key("preset", name)
+    return checked_widget("selectbox", SETTINGS[key].label, key, Allowed.choice(presets), box,
+                          fallback=next(iter(presets)), shown=menu_name, todo=todo)
 
 
 def view_link(source: ex.GallerySource, todo: str | None = None, box=st) -> list[LinkField]:
@@ -210,7 +198,7 @@ def view_link(source: ex.GallerySource, todo: str | None = None, box=st) -> list
     presets = source_presets(source)
     for side in SET_LABELS:
         checked_preset(side, presets, box, todo)
-    checked_settings({"p": P_LABEL}, todo or "Use the p slider to change it.", box)
+    checked_settings(["p"], todo or "Use the p slider to change it.", box)
     return follow_view_link(source)
 
 
@@ -237,7 +225,8 @@ def geometry_for(sidebar: SidebarState, source: ex.GallerySource, encoder, set_a
     """The cached geometry of anchor sets A and B (through their templates, with their weights)
     over ``source`` under the sidebar's settings (or ``spec``: a figure column's,
     :func:`column_spec`); an error box and a stop when it cannot be built."""
-    return fitted_geometry(source, encoder, set_a, set_b, spec or sidebar.geometry, prior_texts(sidebar.prior_text),
+    return fitted_geometry(source, encoder, set_a, set_b, spec or sidebar.geometry,
+                           prior_texts(sidebar.settings.prior_anchors),
                            anchor_templates(encoder))
 
 
@@ -260,7 +249,7 @@ def geometry_and_key(sidebar: SidebarState, source: ex.GallerySource, encoder, p
     """The cached geometry of A and B under the sidebar's settings and the templates their widgets
     show, and the key that names it (anchors and their weights, model, templates: for the caches
     of its sliders and projections)."""
-    spec, prior = sidebar.geometry, prior_texts(sidebar.prior_text)
+    spec, prior = sidebar.geometry, prior_texts(sidebar.settings.prior_anchors)
     templates = anchor_templates(encoder, shown=True)
     geometry = fitted_geometry(source, encoder, parsed_a, parsed_b, spec, prior, templates)
     return geometry, ex.projection_key(source.key, encoder.name, parsed_a.anchors, parsed_b.anchors, spec, prior,

@@ -60,7 +60,7 @@ def column_model(sidebar: SidebarState, spec: str, pretrained: str | None, set_a
     encoder = column_encoder(spec, pretrained)
     templates = anchor_templates(encoder)
     source = cached.memory_source(load_gallery_for(sidebar.gallery, encoder))
-    prior = prior_texts(sidebar.prior_text)
+    prior = prior_texts(sidebar.settings.prior_anchors)
     terms = (set_a.anchors, set_b.anchors)
     return fg.ColumnModel(
         encoder, source.gallery,

@@ -12,8 +12,8 @@ import numpy as np
 import streamlit as st
 
 from anchordiv import figure as fg
-from anchordiv.app.widget_checks import choice_widget
-from anchordiv.explorer.page_state import PREVIEW_SIZES
+from anchordiv.app.setting_widgets import setting_widget
+from anchordiv.explorer.settings import FIT
 
 # The figure is drawn for print (its neighbours' captions are a few points high); the page shows it
 # large enough that that text is this many CSS pixels high, a column at a time (four columns at that
@@ -71,9 +71,6 @@ def preview_html(svgs: list[str], fit: bool) -> str:
 
 def show_preview(result: fg.CompareResult) -> None:
     """The figure on the page, readable by default (:func:`preview_html`)."""
-    size = choice_widget(st.radio, "Preview", PREVIEW_SIZES, horizontal=True, key="compare_preview_size",
-                         help="The downloads are the same either way: this only sets how large the page shows the "
-                              "figure.")
-    key, fit = figure_key(result), size == PREVIEW_SIZES[1]
+    key, fit = figure_key(result), setting_widget(st, "compare_preview_size") == FIT
     columns = [None] if fit else range(len(result.columns))
     st.html(preview_html([preview_svg(key, column, result) for column in columns], fit))

@@ -13,14 +13,15 @@ import streamlit as st
 
 from anchordiv.app import cached
 from anchordiv.app.errors import ERROR_CHARS, attempt
-from anchordiv.app.session_keys import ENCODER_FOLLOWED, PERSIST
-from anchordiv.app.widget_checks import choice_widget, replace_value, text_widget
+from anchordiv.app.session_keys import ENCODER_FOLLOWED
+from anchordiv.app.setting_widgets import setting_widget
+from anchordiv.app.widget_state import current_value, replace_value, write_values
 from anchordiv.device import describe_device
 from anchordiv.encoders import CatalogEntry, ModelSpec, fetch_model, missing_files, parse_model_spec
 from anchordiv.encoders.folders import checkpoints_root
 from anchordiv.explorer.launch import LaunchOptions
 from anchordiv.explorer.literal import markdown_literal, shown
-from anchordiv.explorer.page_state import BUILTIN, HUB, OPEN_CLIP, PRETRAINED, SETTINGS
+from anchordiv.explorer.settings import BUILTIN, CHECKPOINT, HUB, PRETRAINED
 from anchordiv.explorer.sidebar_state import EncoderChoice
 from anchordiv.images import display_name
 
@@ -44,22 +45,21 @@ def entry_token(entry: CatalogEntry) -> str:
 def apply_spec(spec: ModelSpec, trusted: bool) -> None:
     """Set the model widgets to show ``spec``: from a launch option (``trusted``), or from a link,
     whose checkpoint path is never taken (a link names no file on the server)."""
-    state = st.session_state
     if spec.family == "builtin":
-        state["encoder_source"] = BUILTIN
+        write_values({"encoder_kind": BUILTIN})
     elif spec.hub_repo:
-        state["encoder_source"], state["hub_repo"] = HUB, spec.hub_repo
+        write_values({"encoder_kind": HUB, "hub_repo": spec.hub_repo})
     elif spec.pretrained and f"{spec.arch}/{spec.pretrained}" in catalog():
-        state["encoder_source"], state["openclip_pretrained"] = PRETRAINED, f"{spec.arch}/{spec.pretrained}"
+        write_values({"encoder_kind": PRETRAINED, "openclip_pretrained": f"{spec.arch}/{spec.pretrained}"})
     else:
-        state["encoder_source"], state["openclip_arch"] = OPEN_CLIP, spec.arch
+        write_values({"encoder_kind": CHECKPOINT, "openclip_arch": spec.arch})
         roots = cached.launch_options().roots
         if trusted and spec.pretrained and roots.allow_any_path:
-            state["openclip_checkpoint"] = spec.pretrained
+            write_values({"openclip_checkpoint": spec.pretrained})
         elif trusted and spec.pretrained:  # the menu offers the data roots' checkpoints only
             offered = [str(path) for path in roots.checkpoints()]
             path = str(Path(spec.pretrained).expanduser().resolve())
-            state["checkpoint_choice"] = path if path in offered else None
+            write_values({"checkpoint_choice": path if path in offered else None})
 
 
 def follow_encoder(linked: dict[str, Any], launch: LaunchOptions) -> None:
@@ -105,34 +105,29 @@ def open_clip_architectures() -> set[str]:
 def encoder_widgets(bar, roots) -> None:
     """The encoder's menu and, by its entry, the pretrained tag, the hub repository or the
     architecture and checkpoint file (read by :func:`~anchordiv.explorer.sidebar_state.read_sidebar`)."""
-    state = st.session_state
-    kind = choice_widget(bar.radio, "Model", SETTINGS["encoder_source"].options, key="encoder_source",
-                         persist_state=PERSIST)
+    kind = setting_widget(bar, "encoder_kind")
     if kind == PRETRAINED:
         entries = catalog()
-        choice_widget(bar.selectbox, "Architecture and pretrained tag", list(entries), key="openclip_pretrained",
-                      persist_state=PERSIST, format_func=lambda token: entries[token].label)
+        setting_widget(bar, "openclip_pretrained", options=list(entries), format_func=lambda token: entries[token].label)
     elif kind == HUB:
         repos = [entry.model.removeprefix("open_clip:hf-hub:") for entry in cached.encoder_menu()
                  if "hf-hub:" in entry.model]
 
         def suggest() -> None:
             # A callback runs before the page: a value that is none of the repos is the menu's to name.
-            if state.get("hub_suggestion") in repos:
-                replace_value("hub_repo", state["hub_suggestion"])
+            suggested = current_value("hub_suggestion")
+            if suggested in repos:
+                replace_value("hub_repo", suggested)
 
-        choice_widget(bar.selectbox, "Suggested repos", repos, index=None, key="hub_suggestion", persist_state=PERSIST,
-                      on_change=suggest, placeholder="SigLIP, MobileCLIP, …")
-        text_widget(bar.text_input, "Hugging Face repo (ORG/REPO)", key="hub_repo", persist_state=PERSIST,
-                    max_chars=SETTINGS["hub_repo"].max_chars, placeholder="ORG/REPO")
-    elif kind == OPEN_CLIP:
-        text_widget(bar.text_input, "Architecture", key="openclip_arch", persist_state=PERSIST)
+        setting_widget(bar, "hub_suggestion", options=repos, on_change=suggest)
+        setting_widget(bar, "hub_repo")
+    elif kind == CHECKPOINT:
+        setting_widget(bar, "openclip_arch")
         if roots.allow_any_path:
-            text_widget(bar.text_input, "Checkpoint file", key="openclip_checkpoint", persist_state=PERSIST)
+            setting_widget(bar, "openclip_checkpoint")
         else:
-            choice_widget(bar.selectbox, "Checkpoint file", [str(path) for path in roots.checkpoints()], index=None,
-                          key="checkpoint_choice", persist_state=PERSIST,
-                          placeholder="choose a checkpoint from the data folders", format_func=display_name)
+            setting_widget(bar, "checkpoint_choice", options=[str(path) for path in roots.checkpoints()],
+                           format_func=display_name)
 
 
 def load_encoder_for(choice: EncoderChoice):
@@ -140,7 +135,7 @@ def load_encoder_for(choice: EncoderChoice):
     first where they are missing and the server allows it (an info box naming the files and where
     to put them where it does not); a stop while nothing loadable is chosen."""
     launch = cached.launch_options()
-    encoder = load_checkpoint(choice, launch) if choice.kind == OPEN_CLIP else load_named(choice, launch)
+    encoder = load_checkpoint(choice, launch) if choice.kind == CHECKPOINT else load_named(choice, launch)
     st.sidebar.caption(f"Encoding on {describe_device(encoder.device)}; ranking and maps on "
                        f"{describe_device(cached.server_device())}.")
     return encoder

@@ -15,6 +15,7 @@ from anchordiv.app.find_anchors import pair_terms_section
 from anchordiv.app.query_inputs import caption_of
 from anchordiv.app.widget_checks import checked_rank
 from anchordiv.explorer.literal import markdown_literal
+from anchordiv.explorer.settings import SETTINGS
 from anchordiv.grids import readable_value
 
 
@@ -43,8 +44,9 @@ def explain_neighbour(view: ExploreView, p: float, table: pd.DataFrame) -> None:
     """The chosen neighbour's and the query's tilted distributions, the divergence, and the
     vocabulary's pull and push terms."""
     source, geometry = view.source, view.geometry
-    checked_rank("explain_rank", len(table), "Neighbour", st)
-    rank = st.selectbox("Neighbour", table["rank"].tolist(), key="explain_rank",
+    rank_setting = SETTINGS["explain_rank"]
+    checked_rank(rank_setting.key, len(table), rank_setting.label, st)
+    rank = st.selectbox(rank_setting.label, table["rank"].tolist(), key=rank_setting.key,
                         format_func=lambda r: f"{r}. {caption_of(source)(table.gallery_id.iloc[r - 1])}")
     neighbour = int(table.gallery_id.iloc[rank - 1])
     query_tilt, neighbour_tilt, divergence, shown = explain.explain_pair(

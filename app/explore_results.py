@@ -18,8 +18,8 @@ from anchordiv.app.explore_details import explain_section
 from anchordiv.app.explore_view import ExploreView, certificate_text, neighbours, p_path, path_key, step_certified
 from anchordiv.app.learn_anchors import player_marks, rerun_after_marks, take_player_marks
 from anchordiv.app.p_player import p_player
-from anchordiv.app.url_state import publish_link
-from anchordiv.explorer.page_state import SETTINGS
+from anchordiv.app.url_state import part_settings, publish_link
+from anchordiv.explorer.settings import VIEW
 from anchordiv.explorer.sweep_files import MAX_SWEEP_K, sweep_gif, sweep_strip_png
 from anchordiv.models import anchor_model_kind
 from anchordiv.slider import SliderPath
@@ -44,7 +44,7 @@ def results_fragment(view: ExploreView) -> None:
     player plays the query's whole path in the browser. Its release reruns this fragment once,
     which puts the released p in the URL and redraws the open details at it."""
     with step_clock.timed_run("explorer"):
-        p = float(st.session_state.get("p", SETTINGS["p"].default))
+        p = part_settings(VIEW).p
         path = player_section(view, p)
         anchor_table = neighbours(view, p, path)
         publish_link(view.link_fields, view.source)

@@ -3,7 +3,7 @@ pins (``umap_p``), so moving the slider never recomputes a projection; a cosine 
 where the source offers one. The query and its neighbours outside the sample are placed by UMAP's
 own ``transform`` (:func:`anchordiv.explorer.map_placer`). A sample of up to
 :data:`~anchordiv.explorer.maps.MAX_MAP_POINTS` may be asked for; a new map estimated to take longer
-than :data:`ASK_FIRST_SECONDS` shows its estimate and waits for a click, and every step of a layout
+than :data:`~anchordiv.explorer.maps.ASK_FIRST_SECONDS` shows its estimate and waits for a click, and every step of a layout
 (its kNN graph, UMAP's compile, its epochs) reports on a progress bar."""
 from __future__ import annotations
 
@@ -17,11 +17,9 @@ from anchordiv.app.errors import attempt
 from anchordiv.app.explore_view import ExploreView, neighbours
 from anchordiv.app.maps_ui import pinned_projection_p, projection_caption, projection_chart, with_query_point
 from anchordiv.app.session_keys import UMAP_COLOUR_OF
-from anchordiv.explorer.maps import MAX_MAP_POINTS, map_status
-
-# A new map estimated to take longer than this (seconds) is laid out only when asked for, its
-# estimate shown first: a map of 50,000 points takes a minute or more.
-ASK_FIRST_SECONDS = 30.0
+from anchordiv.app.setting_widgets import setting_widget
+from anchordiv.app.widget_state import replace_value
+from anchordiv.explorer.maps import ASK_FIRST_SECONDS, map_status
 
 
 @st.fragment
@@ -102,19 +100,13 @@ def draw_umap(view: ExploreView) -> None:
     # Two rows of two: four in a row left each label a few letters in a 1000 px window.
     points_col, colour_col = st.columns(2)
     cosine_col, p_col = st.columns(2)
-    max_points = int(points_col.number_input("Points (fixed sample)", 10, MAX_MAP_POINTS, source.projection_rows,
-                                             step=500, key="umap_points",
-                                             help="UMAP of the anchor-divergence kNN graph of a fixed sample; "
-                                                  "computed once per geometry and cached. A new map estimated "
-                                                  f"at over {ASK_FIRST_SECONDS:.0f} s shows its estimate and waits "
-                                                  f"for a click; at most {MAX_MAP_POINTS:,} points."))
+    max_points = int(setting_widget(points_col, "umap_points", value=source.projection_rows))
     colours = source.colour_columns
     if st.session_state.get(UMAP_COLOUR_OF) != source.key:  # another gallery's column means nothing here
-        st.session_state.pop("umap_colour", None)
+        replace_value("umap_colour", source.default_colour)
         st.session_state[UMAP_COLOUR_OF] = source.key
-    colour = colour_col.selectbox("Colour by", colours, key="umap_colour", index=colours.index(source.default_colour))
-    with_cosine = (cosine_col.checkbox("Cosine projection beside it", key="umap_cosine")
-                   if source.capabilities.cosine_projection else False)
+    colour = setting_widget(colour_col, "umap_colour", options=colours)
+    with_cosine = setting_widget(cosine_col, "umap_cosine") if source.capabilities.cosine_projection else False
     p = pinned_projection_p(p_col, geometry.is_mixture)
     projections = [("anchor", f"Anchor divergence at p = {p:.2f} ({view.weighting})",
                     ex.projection_key(view.geometry_key, round(p, 4), view.weighting))]

@@ -13,10 +13,11 @@ from anchordiv.app import cached
 from anchordiv.app.errors import attempt
 from anchordiv.app.explore_view import ExploreView
 from anchordiv.app.learn_anchors import marks_section, show_term_table, use_buttons
-from anchordiv.app.widget_checks import checked_widget, choice_widget, text_widget
+from anchordiv.app.setting_widgets import setting_widget
+from anchordiv.app.widget_checks import checked_widget
 from anchordiv.explorer.literal import markdown_literal, shown
-from anchordiv.explorer.page_state import FIND_AUTO, FIND_FILE, FIND_OWN, SETTINGS
-from anchordiv.explorer.vocabulary import (FIND_TERMS, default_vocabulary, file_terms, panel_vocabulary, typed_terms,
+from anchordiv.explorer.settings import FIND_AUTO, FIND_FILE, FIND_OWN, SETTINGS
+from anchordiv.explorer.vocabulary import (default_vocabulary, file_terms, panel_vocabulary, typed_terms,
                                            vocabulary_files)
 from anchordiv.explorer.widget_values import Allowed
 from anchordiv.grids import readable_value
@@ -51,7 +52,7 @@ def vocabulary_label(option: str, encoder) -> str:
     if option == FIND_AUTO:
         return f"auto: {default_vocabulary(encoder.name)}"
     if option in (FIND_OWN, FIND_FILE):
-        return option
+        return SETTINGS["find_vocabulary"].format_option(option)
     return f"{option}: {vocabulary_description(option)}"
 
 
@@ -59,28 +60,20 @@ def vocabulary_widgets(encoder) -> tuple[str, ...] | None:
     """The vocabulary menu and, for one's own list, its text area or file menu; the terms (an error
     box and ``None`` when they cannot be used)."""
     roots = cached.data_roots()
-    choice = choice_widget(st.selectbox, "Vocabulary", vocabulary_options(), key="find_vocabulary",
-                           format_func=lambda option: vocabulary_label(option, encoder),
-                           help=f"The terms to suggest anchors from and to learn a geometry over (at most "
-                                f"{FIND_TERMS:,}).")
+    choice = setting_widget(st, "find_vocabulary", options=vocabulary_options(),
+                            format_func=lambda option: vocabulary_label(option, encoder))
     if choice == FIND_OWN:
-        text_widget(st.text_area, OWN_TERMS, key="find_own_terms", height=120,
-                    max_chars=SETTINGS["find_own_terms"].max_chars)
+        setting_widget(st, "find_own_terms")
     elif choice == FIND_FILE:
         if roots.allow_any_path:
-            text_widget(st.text_input, FILE_PATH, key="find_file_path", max_chars=SETTINGS["find_file_path"].max_chars)
+            setting_widget(st, "find_file_path")
         else:
-            choice_widget(st.selectbox, FILE_MENU, file_options(), index=None, key="find_file",
-                          placeholder="choose a .txt file", format_func=display_name)
+            setting_widget(st, "find_file", options=file_options(), format_func=display_name)
     terms = attempt(lambda: chosen_terms(encoder), "This vocabulary cannot be used")
     if terms is not None:
         st.caption(f"{len(terms):,} terms, encoded with this model's default prompt: "
                    f"{markdown_literal(default_choice(encoder).label)}")
     return terms
-
-
-OWN_TERMS, FILE_PATH = "Your terms (one per line)", "Text file of terms (one per line)"
-FILE_MENU = "Text file of terms under the data folders"
 
 
 def vocabulary_options() -> list[str]:
@@ -96,8 +89,8 @@ def file_options() -> list[str]:
 def vocabulary_choice() -> str:
     """The vocabulary the menu holds, checked (:func:`~anchordiv.app.widget_checks.checked_widget`):
     "why this neighbour?" reads it before the menu is drawn."""
-    return checked_widget("selectbox", "Vocabulary", "find_vocabulary", Allowed.choice(vocabulary_options()), st,
-                          FIND_AUTO)
+    return checked_widget("selectbox", SETTINGS["find_vocabulary"].label, "find_vocabulary",
+                          Allowed.choice(vocabulary_options()), st, FIND_AUTO)
 
 
 def chosen_terms(encoder) -> tuple[str, ...]:
@@ -106,12 +99,14 @@ def chosen_terms(encoder) -> tuple[str, ...]:
     ``ValueError`` when they cannot be used."""
     choice = vocabulary_choice()
     if choice == FIND_OWN:
-        return typed_terms(checked_widget("text_area", OWN_TERMS, "find_own_terms", Allowed.text(), st, ""))
+        return typed_terms(checked_widget("text_area", SETTINGS["find_own_terms"].label, "find_own_terms",
+                                          Allowed.text(), st, ""))
     if choice == FIND_FILE:
         roots = cached.data_roots()
-        path = (checked_widget("text_input", FILE_PATH, "find_file_path", Allowed.text(), st, "")
+        path = (checked_widget("text_input", SETTINGS["find_file_path"].label, "find_file_path", Allowed.text(), st, "")
                 if roots.allow_any_path else
-                checked_widget("selectbox", FILE_MENU, "find_file", Allowed.choice(file_options(), empty=True), st))
+                checked_widget("selectbox", SETTINGS["find_file"].label, "find_file",
+                               Allowed.choice(file_options(), empty=True), st))
         if not path:
             raise ValueError("choose a text file of terms")
         found = roots.confine(path, "vocabulary file").stat()

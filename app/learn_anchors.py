@@ -19,16 +19,21 @@ from anchordiv.app.explore_view import ExploreView, neighbours
 from anchordiv.app.query_inputs import caption_of
 from anchordiv.app.session_keys import (FIND_LEARNED, FIND_MARKS, FIND_MARKS_OF, PLAYER_MARKS_FOR,
                                          PLAYER_MARKS_LEFT_OUT, PLAYER_MARKS_TAKEN, find_problem)
+from anchordiv.app.setting_widgets import setting_widget
+from anchordiv.app.url_state import part_settings
 from anchordiv.app.widget_checks import IMAGES, checked_ids, replace_value, say
+from anchordiv.app.widget_state import current_value
 from anchordiv.explorer.anchors import weighted_anchor_text
 from anchordiv.explorer.feedback import (MAX_MARKED_QUERIES, MAX_MARKS, LearnedAnchors, QueryMarks, explanation,
                                          learn_weights, marks_key, too_few_to_tell, training_set)
 from anchordiv.explorer.literal import markdown_literal
 from anchordiv.explorer.p_player import PlayerMarks, PlayerReply
-from anchordiv.explorer.page_state import SETTINGS
+from anchordiv.explorer.settings import SETTINGS, VIEW, anchor_set_key
 from anchordiv.prompts import default_choice
 
 CHART_TERMS = 20  # bars in the weights' chart
+LIKE, UNLIKE = SETTINGS["find_like"], SETTINGS["find_unlike"]  # the menus of a query's marks
+MARK_MENUS = (LIKE, UNLIKE)
 
 
 def use_buttons(column, terms: list[str], name: str, text: str | None = None) -> None:
@@ -40,13 +45,14 @@ def use_buttons(column, terms: list[str], name: str, text: str | None = None) ->
     problem_key = find_problem(name)
 
     def use(side: str) -> None:
-        limit = SETTINGS[f"anchors_{side}"].max_chars
+        anchors = SETTINGS[anchor_set_key("anchors", side)]
+        limit = anchors.max_chars
         if len(value) > limit:
             st.session_state[problem_key] = (f"This list has {len(value):,} characters; set {side.upper()} holds at "
                                              f"most {limit:,}, so it is not used and the set is as it was. Download "
                                              "it, cut it down and load it into the set.")
         else:
-            replace_value(f"anchors_{side}", value)
+            replace_value(anchors.key, value)
 
     left, right = column.columns(2)
     for side, part in (("a", left), ("b", right)):
@@ -99,8 +105,8 @@ def gallery_marks(source_key: str) -> dict[str, QueryMarks]:
 
 def clear_marks(source_key: str) -> None:
     gallery_marks(source_key).clear()
-    for key in ("find_like", "find_unlike"):
-        replace_value(key, [])
+    for menu in MARK_MENUS:
+        replace_value(menu.key, [])
 
 
 def this_query(view: ExploreView) -> tuple[dict[str, QueryMarks], str, QueryMarks]:
@@ -155,8 +161,8 @@ def take_player_marks(reply: PlayerReply) -> None:
     current = kept.get(key) or current
     marks = store_marks(kept, key, replace(current, like=tuple(like),
                                            unlike=tuple(item for item in current.unlike if item not in like)))
-    replace_value("find_like", list(marks.like))
-    replace_value("find_unlike", list(marks.unlike))
+    replace_value(LIKE.key, list(marks.like))
+    replace_value(UNLIKE.key, list(marks.unlike))
     state[FIND_MARKS_OF] = (source_key, key)
     state[PLAYER_MARKS_TAKEN] = True
 
@@ -173,7 +179,7 @@ def rerun_after_marks() -> None:
 def mark_options(view: ExploreView) -> dict[int, str]:
     """The items of the neighbour grids (anchor divergence at the current p, then cosine), each
     with where it is ranked."""
-    tables = {"anchor": neighbours(view, float(st.session_state.get("p", 0.5))), **view.baselines}
+    tables = {"anchor": neighbours(view, part_settings(VIEW).p), **view.baselines}
     where: dict[int, list[str]] = {}
     for method, table in tables.items():
         for rank, item in table[["rank", "gallery_id"]].itertuples(index=False):
@@ -190,24 +196,22 @@ def query_marks(view: ExploreView) -> QueryMarks:
     kept, key, current = this_query(view)
     full = no_room(kept, key)
     shown_for = (view.source.key, key)
-    if state.get(FIND_MARKS_OF) != shown_for or "find_like" not in state or "find_unlike" not in state:
-        replace_value("find_like", list(current.like))
-        replace_value("find_unlike", list(current.unlike))
+    if state.get(FIND_MARKS_OF) != shown_for or any(current_value(menu.key) is None for menu in MARK_MENUS):
+        replace_value(LIKE.key, list(current.like))
+        replace_value(UNLIKE.key, list(current.unlike))
         state[FIND_MARKS_OF] = shown_for
-    for menu, label in (("find_like", "“Like the query”"), ("find_unlike", "“Not like it”")):
-        checked_ids(menu, len(view.source), MAX_MARKS, label, "Mark items of the grids above.", st)
+    like, unlike = (checked_ids(menu.key, len(view.source), MAX_MARKS, f"“{menu.label.removesuffix(' (optional)')}”",
+                                "Mark items of the grids above.", st) for menu in MARK_MENUS)
     where = mark_options(view)
-    options = list(dict.fromkeys([*where, *state["find_like"], *state["find_unlike"]]))
+    options = list(dict.fromkeys([*where, *like, *unlike]))
     caption = caption_of(view.source)
 
     def label(item: int) -> str:
         return f"#{item} {caption(item)}" + (f" ({where[item]})" if item in where else "")
 
     like_col, unlike_col = st.columns(2)
-    like = like_col.multiselect("Like the query", options, key="find_like", format_func=label,
-                                max_selections=MAX_MARKS, placeholder="items of the grids above", disabled=full)
-    unlike = unlike_col.multiselect("Not like it (optional)", options, key="find_unlike", format_func=label,
-                                    max_selections=MAX_MARKS, placeholder="items of the grids above", disabled=full)
+    like, unlike = (setting_widget(column, menu.key, options=options, format_func=label, max_selections=MAX_MARKS,
+                                   disabled=full) for column, menu in ((like_col, LIKE), (unlike_col, UNLIKE)))
     if full:
         st.warning(f"{MAX_MARKED_QUERIES} queries already have marks, the most a geometry is learned from: this "
                    "one cannot be marked, and theirs are kept. Learn from them, or clear the marks to start again.")

@@ -20,7 +20,7 @@ from anchordiv.app.url_state import link_notes, publish_link, share_box
 from anchordiv.app.widget_checks import checked_query_id, checked_rank
 from anchordiv.explorer.literal import markdown_literal, plotly_literal
 from anchordiv.grids import readable_value
-from anchordiv.explorer.page_state import DIRECTIONS, SETTINGS
+from anchordiv.explorer.settings import DIRECTION_LABELS, FORWARD, REVERSE, SETTINGS
 from anchordiv.explorer.sidebar_state import SidebarState
 from anchordiv.models import anchor_model_kind
 
@@ -36,7 +36,7 @@ def gallery_section(sidebar: SidebarState, fields: list, share_slot) -> None:
     encoder = load_encoder_for(sidebar.encoder)
     gallery = load_gallery_for(sidebar.gallery, encoder)
     source = cached.memory_source(gallery)
-    set_a, set_b, view_link = anchor_sets(source)
+    set_a, set_b, view_link, view = anchor_sets(source)
     link_notes()
     query_id = checked_query_id(source, "Choose the query on the Explore page.", st)  # before the link writes it
     fields = fields + view_link
@@ -44,15 +44,15 @@ def gallery_section(sidebar: SidebarState, fields: list, share_slot) -> None:
     with share_slot:
         share_box(fields, source)
     geometry = geometry_for(sidebar, source, encoder, set_a, set_b)
-    state = st.session_state
-    p = float(state.get("p", SETTINGS["p"].default))
-    weighting = state.get("weighting", SETTINGS["weighting"].default)
-    st.caption(settings_text(geometry.spec, sidebar.top_k, p, weighting))
+    p, weighting, top_k = view.p, view.weighting, sidebar.settings.top_k
+    st.caption(settings_text(geometry.spec, top_k, p, weighting))
     st.caption(ex.WEIGHTING_HELP[weighting])
     values, ids = attempt(lambda: ex.search_one(geometry.index_at(p, weighting), gallery.embeddings[query_id],
-                                                sidebar.top_k, exclude=query_id), "Cannot rank the gallery", stop=True)
-    checked_rank("learn_neighbour", len(ids), "Neighbour", st)  # a link's neighbour may lie beyond this k
-    rank = st.selectbox("Neighbour", list(range(1, len(ids) + 1)), key="learn_neighbour",
+                                                top_k, exclude=query_id), "Cannot rank the gallery", stop=True)
+    neighbour_setting = SETTINGS["learn_neighbour"]
+    # A link's neighbour may lie beyond this k.
+    checked_rank(neighbour_setting.key, len(ids), neighbour_setting.label, st)
+    rank = st.selectbox(neighbour_setting.label, list(range(1, len(ids) + 1)), key=neighbour_setting.key,
                         format_func=lambda r: f"{r}. {caption_of(source)(int(ids[r - 1]))}")
     neighbour = int(ids[rank - 1])
     # Each caption in its column's width, not the image's: 96 px left it 14 letters a line.
@@ -97,7 +97,7 @@ GALLERY_SHARE_NOTES: dict[str, str] = {
 def settings_text(spec: ex.GeometrySpec, k: int, p: float, weighting: str) -> str:
     """This section's settings in words: the sidebar's geometry (``spec`` and top-``k``) and the
     Explore page's ``p`` and ``weighting``; that the toy world's controls are not among them."""
-    direction = DIRECTIONS["reverse" if spec.reverse else "forward"].split(":")[0].lower()
+    direction = DIRECTION_LABELS[REVERSE if spec.reverse else FORWARD].split(":")[0].lower()
     return (f"This section's settings: the sidebar's geometry ({anchor_model_kind(spec.kind).short} anchor model, "
             f"scale s = {spec.scale:g}, {direction}, top-k {k}) and the Explore page's query, anchor sets, "
             f"p = {p:.2f} and {weighting} weights. The toy world's controls above do not apply here.")

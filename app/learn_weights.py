@@ -15,20 +15,13 @@ import streamlit as st
 from anchordiv import lesson, lesson_weights
 from anchordiv.app.errors import ERROR_CHARS, attempt
 from anchordiv.app.session_keys import WEIGHTS_LEARNED, WEIGHTS_REQUEST
-from anchordiv.app.widget_checks import checked_choices, list_kept_as_list, number_widget
+from anchordiv.app.setting_widgets import setting_widget
+from anchordiv.app.widget_checks import checked_choices, list_kept_as_list
 from anchordiv.explorer.literal import markdown_literal
-from anchordiv.explorer.page_state import SETTINGS
+from anchordiv.explorer.settings import POINT_LABELS, SETTINGS, hand_weight_key
 
 NEAR, FAR, MARKED, ANCHOR = "#2ca02c", "lightgrey", "#ff7f0e", "#1f77b4"
-POINT_LABELS = {f"{angle:g}°": float(angle) for angle in lesson_weights.toy_points()}
-MARKS_LABEL = "Points like the query"
-
-
-def setting_slider(column, label: str, key: str) -> float:
-    """A slider of the Learn page (the toy world's, this lesson's), its bounds and step from the
-    table of page state, its value checked (:func:`~anchordiv.app.widget_checks.number_widget`)."""
-    setting = SETTINGS[key]
-    return number_widget(column.slider, label, *setting.bounds, step=setting.step, key=key)
+MARKS = SETTINGS["learn_weights_marks"]
 
 
 def weights_lesson(linked: Mapping[str, object] = MappingProxyType({})) -> None:
@@ -42,17 +35,17 @@ def weights_lesson(linked: Mapping[str, object] = MappingProxyType({})) -> None:
     st.latex(r"p_w(\gamma_i \mid x) = \frac{w_i\, e^{s\,\gamma_i\cdot x}}{\sum_j w_j\, e^{s\,\gamma_j\cdot x}},"
              r"\qquad D_w(x \to y) = \mathrm{KL}\big(p_w(\cdot\mid x)\,\|\,p_w(\cdot\mid y)\big)")
     query_col, k_col, scale_col = st.columns(3)
-    query = float(setting_slider(query_col, "Query direction θ of this lesson (degrees)", "learn_weights_query"))
-    k = int(setting_slider(k_col, "Neighbourhood size k (points)", "learn_weights_k"))
-    scale = float(setting_slider(scale_col, "Scale s of this lesson", "learn_weights_scale"))
+    query = float(setting_widget(query_col, "learn_weights_query"))
+    k = int(setting_widget(k_col, "learn_weights_k"))
+    scale = float(setting_widget(scale_col, "learn_weights_scale"))
     hand_section(query, k, scale)
-    learner_section(query, k, scale, "learn_weights_marks" in linked)
+    learner_section(query, k, scale, MARKS.key in linked)
 
 
 def hand_section(query: float, k: int, scale: float) -> None:
     st.subheader("Move the weights yourself")
     columns = st.columns(len(lesson_weights.HAND_ANCHORS))
-    weights = [setting_slider(column, f"Weight of the anchor at {angle:g}°", f"learn_weights_w{angle:g}")
+    weights = [setting_widget(column, hand_weight_key(angle))
                for column, angle in zip(columns, lesson_weights.HAND_ANCHORS)]
     st.caption(f"Weighting: the four sliders, normalised to sum to 1. Scale: s = {scale:g} (the slider above).")
     if not any(weights):  # said here in the page's words, before the library would refuse
@@ -129,10 +122,9 @@ def learner_section(query: float, k: int, scale: float, marks_linked: bool = Fal
                 "each anchor's score on them, standardised over the circle's points, and its soft minimum over "
                 "them. The weight goes to the anchors they all hold, not to those only the query holds.")
     state = st.session_state
-    list_kept_as_list("learn_weights_marks", MARKS_LABEL)
+    list_kept_as_list(MARKS.key, MARKS.label)
     keep_known_marks(marks_linked)
-    labels = st.multiselect(MARKS_LABEL, list(POINT_LABELS), key="learn_weights_marks",
-                            max_selections=len(POINT_LABELS))
+    labels = setting_widget(st, MARKS.key)
     marks = [POINT_LABELS[label] for label in labels]
     st.button("Learn the weights", key="learn_weights_learn", on_click=_remember, args=(query, marks, scale))
     st.caption(f"Weighting: learned from the marks, against uniform weights 1/{len(vocabulary)}. "
@@ -159,9 +151,9 @@ def keep_known_marks(linked: bool) -> list[str]:
     """The marks (points of the lesson, each once: :func:`~anchordiv.app.widget_checks.checked_choices`);
     what else the marks held is named, as the link's (``linked``: the page's link gave them this
     run) or as sent to the menu *Points like the query*."""
-    where = "The link's marks (toy_marks)" if linked else f"The menu “{MARKS_LABEL}”"
+    where = f"The link's marks ({MARKS.param})" if linked else f"The menu “{MARKS.label}”"
     marks, repeated = checked_choices(
-        "learn_weights_marks", list(POINT_LABELS), len(POINT_LABELS), where, "the points of this lesson",
+        MARKS.key, list(POINT_LABELS), len(POINT_LABELS), where, "the points of this lesson",
         f"Its points are {next(iter(POINT_LABELS))} to {list(POINT_LABELS)[-1]}: mark them below.", st)
     if repeated:
         st.warning(markdown_literal(f"{where} held a point more than once; it counts once.", ERROR_CHARS))

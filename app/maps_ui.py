@@ -11,8 +11,10 @@ import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 
+from anchordiv.app.url_state import part_settings
+from anchordiv.app.widget_state import current_value, write_values
 from anchordiv.explorer.literal import plotly_literal
-from anchordiv.explorer.page_state import GALLERY_QUERY
+from anchordiv.explorer.settings import GALLERY_QUERY, VIEW
 
 
 def use_projection_pick(chart_key: str) -> None:
@@ -22,8 +24,7 @@ def use_projection_pick(chart_key: str) -> None:
     query-mode radio."""
     clicked = clicked_id(st.session_state.get(chart_key))
     if clicked is not None and clicked != -1:  # -1: a query that is no gallery image
-        st.session_state.query_id = clicked
-        st.session_state.query_mode = GALLERY_QUERY
+        write_values({"query_id": clicked, "query_mode": GALLERY_QUERY})
 
 
 def clicked_id(event: Any) -> Any:
@@ -37,7 +38,7 @@ def clicked_id(event: Any) -> Any:
 
 
 def project_at_current_p() -> None:
-    st.session_state.umap_p = st.session_state.get("p", 0.5)
+    write_values({"umap_p": part_settings(VIEW).p})
 
 
 def pinned_projection_p(column, is_mixture: bool) -> float:
@@ -46,9 +47,9 @@ def pinned_projection_p(column, is_mixture: bool) -> float:
     by the first projection a server draws, not in the background at start-up: compiling holds
     Python's lock for seconds, which every session's moves of p would wait on."""
     column.button("Project at the current p", key="umap_use_p", on_click=project_at_current_p, disabled=not is_mixture)
-    if "umap_p" not in st.session_state:
+    if current_value("umap_p") is None:
         project_at_current_p()
-    return float(st.session_state.umap_p)
+    return float(current_value("umap_p"))
 
 
 def projection_caption(sampled: int, placed: int, p: float) -> None:

@@ -12,12 +12,13 @@ from anchordiv import explorer as ex
 from anchordiv.app.cached import embed_text_query, embed_upload, encoded_thumbnails
 from anchordiv.app.errors import attempt
 from anchordiv.app.photo_notice import upload_notice
-from anchordiv.app.session_keys import menu_labels
+from anchordiv.app.session_keys import LAST_QUERY, menu_labels
 from anchordiv.app.url_state import UPLOAD_NOT_LINKED
-from anchordiv.app.widget_checks import (IMAGES, checked_query_id, choice_widget, number_widget, replace_value, say,
-                                         text_widget)
+from anchordiv.app.setting_widgets import setting_widget
+from anchordiv.app.widget_checks import IMAGES, checked_query_id, replace_value, say
+from anchordiv.app.widget_state import current_value, write_values
 from anchordiv.explorer.literal import shown, without_joiners
-from anchordiv.explorer.page_state import SETTINGS, TEXT_QUERY, UPLOAD_QUERY
+from anchordiv.explorer.settings import TEXT_QUERY, UPLOAD_QUERY
 from anchordiv.explorer.query import distinct_captions
 from anchordiv.explorer.widget_values import gallery_ids, is_whole_in, not_among
 
@@ -96,11 +97,11 @@ def choose_query(source: ex.GallerySource, encoder, notices) -> Query:
     state = st.session_state
     query = pick_query(source, encoder, notices)
     if query[0] is not None:
-        state.last_query = (source.key, query)
-    elif state.get("query_upload") is None and state.get("last_query", (None,))[0] == source.key \
-            and state.get("query_mode") == UPLOAD_QUERY:
+        state[LAST_QUERY] = (source.key, query)
+    elif current_value("query_upload") is None and state.get(LAST_QUERY, (None,))[0] == source.key \
+            and current_value("query_mode") == UPLOAD_QUERY:
         st.caption("Showing the last query's neighbours until an image is uploaded.")
-        query = state.last_query[1]
+        query = state[LAST_QUERY][1]
     return query
 
 
@@ -108,9 +109,8 @@ def pick_query(source: ex.GallerySource, encoder, notices) -> Query:
     """The query the widgets name now: an upload, a text, or a gallery item (found by name, drawn
     at random or, where the source numbers its rows, typed by its row number); :data:`NO_QUERY`
     while there is none yet."""
-    state = st.session_state
     checked_query_id(source, "Choose another query here.", notices)
-    mode = choice_widget(st.radio, "Query from", SETTINGS["query_mode"].options, horizontal=True, key="query_mode")
+    mode = setting_widget(st, "query_mode")
     if mode == UPLOAD_QUERY:
         return upload_query(encoder, notices)
     if mode == TEXT_QUERY:
@@ -118,18 +118,14 @@ def pick_query(source: ex.GallerySource, encoder, notices) -> Query:
 
     def searched() -> None:
         # Enter takes the best match at once (source.find ranks them); the menu offers the others.
-        best = source.find(without_joiners(state.query_search), limit=1)
+        best = source.find(without_joiners(current_value("query_search")), limit=1)
         if best:
-            state.query_id = best[0]
+            write_values({"query_id": best[0]})
             replace_value("query_pick", best[0])
 
     # One above the other: side by side in the narrow query column, a 1000 px window left each a
     # few letters of its placeholder.
-    needle = text_widget(st.text_input, "Search by name", key="query_search", placeholder="e.g. cat, rocket, pizza",
-                         max_chars=SETTINGS["query_search"].max_chars, on_change=searched,
-                         help="Enter takes the best match: an exact name first, then names that start with "
-                              "the text, then names with a word that does, then any that contain it.")
-    needle = without_joiners(needle)
+    needle = without_joiners(setting_widget(st, "query_search", on_change=searched))
     options = source.find(needle) if needle.strip() else []
     if needle.strip() and not options:
         st.caption("No gallery image matches.")
@@ -137,10 +133,10 @@ def pick_query(source: ex.GallerySource, encoder, notices) -> Query:
     def picked() -> None:
         item = picked_item("query_pick")
         if item is not None and item < len(source):  # any other value is named by the menu (match_menu)
-            state.query_id = item
+            write_values({"query_id": item})
 
     pick = picked_item("query_pick")
-    if pick is not None and pick < len(source) and pick != state.query_id:
+    if pick is not None and pick < len(source) and pick != current_value("query_id"):
         # The menu shows the query or nothing: a map click or a typed row has moved the query since.
         # (A value that is no image of this gallery is named, and cleared, by the menu itself.)
         replace_value("query_pick", None)
@@ -148,19 +144,20 @@ def pick_query(source: ex.GallerySource, encoder, notices) -> Query:
                on_change=picked, placeholder=f"{len(options)} match(es)" if options else "search first")
 
     def draw_random() -> None:
-        state.query_id = int(np.random.default_rng().integers(len(source)))
+        write_values({"query_id": int(np.random.default_rng().integers(len(source)))})
         forget_search()
 
     # A short label: the query column of a 1000 px window cut "Random gallery image" to "Random gallery im…".
     st.button("Random image", key="query_random", on_click=draw_random, help="Draw a random gallery image as the query")
     if source.capabilities.row_numbers:
         def typed() -> None:
-            state.query_id = state.query_row  # checked, with any other value, by the next run's first line
+            # Checked, with any other value, by the next run's first line.
+            write_values({"query_id": current_value("query_row")})
 
-        replace_value("query_row", int(state.query_id))  # follows a pick, a random draw or a link
-        number_widget(st.number_input, f"Row (0 to {len(source) - 1:,})", 0, len(source) - 1, step=1,
-                      key="query_row", on_change=typed)
-    return source_item(source, int(state.query_id))
+        replace_value("query_row", int(current_value("query_id")))  # follows a pick, a random draw or a link
+        setting_widget(st, "query_row", label=f"Row (0 to {len(source) - 1:,})", bounds=(0, len(source) - 1),
+                       on_change=typed)
+    return source_item(source, int(current_value("query_id")))
 
 
 def forget_search() -> None:
@@ -174,7 +171,7 @@ def upload_query(encoder, notices) -> tuple[np.ndarray | None, None, None, Any, 
     """The uploaded query as ``(embedding (d,), None, None, image, description)``; :data:`NO_QUERY`
     while none is uploaded or when it cannot be used (an error box says why). The photo notice and
     that an upload is not in the link go to the container ``notices``."""
-    upload = st.file_uploader("Upload an image (PNG, JPEG or WebP)", key="query_upload", on_change=forget_search)
+    upload = setting_widget(st, "query_upload", on_change=forget_search)
     if upload is None:
         st.info("Upload an image to use it as the query.")
         return NO_QUERY
@@ -190,7 +187,7 @@ def upload_query(encoder, notices) -> tuple[np.ndarray | None, None, None, Any, 
 
 def text_query(encoder) -> tuple[np.ndarray | None, None, None, None, str]:
     """The typed text query as ``(embedding (d,), None, None, None, description)``; :data:`NO_QUERY` while blank."""
-    typed = text_widget(st.text_input, "Text query", key="query_text", max_chars=SETTINGS["query_text"].max_chars)
+    typed = setting_widget(st, "query_text")
     text = without_joiners(typed).strip()
     if not text:
         st.warning("Type a text query.")

@@ -1,12 +1,12 @@
 """The session-state keys the explorer keeps for itself, declared once: not widgets' values (those
-are :data:`~anchordiv.explorer.page_state.SETTINGS`), but what a session remembers between runs.
+are the rows of :data:`~anchordiv.explorer.settings.SETTINGS`), but what a session remembers between runs.
 Each starts with ``_``, so no widget key can clash with one.
 """
 from __future__ import annotations
 
 # How the sidebar's widgets keep their values (Streamlit's ``persist_state``): for the whole session,
 # through the report (which draws no sidebar) and while a setting is hidden (the GMM's component
-# count under another anchor model). The settings marked PERSISTED in page_state.
+# count under another anchor model). The settings marked PERSISTED in the table of settings.
 PERSIST = "session"
 
 # -- this run --
@@ -31,11 +31,14 @@ ENCODER_FOLLOWED = "_encoder_followed"  # the link's or the server's encoder has
 
 
 def link_read(part: str) -> str:
-    """Set once ``part`` of a page (a link field group of page_state) has read the opened link."""
+    """Set once ``part`` of a page (:data:`~anchordiv.explorer.settings.SIDEBAR`, ...) has read the opened link."""
     return f"_link_read_{part}"
 
 
-# -- the query menus (query_inputs) --
+# -- the query (query_inputs) --
+LAST_QUERY = "_last_query"  # (gallery source key, query): what Explore shows while Upload waits for its file
+
+
 def menu_labels(key: str) -> str:
     """The labels a query menu ``key`` has shown, by label: the item each names."""
     return f"_{key}_labels"

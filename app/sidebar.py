@@ -4,8 +4,6 @@ and the gallery source it names, opened through the caches (an error box naming 
 stop, when it cannot be)."""
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 import streamlit as st
 
@@ -14,94 +12,59 @@ from anchordiv.app import cached
 from anchordiv.app.encoder_choice import encoder_widgets, follow_encoder
 from anchordiv.app.errors import ERROR_CHARS, attempt
 from anchordiv.app.photo_notice import folder_notice
-from anchordiv.app.session_keys import LAUNCH_FOLLOWED, PAGE_SIDEBAR, PERSIST, SIDEBAR_STATE
+from anchordiv.app.session_keys import LAUNCH_FOLLOWED, PAGE_SIDEBAR, SIDEBAR_STATE
+from anchordiv.app.setting_widgets import draw_part, setting_widget
 from anchordiv.app.url_state import follow_link, sidebar_fields
-from anchordiv.app.widget_checks import choice_widget, flag_widget, number_widget, text_widget
+from anchordiv.app.widget_state import current_value, write_values
 from anchordiv.explorer.literal import markdown_literal
-from anchordiv.explorer.page_state import FOLDER, SIDEBAR, SETTINGS, STORE
-from anchordiv.explorer.sidebar_state import GalleryChoice, SidebarState, model_settings, read_sidebar
+from anchordiv.explorer.settings import FOLDER, SIDEBAR, STORE
+from anchordiv.explorer.sidebar_state import MODEL_SETTINGS, GalleryChoice, SidebarState, model_settings, read_sidebar
 from anchordiv.gallery import Gallery
 from anchordiv.explorer.launch import LaunchOptions
 from anchordiv.images import display_name
-from anchordiv.models import anchor_model_kind
 
 
 def data_widgets(bar, roots: ex.DataRoots) -> None:
     """The gallery: a menu of what the data roots offer, or typed paths in local mode."""
-    source = choice_widget(bar.radio, "Gallery", SETTINGS["gallery_source"].options, key="gallery_source",
-                           persist_state=PERSIST)
-    if source == STORE:
+    kind = setting_widget(bar, "gallery_kind")
+    if kind == STORE:
         if roots.allow_any_path:
-            text_widget(bar.text_input, "Gallery store folder (holds manifest.json)", key="store_path",
-                        persist_state=PERSIST)
+            setting_widget(bar, "store_path")
         else:
-            choice_widget(bar.selectbox, "Gallery store", [str(path) for path in roots.stores()], index=None,
-                          key="store_choice", persist_state=PERSIST, placeholder="choose a store in the data folders",
-                          format_func=display_name)
-    if source == FOLDER:
+            setting_widget(bar, "store_choice", options=[str(path) for path in roots.stores()],
+                           format_func=display_name)
+    if kind == FOLDER:
         if roots.allow_any_path:
-            text_widget(bar.text_input, "Image folder (subfolders are labels)", key="folder_path",
-                        persist_state=PERSIST)
-            text_widget(bar.text_input, "Labels CSV (optional)", key="folder_labels", persist_state=PERSIST)
+            setting_widget(bar, "folder_path")
+            setting_widget(bar, "folder_labels")
         else:
             folder_menus(bar, roots)
 
 
+def with_launched(options: list[str], key: str) -> list[str]:
+    """A data menu's ``options`` with what the launch put in menu ``key`` (its --folder or
+    --labels, confined then) where the menu's look missed it; a value of another kind is the
+    menu's to name."""
+    launched = current_value(key)
+    return options + [launched] if isinstance(launched, str) and launched and launched not in options else options
+
+
 def folder_menus(bar, roots: ex.DataRoots) -> None:
     """The image folders of the data roots, and the labels CSVs beside the one chosen."""
-    state = st.session_state
-    folders = [str(path) for path in roots.folders_with_images()]
-    launched = state.get("folder_choice")
-    # The launch's --folder (confined then), beyond the menu's look; a value of another kind is the menu's to name.
-    if isinstance(launched, str) and launched and launched not in folders:
-        folders.append(launched)
-    folder = choice_widget(bar.selectbox, "Image folder (subfolders are labels)", folders, index=None,
-                           key="folder_choice", persist_state=PERSIST, placeholder="choose a folder of images",
-                           format_func=display_name)
+    folders = with_launched([str(path) for path in roots.folders_with_images()], "folder_choice")
+    folder = setting_widget(bar, "folder_choice", options=folders, format_func=display_name)
     csvs = [str(path) for path in (attempt(lambda: roots.labels_csvs(roots.confine(folder, "image folder")),
                                            "Could not use that image folder") or [])] if folder else []
-    launched = state.get("folder_labels_choice")
-    if isinstance(launched, str) and launched and launched not in csvs:  # the launch's --labels, beside the folder
-        csvs.append(launched)
-    choice_widget(bar.selectbox, "Labels CSV (optional)", csvs, index=None, key="folder_labels_choice",
-                  persist_state=PERSIST, placeholder="none", format_func=display_name)
-
-
-def capitalised(text: str) -> str:
-    """``text`` with its first letter upper case (a menu entry), the rest as it is ("GMM" stays)."""
-    return text[:1].upper() + text[1:]
-
-
-def anchor_model_menu(names) -> dict[str, Any]:
-    """An anchor-model menu's short entries (whole at any width) and the help that spells each out."""
-    kinds = [anchor_model_kind(name) for name in names]
-    return {"format_func": lambda name: capitalised(anchor_model_kind(name).short),
-            "help": "  \n".join(f"{capitalised(kind.short)}: {kind.label}" for kind in kinds)}
+    setting_widget(bar, "folder_labels_choice", options=with_launched(csvs, "folder_labels_choice"),
+                   format_func=display_name)
 
 
 def geometry_widgets(bar) -> None:
-    """The anchor model, its settings, the direction, top-k and ITI. The linked widgets take their
-    values from the session state (:func:`~anchordiv.app.url_state.follow_link`), their bounds from the table."""
-    setting = SETTINGS
-    name = choice_widget(bar.selectbox, "Anchor model", setting["anchor_model"].options, key="anchor_model",
-                         persist_state=PERSIST, **anchor_model_menu(setting["anchor_model"].options))
-    taken = model_settings(name)
-    number_widget(bar.slider, "Scale s (inverse temperature)", *setting["scale"].bounds, step=setting["scale"].step,
-                  key="scale", persist_state=PERSIST)
-    if "gmm_components" in taken:
-        number_widget(bar.number_input, "GMM components", *setting["gmm_components"].bounds, key="gmm_components",
-                      persist_state=PERSIST)
-    if "latent_rank" in taken:
-        number_widget(bar.number_input, "Latent rank", *setting["latent_rank"].bounds, key="latent_rank",
-                      persist_state=PERSIST)
-    if "prior_anchors" in taken:
-        text_widget(bar.text_area, "Prior anchor set (one per line)", key="prior_anchors", persist_state=PERSIST,
-                    height=120, max_chars=setting["prior_anchors"].max_chars)
-        number_widget(bar.number_input, "alpha (prior pseudo-count)", *setting["alpha"].bounds, key="alpha",
-                      persist_state=PERSIST)
-    choice_widget(bar.radio, "Direction", setting["direction"].options, key="direction", persist_state=PERSIST)
-    number_widget(bar.number_input, "Top-k", *setting["top_k"].bounds, key="top_k", persist_state=PERSIST)
-    flag_widget(bar.checkbox, "Also show ITI (image → text → image)", key="show_iti", persist_state=PERSIST)
+    """Every geometry setting of the sidebar (the anchor model, the settings it takes, the
+    direction, top-k and ITI), in the table's order. The linked widgets take their values from
+    the session state (:func:`~anchordiv.app.url_state.follow_link`)."""
+    taken = model_settings(setting_widget(bar, "anchor_model"))
+    draw_part(bar, SIDEBAR, skipped=("anchor_model", *(key for key in MODEL_SETTINGS if key not in taken)))
 
 
 def draw_sidebar() -> SidebarState:
@@ -123,7 +86,7 @@ def draw_sidebar() -> SidebarState:
     if state.encoder.problem:
         st.error(markdown_literal(f"That model name cannot be used: {state.encoder.problem}", ERROR_CHARS))
     # A checkpoint file's architecture travels in the page's link, its path does not.
-    st.session_state["encoder"], st.session_state["encoder_pretrained"] = state.encoder.link_values()
+    write_values(dict(zip(("encoder", "encoder_pretrained"), state.encoder.link_values())))
     st.session_state[SIDEBAR_STATE] = state
     return state
 
@@ -151,11 +114,10 @@ def follow_launch(launch: LaunchOptions) -> None:
                                            "The server's --labels cannot be used")
     if folder is None:
         return
-    state["gallery_source"] = FOLDER
     if launch.roots.allow_any_path:
-        state["folder_path"], state["folder_labels"] = str(folder), labels or ""
+        write_values({"gallery_kind": FOLDER, "folder_path": str(folder), "folder_labels": labels or ""})
     else:
-        state["folder_choice"], state["folder_labels_choice"] = str(folder), labels or None
+        write_values({"gallery_kind": FOLDER, "folder_choice": str(folder), "folder_labels_choice": labels or None})
 
 
 def no_data_folders() -> None:

@@ -1,6 +1,6 @@
 """Every page's state in its URL (``st.query_params``), and the values kept between pages.
 
-The settings are those of :data:`anchordiv.explorer.page_state.SETTINGS`: their link fields come
+The settings are the rows of :data:`anchordiv.explorer.settings.SETTINGS`: their link fields come
 from :mod:`anchordiv.explorer.links`, and the values kept between pages are those the table marks
 kept (:func:`keep_values`).
 """
@@ -19,19 +19,15 @@ from anchordiv.cache import cache_dir
 from anchordiv.explorer import limits, links
 from anchordiv.explorer.anchors import preset_in
 from anchordiv.explorer.literal import markdown_literal
-from anchordiv.explorer.page_state import (EVERY_RUN, ON_ARRIVAL, PAGES, PRESET_DEFAULTS, UPLOAD_QUERY, VIEW,
-                                           kept_keys)
+from anchordiv.app.widget_state import current_value, write_values
+from anchordiv.explorer.setting import EVERY_RUN, ON_ARRIVAL
+from anchordiv.explorer.settings import (PAGES, PRESET_DEFAULTS, UPLOAD_QUERY, VIEW, anchor_set_key, kept_keys,
+                                         part_values)
 
 WHOLE_LINK = "all of it"  # how a link refused whole is named among the notes
 # Said under an uploaded query in use and in the Share box: what the page's link carries then.
 UPLOAD_NOT_LINKED = ("An uploaded image cannot travel in a link: it stays in this browser session. The page's link "
                      "keeps the anchors and p, and opens on the gallery's default query.")
-
-# The page widgets' values that outlive a page that does not draw them (the sidebar's widgets keep
-# their own: page_state.PERSISTED). Those drawn after the gallery (a folder not chosen yet stops
-# the run before them) are written back on every run that follows an unfinished one, the others
-# when a page is arrived at.
-ON_ARRIVAL_KEYS, EVERY_RUN_KEYS = kept_keys(ON_ARRIVAL), kept_keys(EVERY_RUN)
 
 
 def keep_values(page: str) -> None:
@@ -51,16 +47,28 @@ def keep_values(page: str) -> None:
     kept = state.get(KEPT, {})
     arrived = state.get(PAGE) != page
     whole = state.pop(RUN_FINISHED, False)
-    for key in ON_ARRIVAL_KEYS + EVERY_RUN_KEYS:
+    # The page widgets' values that outlive a page that does not draw them (the sidebar's widgets
+    # keep their own: PERSISTED). Those drawn after the gallery (a folder not chosen yet stops the
+    # run before them) are written back on every run that follows an unfinished one, the others
+    # when a page is arrived at.
+    every_run = kept_keys(EVERY_RUN)
+    for key in kept_keys(ON_ARRIVAL) + every_run:
         if key not in state and key in kept:
             state[key] = kept[key]
-        elif key in state and (arrived or (key in EVERY_RUN_KEYS and not whole)):
+        elif key in state and (arrived or (key in every_run and not whole)):
             # Deleted first: the key may still name the last page's widget, which would take the value.
             value = state[key]
             del state[key]
             state[key] = value
     state[PAGE] = page
-    state[KEPT] = {key: state[key] for key in ON_ARRIVAL_KEYS + EVERY_RUN_KEYS if key in state}
+    state[KEPT] = {key: state[key] for key in kept_keys(ON_ARRIVAL) + every_run if key in state}
+
+
+def part_settings(part: str) -> Any:
+    """The settings of ``part`` of the page (:data:`~anchordiv.explorer.settings.VIEW`, ...) as one
+    frozen, typed value (:func:`~anchordiv.explorer.settings.part_values`): what a page reads of
+    them, once per run (a fragment's run too), after following its link and checking its values."""
+    return part_values((part,), st.session_state)
 
 
 def run_finished() -> None:
@@ -79,9 +87,9 @@ def sidebar_fields() -> list[links.LinkField]:
 
 
 def view_fields(source: ex.GallerySource) -> list[links.LinkField]:
-    state = st.session_state
     presets = source_presets(source)
-    now = tuple(preset_in(presets, state.get(f"preset_{side}", default)) for side, default in zip("ab", PRESET_DEFAULTS))
+    now = tuple(preset_in(presets, current_value(anchor_set_key("preset", side), default))
+                for side, default in zip("ab", PRESET_DEFAULTS))
     return links.view_fields(len(source), source.default_query(), presets, now, linked_texts())
 
 
@@ -168,10 +176,12 @@ def follow_view_link(source: ex.GallerySource) -> list[links.LinkField]:
                 "query: the link was made on another gallery or model, so its query image is not opened")
     taken = follow_link(fields, VIEW)
     for side in "ab":
+        preset_key, anchors_key = anchor_set_key("preset", side), anchor_set_key("anchors", side)
         # A preset this gallery lacks (its styles, where it has no style column) gives way to its stand-in.
-        state[f"preset_{side}"] = preset_in(presets, state[f"preset_{side}"])
-        if f"preset_{side}" in taken and f"anchors_{side}" not in taken:  # a link that names a preset, not its list
-            state[f"anchors_{side}"] = "\n".join(presets[state[f"preset_{side}"]])
+        preset = preset_in(presets, current_value(preset_key))
+        write_values({preset_key: preset})
+        if preset_key in taken and anchors_key not in taken:  # a link that names a preset, not its list
+            write_values({anchors_key: "\n".join(presets[preset])})
     return view_fields(source)
 
 
@@ -184,11 +194,12 @@ def refresh_presets(gallery_key: str, presets: dict[str, tuple[str, ...]]) -> No
     if last is not None and last[0] != gallery_key:
         old = last[1]
         for side in "ab":
-            text, chosen = state.get(f"anchors_{side}"), state.get(f"preset_{side}")
+            preset_key, anchors_key = anchor_set_key("preset", side), anchor_set_key("anchors", side)
+            text, chosen = current_value(anchors_key), current_value(preset_key)
             filled = [name for name in dict.fromkeys([chosen, *old]) if name in old and "\n".join(old[name]) == text]
             if filled:
-                state[f"preset_{side}"] = preset_in(presets, filled[0])
-                state[f"anchors_{side}"] = "\n".join(presets[state[f"preset_{side}"]])
+                preset = preset_in(presets, filled[0])
+                write_values({preset_key: preset, anchors_key: "\n".join(presets[preset])})
     state[PRESETS_OF] = (gallery_key, presets)
 
 
@@ -216,7 +227,7 @@ def link_params(fields: list[links.LinkField], source: ex.GallerySource | None =
     name anything (a query id means nothing on another gallery). While the query is an upload
     (which no link can carry) the link names no query: the gallery image picked before it is not
     what the page shows."""
-    if st.session_state.get("query_mode") == UPLOAD_QUERY:
+    if current_value("query_mode") == UPLOAD_QUERY:
         fields = [item for item in fields if item.key != "query_id"]
     params = links.write_link(st.session_state, fields)
     if source is not None and params:
@@ -234,7 +245,8 @@ def waiting_params() -> dict[str, list[str]]:
     params = opened_link() if waiting else {}
     if not params or refused_whole(params, []):
         return {}
-    return {name: values for name, values in params.items() if links.PARAM_PARTS.get(name) in waiting}
+    parts = links.param_parts()
+    return {name: values for name, values in params.items() if parts.get(name) in waiting}
 
 
 def publish_link(fields: list[links.LinkField], source: ex.GallerySource | None = None) -> None:
@@ -257,7 +269,7 @@ def share_box(fields: list[links.LinkField], source: ex.GallerySource | None = N
     with box:
         st.code((st.context.url or "") + ("?" + urlencode(params, doseq=True) if params else ""), language=None,
                 wrap_lines=True)
-        if st.session_state.get("query_mode") == UPLOAD_QUERY:
+        if current_value("query_mode") == UPLOAD_QUERY:
             st.warning(UPLOAD_NOT_LINKED)
         st.caption("Opening this link on a server with the same gallery and model shows the same view. An uploaded "
                    "query cannot travel in a link; long anchor lists are kept on this server under a hash.")

@@ -23,7 +23,7 @@ that is not JSON): what it cannot read fails there, where no page code runs (doc
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import streamlit as st
 
@@ -31,7 +31,7 @@ from anchordiv import explorer as ex
 from anchordiv.app.session_keys import WIDGET_HELD
 # The pages import these from here too: one module for every widget check and write.
 from anchordiv.app.widget_state import list_kept_as_list, replace_value, say, sent_kind  # noqa: F401
-from anchordiv.explorer.page_state import SETTINGS
+from anchordiv.explorer.settings import SETTINGS
 from anchordiv.explorer.widget_values import (FLAG, NUMBER, REFUSED, TEXT, Allowed, Checked, checked_values,
                                               gallery_ids, named, not_among, refused_note, same_value, texts,
                                               whole_numbers)
@@ -195,20 +195,19 @@ def allowed_of(key: str) -> Allowed:
     return Allowed.flag() if setting.kind == "flag" else Allowed.text()
 
 
-def checked_settings(labels: Mapping[str, str], todo: str, box: Any = st,
-                     defaults: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The settings ``labels`` names (key: the label of its widget) as a page reads them from the
-    session state where their widgets are not drawn (Learn reads the Explore page's p), each checked
-    as its widget's value is (:func:`checked_value`, by the table of settings; its default
-    ``defaults[key]`` where the gallery gives it, else the table's); ``todo`` says where to set one
-    that is refused. Their values, by key (the default for one not set yet)."""
-    values = {}
-    for key, label in labels.items():
-        allowed = allowed_of(key)
+def checked_settings(keys: Iterable[str], todo: str, box: Any = st, defaults: Mapping[str, Any] | None = None) -> None:
+    """Check the settings ``keys`` as a page reads them from the session state where their widgets
+    are not drawn (Learn reads the Explore page's p), each as its widget's value is
+    (:func:`checked_value`, by its row of the table: named by its label, a choice kept shown in
+    its menu's words; its default ``defaults[key]`` where the gallery gives it, else the table's);
+    ``todo`` says where to set one that is refused. The page then reads them, checked, with the
+    rest of its part (:func:`~anchordiv.explorer.settings.part_values`)."""
+    for key in keys:
+        allowed, setting = allowed_of(key), SETTINGS[key]
         default = (defaults or {}).get(key, _MISSING)
-        values[key] = checked_value(key, allowed, f"The setting “{label}”", todo,
-                                    default=_default(key, allowed, None) if default is _MISSING else default, box=box)
-    return values
+        checked_value(key, allowed, f"The setting “{setting.label}”", todo,
+                      default=_default(key, allowed, None) if default is _MISSING else default,
+                      shown=setting.format_option, box=box)
 
 
 # -- the widgets that hold lists, and those that name gallery images -----------------------------------
@@ -258,16 +257,16 @@ def checked_query_id(source: ex.GallerySource, todo: str, box: Any) -> int:
     """The gallery image the page's query is (``query_id``): the gallery's default query, written
     back, while none is set or in place of a value that is not one of its ids (after a change of
     gallery, or sent by a client), which ``box`` then names, saying ``todo``."""
-    state = st.session_state
     value = _read("query_id")
     checked = gallery_ids([value], len(source), 1)
     if checked.kept:
         return checked.kept[0]
-    replace_value("query_id", source.default_query())
+    default = source.default_query()
+    replace_value("query_id", default)
     if value is not _MISSING:
         say(f"The query {not_among(value, f'the {len(source):,} images of this gallery')}: the page shows image "
-            f"#{state.query_id} instead. {todo}", box)
-    return state.query_id
+            f"#{default} instead. {todo}", box)
+    return default
 
 
 def checked_rank(key: str, count: int, label: str, box: Any) -> int:

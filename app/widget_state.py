@@ -13,6 +13,7 @@ import streamlit as st
 from anchordiv.app.errors import ERROR_CHARS
 from anchordiv.app.session_keys import WIDGET_HELD
 from anchordiv.explorer.literal import markdown_literal
+from anchordiv.explorer.settings import SETTINGS
 
 
 def say(note: str, box: Any) -> None:
@@ -30,6 +31,19 @@ def replace_value(key: str, value: Any) -> None:
     with contextlib.suppress(KeyError):
         del state[key]
     state[key] = value
+
+
+def current_value(key: str, default: Any = None) -> Any:
+    """What setting ``key`` of the table holds now, as it is (unchecked: the widget's own check
+    judges it where it is drawn); ``default`` while it holds nothing."""
+    return st.session_state.get(SETTINGS[key].key, default)
+
+
+def write_values(values: dict[str, Any]) -> None:
+    """Each setting of ``values`` (by its key of the table) holds its value, before its widget is
+    drawn this run (a launch option, a link's encoder, the sidebar's spec strings)."""
+    for key, value in values.items():
+        st.session_state[SETTINGS[key].key] = value
 
 
 def sent_kind(key: str) -> str | None:

@@ -201,13 +201,13 @@ def test_the_figure_starts_from_the_query_explored(library):
     assert app.session_state["compare_rows"] == ["#7"] and not app.error
     assert shown_table(app)["query"].iloc[0] == "#7"
     app.switch_page("views/explore.py").run()
-    app.radio(key="query_mode").set_value("Text").run()
+    app.radio(key="query_mode").set_value("text").run()
     app.text_input(key="query_text").set_value("a  red square").run()
     app.switch_page("views/compare.py").run()
     assert app.session_state["compare_rows"] == ["text:a red square"] and not app.exception
     app.multiselect(key="compare_rows").set_value(["#3"]).run()
     app.switch_page("views/explore.py").run()
-    app.radio(key="query_mode").set_value("Gallery image").run()
+    app.radio(key="query_mode").set_value("gallery").run()
     app.switch_page("views/compare.py").run()
     assert app.session_state["compare_rows"] == ["#3"] and not app.exception
 
@@ -258,7 +258,7 @@ def test_a_column_may_name_another_encoder(library, tmp_path, monkeypatch):
     named = f"cosine model=open_clip:{TINY_ARCH} pretrained={checkpoint}"
     monkeypatch.setenv("ANCHORDIV_ALLOW_ANY_PATH", "1")
     app = open_compare()
-    app.radio(key="gallery_source").set_value("Image folder").run()
+    app.radio(key="gallery_kind").set_value("folder").run()
     app.text_input(key="folder_path").set_value(str(folder)).run()
     app.session_state["compare_rows"] = ["#0", "#20"]
     app.text_input(key="compare_custom").input(named).run()
@@ -296,7 +296,7 @@ def test_a_column_s_checkpoint_must_lie_in_the_data_roots(library, tmp_path, mon
     monkeypatch.setenv("ANCHORDIV_DATA_ROOTS", str(root))
     monkeypatch.delenv("ANCHORDIV_ALLOW_ANY_PATH", raising=False)
     app = open_compare()
-    app.radio(key="gallery_source").set_value("Image folder").run()
+    app.radio(key="gallery_kind").set_value("folder").run()
     app.selectbox(key="folder_choice").set_value(str(folder.resolve())).run()
     app.session_state["compare_rows"] = ["#0", "#20"]
     escaping = f"cosine model=open_clip:{TINY_ARCH} pretrained={outside}"
@@ -355,7 +355,7 @@ def test_the_preview_is_readable_unless_asked_to_fit_the_page(library):
     widths = [float(width) for width in re.findall(r"width:([0-9.]+)px", body)]
     assert len(widths) == len(app.session_state["compare_columns"]) and max(widths) < 1000, widths
     assert shown_text_pixels(app, column_width=700) >= 9.9
-    app.radio(key="compare_preview_size").set_value("Fit to the page's width").run()
+    app.radio(key="compare_preview_size").set_value("fit").run()
     assert not app.exception, app.exception
     assert "width:100%" in preview_bodies(app)[0]
     assert shown_text_pixels(app, column_width=700) < 9

@@ -170,7 +170,7 @@ def test_what_cannot_be_learned_is_an_error_box_and_loses_no_mark(library, monke
     app.button(key="find_learn").click().run()
     assert f"#{options[2]}" in errors(app) and "both" in errors(app), errors(app)
     app.multiselect(key="find_unlike").set_value(options[3:4]).run()
-    app.selectbox(key="find_vocabulary").set_value("own list (typed)").run()
+    app.selectbox(key="find_vocabulary").set_value("own").run()
     app.text_area(key="find_own_terms").set_value("oil painting\n").run()
     app.button(key="find_learn").click().run()
     assert "nothing to weigh" in errors(app), errors(app)
@@ -203,7 +203,7 @@ def test_a_vocabulary_is_encoded_once_across_reruns(library, monkeypatch):
 
     monkeypatch.setattr(BuiltinEncoder, "encode_texts", counting)
     app = start()
-    app.selectbox(key="find_vocabulary").set_value("own list (typed)").run()
+    app.selectbox(key="find_vocabulary").set_value("own").run()
     app.text_area(key="find_own_terms").set_value("\n".join(terms)).run()
     app.run()
     app.selectbox(key="explain_rank").set_value(2).run()
@@ -230,9 +230,9 @@ def test_on_a_gallery_store_a_file_from_the_data_roots_suggests_and_learns_on_a_
     app = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
     app.session_state["find_open"] = True
     app.run()
-    app.radio(key="gallery_source").set_value("Gallery store").run()
+    app.radio(key="gallery_kind").set_value("store").run()
     app.selectbox(key="store_choice").set_value(str((root / "stores" / "shapes").resolve())).run()
-    app.selectbox(key="find_vocabulary").set_value("own list (a text file)").run()
+    app.selectbox(key="find_vocabulary").set_value("file").run()
     app.selectbox(key="find_file").set_value(str((root / "lists" / "colours.txt").resolve())).run()
     assert not app.exception and not app.error, (app.exception, errors(app))
     assert set(table(app, "probability")["term"]) == {"red", "blue", "green", "yellow"}
@@ -258,7 +258,7 @@ def test_hostile_terms_are_shown_as_text(library):
 
     terms = [text for name, text in HOSTILE.items() if name != "long"]  # so the learned table shows them
     app = start()
-    app.selectbox(key="find_vocabulary").set_value("own list (typed)").run()
+    app.selectbox(key="find_vocabulary").set_value("own").run()
     app.text_area(key="find_own_terms").set_value("\n".join(terms)).run()
     app.multiselect(key="find_like").set_value(same_style(library, marked_options(app))[:5]).run()
     app.button(key="find_learn").click().run()
@@ -270,7 +270,7 @@ def test_hostile_terms_are_shown_as_text(library):
 def test_a_learned_set_too_long_for_the_text_area_is_refused_not_cut(library, monkeypatch):
     from dataclasses import replace
 
-    from anchordiv.explorer.page_state import SETTINGS
+    from anchordiv.explorer.settings import SETTINGS
 
     monkeypatch.setitem(SETTINGS, "anchors_a", replace(SETTINGS["anchors_a"], max_chars=12))
     app = start()
@@ -296,7 +296,7 @@ def test_a_vocabulary_file_is_read_once_per_version(library, tmp_path, monkeypat
     monkeypatch.setenv("ANCHORDIV_DATA_ROOTS", str(root))
     monkeypatch.delenv("ANCHORDIV_ALLOW_ANY_PATH", raising=False)
     app = start()
-    app.selectbox(key="find_vocabulary").set_value("own list (a text file)").run()
+    app.selectbox(key="find_vocabulary").set_value("file").run()
     app.selectbox(key="find_file").set_value(str(listed.resolve())).run()
     app.run()
     assert not app.exception and not app.error, (app.exception, errors(app))
@@ -351,7 +351,7 @@ def test_a_learned_geometry_out_of_date_is_said_and_not_offered(library):
     app.multiselect(key="find_like").set_value(marked[:3]).run()
     assert not current(app)
     app.multiselect(key="find_like").set_value(marked).run()
-    app.selectbox(key="find_vocabulary").set_value("own list (typed)").run()
+    app.selectbox(key="find_vocabulary").set_value("own").run()
     app.text_area(key="find_own_terms").set_value("oil painting\npixel art\n").run()
     assert not current(app)
     app.selectbox(key="find_vocabulary").set_value("auto").run()

@@ -42,7 +42,7 @@ def photos(tmp_path: Path) -> dict[str, Path]:
 
 
 def open_folder(app: AppTest, folder: Path, labels: Path | None = None) -> AppTest:
-    app.radio(key="gallery_source").set_value("Image folder").run()
+    app.radio(key="gallery_kind").set_value("folder").run()
     app.text_input(key="folder_path").set_value(str(folder)).run()
     app.text_input(key="folder_labels").set_value(str(labels) if labels else "").run()
     assert not app.exception, app.exception
@@ -76,7 +76,7 @@ def test_preset_filled_anchors_follow_the_gallery_and_typed_ones_stay(library, p
     assert not app.error, [e.value for e in app.error]
     assert app.selectbox(key="umap_colour").value == "label"  # never path, which names each image
 
-    app.radio(key="gallery_source").set_value("Built-in emoji world").run()
+    app.radio(key="gallery_kind").set_value("world").run()
     assert app.text_area(key="anchors_a").value == "\n".join(world[GALLERY_NAMES])
 
 

@@ -275,9 +275,9 @@ def gallery_geometry(app: AppTest, library: dict) -> tuple[ex.ExplorerGeometry, 
     p and the weighting the gallery section reads."""
     state, gallery, encoder = app.session_state, library["gallery"], library["encoder"]
     texts = [ex.parse_anchor_text(state[f"anchors_{side}"]).anchors for side in "ab"]
-    assert state["direction"].startswith("Query first")  # the default: KL(p_query || p_neighbour)
+    assert state["direction"] == "forward"  # the default: KL(p_query || p_neighbour)
     spec = ex.GeometrySpec(kind=state["anchor_model"], scale=float(state["scale"]),
-                           n_components=int(state["gmm_components"]), rank=int(state["latent_rank"]))
+                           n_components=int(state["n_components"]), rank=int(state["rank"]))
     geometry = ex.ExplorerGeometry(gallery.embeddings, [encode_texts_cached(encoder, group) for group in texts],
                                    texts, spec)
     query_id = state["query_id"] if "query_id" in state else ex.default_query_id(gallery)

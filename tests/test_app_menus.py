@@ -15,7 +15,7 @@ from player import player_data
 from anchordiv.app.session_keys import SIDEBAR_STATE
 from anchordiv.explorer import GeometrySpec
 from anchordiv.explorer.neighbours import GRID_CAPTION_LINE_CHARS, GRID_CAPTION_LINES
-from anchordiv.explorer.page_state import FOLDER, OPEN_CLIP
+from anchordiv.explorer.settings import CHECKPOINT, FOLDER
 from test_app import neighbour_table, pytestmark, start  # noqa: F401  (pytestmark: skipped without the built-in weights)
 
 
@@ -51,9 +51,9 @@ def data_root(tmp_path: Path, monkeypatch) -> Path:
 
 def test_the_folder_menus_offer_only_what_the_chosen_source_opens(library, data_root):
     app = start()
-    app.radio(key="gallery_source").set_value(FOLDER).run()
+    app.radio(key="gallery_kind").set_value(FOLDER).run()
     assert app.selectbox(key="folder_choice").options == [str(data_root), str(data_root / "images")]
-    app.radio(key="encoder_source").set_value(OPEN_CLIP).run()
+    app.radio(key="encoder_kind").set_value(CHECKPOINT).run()
     assert app.selectbox(key="checkpoint_choice").options == [str(data_root / "weights" / "model.pt"),
                                                               str(data_root / "weights" / "model.safetensors")]
 
@@ -83,14 +83,14 @@ def test_the_sidebar_keeps_a_hidden_setting_and_every_setting_through_the_report
     the one they give."""
     app = start()
     app.selectbox(key="anchor_model").set_value("gmm").run()
-    app.number_input(key="gmm_components").set_value(3).run()
+    app.number_input(key="n_components").set_value(3).run()
     app.slider(key="scale").set_value(22.0).run()
     app.selectbox(key="anchor_model").set_value("softmax").run()
-    assert "gmm_components" not in [widget.key for widget in app.sidebar.number_input]
+    assert "n_components" not in [widget.key for widget in app.sidebar.number_input]
     app.switch_page("views/report.py").run()
     assert not app.exception and not list(app.sidebar.slider)
     app.switch_page("views/explore.py").run()
     app.selectbox(key="anchor_model").set_value("gmm").run()
     assert not app.exception, app.exception
-    assert app.number_input(key="gmm_components").value == 3 and app.slider(key="scale").value == 22.0
+    assert app.number_input(key="n_components").value == 3 and app.slider(key="scale").value == 22.0
     assert app.session_state[SIDEBAR_STATE].geometry == GeometrySpec(kind="gmm", scale=22.0, n_components=3)

@@ -5,7 +5,6 @@ downloads nothing; named in the page's link."""
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,7 @@ from PIL import Image
 
 from anchordiv import explorer as ex
 from anchordiv.encoders import fetch_model, load_encoder
-from anchordiv.explorer.page_state import HUB, OPEN_CLIP
+from anchordiv.explorer.settings import CHECKPOINT, HUB
 from anchordiv.gallery import folder_gallery
 from loopback_hub import CONFIG_NAME, TINY_REPO, WEIGHTS_NAME, serve_tiny_hub
 from markup import plain
@@ -47,9 +46,9 @@ def colour_folder(folder: Path) -> Path:
 
 def open_folder_with_hub_model(folder: Path) -> AppTest:
     app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
-    app.radio(key="gallery_source").set_value("Image folder").run()
+    app.radio(key="gallery_kind").set_value("folder").run()
     app.text_input(key="folder_path").set_value(str(folder)).run()
-    app.radio(key="encoder_source").set_value(HUB).run()
+    app.radio(key="encoder_kind").set_value(HUB).run()
     return app.text_input(key="hub_repo").set_value(TINY_REPO).run()
 
 
@@ -114,16 +113,21 @@ def test_visitors_asking_at_once_share_one_download(hub, tmp_path, monkeypatch, 
     fetches = []
     monkeypatch.setattr(encoder_choice, "fetch_model", lambda *args, **kw: fetches.append(args) or fetch_model(*args, **kw))
     folder = colour_folder(tmp_path / "images")
+    watching, watch = threading.Semaphore(0), encoder_choice.watch
+
+    def counted_watch(job, spec):  # a visitor's run has reached the download and watches it
+        watching.release()
+        watch(job, spec)
+
+    monkeypatch.setattr(encoder_choice, "watch", counted_watch)
     first, second = open_folder_with_hub_model(folder), open_folder_with_hub_model(folder)
     hub.hold_gets = threading.Event()  # every transfer waits until the second visitor is watching
     first_run = threading.Thread(target=lambda: first.button(key="model_download").click().run())
     first_run.start()
-    deadline = time.monotonic() + 60
-    while not [seen for seen in hub.requests if seen.method == "GET"] and time.monotonic() < deadline:
-        time.sleep(0.1)
+    assert watching.acquire(timeout=60), "the first visitor's run never watched its download"
     second_run = threading.Thread(target=lambda: second.button(key="model_download").click().run())
     second_run.start()
-    time.sleep(2)  # the second visitor's run reaches the running download and watches it
+    assert watching.acquire(timeout=60), "the second visitor's run never watched the download under way"
     hub.hold_gets.set()
     first_run.join(TIMEOUT)
     second_run.join(TIMEOUT)
@@ -147,13 +151,13 @@ def test_a_link_names_the_model_and_a_bad_one_is_refused_plainly(hub, monkeypatc
     app = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
     app.query_params["encoder"] = SPEC
     app.run()
-    assert not app.exception and app.radio(key="encoder_source").value == HUB
+    assert not app.exception and app.radio(key="encoder_kind").value == HUB
     assert app.text_input(key="hub_repo").value == TINY_REPO
     bad = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
     bad.query_params["encoder"] = "open_clip:hf-hub:**evil**/../x"
     bad.run()
     assert not bad.exception and any("not ORG/REPO" in plain(error.value) for error in bad.error)
-    assert bad.radio(key="encoder_source").value != HUB
+    assert bad.radio(key="encoder_kind").value != HUB
 
 
 def test_the_launch_options_open_on_their_model_and_folder(hub, tmp_path, monkeypatch):
@@ -168,10 +172,10 @@ def test_the_launch_options_open_on_their_model_and_folder(hub, tmp_path, monkey
                                      "--labels", str(labels), "--data-root", str(tmp_path), "--allow-download"])
     app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
     assert not app.exception
-    assert app.radio(key="gallery_source").value == "Image folder"
+    assert app.radio(key="gallery_kind").value == "folder"
     assert app.selectbox(key="folder_choice").value == str(folder.resolve())
     assert app.selectbox(key="folder_labels_choice").value == str(labels.resolve())
-    assert app.radio(key="encoder_source").value == HUB and app.text_input(key="hub_repo").value == TINY_REPO
+    assert app.radio(key="encoder_kind").value == HUB and app.text_input(key="hub_repo").value == TINY_REPO
     assert [button for button in app.button if button.key == "model_download"]  # downloads allowed by the launch
 
 
@@ -180,7 +184,7 @@ def test_a_link_names_a_checkpoints_architecture_never_its_path(hub, tmp_path):
 
     checkpoint, _ = make_tiny_checkpoint(tmp_path)
     app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
-    app.radio(key="encoder_source").set_value(OPEN_CLIP).run()
+    app.radio(key="encoder_kind").set_value(CHECKPOINT).run()
     app.text_input(key="openclip_arch").set_value(TINY_ARCH).run()
     app.text_input(key="openclip_checkpoint").set_value(str(checkpoint)).run()
     assert not app.exception and not app.error
@@ -189,7 +193,7 @@ def test_a_link_names_a_checkpoints_architecture_never_its_path(hub, tmp_path):
     opened = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
     opened.query_params.update(encoder=f"open_clip:{TINY_ARCH}", pretrained=str(checkpoint))
     opened.run()
-    assert not opened.exception and opened.radio(key="encoder_source").value == OPEN_CLIP
+    assert not opened.exception and opened.radio(key="encoder_kind").value == CHECKPOINT
     assert "was not taken" in messages(opened)
     assert opened.text_input(key="openclip_arch").value == TINY_ARCH
     assert opened.text_input(key="openclip_checkpoint").value == ""  # a link names no file on the server

@@ -58,7 +58,7 @@ def test_an_upload_clears_the_search_and_leaves_no_query_in_the_link(library):
     app = start()
     search(app, "hugging face")
     assert "query" in app.query_params
-    app.radio(key="query_mode").set_value("Upload").run()
+    app.radio(key="query_mode").set_value("upload").run()
     app.file_uploader(key="query_upload").set_value(("red.png", red_png(), "image/png")).run()
     assert not app.exception and not app.error
     assert "query" not in app.query_params and "mode" not in app.query_params
@@ -67,5 +67,5 @@ def test_an_upload_clears_the_search_and_leaves_no_query_in_the_link(library):
     app.run()
     assert any(UPLOAD_NOT_LINKED in str(warning.value) for warning in app.warning)  # and in the Share box
     assert app.code and not any("query=" in code.value for code in app.code)  # the link to copy
-    app.radio(key="query_mode").set_value("Gallery image").run()  # back to the gallery: the old search is gone
+    app.radio(key="query_mode").set_value("gallery").run()  # back to the gallery: the old search is gone
     assert app.text_input(key="query_search").value == "" and app.selectbox(key="query_pick").value is None

@@ -68,7 +68,7 @@ def open_store(folder: Path) -> AppTest:
     app = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
     app.session_state["neighbour_table_open"] = True  # the neighbour table's expander open: the tests read it
     app.run()
-    app.radio(key="gallery_source").set_value("Gallery store").run()
+    app.radio(key="gallery_kind").set_value("store").run()
     assert not app.exception, app.exception
     app.selectbox(key="store_choice").set_value(str(folder)).run()
     assert not app.exception, app.exception
@@ -141,7 +141,7 @@ def test_name_search_and_row_choose_the_query(library, served):
     assert app.session_state["query_id"] == picked and picked not in neighbours(app)
     app.number_input(key="query_row").set_value(3).run()
     assert not app.exception and app.session_state["query_id"] == 3 and 3 not in neighbours(app)
-    app.radio(key="query_mode").set_value("Text").run()
+    app.radio(key="query_mode").set_value("text").run()
     app.text_input(key="query_text").set_value("a red square").run()
     assert not app.exception and len(neighbours(app)) == 10
 
@@ -158,7 +158,7 @@ def test_bad_stores_are_messages_naming_the_fix(library, served):
 
 def test_only_stores_under_the_data_roots_are_offered(library, served, monkeypatch):
     app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
-    app.radio(key="gallery_source").set_value("Gallery store").run()
+    app.radio(key="gallery_kind").set_value("store").run()
     options = app.selectbox(key="store_choice").options
     assert str(served["shapes"]) in options
     assert not any("private" in option or "outside" in option for option in options)
@@ -166,7 +166,7 @@ def test_only_stores_under_the_data_roots_are_offered(library, served, monkeypat
     assert not [box for box in app.text_input if box.key == "store_path"]
     monkeypatch.setenv("ANCHORDIV_ALLOW_ANY_PATH", "1")  # the local mode: a typed path, anywhere
     app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
-    app.radio(key="gallery_source").set_value("Gallery store").run()
+    app.radio(key="gallery_kind").set_value("store").run()
     app.text_input(key="store_path").set_value(str(served["outside"])).run()
     assert not app.exception and not app.error and len(neighbours(app)) == 10
     app.text_input(key="store_path").set_value(str(served["root"] / "nowhere")).run()

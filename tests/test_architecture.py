@@ -179,7 +179,7 @@ def test_the_package_check_sees_a_circle_that_no_module_closes(tmp_path):
     (figure / "compare.py").write_text("from ..explorer import geometry\nfrom .. import images\n")
     (figure / "limits.py").write_text("LIMITS = 1\n")
     (explorer / "geometry.py").write_text("import anchordiv.images\n")
-    (explorer / "page_state.py").write_text("def f():\n    from ..figure.limits import LIMITS\n")  # lazy
+    (explorer / "settings.py").write_text("def f():\n    from ..figure.limits import LIMITS\n")  # lazy
     (tmp_path / "anchordiv" / "images.py").write_text("")
     (tmp_path / "anchordiv" / "cache.py").write_text("def f():\n    import app.serve\n")
     (tmp_path / "app" / "page.py").write_text("from anchordiv import cache\n")
@@ -192,7 +192,7 @@ def test_the_package_check_sees_a_circle_that_no_module_closes(tmp_path):
     assert found == [["anchordiv.app", "anchordiv.cache"], ["anchordiv.explorer", "anchordiv.figure"]]
     assert crossings(graph, found) == ["anchordiv.app.page -> anchordiv.cache",
                                        "anchordiv.cache -> anchordiv.app.serve",
-                                       "anchordiv.explorer.page_state -> anchordiv.figure.limits",
+                                       "anchordiv.explorer.settings -> anchordiv.figure.limits",
                                        "anchordiv.figure.compare -> anchordiv.explorer.geometry"]
 
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from anchordiv.benchmarks.browser import explorer_env, streamlit_server, wait_healthy
-from anchordiv.explorer.page_state import HUB
+from anchordiv.explorer.settings import ENCODER_KIND_LABELS, HUB
 from loopback_hub import TINY_REPO, WEIGHTS_NAME, serve_tiny_hub, tiny_hub_files
 from test_app_models import colour_folder
 from test_browser import ROOT, new_page, page_report, wait_for_grids, wait_until_idle
@@ -35,7 +35,7 @@ def test_a_hub_model_is_chosen_downloaded_with_progress_and_ranks_a_folder(brows
             box.fill(str(folder))
             box.press("Enter")
             wait_until_idle(page)
-            page.get_by_text(HUB, exact=True).click()
+            page.get_by_text(ENCODER_KIND_LABELS[HUB], exact=True).click()
             repo = page.get_by_label("Hugging Face repo (ORG/REPO)")
             repo.fill(TINY_REPO)
             repo.press("Enter")

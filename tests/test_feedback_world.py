@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from anchordiv.benchmarks.feedback import Vocabulary, draw_cases, learn_as_the_page_does, own_terms
-from anchordiv.explorer.page_state import GEOMETRY
+from anchordiv.explorer.settings import GEOMETRY
 from anchordiv.explorer.vocabulary import default_vocabulary, gallery_sample, panel_vocabulary
 
 SEED = 11

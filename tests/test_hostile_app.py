@@ -165,7 +165,7 @@ def test_a_folder_whose_name_is_not_utf8_is_offered_with_a_replacement_character
         image.save(os.fsdecode(odd + b"/%d.png" % number))
     monkeypatch.setenv("ANCHORDIV_DATA_ROOTS", str(root))
     app = open_page(timeout=TIMEOUT)
-    app.radio(key="gallery_source").set_value("Image folder").run()
+    app.radio(key="gallery_kind").set_value("folder").run()
     menu = app.selectbox(key="folder_choice")
     assert any(option.endswith("caf\ufffd") for option in menu.options), menu.options
     assert not app.exception

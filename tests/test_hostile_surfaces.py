@@ -23,7 +23,7 @@ from PIL import Image
 from anchordiv import explorer as ex
 from anchordiv.explorer.anchors import MAX_ANCHOR_FILE_BYTES
 from anchordiv.explorer.feedback import MAX_MARKS
-from anchordiv.explorer.page_state import BUILTIN, HUB, OPEN_CLIP, SETTINGS
+from anchordiv.explorer.settings import BUILTIN, CHECKPOINT, HUB, SETTINGS
 from anchordiv.explorer.paths import DataRoots
 from anchordiv.explorer.vocabulary import FIND_TERMS, file_terms
 from anchordiv.images import MAX_BYTES
@@ -86,11 +86,11 @@ def model_cases(outside: Path) -> list[Case]:
         Case("Markdown", {"encoder": "[evil](https://evil.example)"}, names=("[evil](https://evil.example)",)),
         # The architecture is kept, the pretrained left out: its checkpoint is chosen from the server's menu.
         Case("pretrained a path", {"encoder": "open_clip:ViT-B-32", "pretrained": secret}, names=(secret,),
-             extra={"source": OPEN_CLIP}),
+             extra={"source": CHECKPOINT}),
         Case("pretrained a URL", {"encoder": "open_clip:ViT-B-32", "pretrained": "https://evil.example/w.pt"},
-             names=("https://evil.example/w.pt",), extra={"source": OPEN_CLIP}),
+             names=("https://evil.example/w.pt",), extra={"source": CHECKPOINT}),
         Case("pretrained Markdown", {"encoder": "open_clip:ViT-B-32", "pretrained": "**evil** $x$"},
-             names=("**evil** $x$",), extra={"source": OPEN_CLIP}),
+             names=("**evil** $x$",), extra={"source": CHECKPOINT}),
         Case("pretrained for the built-in model", {"encoder": "builtin", "pretrained": "evil"}, names=("evil",)),
         Case("a download on a server that downloads nothing", {"encoder": "open_clip:hf-hub:evil-org/evil-repo"},
              names=("evil-org/evil-repo",), extra={"source": HUB}),
@@ -107,8 +107,8 @@ def test_model_names_and_tags_in_a_link(app_env, outside, tmp_path, monkeypatch,
         problems = verdict(case, outcome)
         if hub.requests:
             problems.append(f"the hub was asked {len(hub.requests)} times")
-    if app.session_state["encoder_source"] != case.extra.get("source", BUILTIN):
-        problems.append(f"the page's model is {app.session_state['encoder_source']!r}")
+    if app.session_state["encoder_kind"] != case.extra.get("source", BUILTIN):
+        problems.append(f"the page's model is {app.session_state['encoder_kind']!r}")
     if app.session_state.get("openclip_checkpoint") or app.session_state.get("checkpoint_choice"):
         problems.append("a checkpoint file was taken from the link")
     assert not problems, problems
@@ -361,7 +361,7 @@ TYPED_VOCABULARIES = [
 
 @pytest.mark.parametrize("case", TYPED_VOCABULARIES, ids=str)
 def test_typed_vocabularies(app_env, case):
-    state = {"find_open": True, "find_vocabulary": "own list (typed)", "find_own_terms": case.value}
+    state = {"find_open": True, "find_vocabulary": "own", "find_own_terms": case.value}
     outcome, app = page_outcome(lambda: open_page({}, state=state))
     problems = verdict(case, outcome)
     if app.session_state["find_own_terms"] != case.value:
@@ -684,7 +684,7 @@ FORGED_CHOICE = [
 # The option widgets of hostile round 52 (F1, F10): key -> the page that draws it.
 OPTION_WIDGETS = {
     "preset_a": None, "preset_b": None, "templates_a": None, "weighting": None, "query_mode": None,
-    "gallery_source": None, "encoder_source": None, "anchor_model": None, "direction": None,
+    "gallery_kind": None, "encoder_kind": None, "anchor_model": None, "direction": None,
     "compare_weighting": COMPARE, "compare_preview_size": COMPARE,
     "learn_world": LEARN, "learn_kind": LEARN, "learn_weighting": LEARN,
 }
@@ -791,7 +791,7 @@ FORCED_STATE = [
     (None, "top_k", 10**9, "1000000000", 10), (None, "top_k", -3, "-3", 10), (None, "top_k", 1e300, "1e+300", 10),
     (None, "top_k", 2.5, "2.5", 10), (None, "scale", "x", "'x'", 10.0), (None, "show_iti", "yes", "'yes'", False),
     (None, "p", EVIL, EVIL, 0.5), (None, "weighting", None, "None", "calibrated"),
-    (None, "query_mode", EVIL, EVIL, "Gallery image"), (None, "direction", 5, "5", SETTINGS["direction"].default),
+    (None, "query_mode", EVIL, EVIL, "gallery"), (None, "direction", 5, "5", SETTINGS["direction"].default),
     (None, "templates_a", ["auto"], "['auto']", "auto"), (None, "anchor_model", "evil", "'evil'", "softmax"),
     (LEARN, "p", EVIL, EVIL, 0.5), (LEARN, "weighting", 3, "3", "calibrated"),
     (LEARN, "learn_weights_k", 10**6, "1000000", 4),
@@ -982,7 +982,7 @@ def test_a_model_that_needs_a_download_is_refused_in_the_page_s_words(app_env, t
     cases = [(Case("a tag whose weights are absent", None, names=("laion2b_s34b_b79k",)),
               lambda: open_page({"encoder": "open_clip:ViT-B-32", "pretrained": "laion2b_s34b_b79k"})),
              (Case("an architecture that fetches its tokenizer", None, names=("ViT-B-16-SigLIP",)),
-              lambda: open_page({}, state={"encoder_source": OPEN_CLIP, "openclip_arch": "ViT-B-16-SigLIP",
+              lambda: open_page({}, state={"encoder_kind": CHECKPOINT, "openclip_arch": "ViT-B-16-SigLIP",
                                            "openclip_checkpoint": str(checkpoint)}))]
     problems = []
     for case, run in cases:

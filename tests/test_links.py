@@ -7,9 +7,7 @@ from urllib.parse import quote
 import pytest
 
 from anchordiv.explorer import links
-from anchordiv.explorer.page_state import DIRECTIONS as DIRECTION_LABELS
-
-DIRECTIONS = tuple(DIRECTION_LABELS.values())
+from anchordiv.explorer.settings import PAGES, REVERSE, TEXT_QUERY, UPLOAD_QUERY
 PRESETS = {"objects": ("cat", "dog"), "styles": ("sketch", "photo"), "long": tuple(f"object {i}" for i in range(400))}
 
 
@@ -31,12 +29,13 @@ def test_defaults_make_an_empty_link(texts):
 
 
 def test_a_view_round_trips(texts):
-    state = defaults(texts) | {"p": 0.35, "anchor_model": "gaussian", "scale": 22.0, "top_k": 5, "direction": DIRECTIONS[1],
+    state = defaults(texts) | {"p": 0.35, "anchor_model": "gaussian", "scale": 22.0, "top_k": 5, "direction": REVERSE,
                                "query_id": 49, "weighting": "literal", "show_iti": True, "preset_b": "long",
-                               "anchors_a": "a cat\na dog in a hat", "query_mode": "Text", "query_text": "a red fox"}
+                               "anchors_a": "a cat\na dog in a hat", "query_mode": TEXT_QUERY, "query_text": "a red fox"}
     written_with = fields(texts, ("objects", "long"))
     params = links.write_link(state, written_with)
-    assert params["p"] == "0.35" and params["direction"] == "reverse" and params["model"] == "gaussian"
+    assert params["p"] == "0.35" and params["direction"] == "reverse" and params["anchor_model"] == "gaussian"
+    assert params["mode"] == "text"
     read = links.read_link(params, fields(texts))
     assert read.ignored == []
     assert read.values == {item.key: state[item.key] for item in written_with if state[item.key] != item.default}
@@ -74,7 +73,8 @@ def test_a_damaged_stored_text_is_not_used(texts):
 @pytest.mark.parametrize("params, reason", [
     ({"p": "1.5"}, "outside"), ({"p": "nan"}, "outside"), ({"p": "half"}, "not a number"),
     ({"k": "2.5"}, "whole number"), ({"k": "0"}, "outside"), ({"query": "50"}, "outside"),
-    ({"model": "transformer"}, "not one of"), ({"weighting": ""}, "not one of"), ({"iti": "yes"}, "0 or 1"),
+    ({"anchor_model": "transformer"}, "not one of"), ({"model": "transformer"}, "not one of"),
+    ({"weighting": ""}, "not one of"), ({"iti": "yes"}, "0 or 1"),
     ({"colour": "red"}, "unknown parameter"), ({"preset_a": "nope"}, "not one of"),
 ])
 def test_bad_values_are_ignored_and_named(texts, params, reason):
@@ -84,16 +84,26 @@ def test_bad_values_are_ignored_and_named(texts, params, reason):
 
 
 def test_other_pages_parameters_are_not_unknown(texts):
-    read = links.read_link({"rows": ["#1", "#2"], "p": "0.2"}, fields(texts), known=links.ALL_PARAMS)
+    read = links.read_link({"rows": ["#1", "#2"], "p": "0.2"}, fields(texts), known=links.param_parts())
     assert read.values == {"p": 0.2} and read.ignored == []
 
 
 def test_every_explorer_parameter_is_known(texts):
-    assert {item.param for item in fields(texts)} <= set(links.ALL_PARAMS)
+    assert {item.param for item in fields(texts)} <= set(links.param_parts())
+
+
+def test_a_parameters_old_name_is_read_and_the_link_is_written_with_the_new_one(texts):
+    """Links made before a setting's parameter was renamed (model= for the anchor model,
+    components= for the GMM's) open as they did; the page writes them back with today's names."""
+    read = links.read_link({"model": "gmm", "components": "3", "k": "7"}, fields(texts))
+    assert read.ignored == [] and read.values == {"anchor_model": "gmm", "n_components": 3, "top_k": 7}
+    assert links.write_link(defaults(texts) | read.values, fields(texts)) == {
+        "anchor_model": "gmm", "n_components": "3", "k": "7"}
+    assert {"model", "components"} <= set(links.param_parts())  # another page's link names neither as unknown
 
 
 def test_an_uploaded_query_is_not_written(texts):
-    params = links.write_link(defaults(texts) | {"query_mode": "Upload"}, fields(texts))
+    params = links.write_link(defaults(texts) | {"query_mode": UPLOAD_QUERY}, fields(texts))
     assert "mode" not in params
 
 
@@ -110,7 +120,7 @@ def test_compare_rows_and_columns_travel_but_uploads_do_not():
     assert links.read_link(params, fields).values == {"compare_rows": ["#4", "text:a dog"],
                                                       "compare_columns": ["mix p=0.3 model=gaussian"],
                                                       "compare_weighting": "literal"}
-    assert {item.param for item in fields} <= set(links.ALL_PARAMS)
+    assert {item.param for item in fields} <= set(links.param_parts())
 
 
 # -- a parameter of one value given more than once: the last is read, every other is named -----------------
@@ -185,11 +195,8 @@ def test_page_notes_name_what_no_part_of_the_page_reads(page, params, notes):
 def test_every_parameter_belongs_to_a_page_and_every_page_of_the_app_is_known():
     from pathlib import Path
 
-    from anchordiv.explorer.page_state import PAGES
-
-    assert set(links.PARAM_PARTS) == set(links.ALL_PARAMS)
-    for param in links.ALL_PARAMS:
-        assert any(links.PARAM_PARTS[param] in page.parts for page in PAGES.values()), param
+    for param, part in links.param_parts().items():
+        assert any(part in page.parts for page in PAGES.values()), param
     # The entry's pages, by title and URL path (a name there stands for its constant; the default page has none).
     entry = (Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py").read_text(encoding="utf-8")
     constants = dict(re.findall(r'^([A-Z_]+) = "([^"]*)"', entry, re.MULTILINE))

@@ -149,7 +149,7 @@ def test_links_carry_each_set_s_templates(tmp_path):
                                                   "templates_b": "imagenet80"}
     bad = links.read_link({"templates_b": "fancy"}, fields)
     assert bad.values == {} and "templates_b" in bad.ignored[0] and "not one of" in bad.ignored[0]
-    assert {"templates_a", "own_templates_b"} <= set(links.ALL_PARAMS)
+    assert {"templates_a", "own_templates_b"} <= set(links.param_parts())
 
 
 # -- the figure and its command ---------------------------------------------------------------------

@@ -212,7 +212,7 @@ async def _steps_until(page, watch: RunWatch, log_path: Path, most: int, until=N
 
 def p_steps() -> int:
     """The Explore slider's steps from p = 0 to 1, from its setting (100 steps of 0.01)."""
-    from ..explorer.page_state import SETTINGS
+    from ..explorer.settings import SETTINGS
 
     p = SETTINGS["p"]
     return round((p.high - p.low) / p.step)
@@ -252,10 +252,10 @@ async def _isolation_benchmark(repeats: int, split: str, limit: int | None, chro
 
             gone = await browser.new_context(viewport=VIEWPORT)
             await (await gone.new_page()).goto(f"{url}/compare?{heaviest_compare_link(2)}", wait_until="commit")
-            await asyncio.sleep(1.0)
+            await asyncio.sleep(1.0)  # the measured case: a tab that asks for the heaviest figure and is closed 1 s in
             await gone.close()
             cpu_closed = cpu_seconds(process)
-            await asyncio.sleep(20.0)
+            await asyncio.sleep(20.0)  # the window whose server CPU is measured (no signal ends it: it is the figure)
             results["after_close_cpu_s"] = cpu_seconds(process) - cpu_closed
     results.update(alone_s=statistics.median(alone), loaded_s=statistics.median(loaded) if loaded else float("nan"),
                    loaded_max_s=max(loaded, default=float("nan")), alone_max_s=max(alone), loaded_steps=len(loaded))

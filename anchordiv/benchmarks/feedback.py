@@ -5,7 +5,7 @@ Each fit is the page's own path: the query's and its marks' :class:`~anchordiv.e
 :func:`~anchordiv.explorer.feedback.training_set`, :func:`~anchordiv.explorer.feedback.learn_weights`,
 on the gallery the explorer shows by default (the whole world, read as the panel reads it:
 :func:`~anchordiv.explorer.vocabulary.gallery_sample`), at the sidebar's default scale
-(:data:`~anchordiv.explorer.page_state.GEOMETRY`), over the panel's default vocabulary for the
+(:data:`~anchordiv.explorer.settings.GEOMETRY`), over the panel's default vocabulary for the
 built-in model (chosen, listed and encoded as the panel does) and over a 2,000-term one
 (:func:`world_vocabulary`).
 
@@ -97,7 +97,7 @@ def page_setting(split: str):
     world) and the rows the panel reads of it, the sidebar's default scale, the panel's default
     vocabulary and the 2,000-term one, and the ids of ``split`` (the queries and marks)."""
     from ..encoders.builtin import load_builtin_encoder
-    from ..explorer.page_state import GEOMETRY
+    from ..explorer.settings import GEOMETRY
     from ..explorer.vocabulary import default_vocabulary, gallery_sample, panel_vocabulary
     from ..gallery import world_gallery
     from ..prompts import default_choice, encode_anchors

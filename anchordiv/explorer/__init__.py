@@ -3,7 +3,7 @@
 The app is a thin front end: every computation it shows is a call into this package (or
 :mod:`anchordiv.explain`, :mod:`anchordiv.projection`, :mod:`anchordiv.gallery`) with plain
 arguments. Nothing here imports Streamlit. The modules (the names below are re-exported here,
-except those of :mod:`.thumbnails`, :mod:`.page_state` and the modules of the last item, which are
+except those of :mod:`.thumbnails`, :mod:`.setting`, :mod:`.settings` and the modules of the last item, which are
 imported as modules):
 
 * :mod:`.source`: :class:`GallerySource`, what the Explore page shows a gallery through, with its
@@ -25,8 +25,10 @@ imported as modules):
   :func:`map_placer`;
 * :mod:`.store_source` and :mod:`.thumbnails`: :class:`NameIndex`, :func:`cosine_top_k`,
   :func:`store_stamp` and the images of a store read for the shown items only;
-* :mod:`.page_state`: every setting of the pages, declared once (key, URL parameter, default,
-  bounds, when it is kept), from which :mod:`.links` derives the links;
+* :mod:`.settings`: every setting of the pages, declared once as a row (:mod:`.setting`: its
+  widget's key, label, help, bounds and options, its URL parameter, its default, when it is
+  kept), from which the app draws the widgets and reads each part of a page as one typed value,
+  and :mod:`.links` derives the links;
 * :mod:`.paths`: :class:`DataRoots`, the folders a shared server may open, decided at launch;
 * :mod:`.shared`: :class:`SharedBuilds`, one slow build per key for every visitor, with progress;
   :class:`BackgroundJobs`, jobs (a model's download) that outlive the visit that started them;

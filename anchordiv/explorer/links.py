@@ -1,13 +1,14 @@
 """Shareable views: the explorer's state as URL query parameters and back.
 
 A page's state travels as :class:`LinkField` s (the session-state key of a widget, the URL
-parameter that carries it, its default and what values it accepts), each derived from its setting in
-the one table of page state (:mod:`.page_state`, :func:`fields_of`). :func:`write_link` turns the
-current values into parameters, leaving out defaults so links stay short; :func:`read_link` turns a
-link's parameters back into values and lists, in plain words, everything it ignored (a malformed
-or out-of-range value, the values of a setting given more than once but the last) instead of raising:
-a bad link opens with defaults. :func:`page_notes` names what no part of the page reads (another
-page's setting, an unknown parameter).
+parameter that carries it, its default and what values it accepts), each derived from its row in
+the table of settings (:mod:`.settings`, :func:`fields_of`). :func:`write_link` turns the current
+values into parameters, leaving out defaults so links stay short; :func:`read_link` turns a link's
+parameters back into values (a parameter's old name too: links made before a rename still open)
+and lists, in plain words, everything it ignored (a malformed or out-of-range value, the values of
+a setting given more than once but the last) instead of raising: a bad link opens with defaults.
+:func:`page_notes` names what no part of the page reads (another page's setting, an unknown
+parameter).
 
 Anchor lists can be long (a preset of 1,500 object names is 20 kB): a text too long for a URL is
 kept server-side in a :class:`LinkedTexts` folder under its content hash, and the link carries
@@ -27,7 +28,8 @@ from urllib.parse import quote, unquote_plus, urlencode
 
 from ..cache import atomic_write
 from . import limits
-from .page_state import COMPARE, LEARN, PAGES, SETTINGS, SIDEBAR, VIEW, Setting
+from .setting import Setting
+from .settings import COMPARE, LEARN, PAGES, SETTINGS, SIDEBAR, VIEW, anchor_set_key
 
 # Longer texts go to the server-side store: browsers and proxies cut URLs at 2-8 kB.
 MAX_URL_TEXT = 1500
@@ -74,8 +76,9 @@ def _digest(text: str) -> str:
 class LinkField:
     """One piece of a page's state in a link.
 
-    ``key`` is the session-state key (the widget's key), ``param`` the URL parameter, ``default``
-    the value a link without it means. ``kind`` says what is accepted:
+    ``key`` is the session-state key (the widget's key), ``param`` the URL parameter (and
+    ``old_params`` the names it had before, read as it is), ``default`` the value a link without
+    it means. ``kind`` says what is accepted:
 
     * ``"number"`` / ``"integer"``: a finite number in ``[low, high]``;
     * ``"choice"``: one of ``choices``, a mapping from the URL word to the state value;
@@ -103,6 +106,7 @@ class LinkField:
     local_prefix: str | None = None
     max_chars: int = limits.TEXT_CHARS
     max_items: int = 1
+    old_params: tuple[str, ...] = ()
 
     def read(self, raw: Sequence[str]) -> Any:
         """The state value of the URL values ``raw``; ``ValueError`` saying why it is not accepted."""
@@ -187,9 +191,9 @@ def read_link(params: Mapping[str, Sequence[str]], fields: Iterable[LinkField], 
     page read, or all of the link's where the page names the rest, :func:`page_notes`) is reported
     as unknown; a value a field does not accept is reported and left out, so the page keeps that
     field's default. A field of one value given several is read from the last, and the others are
-    named with it (:func:`repeated`), an invalid one too."""
+    named with it (:func:`repeated`), an invalid one too. A field's old name is read as its name."""
     fields = list(fields)
-    by_param = {item.param: item for item in fields}
+    by_param = {param: item for item in fields for param in (*item.old_params, item.param)}
     known = set(known)
     values: dict[str, Any] = {}
     ignored: list[str] = []
@@ -263,26 +267,27 @@ GALLERY_PARAM = "gallery"
 
 def _link_field(setting: Setting, texts: LinkedTexts | None = None, **given: Any) -> LinkField:
     """The link field of ``setting`` (one that carries a URL parameter), with ``given`` overriding
-    what the gallery shown decides (``default``, ``high``, ``words``); ``texts`` keeps its texts
+    what the gallery shown decides (``default``, ``high``, ``options``); ``texts`` keeps its texts
     too long for a URL, when it has them (``long_texts``)."""
     if setting.param is None:
         raise ValueError(f"the setting {setting.key!r} travels in no link")
-    words = given.pop("words", None)
+    options = given.pop("options", None)
     default = given.pop("default", setting.default)
     return LinkField(setting.key, setting.param, list(default) if isinstance(default, list) else default, setting.kind,
                      low=setting.low, high=given.pop("high", setting.high),
-                     choices=dict(words) if words is not None else setting.choices,
+                     choices={str(option): option for option in options} if options is not None else setting.choices,
                      texts=texts if setting.long_texts else None, local_prefix=setting.local_prefix,
-                     max_chars=setting.max_chars, max_items=setting.max_items, **given)
+                     max_chars=setting.max_chars or limits.TEXT_CHARS, max_items=setting.max_items,
+                     old_params=setting.old_params, **given)
 
 
-def fields_of(link: str, texts: LinkedTexts | None = None,
+def fields_of(part: str, texts: LinkedTexts | None = None,
               given: Mapping[str, Mapping[str, Any]] | None = None) -> list[LinkField]:
-    """The fields of one part of a page (``link``: :data:`~.page_state.SIDEBAR`, ``VIEW``,
+    """The fields of one part of a page (``part``: :data:`~.settings.SIDEBAR`, ``VIEW``,
     ``COMPARE`` or ``LEARN``), in the table's order; ``given`` maps a key to its overrides (:func:`_link_field`)."""
     given = given or {}
     return [_link_field(setting, texts, **given.get(key, {}))
-            for key, setting in SETTINGS.items() if setting.link == link]
+            for key, setting in SETTINGS.items() if setting.part == part and setting.param is not None]
 
 
 def sidebar_fields(texts: LinkedTexts) -> list[LinkField]:
@@ -297,11 +302,10 @@ def view_fields(gallery_size: int, default_query: int, presets: Mapping[str, Seq
 
     An anchor set equal to its preset's list is left out of the link (the preset names it); so
     its default is the list of the preset chosen now (``preset_now``), not of the default preset."""
-    names = {name: name for name in presets}
     given: dict[str, dict[str, Any]] = {"query_id": {"default": default_query, "high": gallery_size - 1}}
     for side, now in zip("ab", preset_now):
-        given[f"preset_{side}"] = {"words": names}
-        given[f"anchors_{side}"] = {"default": "\n".join(presets.get(now, ()))}
+        given[anchor_set_key("preset", side)] = {"options": tuple(presets)}
+        given[anchor_set_key("anchors", side)] = {"default": "\n".join(presets.get(now, ()))}
     return fields_of(VIEW, texts, given)
 
 
@@ -317,23 +321,26 @@ def lesson_fields() -> list[LinkField]:
     return fields_of(LEARN)
 
 
-# Every parameter some page reads: a link that carries another page's parameter is not told it is unknown.
-ALL_PARAMS = tuple(setting.param for setting in SETTINGS.values() if setting.param) + (GALLERY_PARAM,)
-# The part of a page that reads each parameter (the gallery's token goes with the view's query).
-PARAM_PARTS = {setting.param: setting.link for setting in SETTINGS.values() if setting.param} | {GALLERY_PARAM: VIEW}
+def param_parts() -> dict[str, str]:
+    """Every parameter some page reads (a link that carries another page's parameter is not told it
+    is unknown), old names included, with the part of a page that reads it (the gallery's token
+    goes with the view's query)."""
+    return {param: setting.part for setting in SETTINGS.values() if setting.param
+            for param in (setting.param, *setting.old_params)} | {GALLERY_PARAM: VIEW}
 
 
 def page_notes(params: Iterable[str], page: str | None) -> list[str]:
     """What is said of the parameters ``params`` of a link to ``page`` (its URL path, a key of
-    :data:`~.page_state.PAGES`) that no part of that page reads: another page's settings, by the
+    :data:`~.settings.PAGES`) that no part of that page reads: another page's settings, by the
     pages that read them (``“rows” is a setting of the Compare page: ignored here``), and unknown
     parameters, each by name. The parts of the page name what is wrong with the rest
     (:func:`read_link`). A page not in that table reads every part: only unknown parameters are named."""
-    here = PAGES[page].parts if page in PAGES else tuple(set(PARAM_PARTS.values()))
+    parts = param_parts()
+    here = PAGES[page].parts if page in PAGES else tuple(set(parts.values()))
     elsewhere: dict[tuple[str, ...], list[str]] = {}
     unknown = []
     for param in dict.fromkeys(params):
-        part = PARAM_PARTS.get(param)
+        part = parts.get(param)
         if part is None:
             unknown.append(f"unknown parameter “{param}”")
         elif part not in here:
@@ -376,7 +383,7 @@ def unread_link(query_string: str, most_counted: int) -> str:
     params = {}
     if len(query_string) <= most_counted:
         names = Counter(unquote_plus(pair.partition("=")[0]) for pair in query_string.split("&"))
-        params = {name: names[name] for name in ALL_PARAMS if names[name]}
+        params = {name: names[name] for name in param_parts() if names[name]}
     counts = [len(query_string), query_string.count("&") + 1]
     return urlencode({UNREAD_PARAM: " ".join(map(str, counts)) + "".join(f" {name}:{n}" for name, n in params.items())})
 

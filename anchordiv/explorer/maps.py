@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 # machine at one torch thread (the kNN graph 40 s, the layout 30 s, the first in a process 15 s
 # more for compiling UMAP's kernels), then come from the disk cache in a fraction of a second.
 MAX_MAP_POINTS = 50_000
+# A new map estimated to take longer than this (seconds) is laid out only when asked for, its
+# estimate shown first: a map of 50,000 points takes a minute or more.
+ASK_FIRST_SECONDS = 30.0
 
 
 class Rows(Protocol):

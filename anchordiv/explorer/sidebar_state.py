@@ -2,27 +2,29 @@
 
 The explorer draws its sidebar once per run (in its entry file) and reads the widgets' values with
 :func:`read_sidebar` into a :class:`SidebarState`, which every page receives; the pages never read
-those widgets' keys themselves. Each value's default is :data:`~.page_state.SETTINGS`' (the
-geometry's are :class:`~.geometry.GeometrySpec`'s own), and a setting the chosen anchor model does
-not take (the GMM's component count under another model, whose hidden widget keeps its value for
-later) reads as its default. Nothing here imports Streamlit.
+those widgets' keys themselves. Each value and its default is its row's of
+:data:`~.settings.SETTINGS` (the geometry's defaults are :class:`~.geometry.GeometrySpec`'s own),
+and a setting the chosen anchor model does not take (the GMM's component count under another
+model, whose hidden widget keeps its value for later) reads as its default. Nothing here imports
+Streamlit.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ..encoders import ModelSpec, parse_model_spec
 from ..models import anchor_model_kind
 from .geometry import GeometrySpec
-from .page_state import BUILTIN, DIRECTIONS, FOLDER, HUB, OPEN_CLIP, PRETRAINED, SETTINGS, STORE, WORLD
+from .settings import (BUILTIN, CHECKPOINT, FOLDER, HUB, PRETRAINED, REVERSE, SETTINGS, SIDEBAR_PARTS, STORE, WORLD,
+                       part_values)
 
 
 @dataclass(frozen=True)
 class GalleryChoice:
     """The gallery the sidebar names.
 
-    ``kind`` is :data:`~.page_state.WORLD`, :data:`~.page_state.FOLDER` or :data:`~.page_state.STORE`;
+    ``kind`` is :data:`~.settings.WORLD`, :data:`~.settings.FOLDER` or :data:`~.settings.STORE`;
     ``path`` the image folder or the store's folder as chosen (``None``: not chosen yet, and always
     for the world); ``labels_csv`` an image folder's labels file, if any.
     """
@@ -36,11 +38,11 @@ class GalleryChoice:
 class EncoderChoice:
     """The encoder (the image and text model) the sidebar names.
 
-    ``kind`` is one of :data:`~.page_state.BUILTIN`, :data:`~.page_state.PRETRAINED`,
-    :data:`~.page_state.HUB`, :data:`~.page_state.OPEN_CLIP`; ``name`` the catalog token
+    ``kind`` is one of :data:`~.settings.BUILTIN`, :data:`~.settings.PRETRAINED`,
+    :data:`~.settings.HUB`, :data:`~.settings.CHECKPOINT`; ``name`` the catalog token
     ``ARCH/TAG``, the hub repository ``ORG/REPO`` or the open_clip architecture, as chosen or typed
     (stripped of surrounding spaces); ``checkpoint`` the checkpoint file of
-    :data:`~.page_state.OPEN_CLIP` (``None``: not chosen). ``spec`` is the choice as a model spec:
+    :data:`~.settings.CHECKPOINT` (``None``: not chosen). ``spec`` is the choice as a model spec:
     ``None`` for a checkpoint file (a path, which no spec string carries), while nothing is chosen,
     or when ``name`` is not one, which ``problem`` then says.
     """
@@ -56,7 +58,7 @@ class EncoderChoice:
         checkpoint file its architecture alone (a link names no file)."""
         if self.spec is not None:
             return self.spec.model, self.spec.pretrained or ""
-        if self.kind == OPEN_CLIP and self.name:
+        if self.kind == CHECKPOINT and self.name:
             return f"open_clip:{self.name}", ""
         return "builtin", ""
 
@@ -74,71 +76,79 @@ def named_spec(kind: str, name: str) -> ModelSpec | None:
     return None
 
 
+def default_settings() -> Any:
+    """Every setting of the sidebar at its default (:func:`~.settings.part_values`)."""
+    return part_values(SIDEBAR_PARTS, {})
+
+
 @dataclass(frozen=True)
 class SidebarState:
     """Everything the sidebar sets, for one run of a page.
 
     ``gallery`` and ``encoder`` say what to open; ``geometry`` how to rank (its anchor model,
-    scale, settings and direction); ``prior_text`` the prior anchor set of the posterior anchor
-    models, as typed; ``top_k`` how many neighbours a page shows; ``show_iti`` whether the Explore
-    page adds the image → text → image baseline.
+    scale, settings and direction); ``settings`` every setting of the sidebar, typed, by its key
+    in :data:`~.settings.SETTINGS` (``settings.top_k``: how many neighbours a page shows;
+    ``settings.show_iti``: whether the Explore page adds the image → text → image baseline;
+    ``settings.prior_anchors``: the prior anchor set of the posterior anchor models, as typed), a
+    setting the anchor model does not take at its default.
     """
 
     gallery: GalleryChoice = GalleryChoice()
     encoder: EncoderChoice = EncoderChoice()
     geometry: GeometrySpec = GeometrySpec()
-    prior_text: str = ""
-    top_k: int = SETTINGS["top_k"].default
-    show_iti: bool = SETTINGS["show_iti"].default
+    settings: Any = field(default_factory=default_settings)
 
 
-# The sidebar's settings that only some anchor models take (by their SETTINGS key).
-MODEL_SETTINGS = ("gmm_components", "latent_rank", "prior_anchors", "alpha")
+# The sidebar's settings that only some anchor models take (by their key, which is the
+# GeometrySpec's field they set, but for the prior set, which a spec does not hold).
+MODEL_SETTINGS = ("n_components", "rank", "prior_anchors", "alpha")
 
 
 def model_settings(name: str) -> tuple[str, ...]:
     """Those of :data:`MODEL_SETTINGS` that anchor model ``name`` takes: the sidebar draws them,
     and :func:`read_sidebar` reads them (the others read as their defaults)."""
     kind = anchor_model_kind(name)
-    used = {"gmm_components": "n_components" in kind.defaults, "latent_rank": "rank" in kind.defaults,
+    used = {"n_components": "n_components" in kind.defaults, "rank": "rank" in kind.defaults,
             "prior_anchors": kind.needs_prior, "alpha": kind.needs_prior}
     return tuple(key for key in MODEL_SETTINGS if used[key])
 
 
 def read_sidebar(values: Mapping[str, Any], allow_any_path: bool) -> SidebarState:
     """The :class:`SidebarState` that the widget values ``values`` (by their keys of
-    :data:`~.page_state.SETTINGS`) give; ``allow_any_path``: whether paths are typed (a local
+    :data:`~.settings.SETTINGS`) give; ``allow_any_path``: whether paths are typed (a local
     session) or chosen from the data roots' menus. ``ValueError`` for a value the geometry refuses."""
     kind = anchor_model_kind(values.get("anchor_model", SETTINGS["anchor_model"].default))
     hidden = set(MODEL_SETTINGS) - set(model_settings(kind.name))  # kept by their hidden widgets
-
-    def value(key: str) -> Any:
-        return SETTINGS[key].default if key in hidden else values.get(key, SETTINGS[key].default)
-
+    settings = part_values(SIDEBAR_PARTS, {key: value for key, value in values.items() if key not in hidden})
     return SidebarState(
-        gallery=gallery_choice(value, allow_any_path), encoder=encoder_choice(value, allow_any_path),
-        geometry=GeometrySpec(kind=kind.name, scale=float(value("scale")),
-                              n_components=int(value("gmm_components")), rank=int(value("latent_rank")),
-                              alpha=float(value("alpha")), reverse=value("direction") == DIRECTIONS["reverse"]),
-        prior_text=value("prior_anchors"), top_k=int(value("top_k")), show_iti=bool(value("show_iti")))
+        gallery=gallery_choice(settings, allow_any_path), encoder=encoder_choice(settings, allow_any_path),
+        geometry=GeometrySpec(kind=kind.name, scale=settings.scale, n_components=settings.n_components,
+                              rank=settings.rank, alpha=settings.alpha, reverse=settings.direction == REVERSE),
+        settings=settings)
 
 
-def gallery_choice(value, allow_any_path: bool) -> GalleryChoice:
-    kind = value("gallery_source")
+def gallery_choice(settings: Any, allow_any_path: bool) -> GalleryChoice:
+    """The gallery the sidebar's ``settings`` name: typed paths, or the data roots' menus."""
+    kind = settings.gallery_kind
     if kind == STORE:
-        return GalleryChoice(kind, value("store_path" if allow_any_path else "store_choice") or None)
+        return GalleryChoice(kind, (settings.store_path if allow_any_path else settings.store_choice) or None)
     if kind == FOLDER:
-        folder, labels = ("folder_path", "folder_labels") if allow_any_path else ("folder_choice", "folder_labels_choice")
-        return GalleryChoice(kind, value(folder) or None, value(labels) or None)
+        folder, labels = ((settings.folder_path, settings.folder_labels) if allow_any_path
+                          else (settings.folder_choice, settings.folder_labels_choice))
+        return GalleryChoice(kind, folder or None, labels or None)
     return GalleryChoice(kind)
 
 
-def encoder_choice(value, allow_any_path: bool) -> EncoderChoice:
-    kind, checkpoint = value("encoder_source"), None
-    name = {PRETRAINED: "openclip_pretrained", HUB: "hub_repo", OPEN_CLIP: "openclip_arch"}.get(kind)
-    name = (value(name) or "").strip() if name else ""
-    if kind == OPEN_CLIP:
-        checkpoint = value("openclip_checkpoint" if allow_any_path else "checkpoint_choice") or None
+# The setting that names an encoder of each kind (the menu entry, the hub repository, the architecture).
+ENCODER_NAMES = {PRETRAINED: "openclip_pretrained", HUB: "hub_repo", CHECKPOINT: "openclip_arch"}
+
+
+def encoder_choice(settings: Any, allow_any_path: bool) -> EncoderChoice:
+    """The encoder the sidebar's ``settings`` name, as a spec, or what is wrong with the name typed."""
+    kind, checkpoint = settings.encoder_kind, None
+    name = (getattr(settings, ENCODER_NAMES[kind]) or "").strip() if kind in ENCODER_NAMES else ""
+    if kind == CHECKPOINT:
+        checkpoint = (settings.openclip_checkpoint if allow_any_path else settings.checkpoint_choice) or None
     try:
         return EncoderChoice(kind, name, checkpoint, named_spec(kind, name))
     except ValueError as error:

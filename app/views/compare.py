@@ -1,8 +1,8 @@
 """Compare: the figure builder. Rows are queries, columns are geometries, each cell the query's top-k
 under that geometry (the paper's Figs. 1 and 8, made interactive), exported as PNG, PDF or SVG.
 
-The rows and columns are plain text specs (:mod:`anchordiv.figure`) kept in
-``st.session_state["compare_rows"]`` and ``["compare_columns"]`` (lists of strings); an uploaded
+The rows and columns are plain text specs (:mod:`anchordiv.figure`) kept in the settings
+``compare_rows`` and ``compare_columns`` (lists of strings); an uploaded
 query is the row ``upload:<name>``, its bytes kept under
 :data:`~anchordiv.app.session_keys.COMPARE_UPLOADS`. The anchor sets are
 the Explore page's; the model, scale and direction are the sidebar's, and a column may override the
@@ -10,6 +10,7 @@ model and scale (``A model=gaussian s=20``)."""
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 import numpy as np
 import streamlit as st
@@ -25,36 +26,35 @@ from anchordiv.app.encoder_choice import load_encoder_for
 from anchordiv.app.query_inputs import match_menu, picked_item
 from anchordiv.app.session_keys import COMPARE_COLUMN_ERROR, COMPARE_ROWS_FROM, COMPARE_ROWS_FULL, COMPARE_UPLOADS
 from anchordiv.app.sidebar import load_gallery_for, sidebar_state
-from anchordiv.app.url_state import follow_link, link_notes, publish_link, share_box, sidebar_fields
-from anchordiv.app.widget_checks import (checked_query_id, checked_settings, checked_texts, choice_widget, list_kept_as_list,
-                                         number_widget, replace_value, text_widget)
+from anchordiv.app.setting_widgets import setting_widget
+from anchordiv.app.url_state import follow_link, link_notes, part_settings, publish_link, share_box, sidebar_fields
+from anchordiv.app.widget_checks import checked_query_id, checked_texts, list_kept_as_list
+from anchordiv.app.widget_state import current_value, replace_value, write_values
 from anchordiv.explorer import limits, links
 from anchordiv.explorer.literal import markdown_literal, without_joiners
-from anchordiv.explorer.page_state import COMPARE, SETTINGS, TEXT_QUERY
+from anchordiv.explorer.settings import COMPARE, SETTINGS, TEXT_QUERY, anchor_set_key
 from anchordiv.explorer.sidebar_state import SidebarState
-from anchordiv.models import list_anchor_models
 from anchordiv.prompts import AUTO
 
-ROWS, COLUMNS = "compare_rows", "compare_columns"
+ROWS, COLUMNS = SETTINGS["compare_rows"], SETTINGS["compare_columns"]
 LIMITS = fg.DEFAULT_LIMITS  # rows, columns and top-k per cell; a link past them opens with the defaults
-COMMON_COLUMNS = ["cosine", "iti", "A", "B", "mix p=0.25", "mix p=0.5", "mix p=0.75"]
 
 
 # -- rows -----------------------------------------------------------------------------------------
-def explore_rows(source: ex.MemorySource) -> list[str]:
-    """The rows the figure starts from: the query the visitor was exploring (the Explore page's, as
-    this session or the link left it: its text, or its gallery image; an upload stays on Explore,
-    which the page's own uploader takes). Rows the visitor has not changed since the last Explore
-    query gave them follow the next one."""
+def explore_rows(source: ex.MemorySource, view: Any) -> list[str]:
+    """The rows the figure starts from: the query the visitor was exploring (the Explore page's
+    ``view``, as this session or the link left it: its text, or its gallery image; an upload stays
+    on Explore, which the page's own uploader takes). Rows the visitor has not changed since the
+    last Explore query gave them follow the next one."""
     state = st.session_state
-    checked_settings({"query_mode": "Query from", "query_text": "Text query"}, "Choose it on the Explore page.")
-    text = " ".join(without_joiners(state.get("query_text", "")).split())
-    if state.get("query_mode") == TEXT_QUERY and text:
+    text = " ".join(without_joiners(view.query_text).split())
+    if view.query_mode == TEXT_QUERY and text:
         rows = [str(fg.QueryRow("text", text))]
     else:
         rows = [f"#{checked_query_id(source, 'Choose the query on the Explore page.', st)}"]
-    if ROWS in state and state[ROWS] == state.get(COMPARE_ROWS_FROM):
-        state[ROWS] = rows
+    held = current_value(ROWS.key)
+    if held is not None and held == state.get(COMPARE_ROWS_FROM):
+        write_values({ROWS.key: rows})
     state[COMPARE_ROWS_FROM] = rows
     return rows
 
@@ -62,11 +62,11 @@ def explore_rows(source: ex.MemorySource) -> list[str]:
 def add_row(spec: str) -> None:
     """Append ``spec`` to the rows (a callback: it runs before the rows' widget is drawn), unless
     the figure has as many as it may (then say so below the rows)."""
-    rows = st.session_state[ROWS]
+    rows = current_value(ROWS.key)
     if len(rows) >= LIMITS.rows:
         st.session_state[COMPARE_ROWS_FULL] = True
     elif spec not in rows:
-        replace_value(ROWS, [*rows, spec])
+        replace_value(ROWS.key, [*rows, spec])
 
 
 def add_random() -> None:
@@ -81,14 +81,14 @@ def add_picked(n_items: int) -> None:
 
 
 def add_text() -> None:
-    text = " ".join(without_joiners(st.session_state.get("compare_text", "")).split())
+    text = " ".join(without_joiners(current_value("compare_text", "")).split())
     if text:
         add_row(str(fg.QueryRow("text", text)))
         replace_value("compare_text", "")
 
 
 def add_upload() -> None:
-    upload = st.session_state.compare_upload
+    upload = current_value("compare_upload")
     if upload is not None:
         st.session_state[COMPARE_UPLOADS] = {**st.session_state[COMPARE_UPLOADS], upload.name: upload.getvalue()}
         add_row(str(fg.QueryRow("upload", upload.name)))
@@ -96,33 +96,26 @@ def add_upload() -> None:
 
 def row_controls(source: ex.MemorySource) -> None:
     """The rows as an editable list (remove with ✕, or type a spec), and the ways to add one."""
-    st.multiselect("Queries (rows, top to bottom)", st.session_state[ROWS], key=ROWS, accept_new_options=True,
-                   max_selections=LIMITS.rows,
-                   placeholder="type a row: #12, cat, text:a dog in watercolor, random:7",
-                   help="A gallery id (#12), a name (the first image whose caption contains it), text:…, random or "
-                        f"random:SEED; ✕ removes a row. At most {LIMITS.rows} rows.")
+    setting_widget(st, ROWS.key, options=current_value(ROWS.key))
     if st.session_state.pop(COMPARE_ROWS_FULL, False):
         st.warning(f"A figure has at most {LIMITS.rows} query rows: remove one (✕) before adding another.")
     by_name, by_text, by_file = st.columns(3)
-    needle = text_widget(by_name.text_input, "Find a gallery image by name", key="compare_search",
-                         placeholder="e.g. kissing, halo", max_chars=SETTINGS["compare_search"].max_chars)
-    needle = without_joiners(needle)
+    needle = without_joiners(setting_widget(by_name, "compare_search"))
     matches = source.find(needle) if needle.strip() else []
-    match_menu(by_name, "Add a match", source, matches, key="compare_pick", on_change=partial(add_picked, len(source)),
+    match_menu(by_name, SETTINGS["compare_pick"].label, source, matches, key="compare_pick",
+               on_change=partial(add_picked, len(source)),
                placeholder=f"{len(matches)} match(es)" if matches else "search first")
     by_name.button("Add a random image", key="compare_add_random", on_click=add_random,
                    help="Add a random gallery image as a row")
-    text_widget(by_text.text_input, "Text query", key="compare_text", placeholder="a dog in watercolor",
-                max_chars=SETTINGS["compare_text"].max_chars)
+    setting_widget(by_text, "compare_text")
     by_text.button("Add the text query", key="compare_add_text", on_click=add_text)
-    by_file.file_uploader("Upload a query image (PNG, JPEG or WebP)", type=["png", "jpg", "jpeg", "webp"],
-                          key="compare_upload", on_change=add_upload)
+    setting_widget(by_file, "compare_upload", on_change=add_upload)
 
 
-def usable_rows(source: ex.MemorySource, encoder) -> list[fg.QueryRow]:
-    """The rows that parse and resolve; an error box for each that does not (it stays in the list)."""
+def usable_rows(source: ex.MemorySource, encoder, specs: tuple[str, ...]) -> list[fg.QueryRow]:
+    """The rows of ``specs`` that parse and resolve; an error box for each that does not (it stays in the list)."""
     rows = []
-    for spec in st.session_state[ROWS]:
+    for spec in specs:
         row = attempt(lambda: fg.parse_query_row(limits.checked_length(spec)), f"Row {spec!r} is left out")
         if row is not None and attempt(lambda: fg.resolve_queries([row], source.gallery, encoder, st.session_state[COMPARE_UPLOADS],
                                                                   *embedders(encoder)), f"Row {spec!r} is left out"):
@@ -133,48 +126,42 @@ def usable_rows(source: ex.MemorySource, encoder) -> list[fg.QueryRow]:
 # -- columns --------------------------------------------------------------------------------------
 def add_custom_column() -> None:
     """Append the typed column when it parses; otherwise keep it in the box and say why (below it)."""
-    text = st.session_state.get("compare_custom")
+    text, columns = current_value("compare_custom"), current_value(COLUMNS.key)
     if not isinstance(text, str):  # a client may send any value: the box's check names it
         return
     try:
         column = fg.parse_geometry_column(limits.checked_length(text))
-        if len(st.session_state[COLUMNS]) >= LIMITS.columns:
+        if len(columns) >= LIMITS.columns:
             raise ValueError(f"a figure has at most {LIMITS.columns} geometry columns: remove one (✕) first")
     except ValueError as error:
         st.session_state[COMPARE_COLUMN_ERROR] = f"Column {text!r} is not added: {error}"
         return
     st.session_state[COMPARE_COLUMN_ERROR] = None
-    if str(column) not in st.session_state[COLUMNS]:
-        replace_value(COLUMNS, [*st.session_state[COLUMNS], str(column)])
+    if str(column) not in columns:
+        replace_value(COLUMNS.key, [*columns, str(column)])
     replace_value("compare_custom", "")
 
 
 def column_controls() -> None:
-    st.multiselect("Geometries (columns, left to right)", COMMON_COLUMNS, key=COLUMNS, accept_new_options=True,
-                   placeholder="choose or type a column", max_selections=LIMITS.columns)
-    text_widget(st.text_input, "Add a custom column", key="compare_custom", on_change=add_custom_column,
-                max_chars=limits.TEXT_CHARS, placeholder="e.g. mix p=0.3 model=gaussian s=20 weighting=literal",
-                help="cosine, iti, A, B or mix p=…; A, B and mix take model=KIND and s=SCALE, mix also "
-                     f"weighting=NAME. Models: {', '.join(list_anchor_models())}. Any column may take "
-                     "model=SPEC (builtin, open_clip:ARCH pretrained=TAG, open_clip:hf-hub:ORG/REPO): the same "
-                     "images and anchors under that encoder, for image rows.")
+    setting_widget(st, COLUMNS.key)
+    setting_widget(st, "compare_custom", on_change=add_custom_column)
     if st.session_state.get(COMPARE_COLUMN_ERROR):
         st.error(markdown_literal(st.session_state[COMPARE_COLUMN_ERROR], ERROR_CHARS))
 
 
-def usable_columns() -> list[fg.GeometryColumn]:
+def usable_columns(specs: tuple[str, ...]) -> list[fg.GeometryColumn]:
     parsed = [attempt(lambda: fg.parse_geometry_column(limits.checked_length(spec)), f"Column {spec!r} is left out")
-              for spec in st.session_state[COLUMNS]]
+              for spec in specs]
     return [column for column in parsed if column is not None]
 
 
 # -- the figure -----------------------------------------------------------------------------------
-def unresolved_templates(encoder) -> tuple:
-    """The templates of sets A and B as chosen, "auto" kept, for :func:`anchordiv.figure.compare`:
-    each encoder of the figure resolves it to its own default (an error box and a stop for
-    unusable own templates)."""
+def unresolved_templates(encoder, view: Any) -> tuple:
+    """The templates of sets A and B as chosen in ``view``, "auto" kept, for
+    :func:`anchordiv.figure.compare`: each encoder of the figure resolves it to its own default (an
+    error box and a stop for unusable own templates)."""
     chosen = anchor_templates(encoder)
-    return tuple(AUTO if st.session_state[f"templates_{name}"] == AUTO else choice
+    return tuple(AUTO if getattr(view, anchor_set_key("templates", name)) == AUTO else choice
                  for name, choice in zip("ab", chosen))
 
 
@@ -192,18 +179,18 @@ def downloads(result: fg.CompareResult) -> None:
 def main(sidebar: SidebarState) -> None:
     encoder = load_encoder_for(sidebar.encoder)
     source = cached.memory_source(load_gallery_for(sidebar.gallery, encoder))
-    set_a, set_b, view_link = anchor_sets(source)
+    set_a, set_b, view_link, view = anchor_sets(source)
     texts_a, texts_b = set_a.anchors, set_b.anchors  # the terms: the figure's captions and ITI
     state = st.session_state
-    for key, label in ((ROWS, "Queries (rows, top to bottom)"), (COLUMNS, "Geometries (columns, left to right)")):
-        list_kept_as_list(key, label)  # before anything reads them
-    page_fields = links.compare_fields(explore_rows(source))
+    for setting in (ROWS, COLUMNS):
+        list_kept_as_list(setting.key, setting.label)  # before anything reads them
+    page_fields = links.compare_fields(explore_rows(source, view))
     follow_link(page_fields, COMPARE)
     link_notes()
     state.setdefault(COMPARE_UPLOADS, {})
     # Each a list of texts, each once (a link may repeat one), at most as many as the figure takes.
-    checked_texts(ROWS, LIMITS.rows, "“Queries (rows)”", "Type a row or add one below.", st)
-    checked_texts(COLUMNS, LIMITS.columns, "“Geometries (columns)”", "Choose or type a column.", st)
+    checked_texts(ROWS.key, LIMITS.rows, "“Queries (rows)”", "Type a row or add one below.", st)
+    checked_texts(COLUMNS.key, LIMITS.columns, "“Geometries (columns)”", "Choose or type a column.", st)
 
     st.title("Compare geometries")
     share_slot = st.container()  # the link, once the controls below have settled the state
@@ -214,24 +201,24 @@ def main(sidebar: SidebarState) -> None:
     row_controls(source)
     column_controls()
     k_col, weighting_col = st.columns([1, 3])
-    k = int(number_widget(k_col.number_input, "Top-k per cell", *SETTINGS["compare_k"].bounds, key="compare_k"))
-    weighting = choice_widget(weighting_col.radio, "Weights of A and B in mix columns",
-                              SETTINGS["compare_weighting"].options, horizontal=True, key="compare_weighting",
-                              format_func=str.capitalize)
+    setting_widget(k_col, "compare_k")
+    setting_widget(weighting_col, "compare_weighting")
+    figure = part_settings(COMPARE)  # its widgets drawn, so checked
     fields = sidebar_fields() + view_link + page_fields
     publish_link(fields, source)
     with share_slot:
         share_box(fields, source)
-    rows = usable_rows(source, encoder)
-    columns, models = column_models(sidebar, usable_columns(), set_a, set_b, LIMITS)
+    rows = usable_rows(source, encoder, figure.compare_rows)
+    columns, models = column_models(sidebar, usable_columns(figure.compare_columns), set_a, set_b, LIMITS)
     if not rows or not columns:
         st.info("Add at least one query row and one geometry column to draw the figure.")
         return
     embed_text, embed_image = embedders(encoder)
-    templates = unresolved_templates(encoder)
+    templates = unresolved_templates(encoder, view)
     result = attempt(lambda: fg.compare(
-        source.gallery, encoder, rows, columns, texts_a, texts_b, k, sidebar.geometry, weighting,
-        prior_texts=prior_texts(sidebar.prior_text),
+        source.gallery, encoder, rows, columns, texts_a, texts_b, figure.compare_k, sidebar.geometry,
+        figure.compare_weighting,
+        prior_texts=prior_texts(sidebar.settings.prior_anchors),
         geometry_for=lambda kind, scale: geometry_for(sidebar, source, encoder, set_a, set_b,
                                                       column_spec(sidebar, kind, scale)),
         baseline_for=lambda kind: cached.get_baseline(kind, source, encoder,

@@ -23,8 +23,9 @@ from anchordiv.app.find_anchors import find_anchors_section
 from anchordiv.app.encoder_choice import load_encoder_for
 from anchordiv.app.query_inputs import QUERY_CAPTION_KEY, QUERY_IMAGE_WIDTH, choose_query
 from anchordiv.app.sidebar import load_source_for, page_sidebar, sidebar_state
-from anchordiv.app.url_state import link_notes, publish_link, share_box, sidebar_fields
+from anchordiv.app.url_state import link_notes, part_settings, publish_link, share_box, sidebar_fields
 from anchordiv.explorer.literal import markdown_literal
+from anchordiv.explorer.settings import VIEW
 from anchordiv.explorer.sidebar_state import SidebarState
 
 
@@ -53,17 +54,18 @@ def main(sidebar: SidebarState) -> None:
     if query is not None:  # in the column's width: under the image it ran 24 letters a line
         picture.container(key=QUERY_CAPTION_KEY).caption(markdown_literal(query_text if image is not None
                                                                            else f"Query: {query_text}"))
-    parsed_a, parsed_b, weighting = anchor_widgets(page_sidebar(), source_presets(source), encoder,
-                                                   source.preset_sources())
+    parsed_a, parsed_b = anchor_widgets(page_sidebar(), source_presets(source), encoder, source.preset_sources())
+    view_settings = part_settings(VIEW)  # the query's and the anchors' widgets have checked them
     publish_link(fields, source)
     if query is None:
         return
     geometry, geometry_key = geometry_and_key(sidebar, source, encoder, parsed_a, parsed_b)
-    baselines = baseline_tables(source, encoder, query, query_id, query_labels, sidebar.top_k,
+    top_k = sidebar.settings.top_k
+    baselines = baseline_tables(source, encoder, query, query_id, query_labels, top_k,
                                 tuple(zip((parsed_a.anchors, parsed_b.anchors), anchor_templates(encoder, shown=True)))
-                                if sidebar.show_iti else None)
-    view = ExploreView(source, encoder, geometry, geometry_key, weighting, query, query_id, query_labels, query_text,
-                       sidebar.top_k, baselines, fields)
+                                if sidebar.settings.show_iti else None)
+    view = ExploreView(source, encoder, geometry, geometry_key, view_settings.weighting, query, query_id, query_labels,
+                       query_text, top_k, baselines, fields)
     with picture:  # beside the query, on the first screen at every width
         share_box(fields, source)
     with results_col:

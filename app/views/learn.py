@@ -5,6 +5,8 @@ Every number drawn here comes from :mod:`anchordiv.lesson` and :mod:`anchordiv.e
 turns widgets into their arguments and their results into pictures."""
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
@@ -14,42 +16,42 @@ import torch
 from anchordiv import lesson
 from anchordiv.app.errors import ERROR_CHARS, attempt
 from anchordiv.app.learn_gallery import SET_COLOURS, gallery_section
-from anchordiv.app.learn_weights import setting_slider as slider, weights_lesson
-from anchordiv.app.sidebar import anchor_model_menu, sidebar_state
-from anchordiv.app.url_state import follow_link, link_notes, publish_link, sidebar_fields
-from anchordiv.app.widget_checks import choice_widget, replace_value, text_widget
+from anchordiv.app.learn_weights import weights_lesson
+from anchordiv.app.setting_widgets import setting_widget
+from anchordiv.app.sidebar import sidebar_state
+from anchordiv.app.url_state import follow_link, link_notes, part_settings, publish_link, sidebar_fields
+from anchordiv.app.widget_state import current_value, replace_value
 from anchordiv.explorer import links
 from anchordiv.explorer.literal import markdown_literal
-from anchordiv.explorer.page_state import CIRCLE, LEARN, SETTINGS
+from anchordiv.explorer.settings import CIRCLE, LEARN, SETTINGS, toy_set_key
 from anchordiv.explorer.sidebar_state import SidebarState
 from anchordiv.models import anchor_model_kind
 
 
 # -- the toy world's controls -----------------------------------------------------------------------
-def toy_controls(sidebar: SidebarState) -> dict:
-    """The toy world's settings as plain values (the anchors still as typed text); labelled "Toy", as
-    the sidebar's anchor model and scale (``sidebar``) are the gallery section's, not the toy's."""
+def toy_controls(sidebar: SidebarState) -> Any:
+    """The toy world's controls, labelled "Toy", as the sidebar's anchor model and scale
+    (``sidebar``) are the gallery section's, not the toy's; then the Learn page's settings, read
+    once for this run (:func:`~anchordiv.app.url_state.part_settings`: the toy's, its anchors still
+    as typed text)."""
     world, kind, weighting = st.columns([2, 2, 2])
-    settings = {
-        "world": choice_widget(world.radio, "World", SETTINGS["learn_world"].options, key="learn_world"),
-        "kind": choice_widget(kind.selectbox, "Toy anchor model", SETTINGS["learn_kind"].options, key="learn_kind",
-                              **anchor_model_menu(SETTINGS["learn_kind"].options)),
-        "weighting": choice_widget(weighting.radio, "Toy weights of A and B", SETTINGS["learn_weighting"].options,
-                                   key="learn_weighting", format_func=str.capitalize, horizontal=True),
-    }
-    weighting.caption(lesson.TOY_WEIGHTING_HELP[settings["weighting"]])
+    setting_widget(world, "learn_world")
+    setting_widget(kind, "learn_kind")
+    weighting.caption(lesson.TOY_WEIGHTING_HELP[setting_widget(weighting, "learn_weighting")])
     scale, p = st.columns(2)
-    settings["scale"] = slider(scale, "Toy scale s (inverse temperature)", "learn_scale")
-    settings["p"] = slider(p, "Toy p: weight of A against B", "learn_p")
-    st.caption(f"The toy world's settings: {anchor_model_kind(settings['kind']).short} anchor model, scale s = "
-               f"{settings['scale']:g}, {settings['weighting']} weights, p = {settings['p']:.2f} (the controls above). "
-               f"The sidebar's geometry (scale s = {sidebar.geometry.scale:g}) is for *On the real gallery* alone.")
+    setting_widget(scale, "learn_scale")
+    setting_widget(p, "learn_p")
+    settings = part_settings(LEARN)  # the toy's widgets drawn, so checked
+    st.caption(f"The toy world's settings: {anchor_model_kind(settings.learn_kind).short} anchor model, scale s = "
+               f"{settings.learn_scale:g}, {settings.learn_weighting} weights, p = {settings.learn_p:.2f} (the "
+               f"controls above). The sidebar's geometry (scale s = {sidebar.geometry.scale:g}) is for *On the real "
+               "gallery* alone.")
     return settings
 
 
 def add_query_to(set_key: str, text: str) -> None:
     """Append ``text`` (the query direction as typed) to an anchor set's text."""
-    current = st.session_state.get(set_key, "")
+    current = current_value(set_key, "")
     if not isinstance(current, str):  # a callback runs before the page: the text box's check names the value
         return
     current = current.strip()
@@ -58,15 +60,15 @@ def add_query_to(set_key: str, text: str) -> None:
         replace_value(set_key, joined)
 
 
-def anchor_inputs(suffix: str, help_text: str, query_text: str) -> tuple[str, str]:
-    """The two anchor sets' text inputs (and buttons that add the query to each); the typed texts."""
+def anchor_inputs(sphere: bool, query_text: str) -> tuple[str, str]:
+    """The two anchor sets' text inputs of the circle or the ``sphere`` (and buttons that add the
+    query to each); the typed texts."""
     texts = []
-    for column, name in zip(st.columns(2), "AB"):
-        key = f"learn_anchors_{name.lower()}{suffix}"
-        texts.append(text_widget(column.text_input, f"Set {name}" + (" (may be empty)" if name == "B" else ""),
-                                 key=key, help=help_text, max_chars=SETTINGS[key].max_chars))
-        column.button(f"Add the query to {name}", key=f"learn_add_{name.lower()}{suffix}", on_click=add_query_to,
-                      args=(key, query_text))
+    for column, side in zip(st.columns(2), "ab"):
+        key = toy_set_key(side, sphere)
+        texts.append(setting_widget(column, key))
+        column.button(f"Add the query to {side.upper()}", key=f"learn_add_{side}{'_3d' if sphere else ''}",
+                      on_click=add_query_to, args=(key, query_text))
     return texts[0], texts[1]
 
 
@@ -85,7 +87,7 @@ def tilt_section(toy: lesson.ToyGeometry, query: torch.Tensor) -> None:
                    "anchors as a readable stand-in; the curves are the model's own.")
 
 
-def responsibility_section(toy: lesson.ToyGeometry, query: torch.Tensor, settings: dict) -> None:
+def responsibility_section(toy: lesson.ToyGeometry, query: torch.Tensor, settings: Any) -> None:
     """The responsibilities of A and B for the query as p moves, under the toy's weighting and
     scale (``settings``), and the p at which they share it evenly."""
     st.subheader("Who owns the query: A or B?")
@@ -95,12 +97,12 @@ def responsibility_section(toy: lesson.ToyGeometry, query: torch.Tensor, setting
     curve = lesson.responsibility_curve(toy.model_at, {"query": query}, component_names=toy.component_names)
     figure = px.line(curve, x="p", y="responsibility", color="component", color_discrete_map=SET_COLOURS,
                      markers=True, title="Responsibilities of A and B for the query, as p moves")
-    figure.add_vline(x=settings["p"], line_dash="dot", annotation_text=f"p = {settings['p']:.2f}")
+    figure.add_vline(x=settings.learn_p, line_dash="dot", annotation_text=f"p = {settings.learn_p:.2f}")
     st.plotly_chart(figure, key="learn_chart_responsibility")
-    weighting, even = settings["weighting"], lesson.even_share_p(toy.model_at, query)
+    weighting, even = settings.learn_weighting, lesson.even_share_p(toy.model_at, query)
     st.markdown("Tilting a mixture tilts each set and weighs the two by their **responsibilities**: how well each "
                 "set explains the query (its κ), times its weight. Moving p hands the query from B (p = 0) to "
-                f"A (p = 1). Under the toy's **{weighting}** weights at scale s = {settings['scale']:g}, A takes "
+                f"A (p = 1). Under the toy's **{weighting}** weights at scale s = {settings.learn_scale:g}, A takes "
                 f"half of this query's tilt at **p = {even:.2f}**. {lesson.TOY_SHARE_NOTES[weighting]} (The real "
                 "gallery at the bottom weighs its sets as the Explore page does, calibrated by default: there p "
                 "is how far the neighbours have moved, and its crossing may lie far from this one.)")
@@ -108,17 +110,16 @@ def responsibility_section(toy: lesson.ToyGeometry, query: torch.Tensor, setting
 
 
 # -- the circle -------------------------------------------------------------------------------------
-def circle_world(settings: dict) -> None:
-    query_angle = slider(st, "Query direction θ (degrees)", "learn_query")
-    text_a, text_b = anchor_inputs("", "Angles in degrees, separated by commas: add, remove or change one to move "
-                                       "the anchors.", f"{query_angle:g}")
+def circle_world(settings: Any) -> None:
+    query_angle = setting_widget(st, "learn_query")
+    text_a, text_b = anchor_inputs(False, f"{query_angle:g}")
     angles = attempt(lambda: (lesson.parse_angles(text_a, "Set A"), lesson.parse_angles(text_b, "Set B", True)),
                      "Cannot read the anchors")
     if angles is None:
         return
     toy = attempt(lambda: lesson.toy_geometry(lesson.circle_directions(angles[0]), lesson.circle_directions(angles[1]),
-                                              settings["kind"], settings["scale"], settings["p"],
-                                              settings["weighting"]), "Cannot fit the toy model")
+                                              settings.learn_kind, settings.learn_scale, settings.learn_p,
+                                              settings.learn_weighting), "Cannot fit the toy model")
     if toy is None:
         return
     for note in toy.notes:
@@ -142,7 +143,7 @@ def circle_world(settings: dict) -> None:
 
 def circle_picture(toy: lesson.ToyGeometry, query: torch.Tensor, profile: pd.DataFrame) -> None:
     st.subheader("The world and the query's neighbourhood")
-    width = slider(st, "Neighbourhood size: width of the cosine arc (degrees)", "learn_width")
+    width = setting_widget(st, "learn_width")
     balls = lesson.equal_size_neighbourhoods(profile, float(width))
     anchors = toy.anchor_table(query)
     figure = go.Figure()
@@ -214,19 +215,18 @@ def mark_angles(figure: go.Figure, angles: tuple[list[float], list[float]], quer
 
 
 # -- the sphere -------------------------------------------------------------------------------------
-def sphere_world(settings: dict) -> None:
+def sphere_world(settings: Any) -> None:
     azimuth_col, elevation_col = st.columns(2)
-    azimuth = slider(azimuth_col, "Query azimuth φ (degrees)", "learn_query_azimuth")
-    elevation = slider(elevation_col, "Query elevation (degrees)", "learn_query_elevation")
-    text_a, text_b = anchor_inputs("_3d", "Azimuth and elevation in degrees, pairs separated by semicolons, e.g. "
-                                          "'0 0; 90 30'.", f"{azimuth:g} {elevation:g}")
+    azimuth = setting_widget(azimuth_col, "learn_query_azimuth")
+    elevation = setting_widget(elevation_col, "learn_query_elevation")
+    text_a, text_b = anchor_inputs(True, f"{azimuth:g} {elevation:g}")
     pairs = attempt(lambda: (lesson.parse_angle_pairs(text_a, "Set A"),
                              lesson.parse_angle_pairs(text_b, "Set B", allow_empty=True)), "Cannot read the anchors")
     if pairs is None:
         return
     directions = [lesson.sphere_directions([a for a, _ in group], [e for _, e in group]) for group in pairs]
-    toy = attempt(lambda: lesson.toy_geometry(directions[0], directions[1], settings["kind"], settings["scale"],
-                                              settings["p"], settings["weighting"]), "Cannot fit the toy model")
+    toy = attempt(lambda: lesson.toy_geometry(directions[0], directions[1], settings.learn_kind, settings.learn_scale,
+                                              settings.learn_p, settings.learn_weighting), "Cannot fit the toy model")
     if toy is None:
         return
     for note in toy.notes:
@@ -288,7 +288,7 @@ def main(sidebar: SidebarState) -> None:
                 "uses the sidebar's geometry and the Explore page's query, anchors and weights.")
     st.header("A toy world you can see whole")
     settings = toy_controls(sidebar)
-    (circle_world if settings["world"] == CIRCLE else sphere_world)(settings)
+    (circle_world if settings.learn_world == CIRCLE else sphere_world)(settings)
     weights_lesson(linked)
     publish_link(fields)
     st.divider()
