@@ -31,6 +31,8 @@ function extent(values) {
 }
 
 function short(value) {
+  if (Math.abs(value) < 1e-9) return "0";
+  if (Number.isInteger(value)) return String(value);
   return Math.abs(value) >= 100 ? value.toFixed(0) : Math.abs(value) >= 1 ? value.toFixed(1) : value.toPrecision(2);
 }
 

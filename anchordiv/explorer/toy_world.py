@@ -1,0 +1,146 @@
+"""The toy world's protocol (docs/design.md, "The toy world's protocol"): what the server sends the
+Learn page's toy-world component (:func:`toy_payload`) and what it sends back on a release
+(:class:`ToyState`, read by :func:`read_released`). The component computes every figure itself
+(app/components/toy_world_math.js, anchordiv.lesson's numbers); the server only hands it the
+page's settings and, for a Gaussian mixture, the k-means labels the library's EM starts from, so
+that the page's fit is the library's. The app mounts it (``app/toy_world.py``).
+
+A release comes from a browser, so it is outside input: :func:`read_released` keeps a state only
+when every field is one the component could have sent, within the page's bounds, and else none.
+Nothing here imports Streamlit.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from .. import lesson
+from ..models import MixtureAnchors
+from ..models.em import initial_labels
+from ..models.mixture_of_gaussians import GaussianMixtureAnchors
+
+CIRCLE, SPHERE = "circle", "sphere"
+# What the page says under the controls, per world.
+HINTS = {CIRCLE: "Drag the black query or any anchor round the circle; click near the circle to add an anchor to "
+                 "the chosen set; click an anchor twice to remove it. The figures follow as you move; the page "
+                 "keeps the state when you let go.",
+         SPHERE: "Drag the sphere to turn it, the black query or an anchor to move it; click the sphere to add an "
+                 "anchor to the chosen set; click an anchor twice to remove it; press or drag on a map to move the "
+                 "query there."}
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """A slider's ``low``, ``high`` and ``step``, as the page's setting has them."""
+
+    low: float
+    high: float
+    step: float
+
+    def as_json(self) -> dict[str, float]:
+        return {"min": self.low, "max": self.high, "step": self.step}
+
+    def holds(self, value: Any) -> bool:
+        return _number(value) and self.low <= value <= self.high
+
+
+@dataclass(frozen=True)
+class ToyState:
+    """The toy world's state: ``world`` (:data:`CIRCLE` or :data:`SPHERE`), the ``query`` (an
+    angle, or an ``(azimuth, elevation)`` pair, in degrees), the sets ``a`` and ``b`` (angles or
+    pairs), the scale ``s``, the weight ``p`` and the cosine arc's ``width`` in degrees."""
+
+    world: str
+    query: float | tuple[float, float]
+    a: tuple
+    b: tuple
+    scale: float
+    p: float
+    width: float
+
+    def set_texts(self) -> tuple[str, str]:
+        """Sets A and B as the page's text boxes hold them: ``"0, 40, 80"`` on the circle,
+        ``"0 0; 60 0"`` on the sphere."""
+        if self.world == CIRCLE:
+            return tuple(", ".join(f"{angle:g}" for angle in angles) for angles in (self.a, self.b))
+        return tuple("; ".join(f"{azimuth:g} {elevation:g}" for azimuth, elevation in pairs)
+                     for pairs in (self.a, self.b))
+
+
+def _number(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+
+
+def _directions(world: str, angles: Sequence) -> Any:
+    if world == CIRCLE:
+        return lesson.circle_directions(list(angles))
+    return lesson.sphere_directions([a for a, _ in angles], [e for _, e in angles])
+
+
+def gmm_labels(state: ToyState, kind: str, weighting: str) -> list[list[int] | None] | None:
+    """For a Gaussian mixture (``kind`` ``"gmm"``), each set's k-means labels ``(N_k,)`` as the
+    library's EM starts from them (:func:`~anchordiv.models.em.initial_labels` with the fitted
+    model's component count and seed; ``None`` for an empty B); ``None`` for other kinds."""
+    if kind != "gmm":
+        return None
+    toy = lesson.toy_geometry(_directions(state.world, state.a), _directions(state.world, state.b), kind,
+                              state.scale, state.p, weighting)
+    models = toy.model.models if isinstance(toy.model, MixtureAnchors) else [toy.model]
+    labels: list[list[int] | None] = []
+    for model, anchors in zip(models, toy.component_anchors):
+        assert isinstance(model, GaussianMixtureAnchors)
+        labels.append([int(label) for label in initial_labels(anchors, model.n_components, model.random_state)])
+    return labels + [None] * (2 - len(labels))
+
+
+def toy_payload(state: ToyState, kind: str, weighting: str, bounds: Mapping[str, Bounds]) -> dict[str, Any]:
+    """What the component receives: the state, the anchor model ``kind`` and ``weighting`` (the
+    page's menus), the sliders' ``bounds`` (``"scale"``, ``"p"``, ``"width"``), the most anchors a
+    set takes, the hint for the world and, for a GMM, the k-means labels (:func:`gmm_labels`).
+    JSON-ready; at most :data:`~anchordiv.lesson.MAX_TOY_ANCHORS` anchors a set, as the page's
+    parsing already enforces."""
+    return {"world": state.world, "query": state.query, "sets": [list(map(_json_angles, state.a)),
+                                                                 list(map(_json_angles, state.b))],
+            "kind": kind, "weighting": weighting, "scale": state.scale, "p": state.p, "width": state.width,
+            "labels": gmm_labels(state, kind, weighting), "max_anchors": lesson.MAX_TOY_ANCHORS,
+            "controls": {name: bound.as_json() for name, bound in bounds.items()}, "hint": HINTS[state.world]}
+
+
+def _json_angles(angles: Any) -> Any:
+    return list(angles) if isinstance(angles, tuple) else angles
+
+
+def _circle_angle(value: Any) -> float | None:
+    return float(value) if _number(value) and 0 <= value < 360 else None
+
+
+def _sphere_pair(value: Any) -> tuple[float, float] | None:
+    if not isinstance(value, (list, tuple)) or len(value) != 2 or not all(map(_number, value)):
+        return None
+    azimuth, elevation = float(value[0]), float(value[1])
+    return (azimuth, elevation) if -180 <= azimuth <= 180 and -90 <= elevation <= 90 else None
+
+
+def _anchor_list(value: Any, world: str) -> tuple | None:
+    """Angles (or pairs) the component can send for a set, or ``None`` for anything else."""
+    if not isinstance(value, list) or len(value) > lesson.MAX_TOY_ANCHORS:
+        return None
+    read = [(float(angle) if _number(angle) else None) if world == CIRCLE else _sphere_pair(angle) for angle in value]
+    return None if any(angle is None for angle in read) else tuple(read)
+
+
+def read_released(sent: Any, world: str, bounds: Mapping[str, Bounds]) -> ToyState | None:
+    """The state a release reported (``{"world", "query", "a", "b", "scale", "p", "width"}``), read
+    for the page's ``world`` and sliders' ``bounds``; ``None`` for anything the component could not
+    have sent (another world, a query out of range, an anchor that is not a finite angle, a set
+    longer than :data:`~anchordiv.lesson.MAX_TOY_ANCHORS`, a number off its slider). Whether the
+    sets can be fitted (A empty, one direction twice) is the page's to say, as for typed sets."""
+    if not isinstance(sent, Mapping) or sent.get("world") != world:
+        return None
+    query = _circle_angle(sent.get("query")) if world == CIRCLE else _sphere_pair(sent.get("query"))
+    a, b = _anchor_list(sent.get("a"), world), _anchor_list(sent.get("b"), world)
+    numbers = {name: sent.get(name) for name in ("scale", "p", "width")}
+    if query is None or a is None or b is None or not all(bounds[name].holds(value) for name, value in numbers.items()):
+        return None
+    return ToyState(world, query, a, b, *(float(numbers[name]) for name in ("scale", "p", "width")))
