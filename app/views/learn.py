@@ -14,15 +14,15 @@ import streamlit as st
 import torch
 
 from anchordiv import lesson
-from anchordiv.app.errors import ERROR_CHARS, attempt
+from anchordiv.app.errors import attempt
 from anchordiv.app.learn_gallery import SET_COLOURS, gallery_section
 from anchordiv.app.learn_weights import weights_lesson
 from anchordiv.app.setting_widgets import setting_widget
 from anchordiv.app.sidebar import sidebar_state
+from anchordiv.app.toy_world import toy_world
 from anchordiv.app.url_state import follow_link, link_notes, part_settings, publish_link, sidebar_fields
 from anchordiv.app.widget_state import current_value, replace_value
 from anchordiv.explorer import links
-from anchordiv.explorer.literal import markdown_literal
 from anchordiv.explorer.settings import CIRCLE, LEARN, SETTINGS, toy_set_key
 from anchordiv.explorer.sidebar_state import SidebarState
 from anchordiv.models import anchor_model_kind
@@ -122,23 +122,22 @@ def circle_world(settings: Any) -> None:
                                               settings.learn_weighting), "Cannot fit the toy model")
     if toy is None:
         return
-    for note in toy.notes:
-        st.caption(markdown_literal(note, ERROR_CHARS))
     query = lesson.circle_directions([query_angle])[0]
     profile = attempt(lambda: lesson.circle_profile(toy.model, float(query_angle)), "Cannot draw the circle")
     if profile is None:
         return
-    picture, shape = st.columns(2)
-    with picture:
-        circle_picture(toy, query, profile)
-    with shape:
-        kappa_picture(profile, angles, query_angle)
-    divergence_picture(profile, angles, query_angle)
-    tilt, owner = st.columns(2)
-    with tilt:
-        tilt_section(toy, query)
-    with owner:
-        responsibility_section(toy, query, settings)
+    with toy_world(settings, query_angle, angles):  # the figures in the page, then the server's, with formulas
+        picture, shape = st.columns(2)
+        with picture:
+            circle_picture(toy, query, profile)
+        with shape:
+            kappa_picture(profile, angles, query_angle)
+        divergence_picture(profile, angles, query_angle)
+        tilt, owner = st.columns(2)
+        with tilt:
+            tilt_section(toy, query)
+        with owner:
+            responsibility_section(toy, query, settings)
 
 
 def circle_picture(toy: lesson.ToyGeometry, query: torch.Tensor, profile: pd.DataFrame) -> None:
@@ -229,32 +228,31 @@ def sphere_world(settings: Any) -> None:
                                               settings.learn_p, settings.learn_weighting), "Cannot fit the toy model")
     if toy is None:
         return
-    for note in toy.notes:
-        st.caption(markdown_literal(note, ERROR_CHARS))
     query = lesson.sphere_directions([azimuth], [elevation])[0]
     profile = attempt(lambda: lesson.sphere_profile(toy.model, float(azimuth), float(elevation)),
                       "Cannot draw the sphere")
     if profile is None:
         return
-    st.subheader("Divergence from the query over the whole sphere")
-    divergence_map, cosine_map = st.columns(2)
-    with divergence_map:
-        sphere_map(profile, "divergence", "Anchor divergence D(x → u)", pairs, (azimuth, elevation),
-                   "learn_chart_sphere_divergence")
-    with cosine_map:
-        sphere_map(profile, "cosine_distance", "Cosine distance 1 − cos", pairs, (azimuth, elevation),
-                   "learn_chart_sphere_cosine")
-    st.markdown("Each map is the sphere unrolled (azimuth across, elevation up). Cosine grows alike in every "
-                "direction from the query. The divergence barely grows along directions in which the anchors do not "
-                "vary: put A's anchors on the equator and the query between them, and moving it straight up "
-                "changes nothing the anchors can see, so its neighbourhood stretches out of their plane.")
-    st.latex(r"D(x \to y) = \kappa(\eta_y) - \kappa(\eta_x) - \nabla\kappa(\eta_x)\cdot(\eta_y - \eta_x),\qquad "
-             r"u(\varphi, e) = (\cos e\cos\varphi,\ \cos e\sin\varphi,\ \sin e)")
-    tilt, owner = st.columns(2)
-    with tilt:
-        tilt_section(toy, query)
-    with owner:
-        responsibility_section(toy, query, settings)
+    with toy_world(settings, (azimuth, elevation), pairs):
+        st.subheader("Divergence from the query over the whole sphere")
+        divergence_map, cosine_map = st.columns(2)
+        with divergence_map:
+            sphere_map(profile, "divergence", "Anchor divergence D(x → u)", pairs, (azimuth, elevation),
+                       "learn_chart_sphere_divergence")
+        with cosine_map:
+            sphere_map(profile, "cosine_distance", "Cosine distance 1 − cos", pairs, (azimuth, elevation),
+                       "learn_chart_sphere_cosine")
+        st.markdown("Each map is the sphere unrolled (azimuth across, elevation up). Cosine grows alike in every "
+                    "direction from the query. The divergence barely grows along directions in which the anchors do "
+                    "not vary: put A's anchors on the equator and the query between them, and moving it straight up "
+                    "changes nothing the anchors can see, so its neighbourhood stretches out of their plane.")
+        st.latex(r"D(x \to y) = \kappa(\eta_y) - \kappa(\eta_x) - \nabla\kappa(\eta_x)\cdot(\eta_y - \eta_x),\qquad "
+                 r"u(\varphi, e) = (\cos e\cos\varphi,\ \cos e\sin\varphi,\ \sin e)")
+        tilt, owner = st.columns(2)
+        with tilt:
+            tilt_section(toy, query)
+        with owner:
+            responsibility_section(toy, query, settings)
 
 
 def sphere_map(profile: pd.DataFrame, value: str, title: str, pairs: tuple, query: tuple[float, float],

@@ -1,0 +1,140 @@
+"""The Learn page's toy world in a real browser (headless Chromium, the explorer server every browser
+test shares): dragging the query, then an anchor, round the circle with the mouse redraws every
+figure of the toy world (the circle, kappa, D against cosine, the tilt, the responsibilities)
+within two animation frames of the pointer's move, as the page itself counts them, with no
+Streamlit run during the drag; letting go asks for exactly one run, after which the page's settings
+hold the released state. A click by the circle adds an anchor, and two clicks on it remove it, one
+run each. Skipped without Chromium, as tests/test_browser.py is. That the figures' numbers are the
+library's is tests/test_toy_world_math.py's."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from test_browser import new_page, page_report, traffic, wait_until_idle
+
+pytestmark = [pytest.mark.slow]
+
+FIGURES = ("world", "kappa", "divergence", "tilt", "share")
+# The page, from the next animation frame on, counts frames, notes the frame of the first pointer
+# move and the frame at which each figure of the toy world first changes.
+PROBE_JS = """(names) => {
+  const probe = { frame: 0, moveFrame: null, changed: {} };
+  const tick = () => { probe.frame += 1; probe.request = requestAnimationFrame(tick); };
+  probe.request = requestAnimationFrame(tick);
+  document.addEventListener("pointermove", () => { if (probe.moveFrame === null) probe.moveFrame = probe.frame; },
+                            { capture: true });
+  probe.observers = names.map((name) => {
+    const observer = new MutationObserver(() => { if (!(name in probe.changed)) probe.changed[name] = probe.frame; });
+    observer.observe(document.querySelector(`.atw [data-anchordiv-figure="${name}"]`),
+                     { childList: true, subtree: true, attributes: true, characterData: true });
+    return observer;
+  });
+  window.toyProbe = probe;
+}"""
+# What the probe saw; it stops.
+PROBE_READ_JS = """() => {
+  const probe = window.toyProbe;
+  cancelAnimationFrame(probe.request);
+  probe.observers.forEach((observer) => observer.disconnect());
+  return { moveFrame: probe.moveFrame, changed: probe.changed, frame: probe.frame };
+}"""
+# Each figure as drawn.
+FIGURES_JS = "(names) => names.map((name) => document.querySelector(`.atw [data-anchordiv-figure=\"${name}\"]`).innerHTML)"
+# The circle's centre and radius on the screen (its viewBox is -1.45 .. 1.45 each way).
+CIRCLE_JS = """() => { const box = document.querySelector(".atw-world").getBoundingClientRect();
+  return { x: box.x + box.width / 2, y: box.y + box.height / 2, r: box.width / 2.9 }; }"""
+
+
+def open_learn(browser, url: str, log_path):
+    page = new_page(browser, height=1400)
+    page.goto(f"{url}/learn")
+    try:
+        page.locator("[data-anchordiv-query]").wait_for(timeout=240_000)
+        wait_until_idle(page)
+    except Exception as error:  # noqa: BLE001 - any failure to open is reported with the page and the log
+        pytest.fail(f"the toy world never appeared ({error})\n{page_report(page, log_path)}")
+    page.locator(".atw-world").scroll_into_view_if_needed()
+    return page
+
+
+def at_angle(page, degrees: float) -> tuple[float, float]:
+    """The screen point of the circle at ``degrees``."""
+    circle = page.evaluate(CIRCLE_JS)
+    theta = math.radians(degrees)
+    return circle["x"] + circle["r"] * math.cos(theta), circle["y"] - circle["r"] * math.sin(theta)
+
+
+def centre_of(page, selector: str) -> tuple[float, float]:
+    box = page.locator(selector).bounding_box()
+    return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+
+
+def drag(page, start: tuple[float, float], path: list[tuple[float, float]], log_path) -> None:
+    """Press at ``start``, move along ``path`` and let go: the first move redraws every figure within
+    two frames, no move asks for a run, the release asks for exactly one."""
+    watched = traffic(page)
+    runs, sent = watched.runs, watched.sent
+    before = page.evaluate(FIGURES_JS, list(FIGURES))
+    page.mouse.move(*start)
+    page.mouse.down()
+    page.evaluate(PROBE_JS, list(FIGURES))
+    page.mouse.move(*path[0])
+    page.wait_for_function("(names) => names.every((name) => name in window.toyProbe.changed)", arg=list(FIGURES),
+                           timeout=10_000)
+    seen = page.evaluate(PROBE_READ_JS)
+    lag = {name: frame - seen["moveFrame"] for name, frame in seen["changed"].items()}
+    assert all(0 <= frames <= 2 for frames in lag.values()), f"frames from the move to each figure's change: {lag}"
+    for point in path[1:]:
+        page.mouse.move(*point)
+    after = page.evaluate(FIGURES_JS, list(FIGURES))
+    assert all(old != new for old, new in zip(before, after)), [name for name, old, new in zip(FIGURES, before, after)
+                                                                 if old == new]
+    # Nothing went to the server while the pointer moved: no message, and no run within a second.
+    assert not watched.wait_idle(30, after_runs=runs, run_grace_s=1.0), "a drag asked the server for a run"
+    assert watched.sent == sent, "the page sent the server a message while the pointer moved"
+    page.mouse.up()
+    assert watched.wait_idle(120, after_runs=runs), f"no run after the release\n{page_report(page, log_path)}"
+    assert watched.runs == runs + 1, f"{watched.runs - runs} runs after one release"
+
+
+def released_query(page) -> int:
+    return int(page.locator(".st-key-learn_query input[type=range]").input_value())
+
+
+def set_a(page) -> str:
+    return page.locator(".st-key-learn_anchors_a input").input_value()
+
+
+def test_dragging_the_query_and_an_anchor_redraws_every_figure_in_the_page_and_a_release_runs_once(
+        app_url, browser, tmp_path):
+    url, log_path = app_url
+    page = open_learn(browser, url, log_path)
+    assert released_query(page) == 120 and set_a(page) == "0, 40, 80", page_report(page, log_path)
+
+    drag(page, centre_of(page, "[data-anchordiv-query]"), [at_angle(page, 150), at_angle(page, 200)], log_path)
+    assert released_query(page) == 200, page_report(page, log_path)
+    assert "the query at 200°" in page.locator(".atw-world-title").inner_text()
+
+    drag(page, centre_of(page, '[data-anchordiv-anchor^="A2 "]'), [at_angle(page, 60), at_angle(page, 100)], log_path)
+    assert set_a(page) == "0, 100, 80", page_report(page, log_path)
+    assert page.locator('[data-anchordiv-anchor="A2 100°"]').count() == 1
+    page.screenshot(path=str(tmp_path / "dragged.png"), full_page=True)
+    assert traffic(page).off_machine == [], "the page fetched from elsewhere"
+
+
+def test_a_click_by_the_circle_adds_an_anchor_and_two_clicks_remove_it(app_url, browser):
+    url, log_path = app_url
+    page = open_learn(browser, url, log_path)
+    page.locator(".atw-add[data-set='1']").click()  # clicks add to B
+    watched = traffic(page)
+    runs = watched.runs
+    page.mouse.click(*at_angle(page, 300))
+    assert watched.wait_idle(120, after_runs=runs) and watched.runs == runs + 1, page_report(page, log_path)
+    assert page.locator(".st-key-learn_anchors_b input").input_value() == "160, 250, 300"
+    anchor = page.locator('[data-anchordiv-anchor="B3 300°"]')
+    anchor.click()
+    anchor.click()
+    assert watched.wait_idle(120, after_runs=runs + 1) and watched.runs == runs + 2, page_report(page, log_path)
+    assert page.locator(".st-key-learn_anchors_b input").input_value() == "160, 250"
