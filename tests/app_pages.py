@@ -1,15 +1,19 @@
 """The explorer opened by a link in Streamlit's AppTest (streamlit.testing), for the test modules
-that open its pages: the entry script, each page's script, and :func:`open_page`."""
+that open its pages: the entry script, each page's script, :func:`open_page` and what a page says
+(:func:`messages`)."""
 from __future__ import annotations
 
 from pathlib import Path
+
+from markup import plain
 
 #: The explorer's entry script (its pages are under app/views/).
 APP = Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py"
 #: Each page's script, as AppTest.switch_page takes it (``None``: Explore, the page a link opens).
 PAGES = {"explore": None, "compare": "views/compare.py", "learn": "views/learn.py", "report": "views/report.py"}
-#: Seconds one run of a page may take before AppTest gives up on it.
-TIMEOUT = 120
+#: Seconds one run of a page may take before AppTest gives up on it (a first run builds the gallery's
+#: geometry and player).
+TIMEOUT = 240
 
 
 def open_page(params: dict | None = None, page: str | None = None, state: dict | None = None,
@@ -26,3 +30,8 @@ def open_page(params: dict | None = None, page: str | None = None, state: dict |
     if page:  # the link opens that page (the Explore page would rewrite the link first)
         app.switch_page(page)
     return app.run()
+
+
+def messages(app, kinds: tuple[str, ...] = ("error", "warning", "info", "caption")) -> str:
+    """What ``app``'s boxes of ``kinds`` say, as plain text (Markdown escapes removed), in one line."""
+    return " ".join(plain(str(element.value)) for kind in kinds for element in getattr(app, kind))

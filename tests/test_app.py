@@ -23,18 +23,15 @@ from anchordiv import explorer as ex
 from conftest import APP_LIMIT
 from drawings import distinct_drawings
 from rankings import assert_same_ranking
-from anchordiv.builtin.weights import ASSETS_DIR, MANIFEST_NAME, WEIGHTS_NAME
+from app_pages import APP, TIMEOUT, messages, open_page
+from helpers import needs_builtin
 from anchordiv.grids import CAPTION_LINES, LINE_HEIGHT
 from anchordiv.explorer.sweep_files import MAX_STRIP_ROWS
 
 streamlit_testing = pytest.importorskip("streamlit.testing.v1")
 AppTest = streamlit_testing.AppTest
 
-APP = Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py"
-TIMEOUT = 240
-
-pytestmark = pytest.mark.skipif(not (ASSETS_DIR / WEIGHTS_NAME).is_file() or not (ASSETS_DIR / MANIFEST_NAME).is_file(),
-                                reason="the built-in model weights (assets/builtin-model.*) are not there yet")
+pytestmark = needs_builtin
 
 
 def select_projection_point(app: AppTest, chart_key: str, gallery_id: int) -> AppTest:
@@ -141,10 +138,6 @@ def assert_shows(app: AppTest, expected: tuple[np.ndarray, np.ndarray], method: 
     encoders' and the search's round-off (a few 1e-6)."""
     assert_same_ranking(shown_ranking(app, method), expected, rtol=1e-4, atol=1e-5,
                         higher_is_closer=method != "anchor divergence", context=method)
-
-
-def messages(app: AppTest) -> str:
-    return " ".join(plain(str(e.value)) for kind in (app.error, app.warning, app.info, app.caption) for e in kind)
 
 
 def test_app_starts_on_the_builtin_world(library):
@@ -622,9 +615,9 @@ def test_the_calibration_curve_is_the_library_s(library):
 
 # -- shareable views --------------------------------------------------------------------------------
 def open_link(params: dict) -> AppTest:
-    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
-    app.query_params.update(params)
-    app.run()
+    """The Explore page opened by a link of ``params`` (:func:`~app_pages.open_page`), which ran
+    without an exception."""
+    app = open_page(params)
     assert not app.exception, app.exception
     return app
 

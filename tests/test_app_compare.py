@@ -16,19 +16,17 @@ from markup import plain
 from anchordiv import explorer as ex
 from anchordiv import figure as fg
 from anchordiv.app.session_keys import COMPARE_UPLOADS
-from anchordiv.builtin.weights import ASSETS_DIR, MANIFEST_NAME, WEIGHTS_NAME
+from app_pages import APP, TIMEOUT
+from helpers import needs_builtin
 from anchordiv.encoders import load_encoder
 from anchordiv.gallery import folder_gallery
 
 streamlit_testing = pytest.importorskip("streamlit.testing.v1")
 AppTest = streamlit_testing.AppTest
 
-APP = Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py"
-TIMEOUT = 240
 
 pytestmark = [
-    pytest.mark.skipif(not (ASSETS_DIR / WEIGHTS_NAME).is_file() or not (ASSETS_DIR / MANIFEST_NAME).is_file(),
-                       reason="the built-in model weights (assets/builtin-model.*) are not there yet"),
+    needs_builtin,
     pytest.mark.usefixtures("app_env"),
 ]
 

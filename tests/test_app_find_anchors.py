@@ -11,13 +11,14 @@ import pytest
 
 import anchordiv as ad
 from anchordiv.app import cached
-from anchordiv.builtin.weights import ASSETS_DIR, WEIGHTS_NAME
+from app_pages import APP, TIMEOUT
+from helpers import needs_weights
 from anchordiv.explorer.feedback import MAX_MARKS
 from anchordiv.grids import readable_value
 from markup import plain
-from test_app import AppTest, TIMEOUT, APP, neighbours
+from test_app import AppTest, neighbours
 
-pytestmark = pytest.mark.skipif(not (ASSETS_DIR / WEIGHTS_NAME).is_file(), reason="the built-in model weights are not there yet")
+pytestmark = needs_weights
 
 QUERY = 7  # smiling face with halo, oil painting: 16 oil paintings in the slice
 STYLES = set(ad.load_vocabulary("builtin-world-styles"))

@@ -12,16 +12,13 @@ import pytest
 from PIL import Image
 
 from anchordiv import explorer as ex
-from anchordiv.builtin.weights import ASSETS_DIR, MANIFEST_NAME, WEIGHTS_NAME
+from app_pages import APP, TIMEOUT
+from helpers import needs_builtin
 from anchordiv.explorer.anchors import GALLERY_NAMES, GALLERY_STYLES, GENERIC, GENERIC_STYLES, preset_in
 from anchordiv.explorer.colours import label_colour
 from anchordiv.explorer.source import NO_LABEL
 
 AppTest = pytest.importorskip("streamlit.testing.v1").AppTest
-APP = Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py"
-TIMEOUT = 240
-needs_builtin = pytest.mark.skipif(not (ASSETS_DIR / WEIGHTS_NAME).is_file() or not (ASSETS_DIR / MANIFEST_NAME).is_file(),
-                                   reason="the built-in model weights (assets/builtin-model.*) are not there yet")
 STYLES = ("pencil", "ink")
 
 

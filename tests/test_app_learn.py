@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -14,7 +13,8 @@ import pytest
 from markup import plain
 from anchordiv import explain, lesson
 from anchordiv import explorer as ex
-from anchordiv.builtin.weights import ASSETS_DIR, MANIFEST_NAME, WEIGHTS_NAME
+from app_pages import APP, PAGES, TIMEOUT
+from helpers import needs_builtin
 from anchordiv.grids import readable_value
 from anchordiv.text_cache import encode_texts_cached
 
@@ -22,13 +22,10 @@ streamlit_testing = pytest.importorskip("streamlit.testing.v1")
 AppTest = streamlit_testing.AppTest
 Widget = pytest.importorskip("streamlit.testing.v1.element_tree").Widget
 
-APP = Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py"
-LEARN = "views/learn.py"
-TIMEOUT = 240
+LEARN = PAGES["learn"]
 
 pytestmark = [
-    pytest.mark.skipif(not (ASSETS_DIR / WEIGHTS_NAME).is_file() or not (ASSETS_DIR / MANIFEST_NAME).is_file(),
-                       reason="the built-in model weights (assets/builtin-model.*) are not there yet"),
+    needs_builtin,
     pytest.mark.usefixtures("app_env"),
 ]
 

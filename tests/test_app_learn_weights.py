@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 from markup import plain
-from test_app_learn import APP, LEARN, TIMEOUT, AppTest, chart, open_learn, section, stated, trace, values
+from app_pages import APP, TIMEOUT
+from test_app_learn import LEARN, AppTest, chart, open_learn, section, stated, trace, values
 from anchordiv import average_precision, lesson_weights
-from anchordiv.builtin.weights import ASSETS_DIR, MANIFEST_NAME, WEIGHTS_NAME
+from helpers import needs_builtin
 
 pytestmark = [
-    pytest.mark.skipif(not (ASSETS_DIR / WEIGHTS_NAME).is_file() or not (ASSETS_DIR / MANIFEST_NAME).is_file(),
-                       reason="the built-in model weights (assets/builtin-model.*) are not there yet"),
+    needs_builtin,
     pytest.mark.usefixtures("app_env"),
 ]
 HAND_KEYS = [f"learn_weights_w{angle:g}" for angle in lesson_weights.HAND_ANCHORS]

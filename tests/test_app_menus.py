@@ -16,7 +16,10 @@ from anchordiv.app.session_keys import SIDEBAR_STATE
 from anchordiv.explorer import GeometrySpec
 from anchordiv.explorer.neighbours import GRID_CAPTION_LINE_CHARS, GRID_CAPTION_LINES
 from anchordiv.explorer.settings import CHECKPOINT, FOLDER
-from test_app import neighbour_table, pytestmark, start  # noqa: F401  (pytestmark: skipped without the built-in weights)
+from helpers import needs_builtin
+from test_app import neighbour_table, start
+
+pytestmark = needs_builtin
 
 
 def test_matches_for_a_name_with_duplicates_are_distinct_and_name_their_ids(library):

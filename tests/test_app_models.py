@@ -19,7 +19,8 @@ from loopback_hub import CONFIG_NAME, TINY_REPO, WEIGHTS_NAME, serve_tiny_hub
 from markup import plain
 from streamlit.runtime import Runtime
 from streamlit.testing.v1 import app_test
-from test_app import APP, AppTest, TIMEOUT, messages, shown_table
+from app_pages import APP, TIMEOUT, messages
+from test_app import AppTest, shown_table
 
 SPEC = f"open_clip:hf-hub:{TINY_REPO}"
 

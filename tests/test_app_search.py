@@ -7,8 +7,12 @@ The app's gallery is a slice of the emoji world without cats (tests/conftest.py)
 typed are the slice's: tests/test_name_match.py puts the whole world's cats first."""
 from __future__ import annotations
 
-from test_app import messages, pytestmark, red_png, start  # noqa: F401  (pytestmark: needs the built-in weights)
+from app_pages import messages
+from helpers import needs_builtin
+from test_app import red_png, start
 from anchordiv.app.url_state import UPLOAD_NOT_LINKED
+
+pytestmark = needs_builtin
 
 
 def search(app, text: str):

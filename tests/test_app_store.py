@@ -10,26 +10,23 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from markup import plain
 from player import player_data, release_p
 from anchordiv import explorer as ex
-from anchordiv.builtin.weights import ASSETS_DIR, MANIFEST_NAME, WEIGHTS_NAME
+from app_pages import APP, TIMEOUT, messages
+from helpers import needs_builtin
 from anchordiv.embeddings import embed_folder_to_store
 from anchordiv.explorer import thumbnails
 from anchordiv.store import MANIFEST, GalleryStore
 from anchordiv.text_cache import encode_texts_cached
 from rankings import assert_same_ranking
-from test_app import neighbour_table
+from test_app import neighbour_table, neighbours
 
 streamlit_testing = pytest.importorskip("streamlit.testing.v1")
 AppTest = streamlit_testing.AppTest
 
-APP = Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py"
-TIMEOUT = 240
 PER_LABEL = 20
 
-pytestmark = pytest.mark.skipif(not (ASSETS_DIR / WEIGHTS_NAME).is_file() or not (ASSETS_DIR / MANIFEST_NAME).is_file(),
-                                reason="the built-in model weights (assets/builtin-model.*) are not there yet")
+pytestmark = needs_builtin
 
 
 @pytest.fixture(scope="module")
@@ -73,15 +70,6 @@ def open_store(folder: Path) -> AppTest:
     app.selectbox(key="store_choice").set_value(str(folder)).run()
     assert not app.exception, app.exception
     return app
-
-
-def neighbours(app: AppTest, method: str = "anchor divergence") -> list[int]:
-    table = neighbour_table(app)
-    return table.loc[table["method"] == method, "gallery_id"].tolist()
-
-
-def messages(app: AppTest, kinds: tuple[str, ...] = ("error", "warning", "info", "caption")) -> str:
-    return " ".join(plain(str(element.value)) for kind in kinds for element in getattr(app, kind))
 
 
 def library_geometry(library, app: AppTest, gallery: ex.StoreSource) -> ex.ExplorerGeometry:

@@ -134,7 +134,8 @@ def test_a_folder_of_three_images_opens_on_an_explore_page_that_ranks_them(tmp_p
     from drawings import distinct_drawings
     from markup import plain
     from streamlit.testing.v1 import AppTest
-    from test_app import APP, TIMEOUT, neighbours, with_table
+    from app_pages import APP, TIMEOUT
+    from test_app import neighbours, with_table
 
     folder = tmp_path / "three"
     folder.mkdir()

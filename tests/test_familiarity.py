@@ -126,7 +126,7 @@ def test_the_reference_is_small_and_used_only_for_its_weights_and_bytes(encoder,
 
 @pytest.mark.slow
 def test_the_page_warns_by_an_uploaded_photo_and_not_by_an_emoji(app_env, photos):
-    app = open_page(timeout=240)
+    app = open_page()
     app.radio(key="query_mode").set_value("upload").run()
     app.file_uploader(key="query_upload").set_value(("chelsea.png", encoded(photos["chelsea"]), "image/png")).run()
     warnings = " ".join(plain(warning.value) for warning in app.warning)

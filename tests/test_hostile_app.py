@@ -27,7 +27,6 @@ from markup import active_markup, plain
 streamlit_testing = pytest.importorskip("streamlit.testing.v1")
 AppTest = streamlit_testing.AppTest
 
-TIMEOUT = 240
 # The Explore page's lazy expanders open, so that what they show is judged too.
 EXPANDERS_OPEN = dict.fromkeys(("explain_open", "neighbour_table_open", "find_open", "sweep_open", "umap_open"), True)
 
@@ -68,7 +67,7 @@ def hostile_link(page: str, text: str) -> dict:
 
 def open_link(page: str, params: dict) -> AppTest:
     """``page`` opened by a link of ``params``, with :data:`EXPANDERS_OPEN`."""
-    return open_page(params, PAGES[page], EXPANDERS_OPEN, timeout=TIMEOUT)
+    return open_page(params, PAGES[page], EXPANDERS_OPEN)
 
 
 def plotly_texts(app: AppTest) -> list[str]:
@@ -164,7 +163,7 @@ def test_a_folder_whose_name_is_not_utf8_is_offered_with_a_replacement_character
     for number, image in enumerate(distinct_drawings()):
         image.save(os.fsdecode(odd + b"/%d.png" % number))
     monkeypatch.setenv("ANCHORDIV_DATA_ROOTS", str(root))
-    app = open_page(timeout=TIMEOUT)
+    app = open_page()
     app.radio(key="gallery_kind").set_value("folder").run()
     menu = app.selectbox(key="folder_choice")
     assert any(option.endswith("caf\ufffd") for option in menu.options), menu.options

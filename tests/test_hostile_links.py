@@ -10,40 +10,26 @@ corpus does (no exception, no live markup, a refusal names the input and says wh
 """
 from __future__ import annotations
 
-from pathlib import Path
 from urllib.parse import parse_qs
 
 import pytest
 
-from anchordiv.builtin.weights import ASSETS_DIR, MANIFEST_NAME, WEIGHTS_NAME
 from anchordiv.explorer import limits, links
 from anchordiv.explorer.literal import SHOWN_CHARS
+from app_pages import PAGES, open_page
+from helpers import needs_builtin
 from hostile_judge import judge, page_outcome, page_said
 from markup import plain
 
 streamlit_testing = pytest.importorskip("streamlit.testing.v1")
 AppTest = streamlit_testing.AppTest
 
-APP = Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py"
-TIMEOUT = 240
-PAGES = {"explore": None, "compare": "views/compare.py", "learn": "views/learn.py", "report": "views/report.py"}
-
-pytestmark = pytest.mark.skipif(not (ASSETS_DIR / WEIGHTS_NAME).is_file() or not (ASSETS_DIR / MANIFEST_NAME).is_file(),
-                                reason="the built-in model weights (assets/builtin-model.*) are not there yet")
-
-
-def open_page(page: str, params: dict) -> AppTest:
-    """A new session opening ``page`` by a link of ``params`` (a list: the parameter repeated)."""
-    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
-    app.query_params.update(params)
-    if PAGES[page]:
-        app.switch_page(PAGES[page])
-    return app.run()
+pytestmark = needs_builtin
 
 
 def opened(page: str, params: dict, names: tuple[str, ...]) -> tuple[AppTest, str]:
     """``page`` opened by ``params``, judged as a refusal naming ``names``; the app and its one warning."""
-    outcome, app = page_outcome(lambda: open_page(page, params))
+    outcome, app = page_outcome(lambda: open_page(params, PAGES[page]))
     assert not judge(outcome, refused=True, names=names), judge(outcome, refused=True, names=names)
     (warning,) = warnings(app)  # one warning for the whole link
     return app, warning
@@ -89,7 +75,7 @@ def test_a_repeated_gallery_token_is_named(app_env):
 
 
 def test_a_list_repeats_its_parameter_without_a_word(app_env):
-    app = open_page("compare", {"rows": ["#1", "#2"], "columns": ["cosine", "A"]})
+    app = open_page({"rows": ["#1", "#2"], "columns": ["cosine", "A"]}, PAGES["compare"])
     assert not app.exception and not app.warning, page_said(app)
     assert app.session_state["compare_rows"] == ["#1", "#2"]
 
@@ -113,7 +99,7 @@ def test_another_pages_settings_are_named_with_that_page(app_env, page, params, 
 def test_the_pages_own_link_is_not_named(app_env):
     """Each part of a page reads its own parameters and no part names another's: a link the Compare
     page wrote (sidebar, view and figure) opens on Compare without a word."""
-    app = open_page("compare", {"k": "5", "p": "0.3", "rows": ["#2"], "cell_k": "4", "model": "gaussian"})
+    app = open_page({"k": "5", "p": "0.3", "rows": ["#2"], "cell_k": "4", "anchor_model": "gaussian"}, PAGES["compare"])
     assert not app.exception and not app.warning, page_said(app)
     assert app.session_state["compare_k"] == 4 and app.session_state["p"] == 0.3
 
@@ -122,12 +108,12 @@ def test_the_learn_page_reads_the_views_part_of_its_link(app_env):
     """The Learn page writes its link before its gallery part reads the view's query, anchors and p:
     those wait in the URL until it has, so they are used (they were dropped without a word), and a
     bad one is named there."""
-    app = open_page("learn", {"p": "0.3", "query": "5", "weighting": "literal", "toy_query": "20"})
+    app = open_page({"p": "0.3", "query": "5", "weighting": "literal", "toy_query": "20"}, PAGES["learn"])
     assert not app.exception and not app.warning, page_said(app)
     state = app.session_state
     assert (state["p"], state["query_id"], state["weighting"]) == (0.3, 5, "literal")
     assert app.session_state["learn_query"] == 20 and app.query_params["p"] == "0.3"
-    app = open_page("learn", {"p": ["0.2", "7"]})
+    app = open_page({"p": ["0.2", "7"]}, PAGES["learn"])
     assert not app.exception and app.session_state["p"] == 0.5
     assert any("p: given 2 times, and only the last, '7', is read: '0.2' is ignored, and '7' is outside 0–1" in said
                for said in warnings(app)), page_said(app)
@@ -164,7 +150,7 @@ def test_a_hostile_link_to_the_report_is_named_literally_and_shortened(app_env):
     """The hostile corpus's link to the report (tests/test_hostile_app.py): its text as a parameter's
     name, shown as text, cut to the length a note shows; the report drawn as always."""
     text = ("[evil](https://evil.example) " * 40)[:1000]
-    outcome, app = page_outcome(lambda: open_page("report", {text: "1", "p": text, "model": text}))
+    outcome, app = page_outcome(lambda: open_page({text: "1", "p": text, "model": text}, PAGES["report"]))
     assert not judge(outcome, refused=True, names=("evil",)), judge(outcome, refused=True, names=("evil",))
     (warning,) = warnings(app)
     assert warning.startswith(REPORT_WORDS)
@@ -175,5 +161,5 @@ def test_a_hostile_link_to_the_report_is_named_literally_and_shortened(app_env):
 
 
 def test_a_session_that_opens_the_report_bare_is_told_nothing(app_env):
-    app = open_page("report", {})
+    app = open_page({}, PAGES["report"])
     assert not app.warning and not app.exception and app.tabs

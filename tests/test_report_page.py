@@ -49,7 +49,8 @@ def test_each_experiment_has_its_verdict():
 
 
 def test_the_page_opens_with_the_outcomes_before_the_figures(library):
-    from test_app import AppTest, TIMEOUT, APP
+    from app_pages import APP, TIMEOUT
+    from test_app import AppTest
 
     app = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
     app.switch_page("views/report.py").run()

@@ -13,7 +13,9 @@ from anchordiv.app.session_keys import SIDEBAR_STATE
 from anchordiv.explorer import links
 from anchordiv.explorer.setting import EVERY_RUN, PERSISTED, Setting
 from anchordiv.explorer.settings import SETTINGS, SIDEBAR, VIEW, part_values
-from test_app import pytestmark  # noqa: F401  (skipped without the built-in weights)
+from helpers import needs_builtin
+
+pytestmark = needs_builtin
 
 # A sidebar setting, drawn with the rest of the sidebar's geometry (the sidebar draws its part whole),
 # and a setting of the Explore view; each only a row.

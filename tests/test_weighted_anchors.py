@@ -17,8 +17,9 @@ from anchordiv.store import GalleryStore
 from conftest import object_style_world
 from markup import plain
 from rankings import assert_same_ranking
-from test_app import APP, TIMEOUT, AppTest, assert_shows, messages, neighbours, open_link, start
-from test_app import pytestmark as needs_weights  # the built-in model's weights must be there
+from app_pages import APP, TIMEOUT, messages
+from helpers import needs_builtin
+from test_app import AppTest, assert_shows, neighbours, open_link, start
 
 
 # -- the text format ---------------------------------------------------------------------------
@@ -199,7 +200,7 @@ def weighted_styles(library) -> str:
     return weighted_anchor_text(library["presets"]["Gallery styles"], STYLES_WEIGHTS)
 
 
-@needs_weights
+@needs_builtin
 def test_a_weighted_set_moves_the_neighbours_as_the_library_says(library):
     app = start()
     names, styles = (AnchorText(library["presets"][name]) for name in ("Gallery object names", "Gallery styles"))
@@ -214,7 +215,7 @@ def test_a_weighted_set_moves_the_neighbours_as_the_library_says(library):
     assert_shows(app, library_ranking(library, names, parse_anchor_text(text), kind="gaussian"))
 
 
-@needs_weights
+@needs_builtin
 def test_a_weighted_set_travels_in_links_short_and_by_hash(library):
     app = start()
     long_set = weighted_anchor_text([f"a carefully typed anchor {i}" for i in range(150)], range(1, 151))
@@ -227,7 +228,7 @@ def test_a_weighted_set_travels_in_links_short_and_by_hash(library):
     assert "150 weighted anchors in use" in messages(again) and neighbours(again) == neighbours(app)
 
 
-@needs_weights
+@needs_builtin
 @pytest.mark.parametrize("text, said", [("google\t-1\ntwitter\t1", "line 1: a weight must be a positive finite number"),
                                         ("google\t2\ntwitter", "line 2: no weight, but other lines have one")])
 def test_a_bad_weight_is_a_message_and_the_set_is_not_used(library, text, said):
@@ -239,7 +240,7 @@ def test_a_bad_weight_is_a_message_and_the_set_is_not_used(library, text, said):
     assert_shows(app, library_ranking(library, names, AnchorText(())))  # set A alone
 
 
-@needs_weights
+@needs_builtin
 def test_a_set_downloads_as_its_text_and_a_file_loads_into_it(library, download_builders):
     builders = download_builders
     app = start()
@@ -264,7 +265,7 @@ def test_a_set_downloads_as_its_text_and_a_file_loads_into_it(library, download_
         assert app.text_area(key="anchors_a").value == "\n".join(loaded.splitlines())
 
 
-@needs_weights
+@needs_builtin
 def test_the_compare_page_ranks_a_weighted_set_with_its_weights(library):
     """A Compare column of set B under another kind: B is still the empirical model with its weights."""
     app = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
