@@ -21,9 +21,8 @@ import pytest
 import torch
 
 from anchordiv import lesson
-from anchordiv.models import MixtureAnchors
-from anchordiv.models.em import initial_labels
-from anchordiv.models.mixture_of_gaussians import GaussianMixtureAnchors
+from anchordiv.explorer.toy_world import ToyState
+from anchordiv.explorer.toy_world import gmm_labels as toy_payload_labels
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNNER = ROOT / "tests" / "js" / "toy_world_cases.mjs"
@@ -118,18 +117,10 @@ def library(case: dict) -> dict:
 
 
 def gmm_labels(case: dict) -> list | None:
-    """For a GMM, each set's k-means labels as the library's EM starts from them
-    (:func:`~anchordiv.models.em.initial_labels` of the fitted model's component count and seed)."""
-    if case["kind"] != "gmm":
-        return None
-    toy = lesson.toy_geometry(directions(case, case["a"]), directions(case, case["b"]), "gmm", case["scale"],
-                              case["p"], case["weighting"])
-    models = toy.model.models if isinstance(toy.model, MixtureAnchors) else [toy.model]
-    labels = []
-    for model, anchors in zip(models, toy.component_anchors):
-        assert isinstance(model, GaussianMixtureAnchors)
-        labels.append(initial_labels(anchors, model.n_components, model.random_state).tolist())
-    return labels + [None] * (2 - len(labels))
+    """For a GMM, each set's k-means labels as the library's EM starts from them, as the page's
+    payload carries them (:func:`anchordiv.explorer.toy_world.gmm_labels`)."""
+    state = ToyState(case["world"], case["query"], case["a"], case["b"], case["scale"], case["p"], case["width"])
+    return toy_payload_labels(state, case["kind"], case["weighting"])
 
 
 @pytest.fixture(scope="module")
