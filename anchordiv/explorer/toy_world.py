@@ -19,8 +19,8 @@ from .. import lesson
 from ..models import MixtureAnchors
 from ..models.em import initial_labels
 from ..models.mixture_of_gaussians import GaussianMixtureAnchors
+from .settings import CIRCLE, SPHERE
 
-CIRCLE, SPHERE = "circle", "sphere"
 # What the page says under the controls, per world.
 HINTS = {CIRCLE: "Drag the black query or any anchor round the circle; click near the circle to add an anchor to "
                  "the chosen set; click an anchor twice to remove it. The figures follow as you move; the page "
