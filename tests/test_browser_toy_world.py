@@ -4,7 +4,8 @@ figure of the toy world (the circle, kappa, D against cosine, the tilt, the resp
 within two animation frames of the pointer's move, as the page itself counts them, with no
 Streamlit run during the drag; letting go asks for exactly one run, after which the page's settings
 hold the released state. A click by the circle adds an anchor, and two clicks on it remove it, one
-run each. Skipped without Chromium, as tests/test_browser.py is. That the figures' numbers are the
+run each. On the sphere, turning it redraws it and asks for nothing; a drag on a map moves the
+query, redraws every picture with no run, and its release runs once. Skipped without Chromium, as tests/test_browser.py is. That the figures' numbers are the
 library's is tests/test_toy_world_math.py's."""
 from __future__ import annotations
 
@@ -138,3 +139,50 @@ def test_a_click_by_the_circle_adds_an_anchor_and_two_clicks_remove_it(app_url, 
     anchor.click()
     assert watched.wait_idle(120, after_runs=runs + 1) and watched.runs == runs + 2, page_report(page, log_path)
     assert page.locator(".st-key-learn_anchors_b input").input_value() == "160, 250"
+
+
+# Each of the sphere's pictures as drawn (canvases as their pixels, the charts as their markup).
+SPHERE_FIGURES_JS = """() => [...document.querySelectorAll('.atw [data-anchordiv-figure]')]
+  .filter((element) => element.getBoundingClientRect().width > 0)
+  .map((element) => [element.dataset.anchordivFigure, element.toDataURL ? element.toDataURL() : element.innerHTML])"""
+
+
+def sphere_query(page) -> tuple[int, int]:
+    return tuple(int(page.locator(f".st-key-learn_query_{name} input[type=range]").input_value())
+                 for name in ("azimuth", "elevation"))
+
+
+def test_on_the_sphere_turning_it_asks_for_nothing_and_dragging_on_a_map_moves_the_query(app_url, browser):
+    url, log_path = app_url
+    page = open_learn(browser, url, log_path)
+    page.get_by_text("3-D: directions on a sphere").click()
+    page.locator(".atw-sphere").wait_for(state="visible", timeout=120_000)
+    wait_until_idle(page)
+    page.locator(".atw-sphere").scroll_into_view_if_needed()
+    watched = traffic(page)
+    runs, start = watched.runs, dict(page.evaluate(SPHERE_FIGURES_JS))
+    assert set(start) == {"sphere", "divergence-map", "cosine-map", "tilt", "share"}, sorted(start)
+
+    box = page.locator(".atw-sphere").bounding_box()  # turn it: press near its rim, where no point is drawn
+    x, y = box["x"] + box["width"] * 0.5, box["y"] + box["height"] * 0.88
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x + 60, y - 20, steps=4)
+    page.mouse.up()
+    turned = dict(page.evaluate(SPHERE_FIGURES_JS))
+    assert turned["sphere"] != start["sphere"] and turned["divergence-map"] == start["divergence-map"]
+    assert not watched.wait_idle(30, after_runs=runs, run_grace_s=1.0), "turning the sphere asked for a run"
+
+    drawn = page.locator(".atw-map-divergence").bounding_box()
+    page.mouse.move(drawn["x"] + drawn["width"] * 0.2, drawn["y"] + drawn["height"] * 0.7)
+    page.mouse.down()
+    page.mouse.move(drawn["x"] + drawn["width"] * 0.35, drawn["y"] + drawn["height"] * 0.3, steps=5)
+    moved = dict(page.evaluate(SPHERE_FIGURES_JS))
+    assert all(moved[name] != turned[name] for name in moved), [name for name in moved if moved[name] == turned[name]]
+    assert not watched.wait_idle(30, after_runs=runs, run_grace_s=1.0), "a drag on the map asked for a run"
+    page.mouse.up()
+    assert watched.wait_idle(120, after_runs=runs) and watched.runs == runs + 1, page_report(page, log_path)
+    title = page.locator(".atw-world-title").inner_text()
+    azimuth, elevation = sphere_query(page)
+    assert f"the query at ({azimuth}°, {elevation}°)" in title, (title, azimuth, elevation)
+    assert (azimuth, elevation) != (30, 20), "the query did not move"
