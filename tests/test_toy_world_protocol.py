@@ -2,14 +2,20 @@
 protocol"): the payload the Learn page's component receives (JSON-ready, its sets as the page
 parsed them, a GMM's k-means labels the library's EM starts from) and the release it sends back, a
 browser's outside input: read only when every field is one the component could have sent, within
-the page's bounds, and written back as texts the page's parsing reads as the same sets."""
+the page's bounds, and written back as texts the page's parsing reads as the same sets. In Node
+(skipped without it): the module as Streamlit runs it loads with its siblings inlined, and the
+browser code reads every field of the payload and no other."""
 from __future__ import annotations
 
 import json
+import re
+import shutil
+import subprocess
 
 import pytest
 
 from anchordiv import lesson
+from anchordiv.explorer.components import component_text, module_text
 from anchordiv.explorer.toy_world import CIRCLE, SPHERE, Bounds, ToyState, read_released, toy_payload
 
 BOUNDS = {"scale": Bounds(0.5, 40.0, 0.5), "p": Bounds(0.0, 1.0, 0.05), "width": Bounds(5, 180, 5)}
@@ -60,3 +66,29 @@ def test_a_release_the_component_could_not_have_sent_is_no_release(change):
                                    "width": 40}])
 def test_no_mapping_or_a_bad_sphere_release_is_no_release(sent):
     assert read_released(sent, SPHERE, BOUNDS) is None
+
+
+def node() -> str:
+    found = shutil.which("node")
+    if found is None:
+        pytest.skip("Node.js is not installed")
+    return found
+
+
+def test_the_module_streamlit_runs_loads_with_its_siblings_inlined(tmp_path):
+    """What the app registers (:func:`~anchordiv.explorer.components.module_text`) imports the math
+    and the drawing as ``data:`` addresses and loads with no file beside it."""
+    text = module_text("toy_world.js")
+    assert "./toy_world_" not in text and text.count('from "data:text/javascript;base64,') == 2
+    entry = tmp_path / "entry.mjs"
+    entry.write_text(text, encoding="utf-8")
+    done = subprocess.run([node(), "--input-type=module", "-e",
+                           "const m = await import(process.argv[1]); process.stdout.write(typeof m.default);",
+                           entry.as_uri()], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (0, "function"), done.stderr
+
+
+def test_the_browser_code_reads_the_payloads_fields_and_only_those():
+    payload = toy_payload(CIRCLE_STATE, "gmm", "balanced", BOUNDS)
+    read = set(re.findall(r"\bdata\.(\w+)", component_text("toy_world.js")))
+    assert read == set(payload), (sorted(read - set(payload)), sorted(set(payload) - read))
