@@ -10,16 +10,17 @@ the playwright package is missing. Needs: ``apt-get install -y chromium`` and ``
 from __future__ import annotations
 
 import re
-import time
 import weakref
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from anchordiv.benchmarks.browser import explorer_env, streamlit_server, wait_healthy
+from anchordiv.benchmarks.browser import (AD_GRID, CAPTION, CAPTIONS_AT_LEAST, CAPTIONS_CHANGED, ERROR_BOXES, NAV,
+                                          PLAYER_SLIDER, QUERY_CAPTION, REPORTING, SHOWN_P, TILE, TITLED_GRID, VIEWPORT,
+                                          explorer_env, streamlit_server, wait_healthy)
 from anchordiv.benchmarks.play_frames import PLAY_FRAMES_JS, summarise
-from anchordiv.benchmarks.page_traffic import PAGE_IDLE_JS, PageTraffic
+from anchordiv.benchmarks.page_traffic import PageTraffic
 
 ROOT = Path(__file__).resolve().parents[1]
 STARTUP_SECONDS = 240
@@ -65,24 +66,21 @@ def small_store(root: Path, markup_name: bool = False) -> Path:
     return root
 
 
-PLAYER_SLIDER = "[data-anchordiv-p]"
-
-
 def neighbour_captions(page) -> list[str]:
     """Captions of the neighbour grids, the anchor-divergence grid first (the p player draws them
     all, each caption with the hook data-anchordiv-caption)."""
-    return page.locator("[data-anchordiv-caption]").all_inner_texts()
+    return page.locator(CAPTION).all_inner_texts()
 
 
 def player_p(page) -> float:
     """The p the player's slider shows."""
-    return float(page.locator(PLAYER_SLIDER).get_attribute("aria-valuetext").removeprefix("p = "))
+    return page.evaluate(SHOWN_P)
 
 
 TRAFFIC: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # each page's PageTraffic
 
 
-def new_page(browser, width: int = 1500, height: int = 2600):
+def new_page(browser, width: int = VIEWPORT["width"], height: int = VIEWPORT["height"]):
     """A page in a fresh browser context (no cookies, no storage), its websocket watched
     (:func:`traffic`)."""
     page = browser.new_context(viewport={"width": width, "height": height}).new_page()
@@ -95,30 +93,31 @@ def traffic(page) -> PageTraffic:
     return TRAFFIC[page]
 
 
-def wait_until_idle(page, seconds: float = STARTUP_SECONDS) -> None:
+def wait_until_idle(page, seconds: float = STARTUP_SECONDS, **options) -> None:
     """Wait until any run the last action asked for (the p player's release included) has come and
-    gone: every message has had its answer, nothing has passed over the page's websocket for a
-    while and the page has taken in the last run's end (:mod:`anchordiv.benchmarks.page_traffic`)."""
-    watched, since = traffic(page), time.monotonic()
-    while not (watched.quiet_since(since) and page.evaluate(PAGE_IDLE_JS)):
-        if time.monotonic() - since > seconds:
-            raise TimeoutError(f"the page was not idle within {seconds:.0f} s ({watched.pending()}); it says:\n"
-                               f"{page.locator('body').inner_text()[-2000:]}")
-        page.wait_for_timeout(50)
+    gone (:meth:`~anchordiv.benchmarks.page_traffic.PageTraffic.wait_idle`, with its ``options``);
+    a timeout says what the page shows."""
+    try:
+        traffic(page).wait_idle(seconds, **options)
+    except TimeoutError as error:
+        raise TimeoutError(f"{error}; it says:\n{page.locator('body').inner_text()[-2000:]}") from None
 
 
 def wait_for_grids(page, count: int, seconds: float = STARTUP_SECONDS) -> list[str]:
     """Wait until at least ``count`` neighbour captions are drawn: the heading can come before the images."""
-    page.wait_for_function(f"() => document.querySelectorAll('[data-anchordiv-caption]').length >= {count}",
-                           timeout=seconds * 1000)
+    page.wait_for_function(CAPTIONS_AT_LEAST, arg=count, timeout=seconds * 1000)
     return neighbour_captions(page)
 
 
 def wait_for_change(page, before: list[str], seconds: float = 30) -> list[str]:
-    """The captions once they differ from ``before``, or the current ones after ``seconds`` (they may not move)."""
-    deadline = time.time() + seconds
-    while time.time() < deadline and neighbour_captions(page)[:10] == before[:10]:
-        page.wait_for_timeout(250)
+    """The captions once the first 10 differ from ``before``'s, or the current ones after ``seconds``
+    (they may not move)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function(CAPTIONS_CHANGED, arg=before[:10], timeout=seconds * 1000)
+    except PlaywrightTimeout:
+        pass
     return neighbour_captions(page)
 
 
@@ -191,7 +190,7 @@ def test_browser_links_restore_the_view_and_every_page_opens(app_url, browser, t
     page's PNG, PDF and SVG downloads open and hold its grid."""
     url, log_path = app_url
     page = open_explorer(browser, url, log_path)
-    navigation = page.locator('[data-testid="stTopNav"]').inner_text()
+    navigation = page.locator(NAV).inner_text()
     for title in ("Explore", "Compare", "Learn", "Report"):
         assert title in navigation, f"{title} missing from the navigation: {navigation}"
 
@@ -210,7 +209,7 @@ def test_browser_links_restore_the_view_and_every_page_opens(app_url, browser, t
     fresh.screenshot(path=str(tmp_path / "explore.png"), full_page=True)
 
     for title, text in (("Learn", "tilted"), ("Report", "reproduction report")):
-        fresh.locator('[data-testid="stTopNav"]').get_by_text(title, exact=True).click()
+        fresh.locator(NAV).get_by_text(title, exact=True).click()
         fresh.get_by_text(text).first.wait_for(timeout=120_000)
         wait_until_idle(fresh)
         assert not fresh.get_by_text("Traceback").count(), page_report(fresh, log_path)
@@ -257,7 +256,7 @@ def check_compare_exports(page, tmp_path: Path, log_path: Path) -> None:
 
     from PIL import Image
 
-    page.locator('[data-testid="stTopNav"]').get_by_text("Compare", exact=True).click()
+    page.locator(NAV).get_by_text("Compare", exact=True).click()
     page.get_by_role("button", name="Download PDF").wait_for(timeout=120_000)
     wait_until_idle(page)
     assert not page.get_by_text("Traceback").count(), page_report(page, log_path)
@@ -313,11 +312,11 @@ def test_browser_opens_a_gallery_store_and_moves_p_on_the_certified_slider(store
     wait_until_idle(page)
     page.locator('[data-testid="stSelectbox"]').filter(has_text="Matches").click()
     page.get_by_role("option").filter(has_text="red-0.png").first.click()
-    page.locator('[data-anchordiv-id][title*="onerror"]').first.wait_for(timeout=60_000)
+    page.locator(f'{TILE}[title*="onerror"]').first.wait_for(timeout=60_000)
     wait_until_idle(page)
-    names = page.locator("[data-anchordiv-id]").evaluate_all("tiles => tiles.map(tile => tile.title)")
+    names = page.locator(TILE).evaluate_all("tiles => tiles.map(tile => tile.title)")
     assert any(HOSTILE_NAME in name for name in names), names  # the whole name, in the tooltip
-    lines = page.locator("[data-anchordiv-caption]").all_inner_texts()
+    lines = page.locator(CAPTION).all_inner_texts()
     assert any("<img src=x" in line for line in lines), lines  # and its first words under the image
     assert not dialogs and page.locator('img[src="x"]').count() == 0, page_report(page, log_path)
 
@@ -341,12 +340,12 @@ def test_a_labels_csv_for_some_images_leaves_the_others_their_folder_label_in_th
         page.get_by_role("option").filter(has_text=option).first.click()
         wait_until_idle(page)
     search = page.get_by_role("textbox", name="Search by name")
-    query = page.locator(".st-key-query_caption")
+    query = page.locator(QUERY_CAPTION)
     titles = "tiles => tiles.map(tile => tile.title)"
     search.fill("red")
     search.press("Enter")
     wait_until_idle(page)
-    names = page.locator("[data-anchordiv-id]").evaluate_all(titles)
+    names = page.locator(TILE).evaluate_all(titles)
     assert any(re.fullmatch(r"red · (flat|faded)", name) for name in names), names  # the CSV's style
     search.fill("blue")
     search.press("Enter")
@@ -354,8 +353,8 @@ def test_a_labels_csv_for_some_images_leaves_the_others_their_folder_label_in_th
     assert re.fullmatch(r"#\d+ blue", query.inner_text().strip()), query.inner_text()  # the folder's label alone
     wait_for_grids(page, 20)
     report = page_report(page, log_path)
-    assert not page.locator('[data-testid="stException"], [data-testid="stAlertContentError"]').count(), report
-    names = page.locator("[data-anchordiv-id]").evaluate_all(titles)
+    assert not page.locator(ERROR_BOXES).count(), report
+    names = page.locator(TILE).evaluate_all(titles)
     page.screenshot(path=str(tmp_path / "partial-labels.png"), full_page=True)
     assert "blue" in names and not any("nan" in name.lower() for name in names), names
 
@@ -368,7 +367,7 @@ def details_text(page) -> str:
 
 def shown_ids(page, grid: str = "anchor divergence") -> list[int]:
     """The gallery ids a grid of the player shows, best first."""
-    return [int(i) for i in page.locator(f'[data-anchordiv-grid="{grid}"] [data-anchordiv-id]').evaluate_all(
+    return [int(i) for i in page.locator(f"{TITLED_GRID.format(grid)} {TILE}").evaluate_all(
         "tiles => tiles.map(tile => tile.getAttribute('data-anchordiv-id'))")]
 
 
@@ -403,7 +402,7 @@ def test_browser_p_player_plays_in_the_browser_and_one_release_is_one_run(app_ur
     wait_until_idle(page)
     slider = page.locator(PLAYER_SLIDER)
     assert slider.get_attribute("aria-label").startswith("p"), page_report(page, log_path)
-    first_row = page.locator('[data-anchordiv-grid="anchor divergence"] img').first.bounding_box()
+    first_row = page.locator(f"{AD_GRID} img").first.bounding_box()
     query = page.locator('[data-testid="stImage"] img').first.bounding_box()
     for box, what in ((first_row, "the grid's first row"), (slider.bounding_box(), "the p slider"), (query, "the query")):
         assert box["y"] >= 0 and box["y"] + box["height"] <= 1000, f"{what} is below the fold: {box}"
@@ -420,18 +419,23 @@ def test_browser_p_player_plays_in_the_browser_and_one_release_is_one_run(app_ur
     assert player_p(page) == 0.54
     check_grid_is_the_library_s(page, library, log_path)
     page.wait_for_url("**p=0.54*", timeout=60_000)
+    # Any further run would have to be asked for by a message of the page or announced by the player's
+    # reporting mark: idle waits out both (and looks at the websocket again after the page has answered).
     wait_until_idle(page)
-    page.wait_for_timeout(800)  # room for any further run, which must not come
     assert runs.runs == before_runs + 1, f"{runs.runs - before_runs} runs for one release"
     assert details_text(page) != opened, f"'why this neighbour?' did not follow p\n{page_report(page, log_path)}"
 
     box = slider.bounding_box()
     y = box["y"] + box["height"] / 2
     page.mouse.move(box["x"] + box["width"] * 0.54, y)
-    before_runs = runs.runs
+    before_runs, before_sent = runs.runs, runs.sent
     page.mouse.down()
     page.mouse.move(box["x"] + box["width"] * 0.3, y, steps=8)
-    page.wait_for_timeout(500)
+    # The grid has followed the drag; a report of p would have set the player's reporting mark (its
+    # delay before it reports) or sent a message by now.
+    page.wait_for_function(f"() => ({SHOWN_P})() < 0.5")
+    assert not page.locator(REPORTING).count() and runs.sent == before_sent, \
+        "a drag asked for a run before its release"
     assert runs.runs == before_runs, "a drag ran the script before its release"
     dragged = player_p(page)
     assert dragged < 0.5, dragged

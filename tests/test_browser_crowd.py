@@ -8,24 +8,23 @@ without Chromium, as tests/test_browser.py is."""
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 
 import pytest
 
-from anchordiv.benchmarks.page_traffic import PAGE_IDLE_JS, PageTraffic
+from anchordiv.benchmarks.browser import (CAPTION, CAPTIONS_AT_LEAST, P_IN_LINK, PLAYER_SLIDER, QUERY_CAPTION, VIEWPORT,
+                                          WAIT_S)
+from anchordiv.benchmarks.page_traffic import PageTraffic
 
 pytestmark = [pytest.mark.slow]
 
 STYLES = ("pixel art", "neon on black", "watercolor painting", "oil painting", "pencil sketch")
 ROUNDS = 2
-RUNNING = '[data-testid^="stStatusWidgetRunning"]'
-CAPTIONS_JS = "() => [...document.querySelectorAll('[data-anchordiv-caption]')].map(c => c.textContent)"
-WAIT_MS = 180_000
-# The visitor alone gives the reference pages, so it keeps the pace it has always passed at (0.5 s of
-# quiet, not the 0.25 s of the other browser tests): at the faster pace, one full run saw a reference
-# lose its pick of a new query (2026-12-04, not yet traced).
-ALONE_QUIET_S = 0.5
+WAIT_MS = WAIT_S * 1000
+# Every visitor, crowded or alone, waits for 0.5 s of quiet on its websocket (not the 0.25 s of the
+# other browser tests): at the faster pace, one full run saw a visitor alone lose its pick of a new
+# query (2026-12-04), before its waits also asked for the run its search starts to have come.
+QUIET_S = 0.5
 
 
 def plans(names: list[str]) -> list[list[tuple[str, str, int]]]:
@@ -35,33 +34,27 @@ def plans(names: list[str]) -> list[list[tuple[str, str, int]]]:
              for round_ in range(ROUNDS)] for visitor in range(8)]
 
 
-async def settled(page, traffic: PageTraffic | None) -> None:
-    """Once the runs the last step asked for have come and gone. A visitor alone (``traffic``)
-    waits for a quiet websocket (:mod:`anchordiv.benchmarks.page_traffic`); the crowd (``None``) keeps fixed pauses
-    around the running icon, the pace it has passed at. Under load this test found a page blanked
-    by the frontend error "Bad delta path index 2" (two releases of p queued behind a full run, and
-    a fragment nested in the results fragment: docs/design.md, "Runs and fragments") and presses
-    of p lost to a redraw of the player (its protocol, same section); both are mended."""
-    if traffic is None:
-        await page.wait_for_timeout(400)
-        await page.wait_for_function(f"() => !document.querySelector('{RUNNING}')", timeout=WAIT_MS)
-        await page.wait_for_timeout(400)
-        return
-    since = time.monotonic()
-    while not (traffic.quiet_since(since) and await page.evaluate(PAGE_IDLE_JS)):
-        if time.monotonic() - since > WAIT_MS / 1000:
-            raise TimeoutError(f"the page was not at rest within {WAIT_MS / 1000:.0f} s ({traffic.pending()})")
-        await page.wait_for_timeout(50)
+async def settled(traffic: PageTraffic, runs: int, also: str | None = None) -> None:
+    """Once the run the last action asked for has come (a run past ``runs``, the count before it) and
+    every run has gone, the page at rest (:meth:`~anchordiv.benchmarks.page_traffic.PageTraffic.wait_idle_async`,
+    with the page function ``also``). Under load this test found a page blanked by the frontend
+    error "Bad delta path index 2" (two releases of p queued behind a full run, and a fragment
+    nested in the results fragment: docs/design.md, "Runs and fragments") and presses of p lost to
+    a redraw of the player (its protocol, same section); both are mended. The crowd once waited
+    fixed pauses around the running icon instead: under load a run could start after them, and the
+    round then went on (or was read) before it."""
+    await traffic.wait_idle_async(WAIT_S, after_runs=runs, also=also)
 
 
-async def one_round(page, traffic: PageTraffic | None, name: str, styles: str, presses: int) -> dict:
+async def one_round(page, traffic: PageTraffic, name: str, styles: str, presses: int) -> dict:
     """The round's steps as a person makes them: each as soon as what it needs is on the page (the
     matches of the new search; then the anchors are typed and p stepped while runs are on their way)."""
     search = page.get_by_role("textbox", name="Search by name")
+    runs = traffic.runs
     await search.fill(name)
     await search.press("Enter")
     # The person waits for the new matches (the last search's stay until they come) and picks the name.
-    await settled(page, traffic)
+    await settled(traffic, runs)
     await page.get_by_role("combobox", name="Matches").click()
     await page.get_by_role("option").filter(has_text=name).first.click(timeout=WAIT_MS)
     box = page.get_by_role("textbox", name="Anchor set B (style) (one per line)")
@@ -72,31 +65,32 @@ async def one_round(page, traffic: PageTraffic | None, name: str, styles: str, p
     except Exception as error:
         raise AssertionError(f"set B never took {styles!r} (it holds {await box.input_value()!r}); the page says:\n"
                              f"{(await page.locator('body').inner_text())[:2000]}") from error
-    slider = page.locator("[data-anchordiv-p]")
+    slider = page.locator(PLAYER_SLIDER)
     await slider.focus()
+    runs = traffic.runs
     for _ in range(presses):
         await slider.press("ArrowRight")
-    if traffic is None:
-        await page.wait_for_timeout(1000)  # the player reports p once keys rest (300 ms)
-    await settled(page, traffic)
-    return {"query": await page.locator(".st-key-query_caption").first.text_content(),
+    # The player reports p once the keys rest (300 ms); the person looks once the page is at rest with
+    # that p in its link (the release's run has come and gone).
+    await settled(traffic, runs, also=P_IN_LINK)
+    return {"query": await page.locator(QUERY_CAPTION).first.text_content(),
             "anchors": await box.input_value(),
             "p": await slider.input_value(),
-            "neighbours": (await page.evaluate(CAPTIONS_JS))[:20]}
+            "neighbours": (await page.locator(CAPTION).all_text_contents())[:20]}
 
 
-async def visit(browser, url: str, plan: list[tuple[str, str, int]], shot: Path, alone: bool) -> list[dict]:
-    context = await browser.new_context(viewport={"width": 1500, "height": 2600})
+async def visit(browser, url: str, plan: list[tuple[str, str, int]], shot: Path) -> list[dict]:
+    context = await browser.new_context(viewport=VIEWPORT)
     page = await context.new_page()
-    traffic = PageTraffic(page, quiet_s=ALONE_QUIET_S) if alone else None
+    traffic = PageTraffic(page, quiet_s=QUIET_S)
     problems = []  # what the browser said went wrong: script errors, console errors, lost connections
     page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
     page.on("console", lambda message: problems.append(f"console: {message.text}") if message.type == "error" else None)
     page.on("websocket", lambda socket: socket.on("close", lambda *_: problems.append(f"websocket closed: {socket.url}")))
     try:
         await page.goto(url)
-        await page.wait_for_function("() => document.querySelectorAll('[data-anchordiv-caption]').length >= 20",
-                                     timeout=WAIT_MS)
+        await page.wait_for_function(CAPTIONS_AT_LEAST, arg=20, timeout=WAIT_MS)
+        await settled(traffic, 0)  # the page's first run has come and gone
         seen = []
         for step in plan:
             try:
@@ -126,15 +120,14 @@ async def crowd_and_alone(url: str, twin: tuple[Path, Path], visitors: list[list
                           shots / "twin.log") as (twin_url, process, log_path):
         async with chromium_browser() as browser:
             twin_up = asyncio.create_task(healthy(twin_url, process, log_path))
-            together = await asyncio.gather(*(visit(browser, url, plan, shots / f"crowd-{number}.png", alone=False)
+            together = await asyncio.gather(*(visit(browser, url, plan, shots / f"crowd-{number}.png")
                                               for number, plan in enumerate(visitors)))
             waiting, alone = list(range(len(visitors))), [None] * len(visitors)
 
             async def take_turns(server_url: str) -> None:
                 while waiting:
                     number = waiting.pop(0)
-                    alone[number] = await visit(browser, server_url, visitors[number], shots / f"alone-{number}.png",
-                                                alone=True)
+                    alone[number] = await visit(browser, server_url, visitors[number], shots / f"alone-{number}.png")
 
             await twin_up
             await asyncio.gather(take_turns(url), take_turns(twin_url))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from anchordiv.benchmarks.browser import GRID, MARK, TILE
 from test_browser import neighbour_captions, open_explorer, page_report, wait_for_change, wait_until_idle
 
 pytestmark = [pytest.mark.slow]
@@ -18,11 +19,11 @@ def mark(page, text: str, count: int, log_path) -> None:
     ``text`` (a tile's tooltip: its caption may cut the name; one run each); Find anchors' "Like the
     query" box then lists them."""
     for _ in range(count):
-        toggle = page.locator('[data-anchordiv-mark][aria-pressed="false"]')
-        tile = page.locator(f'[data-anchordiv-grid] [data-anchordiv-id][title*="{text}"]').filter(has=toggle).first
-        tile.locator("[data-anchordiv-mark]").click()
+        toggle = page.locator(f'{MARK}[aria-pressed="false"]')
+        tile = page.locator(f'{GRID} {TILE}[title*="{text}"]').filter(has=toggle).first
+        tile.locator(MARK).click()
         wait_until_idle(page)
-    marked = page.locator('[data-anchordiv-mark][aria-pressed="true"]').evaluate_all(
+    marked = page.locator(f'{MARK}[aria-pressed="true"]').evaluate_all(
         "buttons => new Set(buttons.map(button => button.getAttribute('data-anchordiv-mark'))).size")
     chosen = page.locator(".st-key-find_like").inner_text()
     assert marked == count and chosen.count(text) >= count, f"{marked}: {chosen}\n{page_report(page, log_path)}"

@@ -13,6 +13,7 @@ import re
 
 import pytest
 
+from anchordiv.benchmarks.browser import CAPTION
 from anchordiv.benchmarks.layout import LAYOUT_JS, Layout, layout_problems
 from test_browser import new_page, page_report, wait_for_grids, wait_until_idle
 from test_report_page import PAST_THE_COLUMN_JS
@@ -38,7 +39,7 @@ CLIPPED_JS = """() => {
       clipped.push(`menu value: ${input.value.slice(0, 60)}`);
   }
   const boxes = [...document.querySelectorAll(
-    '[data-testid="stImageCaption"], [data-anchordiv-caption], [data-testid="stMarkdownContainer"], '
+    '[data-testid="stImageCaption"], """ + CAPTION + """, [data-testid="stMarkdownContainer"], '
     + '[data-testid="stCaptionContainer"], [data-testid="stMetricValue"], [data-testid="stMetricValue"] *, '
     + '[data-testid="stWidgetLabel"], h1, h2, h3, [data-testid="stExpander"] summary'), ...menus];
   for (const box of boxes) {
@@ -114,8 +115,7 @@ def test_a_newcomer_types_a_comma_list_and_sees_the_query_on_the_map(app_url, br
     assert page.get_by_text("split at its commas").count(), report
     preset = page.get_by_role("combobox", name="Preset for A (object)").input_value()
     assert "Your own" in preset, f"{preset}\n{report}"
-    captions = " ".join(page.evaluate("() => [...document.querySelectorAll('[data-anchordiv-caption]')]"
-                                      ".map(caption => caption.textContent)"))
+    captions = " ".join(page.locator(CAPTION).all_text_contents())
     assert "d=" in captions and "d=-" not in captions and not re.search(r"\de[-+]\d", captions), captions
 
     page.get_by_text("UMAP of the geometry").first.click()  # opening it draws the map

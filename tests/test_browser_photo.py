@@ -4,21 +4,13 @@ then gets it again. One server start;
 skipped, with the reason, without Chromium or playwright (see tests/test_browser.py)."""
 from __future__ import annotations
 
-import io
-
 import pytest
 
+from helpers import encoded
 from test_browser import STARTUP_SECONDS, open_explorer, page_report, wait_until_idle
 
 pytestmark = [pytest.mark.slow]
 NOTICE = "knows emoji drawings only"
-
-
-def png_file(image, path):
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
-    path.write_bytes(buffer.getvalue())
-    return path
 
 
 def test_browser_warns_by_an_uploaded_photo_and_not_by_an_emoji(app_url, browser, tmp_path):
@@ -32,7 +24,8 @@ def test_browser_warns_by_an_uploaded_photo_and_not_by_an_emoji(app_url, browser
     photo, cat = tmp_path / "china.jpg", tmp_path / "chelsea.jpg"
     photos["china"].save(photo, format="JPEG", quality=90)
     photos["chelsea"].save(cat, format="JPEG", quality=90)
-    emoji = png_file(Image.fromarray(open_emoji_world("train").image(700)), tmp_path / "emoji.png")
+    emoji = tmp_path / "emoji.png"
+    emoji.write_bytes(encoded(Image.fromarray(open_emoji_world("train").image(700))))
     page = open_explorer(browser, url, log_path)
     page.get_by_text("Upload", exact=True).first.click()
     page.get_by_text("Upload an image to use it as the query").first.wait_for(timeout=60_000)

@@ -47,7 +47,22 @@ VIEWPORT = {"width": 1500, "height": 2600}
 # Each app's script and its p slider: a Streamlit slider by its label, or (None) the explorer's p
 # player, a browser component that plays p without the server (found by its data-anchordiv-p hook).
 APPS = {"explorer": (EXPLORER_SCRIPT, None), "reference": ("reference_grid.py", "weight of grid A")}
-PLAYER_SLIDER = "[data-anchordiv-p]"
+
+# -- what is found on the explorer's page: one spelling for the benchmarks, the rehearsal and the tests --
+PLAYER = "[data-anchordiv-player]"  # the p player's root
+PLAYER_SLIDER = "[data-anchordiv-p]"  # the p player's range input (aria-valuetext "p = 0.53")
+REPORTING = "[data-anchordiv-reporting]"  # the player's slider while it waits to report p (and ask for a run)
+GRID = "[data-anchordiv-grid]"  # a grid of the p player
+TITLED_GRID = '[data-anchordiv-grid="{}"]'  # .format(title): the grid of that title ("cosine", ...)
+AD_GRID = TITLED_GRID.format("anchor divergence")  # the player's own grid, first
+TILE = "[data-anchordiv-id]"  # a tile of a grid (the gallery id as the value, the full name as its title)
+CAPTION = "[data-anchordiv-caption]"  # the caption under a tile
+MARK = "[data-anchordiv-mark]"  # a tile's "like the query" toggle (aria-pressed says whether it is on)
+ITEM_MARK = '[data-anchordiv-mark="{}"]'  # .format(gallery id): that item's toggles
+QUERY_CAPTION = ".st-key-query_caption"  # what names the query on Explore, under its picture
+NAV = '[data-testid="stTopNav"]'  # the pages' links in the top bar
+ERROR_BOXES = '[data-testid="stException"], [data-testid="stAlertContentError"]'
+
 MEASURES = {"start_s": "start the server, disk cache present -> first grid",
             "open_s": "open the app, server running -> first grid",
             "move_p_grid_s": "move p one step -> the grid changes",
@@ -67,15 +82,15 @@ WAIT_S = 180  # per wait in the browser; a first start with a gallery to embed t
 # The captions of each grid of 10 or more, first grid first: the p player's grids (its own, then
 # the baselines' beside it), then each st.image grid (the explorer also captions its query image,
 # which is not part of any grid).
-GRIDS_JS = """() => [
-  ...[...document.querySelectorAll('[data-anchordiv-grid]')]
-    .map(grid => [...grid.querySelectorAll('[data-anchordiv-caption]')].map(c => c.innerText)),
+GRIDS_JS = f"""() => [
+  ...[...document.querySelectorAll('{GRID}')]
+    .map(grid => [...grid.querySelectorAll('{CAPTION}')].map(c => c.innerText)),
   ...[...document.querySelectorAll('[data-testid="stElementContainer"]')]
     .filter(box => !box.querySelector('[data-testid="stElementContainer"]'))
     .map(box => [...box.querySelectorAll('[data-testid="stImageCaption"]')].map(c => c.innerText))]
   .filter(captions => captions.length >= 10)"""
 # A step of the p player is at rest once its grids' images are all loaded (no run is involved).
-PLAYER_AT_REST = "() => [...document.querySelectorAll('[data-anchordiv-grid] img')].every(image => image.complete)"
+PLAYER_AT_REST = f"() => [...document.querySelectorAll('{GRID} img')].every(image => image.complete)"
 RUNNING = '[data-testid^="stStatusWidgetRunning"]'
 FIRST_GRIDS = f"() => ({GRIDS_JS})().flat().length >= 20"
 GRID_CHANGED = f"before => ({GRIDS_JS})()[0]?.join('\\n') !== before.join('\\n')"
@@ -85,6 +100,20 @@ NOT_RUNNING = f"() => !document.querySelector('{RUNNING}')"
 # page under load may handle its messages seconds after they reached the browser.
 PAGE_AT_REST = ("() => document.querySelector('[data-testid=\"stApp\"]')?.getAttribute('data-test-script-state')"
                 f" === 'notRunning' && ({NOT_RUNNING})()")
+# At least ``count`` captions drawn (the headings can come before the images).
+CAPTIONS_AT_LEAST = f"count => document.querySelectorAll('{CAPTION}').length >= count"
+# The first ``before.length`` captions differ from ``before`` (their innerText, as Playwright's all_inner_texts).
+CAPTIONS_CHANGED = (f"before => [...document.querySelectorAll('{CAPTION}')].slice(0, before.length)"
+                    ".map(caption => caption.innerText).join('\\n') !== before.join('\\n')")
+# The p the player shows (NaN without a player).
+SHOWN_P = (f"() => Number(document.querySelector('{PLAYER_SLIDER}')?.getAttribute('aria-valuetext')"
+           "?.replace('p = ', ''))")
+# The p the player shows is the p of the page's link: the server has had the player's last release
+# (the run a release starts writes p into the URL).
+P_IN_LINK = f"""() => {{
+  const linked = new URLSearchParams(location.search).get('p');
+  return linked !== null && Math.abs(({SHOWN_P})() - Number(linked)) < 1e-9;
+}}"""
 
 
 def check_browser(chromium: str = CHROMIUM) -> None:

@@ -9,7 +9,10 @@ problem, however narrow its box: a button, a short label.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+
+from .browser import CAPTION, GRID, PLAYER_SLIDER, TILE
 
 # The narrowest column a paragraph may wrap in, in characters of its font ("about 25 characters").
 MIN_TEXT_CHARS = 25
@@ -35,38 +38,39 @@ LAYOUT_JS = """() => {
     const half = (parseFloat(getComputedStyle(element).fontSize) || 14) * 0.6;
     return tops.filter((top, index) => index === 0 || top - tops[index - 1] > half).length;
   };
-  const range = document.querySelector('[data-anchordiv-p]');
+  const range = document.querySelector(%(slider)s);
   const editors = [...document.querySelectorAll('textarea[aria-label^="Anchor set "]')].map(editor => {
     const box = editor.getBoundingClientRect();
     return {label: editor.getAttribute('aria-label'), top: Math.round(box.top), bottom: Math.round(box.bottom),
             inSidebar: editor.closest('[data-testid="stSidebar"]') !== null};
   });
-  const grids = [...document.querySelectorAll('[data-anchordiv-grid]')].map(grid => {
-    const tops = [...grid.querySelectorAll('[data-anchordiv-id]')].map(tile => Math.round(tile.getBoundingClientRect().top));
+  const grids = [...document.querySelectorAll(%(grid)s)].map(grid => {
+    const tops = [...grid.querySelectorAll(%(tile)s)].map(tile => Math.round(tile.getBoundingClientRect().top));
     const box = grid.getBoundingClientRect();
     return {title: grid.getAttribute('data-anchordiv-grid'), top: Math.round(box.top), firstRow: tops.filter(top => top === tops[0]).length};
   });
-  const captions = [...document.querySelectorAll('[data-anchordiv-caption]')].filter(shown)
+  const captions = [...document.querySelectorAll(%(caption)s)].filter(shown)
     .map(caption => [...caption.children].reduce((sum, line) => sum + lines(line), 0));
   const narrow = [];
   const texts = document.querySelectorAll('p, li, h1, h2, h3, summary, label, [data-testid="stCaptionContainer"], '
     + '[data-testid="stImageCaption"], [data-testid="stMetricLabel"], [data-testid="stMetricValue"], '
     + '[data-testid="stSelectbox"] [data-baseweb="select"] div, input[type="text"], textarea');
   for (const element of texts) {
-    if (!shown(element) || element.closest('[data-anchordiv-grid]')) continue;
+    if (!shown(element) || element.closest(%(grid)s)) continue;
     const isBox = element.tagName === 'INPUT' || element.tagName === 'TEXTAREA';
     const text = (isBox ? (element.value || element.placeholder) : element.innerText || '').trim();
     if (!text) continue;
     const cut = element.scrollWidth > element.clientWidth + 1 && getComputedStyle(element).overflowX !== 'visible';
     const wraps = !isBox && lines(element) > 1;
     const chars = element.clientWidth / charWidth(element);
-    if ((cut || wraps) && chars < %d)
+    if ((cut || wraps) && chars < %(min_chars)d)
       narrow.push({text: text.slice(0, 60), chars: Math.round(chars * 10) / 10, cut});
   }
   return {pWidth: range ? Math.round(range.getBoundingClientRect().width) : null, grids,
           captionLines: captions.length ? Math.max(...captions) : null, editors, narrow,
           viewport: [window.innerWidth, window.innerHeight]};
-}""" % MIN_TEXT_CHARS
+}""" % {"min_chars": MIN_TEXT_CHARS, "slider": json.dumps(PLAYER_SLIDER), "grid": json.dumps(GRID),
+       "tile": json.dumps(TILE), "caption": json.dumps(CAPTION)}
 
 
 @dataclass(frozen=True)

@@ -14,20 +14,23 @@ driven with ``page.evaluate(PLAY_FRAMES_JS, seconds)`` (Playwright, sync or asyn
 """
 from __future__ import annotations
 
+import json
 import statistics
 from dataclasses import dataclass
 from typing import Any, Sequence
+
+from .browser import AD_GRID, PLAYER
 
 SETTLED_OPACITY = 0.9
 DRAWN_OPACITY = 0.5
 VISIBLE_OPACITY = 0.05   # a fading copy of a leaving tile counts in the overlaps down to this
 MAX_OVERLAP = 0.1        # of a tile's area
 
-PLAY_FRAMES_JS = """async (seconds) => {
-  const grid = document.querySelector('[data-anchordiv-grid="anchor divergence"]');
+PLAY_FRAMES_JS = f"""async (seconds) => {{
+  const grid = document.querySelector({json.dumps(AD_GRID)});
   if (!grid) throw new Error("no anchor-divergence grid on the page");
-  const root = grid.closest('[data-anchordiv-player]');
-  const button = root.querySelector('.adp-play');
+  const root = grid.closest({json.dumps(PLAYER)});
+""" + """  const button = root.querySelector('.adp-play');
   const tileOf = (element) => {
     const rect = element.getBoundingClientRect();
     const image = element.querySelector('img');

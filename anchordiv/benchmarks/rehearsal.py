@@ -51,6 +51,13 @@ CONTENT_HEIGHT_JS = """() => Math.max(...['stMain', 'stAppViewContainer', 'stMai
   .map(id => document.querySelector(`[data-testid="${id}"]`)?.scrollHeight || 0))"""
 TO_TOP_JS = """() => ['stMain', 'stAppViewContainer']
   .forEach(id => document.querySelector(`[data-testid="${id}"]`)?.scrollTo(0, 0))"""
+# Once the window is ``height`` tall and two frames have been drawn since: the layout of the first
+# follows the new size, the second shows it.
+LAID_OUT_JS = """height => new Promise(done => {
+  const look = () => window.innerHeight === height ? requestAnimationFrame(() => requestAnimationFrame(done))
+    : requestAnimationFrame(look);
+  look();
+})"""
 # docs/screenshots/{page}-{width}.png: the step whose shot each page's picture is, and the widths kept.
 DOCS_PAGES = {"open": "explore", "Compare": "compare", "Learn": "learn", "Report": "report"}
 DOCS_WIDTHS = (1500, 1000)
@@ -67,20 +74,32 @@ def shot_name(number: int, step: Step) -> str:
     return f"{number:02d}-{'-'.join(words)}"
 
 
+async def drawn(page, height: int | None = None) -> None:
+    """Once the window is ``height`` tall (when given) and laid out again (:data:`LAID_OUT_JS`), and
+    then :func:`~anchordiv.benchmarks.browser.wait_drawn`: for at most :data:`DRAWN_S` in all."""
+    async def wait() -> None:
+        if height is not None:
+            await page.evaluate(LAID_OUT_JS, height)
+        await wait_drawn(page)
+
+    try:
+        await asyncio.wait_for(wait(), DRAWN_S)
+    except TimeoutError:
+        pass  # an image that never loads is part of what the picture should show
+
+
 async def screenshot(page, path: Path, tall: bool) -> None:
     """The window, or (``tall``) the page from its top in a window as tall as its content (at most
     :data:`MAX_HEIGHT`; Streamlit scrolls inside its main column, so a taller window shows more),
     saved with 256 colours."""
-    try:
-        await asyncio.wait_for(wait_drawn(page), DRAWN_S)
-    except TimeoutError:
-        pass  # an image that never loads is part of what the picture should show
+    await drawn(page)
     viewport = page.viewport_size
     if tall:
         await page.evaluate(TO_TOP_JS)
         content = await page.evaluate(CONTENT_HEIGHT_JS)
-        await page.set_viewport_size({**viewport, "height": max(viewport["height"], min(MAX_HEIGHT, content))})
-        await page.wait_for_timeout(500)  # a frame or two for the layout to follow the taller window
+        height = max(viewport["height"], min(MAX_HEIGHT, content))
+        await page.set_viewport_size({**viewport, "height": height})
+        await drawn(page, height)  # the layout has followed the taller window, and what it shows more of is loaded
     try:
         picture = await page.screenshot()
     finally:

@@ -9,7 +9,6 @@ each action until the page is at rest again (:meth:`Walk.act`), summed over the 
 """
 from __future__ import annotations
 
-import asyncio
 import re
 import time
 from dataclasses import dataclass
@@ -17,10 +16,11 @@ from pathlib import Path
 from typing import Awaitable, Callable
 
 from ..explorer.literal import shown, without_joiners
-from .browser import FIRST_GRIDS, PLAYER_SLIDER, grids, slider_p, wait_until
+from .browser import (AD_GRID, CAPTION, ERROR_BOXES, FIRST_GRIDS, GRID, ITEM_MARK, MARK, NAV, PLAYER,
+                      PLAYER_SLIDER, QUERY_CAPTION, TILE, grids, slider_p, wait_until)
 from .filmstrip import Screencast, filmstrip, save_png
 from .layout import LAYOUT_JS, Layout, layout_problems
-from .page_traffic import PAGE_IDLE_JS, PageTraffic
+from .page_traffic import PageTraffic
 from .play_frames import PLAY_FRAMES_JS, summarise
 from .rehearsal_report import PlayResult
 
@@ -33,13 +33,11 @@ SEARCHED = "cat"
 COMMA_ANCHORS = "a dog, a cat, a bird"
 MARKS = 3
 FILMSTRIP = "play-filmstrip.png"
-GRID = '[data-anchordiv-grid="anchor divergence"]'
 # An element's top just below Streamlit's header, which covers the window's top (about 60 px).
 TO_TOP_JS = """element => {
   element.scrollIntoView({block: 'start'});
   element.closest('[data-testid="stMain"]')?.scrollBy(0, -80);
 }"""
-QUERY_CAPTION = ".st-key-query_caption"  # what names the query on Explore, under its picture
 # The texts Find anchors writes between its "Learn a geometry" button and the button that offers the
 # learned set as anchor set A: the learned weights in words (tables and charts are not text), less
 # the buttons' own labels.
@@ -51,7 +49,6 @@ LEARNED_TEXT_JS = """section => {
     .filter(block => after(learn, block) && !(offered && after(offered, block)) && !block.closest('button'))
     .map(block => block.innerText);
 }"""
-ERROR_BOXES = '[data-testid="stException"], [data-testid="stAlertContentError"]'
 # Explore's expanders: (Streamlit key, the step's words). Find anchors is opened by "learn".
 EXPANDERS = (("neighbour_table_open", "neighbour table"), ("explain_open", "why this neighbour"),
              ("save_load_open_a", "templates, save or load A"), ("save_load_open_b", "templates, save or load B"),
@@ -96,15 +93,7 @@ class Walk:
         message or request of what it started to :attr:`seconds`; whether a run came."""
         runs, start = self.traffic.runs, time.monotonic()
         await action()
-        while True:
-            ran = self.traffic.runs > runs
-            waited = time.monotonic() - start
-            if (self.traffic.quiet_since(start) and await self.page.evaluate(PAGE_IDLE_JS)
-                    and (ran or waited > RUN_GRACE_S)):
-                break
-            if waited > STEP_S:
-                raise TimeoutError(f"the page was not at rest {STEP_S} s after the action ({self.traffic.pending()})")
-            await asyncio.sleep(0.05)
+        ran = await self.traffic.wait_idle_async(STEP_S, since=start, after_runs=runs, run_grace_s=RUN_GRACE_S)
         self.seconds += max(self.traffic.last, self.traffic.loaded, start) - start
         return ran
 
@@ -210,8 +199,8 @@ async def play(walk: Walk) -> Outcome:
     the same seconds; the filmstrip is cut from the screencast to the player's slider and grid."""
     page = walk.page
     # The player's top at the window's top: its slider and as much of its grid as the window holds.
-    await page.locator("[data-anchordiv-player]").evaluate(TO_TOP_JS)
-    boxes = [await page.locator(selector).first.bounding_box() for selector in (".adp-controls", GRID)]
+    await page.locator(PLAYER).evaluate(TO_TOP_JS)
+    boxes = [await page.locator(selector).first.bounding_box() for selector in (".adp-controls", AD_GRID)]
     region = (min(b["x"] for b in boxes), min(b["y"] for b in boxes),
               max(b["x"] + b["width"] for b in boxes), max(b["y"] + b["height"] for b in boxes))
     before, cast, frames = await slider_p(page, "explorer"), Screencast(page), []
@@ -309,17 +298,17 @@ async def mark(walk: Walk) -> Outcome:
     the query's object (✓obj) first, from the anchor-divergence grid and then the baselines' beside
     it, then the first others."""
     page = walk.page
-    tiles = page.locator("[data-anchordiv-grid] .adp-tile[data-anchordiv-id]")
+    tiles = page.locator(f"{GRID} .adp-tile{TILE}")
     found = {}
     for tile in await tiles.all():
-        caption = await tile.locator("[data-anchordiv-caption]").inner_text()
+        caption = await tile.locator(CAPTION).inner_text()
         marks = await tile.locator(".adp-marks").all_inner_texts()
         found.setdefault(await tile.get_attribute("data-anchordiv-id"), " ".join([caption, *marks]))
     chosen = sorted(found.items(), key=lambda item: "✓obj" not in item[1])[:MARKS]
     for item, _ in chosen:
-        await walk.act(lambda item=item: page.locator(f'button[data-anchordiv-mark="{item}"]').first.click())
+        await walk.act(lambda item=item: page.locator(f"button{ITEM_MARK.format(item)}").first.click())
     pressed = len({await button.get_attribute("data-anchordiv-mark") for button in
-                   await page.locator('button[data-anchordiv-mark][aria-pressed="true"]').all()})
+                   await page.locator(f'button{MARK}[aria-pressed="true"]').all()})
     likes = page.locator(".st-key-find_like")
     listed = f"; Find anchors lists {quoted(await likes.inner_text())}" if await likes.count() else ""
     return Outcome(f"marked {', '.join(quoted(caption, 60) for _, caption in chosen)}; {pressed} toggles pressed"
@@ -369,7 +358,7 @@ def page_step(name: str) -> Callable[[Walk], Awaitable[Outcome]]:
     async def open_page(walk: Walk) -> Outcome:
         page = walk.page
         await page.keyboard.press("Escape")  # a popover left open (Share) would take the click
-        await walk.act(lambda: page.locator('[data-testid="stTopNav"] a').filter(has_text=name).click())
+        await walk.act(lambda: page.locator(f"{NAV} a").filter(has_text=name).click())
         drawn = await shown_within(page.get_by_text(PAGES[name]))
         return Outcome(f"{name} {'shows' if drawn else 'does not show'} {quoted(PAGES[name])}", drawn)
 
