@@ -232,6 +232,17 @@ def cache(tmp_path, monkeypatch) -> Path:
     return path
 
 
+@pytest.fixture
+def hub(tmp_path, monkeypatch):
+    """The loopback hub (tests/loopback_hub.py) serving the tiny open_clip model, this process's
+    huggingface_hub pointed at it."""
+    from loopback_hub import serve_tiny_hub
+
+    with serve_tiny_hub(tmp_path) as served:
+        served.patch_endpoint(monkeypatch)
+        yield served
+
+
 @pytest.fixture(scope="module")
 def encoder():
     """The built-in encoder on the CPU, one per module: a test that changes it does so with

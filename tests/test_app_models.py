@@ -15,7 +15,7 @@ from anchordiv import explorer as ex
 from anchordiv.encoders import fetch_model, load_encoder
 from anchordiv.explorer.settings import CHECKPOINT, HUB
 from anchordiv.gallery import folder_gallery
-from loopback_hub import CONFIG_NAME, TINY_REPO, WEIGHTS_NAME, serve_tiny_hub
+from loopback_hub import CONFIG_NAME, TINY_REPO, WEIGHTS_NAME
 from markup import plain
 from streamlit.runtime import Runtime
 from streamlit.testing.v1 import app_test
@@ -26,15 +26,13 @@ SPEC = f"open_clip:hf-hub:{TINY_REPO}"
 
 
 @pytest.fixture
-def hub(tmp_path, monkeypatch, app_env):
-    """The loopback hub, this process's huggingface_hub pointed at it with a private cache, and an
-    image folder the explorer may open (local mode)."""
+def hub(hub, tmp_path, monkeypatch, app_env):
+    """The loopback hub (conftest.py's), with this process's huggingface_hub cache and anchordiv
+    cache private, in the local mode (an image folder is typed)."""
     monkeypatch.setattr(hub_constants, "HF_HUB_CACHE", str(tmp_path / "hf"))
     monkeypatch.setenv("ANCHORDIV_CACHE", str(tmp_path / "anchordiv-cache"))
     monkeypatch.setenv("ANCHORDIV_ALLOW_ANY_PATH", "1")
-    with serve_tiny_hub(tmp_path) as served:
-        served.patch_endpoint(monkeypatch)
-        yield served
+    return hub
 
 
 def colour_folder(folder: Path) -> Path:

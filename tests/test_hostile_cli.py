@@ -42,6 +42,7 @@ from anchordiv.gallery import folder_gallery
 from conftest import APP_SLICE_ARGS as WORLD
 from helpers import SVG, needs_builtin, tripwire
 from loopback_hub import CONFIG_NAME as HUB_CONFIG, WEIGHTS_NAME as HUB_WEIGHTS, tiny_hub_files
+from test_figure import small_result, world  # noqa: F401  (fixtures: the slice with its anchor sets, a small figure)
 
 
 @pytest.fixture
@@ -144,17 +145,6 @@ def test_compare_refuses_more_geometries_than_its_limit_before_fitting_any():
 def test_a_limit_must_be_a_whole_number(limit, expected):
     with pytest.raises(ValueError, match=re.escape(expected)):
         fg.FigureLimits(**limit)
-
-
-@pytest.fixture(scope="module")
-def world(library, preset_texts):
-    """The slice and its default anchor sets (object names, styles)."""
-    return {**library, "texts": preset_texts}
-
-
-@pytest.fixture(scope="module")
-def small_result(world):
-    return fg.compare(world["gallery"], world["encoder"], ["#0", "#50"], ["cosine", "A"], *world["texts"], k=3)
 
 
 @needs_builtin

@@ -37,13 +37,6 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.usefixtures("cache")  # every test its own anchordiv cache (conftest.py)
 
 
-@pytest.fixture
-def hub(tmp_path, monkeypatch):
-    with serve_tiny_hub(tmp_path) as served:
-        served.patch_endpoint(monkeypatch)
-        yield served
-
-
 def pictures(count: int = 3) -> list[Image.Image]:
     rng = np.random.default_rng(0)
     return [Image.fromarray(rng.integers(0, 256, (40, 48, 3), dtype=np.uint8)) for _ in range(count)]
