@@ -24,7 +24,7 @@ from anchordiv.explorer.settings import DIRECTION_LABELS, FORWARD, REVERSE, SETT
 from anchordiv.explorer.sidebar_state import SidebarState
 from anchordiv.models import anchor_model_kind
 
-# The colours of sets A and B, in the toy world's pictures and the gallery's alike.
+# The colours of sets A and B in the gallery's charts (the toy world draws with the same: toy_world_draw.js).
 SET_COLOURS = {"A": "#1f77b4", "B": "#d62728"}
 TERMS_SHOWN = 8  # anchors each way in the gallery's bar chart of KL terms
 

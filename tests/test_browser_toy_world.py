@@ -3,29 +3,38 @@ test shares): dragging the query, then an anchor, round the circle with the mous
 figure of the toy world (the circle, kappa, D against cosine, the tilt, the responsibilities)
 within two animation frames of the pointer's move, as the page itself counts them, with no
 Streamlit run during the drag; letting go asks for exactly one run, after which the page's settings
-hold the released state. A click by the circle adds an anchor, and two clicks on it remove it, one
-run each. On the sphere, turning it redraws it and asks for nothing; a drag on a map moves the
-query, redraws every picture with no run, and its release runs once. Skipped without Chromium, as tests/test_browser.py is. That the figures' numbers are the
-library's is tests/test_toy_world_math.py's."""
+(the typed anchors) and its link hold the released state. A click by the circle adds an anchor,
+and two clicks on it remove it, one run each. The world's own sliders are the page's only ones for
+the query, s, p and the arc: a burst of arrow keys on one redraws every figure with no run and is
+one run once it is over. A link opens the world where it says. A set the library cannot fit (a
+latent model of one anchor) keeps the world, with the library's refusal and what the person did.
+On the sphere, turning it redraws it and asks for nothing; a drag on a map moves the query, redraws
+every picture with no run, and its release runs once. Skipped without Chromium, as
+tests/test_browser.py is. That the figures' numbers are the library's is
+tests/test_toy_world_math.py's."""
 from __future__ import annotations
 
 import math
+from urllib.parse import parse_qs, urlparse
 
 import pytest
 
+from anchordiv.explorer.settings import SETTINGS
 from test_browser import new_page, page_report, traffic, wait_until_idle
 
 pytestmark = [pytest.mark.slow]
 
 FIGURES = ("world", "kappa", "divergence", "tilt", "share")
 # The page, from the next animation frame on, counts frames, notes the frame of the first pointer
-# move and the frame at which each figure of the toy world first changes.
+# move or key press and the frame at which each figure of the toy world first changes.
 PROBE_JS = """(names) => {
   const probe = { frame: 0, moveFrame: null, changed: {} };
   const tick = () => { probe.frame += 1; probe.request = requestAnimationFrame(tick); };
   probe.request = requestAnimationFrame(tick);
-  document.addEventListener("pointermove", () => { if (probe.moveFrame === null) probe.moveFrame = probe.frame; },
-                            { capture: true });
+  for (const type of ["pointermove", "keydown"]) {
+    document.addEventListener(type, () => { if (probe.moveFrame === null) probe.moveFrame = probe.frame; },
+                              { capture: true });
+  }
   probe.observers = names.map((name) => {
     const observer = new MutationObserver(() => { if (!(name in probe.changed)) probe.changed[name] = probe.frame; });
     observer.observe(document.querySelector(`.atw [data-anchordiv-figure="${name}"]`),
@@ -48,9 +57,9 @@ CIRCLE_JS = """() => { const box = document.querySelector(".atw-world").getBound
   return { x: box.x + box.width / 2, y: box.y + box.height / 2, r: box.width / 2.9 }; }"""
 
 
-def open_learn(browser, url: str, log_path):
+def open_learn(browser, url: str, log_path, link: str = ""):
     page = new_page(browser, height=1400)
-    page.goto(f"{url}/learn")
+    page.goto(f"{url}/learn{link}")
     try:
         page.locator("[data-anchordiv-query]").wait_for(timeout=240_000)
         wait_until_idle(page)
@@ -100,12 +109,45 @@ def drag(page, start: tuple[float, float], path: list[tuple[float, float]], log_
     assert watched.runs == runs + 1, f"{watched.runs - runs} runs after one release"
 
 
+def link(page) -> dict[str, str]:
+    """The page's link: each parameter's last value."""
+    return {name: values[-1] for name, values in parse_qs(urlparse(page.url).query).items()}
+
+
+def linked(page, key: str) -> str:
+    """Setting ``key``'s value as the page's link holds it (a default is left out of a link)."""
+    setting = SETTINGS[key]
+    return link(page).get(setting.param, f"{setting.default:g}")
+
+
 def released_query(page) -> int:
-    return int(page.locator(".st-key-learn_query input[type=range]").input_value())
+    """The query the page's link holds; the world's own slider shows the same."""
+    query = int(linked(page, "learn_query"))
+    assert int(page.locator(".atw-theta").input_value()) == query
+    return query
 
 
 def set_a(page) -> str:
     return page.locator(".st-key-learn_anchors_a input").input_value()
+
+
+def figures_change_with_no_run(page, act, names: tuple[str, ...] = FIGURES) -> None:
+    """``act()`` changes every figure of ``names`` within two frames of the page's first frame after
+    it, and asks for no run while it lasts (a release due at its end is waited for by the caller)."""
+    watched = traffic(page)
+    before = page.evaluate(FIGURES_JS, list(names))
+    page.evaluate(PROBE_JS, list(names))
+    runs = watched.runs
+    act()
+    page.wait_for_function("(names) => names.every((name) => name in window.toyProbe.changed)", arg=list(names),
+                           timeout=10_000)
+    seen = page.evaluate(PROBE_READ_JS)
+    lag = {name: frame - seen["moveFrame"] for name, frame in seen["changed"].items()}
+    assert all(0 <= frames <= 2 for frames in lag.values()), f"frames from the first key to each figure's change: {lag}"
+    assert watched.runs == runs, "the page ran while the world moved"
+    after = page.evaluate(FIGURES_JS, list(names))
+    assert all(old != new for old, new in zip(before, after)), [name for name, old, new in zip(names, before, after)
+                                                                 if old == new]
 
 
 def test_dragging_the_query_and_an_anchor_redraws_every_figure_in_the_page_and_a_release_runs_once(
@@ -119,7 +161,7 @@ def test_dragging_the_query_and_an_anchor_redraws_every_figure_in_the_page_and_a
     assert "the query at 200°" in page.locator(".atw-world-title").inner_text()
 
     drag(page, centre_of(page, '[data-anchordiv-anchor^="A2 "]'), [at_angle(page, 60), at_angle(page, 100)], log_path)
-    assert set_a(page) == "0, 100, 80", page_report(page, log_path)
+    assert set_a(page) == "0, 100, 80" and link(page)["toy_a"] == "0, 100, 80", page_report(page, log_path)
     assert page.locator('[data-anchordiv-anchor="A2 100°"]').count() == 1
     page.screenshot(path=str(tmp_path / "dragged.png"), full_page=True)
     assert traffic(page).off_machine == [], "the page fetched from elsewhere"
@@ -148,8 +190,10 @@ SPHERE_FIGURES_JS = """() => [...document.querySelectorAll('.atw [data-anchordiv
 
 
 def sphere_query(page) -> tuple[int, int]:
-    return tuple(int(page.locator(f".st-key-learn_query_{name} input[type=range]").input_value())
-                 for name in ("azimuth", "elevation"))
+    """The query the page's link holds; the world's own sliders show the same."""
+    query = tuple(int(linked(page, f"learn_query_{name}")) for name in ("azimuth", "elevation"))
+    assert query == tuple(int(page.locator(f".atw-{name}").input_value()) for name in ("azimuth", "elevation"))
+    return query
 
 
 def test_on_the_sphere_turning_it_asks_for_nothing_and_dragging_on_a_map_moves_the_query(app_url, browser):
@@ -186,3 +230,60 @@ def test_on_the_sphere_turning_it_asks_for_nothing_and_dragging_on_a_map_moves_t
     azimuth, elevation = sphere_query(page)
     assert f"the query at ({azimuth}°, {elevation}°)" in title, (title, azimuth, elevation)
     assert (azimuth, elevation) != (30, 20), "the query did not move"
+
+
+def test_a_burst_of_arrow_keys_on_the_worlds_slider_redraws_in_the_page_and_is_one_run(app_url, browser):
+    """The page draws no slider of its own for p: the world's is the one, keyboard-driven, and five
+    quick presses of an arrow key redraw every figure they move with no run, then are one run (as
+    the p player reports a burst), which puts the last p in the link."""
+    url, log_path = app_url
+    page = open_learn(browser, url, log_path)
+    assert page.locator(".st-key-learn_p, .st-key-learn_scale, .st-key-learn_query, .st-key-learn_width").count() == 0
+    watched = traffic(page)
+    runs = watched.runs
+    page.focus(".atw-p")
+    figures_change_with_no_run(page, lambda: [page.keyboard.press("ArrowRight") for _ in range(5)],
+                               names=("world", "tilt", "share"))
+    assert page.inner_text(".atw-p-value") == "0.75"
+    assert watched.wait_idle(120, after_runs=runs) and watched.runs == runs + 1, page_report(page, log_path)
+    assert link(page)["toy_p"] == "0.75", page.url
+    page.focus(".atw-theta")
+    page.keyboard.press("ArrowLeft")
+    page.keyboard.press("ArrowLeft")
+    assert watched.wait_idle(120, after_runs=runs + 1) and watched.runs == runs + 2, page_report(page, log_path)
+    assert released_query(page) == 118 and "the query at 118°" in page.locator(".atw-world-title").inner_text()
+
+
+def test_a_link_opens_the_world_where_it_says(app_url, browser):
+    url, log_path = app_url
+    page = open_learn(browser, url, log_path, "?toy_query=300&toy_a=10%2C%2070&toy_scale=12.5&toy_p=0.2&toy_width=60")
+    assert [page.locator(f".atw-{name}").input_value() for name in ("theta", "scale", "p", "width")] == [
+        "300", "12.5", "0.2", "60"]
+    assert page.locator("[data-anchordiv-anchor]").count() == 4  # A: 10°, 70°; B: the default 160°, 250°
+    assert "the query at 300°" in page.locator(".atw-world-title").inner_text()
+
+
+def test_a_set_the_library_cannot_fit_keeps_the_world_and_says_why(app_url, browser):
+    """A latent model needs two anchors: remove one of two and the world stays, with the library's
+    refusal, the anchor it has left and the query; the release keeps that set in the page's settings
+    and link; an anchor added back fits again."""
+    url, log_path = app_url
+    page = open_learn(browser, url, log_path, "?toy_model=latent-softmax&toy_a=0%2C%2040")
+    watched = traffic(page)
+    runs = watched.runs
+    anchor = page.locator('[data-anchordiv-anchor="A1 0°"]')
+    anchor.click()
+    anchor.click()
+    assert watched.wait_idle(120, after_runs=runs) and watched.runs == runs + 1, page_report(page, log_path)
+    world = page.locator("[data-anchordiv-toy-world]")
+    assert world.get_attribute("data-anchordiv-refused") == "", page_report(page, log_path)
+    assert page.inner_text(".atw-message") == ("Cannot fit the toy model: a latent model needs at least two distinct "
+                                               "anchors; add anchors or choose another model")
+    assert page.locator('[data-anchordiv-anchor="A1 40°"]').count() == 1 and page.locator("[data-anchordiv-query]").count()
+    assert set_a(page) == "40" and link(page)["toy_a"] == "40", page_report(page, log_path)
+    assert not page.locator("[data-testid=stException]").count() and "Cannot read the anchors" not in page.inner_text(
+        "body")
+    page.mouse.click(*at_angle(page, 200))  # clicks add to A
+    assert watched.wait_idle(120, after_runs=runs + 1) and watched.runs == runs + 2, page_report(page, log_path)
+    assert world.get_attribute("data-anchordiv-refused") is None and page.inner_text(".atw-message") == ""
+    assert set_a(page) == "40, 200" and page.locator(".atw-tilt rect").count() >= 2

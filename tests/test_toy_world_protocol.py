@@ -18,7 +18,8 @@ from anchordiv import lesson
 from anchordiv.explorer.components import component_text, module_text
 from anchordiv.explorer.toy_world import CIRCLE, SPHERE, Bounds, ToyState, read_released, toy_payload
 
-BOUNDS = {"scale": Bounds(0.5, 40.0, 0.5), "p": Bounds(0.0, 1.0, 0.05), "width": Bounds(5, 180, 5)}
+BOUNDS = {"theta": Bounds(0, 359, 1), "azimuth": Bounds(-180, 180, 1), "elevation": Bounds(-90, 90, 1),
+          "scale": Bounds(0.5, 40.0, 0.5), "p": Bounds(0.0, 1.0, 0.05), "width": Bounds(5, 180, 5)}
 CIRCLE_STATE = ToyState(CIRCLE, 120.0, (0.0, 40.0, 80.0), (160.0, 250.0), 5.0, 0.5, 40.0)
 SPHERE_STATE = ToyState(SPHERE, (30.0, 20.0), ((0.0, 0.0), (60.0, 0.0)), (), 7.5, 0.25, 40.0)
 RELEASE = {"world": "circle", "query": 334, "a": [0, 40, 80], "b": [160, 250], "scale": 5, "p": 0.5, "width": 40}
@@ -28,6 +29,7 @@ def test_the_payload_is_json_and_carries_the_page_state_and_bounds():
     payload = json.loads(json.dumps(toy_payload(CIRCLE_STATE, "softmax", "balanced", BOUNDS)))
     assert payload["sets"] == [[0.0, 40.0, 80.0], [160.0, 250.0]] and payload["query"] == 120.0
     assert payload["controls"]["scale"] == {"min": 0.5, "max": 40.0, "step": 0.5}
+    assert set(payload["controls"]) == set(BOUNDS)  # the query's sliders too: the page draws no other
     assert payload["labels"] is None and payload["max_anchors"] == lesson.MAX_TOY_ANCHORS
     sphere = json.loads(json.dumps(toy_payload(SPHERE_STATE, "softmax", "literal", BOUNDS)))
     assert sphere["sets"] == [[[0.0, 0.0], [60.0, 0.0]], []] and sphere["query"] == [30.0, 20.0]
@@ -52,7 +54,7 @@ def test_a_release_is_read_and_its_sets_written_as_the_page_parses_them():
 
 
 @pytest.mark.parametrize("change", [
-    {"world": "sphere"}, {"query": 360}, {"query": -1}, {"query": "120"}, {"query": True}, {"query": float("nan")},
+    {"world": "sphere"}, {"query": 360}, {"query": 359.5}, {"query": -1}, {"query": "120"}, {"query": True}, {"query": float("nan")},
     {"a": "0, 40"}, {"a": [0, "40"]}, {"a": [0, None]}, {"b": [float("inf")]}, {"a": list(range(73))},
     {"scale": 0.1}, {"scale": 41}, {"p": 1.5}, {"p": None}, {"width": 2}, {"width": "40"},
 ])
@@ -76,10 +78,12 @@ def node() -> str:
 
 
 def test_the_module_streamlit_runs_loads_with_its_siblings_inlined(tmp_path):
-    """What the app registers (:func:`~anchordiv.explorer.components.module_text`) imports the math
-    and the drawing as ``data:`` addresses and loads with no file beside it."""
+    """What the app registers (:func:`~anchordiv.explorer.components.module_text`) imports the math,
+    the drawing and the p player's release rule (one report a burst) as ``data:`` addresses and
+    loads with no file beside it."""
     text = module_text("toy_world.js")
-    assert "./toy_world_" not in text and text.count('from "data:text/javascript;base64,') == 2
+    assert "./toy_world_" not in text and "./p_player" not in text
+    assert text.count('from "data:text/javascript;base64,') == 3
     entry = tmp_path / "entry.mjs"
     entry.write_text(text, encoding="utf-8")
     done = subprocess.run([node(), "--input-type=module", "-e",

@@ -23,11 +23,15 @@ from .settings import CIRCLE, SPHERE
 
 # What the page says under the controls, per world.
 HINTS = {CIRCLE: "Drag the black query or any anchor round the circle; click near the circle to add an anchor to "
-                 "the chosen set; click an anchor twice to remove it. The figures follow as you move; the page "
-                 "keeps the state when you let go.",
+                 "the chosen set; click an anchor twice to remove it; move the query, s, p and the arc with the "
+                 "sliders (or their arrow keys). The figures follow as you move; the page keeps the state when you "
+                 "let go.",
          SPHERE: "Drag the sphere to turn it, the black query or an anchor to move it; click the sphere to add an "
                  "anchor to the chosen set; click an anchor twice to remove it; press or drag on a map to move the "
-                 "query there."}
+                 "query there; move the query, s and p with the sliders (or their arrow keys)."}
+# The component's sliders (each with its Bounds in the payload's "controls"): the query's angle on
+# the circle (theta) and on the sphere (azimuth, elevation), the scale, p and the cosine arc's width.
+SLIDERS = ("theta", "azimuth", "elevation", "scale", "p", "width")
 
 
 @dataclass(frozen=True)
@@ -81,11 +85,15 @@ def _directions(world: str, angles: Sequence) -> Any:
 def gmm_labels(state: ToyState, kind: str, weighting: str) -> list[list[int] | None] | None:
     """For a Gaussian mixture (``kind`` ``"gmm"``), each set's k-means labels ``(N_k,)`` as the
     library's EM starts from them (:func:`~anchordiv.models.em.initial_labels` with the fitted
-    model's component count and seed; ``None`` for an empty B); ``None`` for other kinds."""
+    model's component count and seed; ``None`` for an empty B); ``None`` for other kinds, and for
+    sets the library refuses to fit (the component refuses them too, in the library's words)."""
     if kind != "gmm":
         return None
-    toy = lesson.toy_geometry(_directions(state.world, state.a), _directions(state.world, state.b), kind,
-                              state.scale, state.p, weighting)
+    try:
+        toy = lesson.toy_geometry(_directions(state.world, state.a), _directions(state.world, state.b), kind,
+                                  state.scale, state.p, weighting)
+    except ValueError:  # the sets are refused: the component says so in the library's words, and needs no labels
+        return None
     models = toy.model.models if isinstance(toy.model, MixtureAnchors) else [toy.model]
     labels: list[list[int] | None] = []
     for model, anchors in zip(models, toy.component_anchors):
@@ -96,7 +104,7 @@ def gmm_labels(state: ToyState, kind: str, weighting: str) -> list[list[int] | N
 
 def toy_payload(state: ToyState, kind: str, weighting: str, bounds: Mapping[str, Bounds]) -> dict[str, Any]:
     """What the component receives: the state, the anchor model ``kind`` and ``weighting`` (the
-    page's menus), the sliders' ``bounds`` (``"scale"``, ``"p"``, ``"width"``), the most anchors a
+    page's menus), the sliders' ``bounds`` (each of :data:`SLIDERS`), the most anchors a
     set takes, the hint for the world and, for a GMM, the k-means labels (:func:`gmm_labels`).
     JSON-ready; at most :data:`~anchordiv.lesson.MAX_TOY_ANCHORS` anchors a set, as the page's
     parsing already enforces."""
@@ -104,15 +112,11 @@ def toy_payload(state: ToyState, kind: str, weighting: str, bounds: Mapping[str,
                                                                  list(map(_json_angles, state.b))],
             "kind": kind, "weighting": weighting, "scale": state.scale, "p": state.p, "width": state.width,
             "labels": gmm_labels(state, kind, weighting), "max_anchors": lesson.MAX_TOY_ANCHORS,
-            "controls": {name: bound.as_json() for name, bound in bounds.items()}, "hint": HINTS[state.world]}
+            "controls": {name: bounds[name].as_json() for name in SLIDERS}, "hint": HINTS[state.world]}
 
 
 def _json_angles(angles: Any) -> Any:
     return list(angles) if isinstance(angles, tuple) else angles
-
-
-def _circle_angle(value: Any) -> float | None:
-    return float(value) if _number(value) and 0 <= value < 360 else None
 
 
 def _sphere_pair(value: Any) -> tuple[float, float] | None:
@@ -120,6 +124,14 @@ def _sphere_pair(value: Any) -> tuple[float, float] | None:
         return None
     azimuth, elevation = float(value[0]), float(value[1])
     return (azimuth, elevation) if -180 <= azimuth <= 180 and -90 <= elevation <= 90 else None
+
+
+def _query(value: Any, world: str, bounds: Mapping[str, Bounds]) -> float | tuple[float, float] | None:
+    if world == CIRCLE:
+        return float(value) if bounds["theta"].holds(value) else None
+    pair = _sphere_pair(value)
+    return pair if pair is not None and bounds["azimuth"].holds(pair[0]) and bounds["elevation"].holds(pair[1]) \
+        else None
 
 
 def _anchor_list(value: Any, world: str) -> tuple | None:
@@ -130,17 +142,31 @@ def _anchor_list(value: Any, world: str) -> tuple | None:
     return None if any(angle is None for angle in read) else tuple(read)
 
 
+# The fields of a release, in ToyState's order after the world.
+FIELDS = ("query", "a", "b", "scale", "p", "width")
+
+
+def read_field(name: str, value: Any, world: str, bounds: Mapping[str, Bounds]) -> Any:
+    """Field ``name`` (one of :data:`FIELDS`) of a state the component reports, read for the
+    ``world`` and sliders' ``bounds``: the query (an angle on the theta slider, or an ``(azimuth,
+    elevation)`` pair on theirs), a set (a tuple of finite angles, or of pairs on the sphere, at
+    most :data:`~anchordiv.lesson.MAX_TOY_ANCHORS`), a number on its slider; ``None`` for anything
+    the component could not have sent."""
+    if name == "query":
+        return _query(value, world, bounds)
+    if name in ("a", "b"):
+        return _anchor_list(value, world)
+    return float(value) if bounds[name].holds(value) else None
+
+
 def read_released(sent: Any, world: str, bounds: Mapping[str, Bounds]) -> ToyState | None:
     """The state a release reported (``{"world", "query", "a", "b", "scale", "p", "width"}``), read
-    for the page's ``world`` and sliders' ``bounds``; ``None`` for anything the component could not
-    have sent (another world, a query out of range, an anchor that is not a finite angle, a set
-    longer than :data:`~anchordiv.lesson.MAX_TOY_ANCHORS`, a number off its slider). Whether the
-    sets can be fitted (A empty, one direction twice) is the page's to say, as for typed sets."""
+    for the page's ``world`` and sliders' ``bounds`` (:func:`read_field`); ``None`` for anything the
+    component could not have sent (another world, a query off its sliders, an anchor that is not a
+    finite angle, a set longer than :data:`~anchordiv.lesson.MAX_TOY_ANCHORS`, a number off its
+    slider). Whether the sets can be fitted (A empty, one direction twice) is the page's to say, as
+    for typed sets."""
     if not isinstance(sent, Mapping) or sent.get("world") != world:
         return None
-    query = _circle_angle(sent.get("query")) if world == CIRCLE else _sphere_pair(sent.get("query"))
-    a, b = _anchor_list(sent.get("a"), world), _anchor_list(sent.get("b"), world)
-    numbers = {name: sent.get(name) for name in ("scale", "p", "width")}
-    if query is None or a is None or b is None or not all(bounds[name].holds(value) for name, value in numbers.items()):
-        return None
-    return ToyState(world, query, a, b, *(float(numbers[name]) for name in ("scale", "p", "width")))
+    read = [read_field(name, sent.get(name), world, bounds) for name in FIELDS]
+    return None if any(value is None for value in read) else ToyState(world, *read)

@@ -1,14 +1,20 @@
 // The Learn page's toy world (app/toy_world.py), computed and drawn in the page: drag the query or
 // an anchor round the circle (or over the sphere, and turn the sphere), click the circle to add an
 // anchor, click one twice to remove it, move s, p and the arc's width, and every figure follows at
-// the next frame with no request to the server. On release (the end of a drag, a slider let go, an
-// anchor added or removed) the world's state is reported once, as the state value "released", and
-// the server's one run keeps the page's settings (and its link) with it. The numbers are
-// anchordiv.lesson's (toy_world_math.js; tests/test_toy_world_math.py holds them to it). What the
-// component receives and sends: docs/design.md, "The toy world's protocol".
+// the next frame with no request to the server. On release (the end of a drag, a slider let go or
+// stepped by a key, an anchor added or removed) the world's state is reported once the burst is
+// over (p_player_logic.js's ReleaseReport, as the p player reports), as the state value
+// "released", and the server's one run keeps the page's settings (and its link) with it. A set the
+// library cannot fit is refused in its words, and the world stays: its anchors and query drawn, so
+// they can be moved, added or removed back. The numbers are anchordiv.lesson's (toy_world_math.js;
+// tests/test_toy_world_math.py holds them to it). What the component receives and sends:
+// docs/design.md, "The toy world's protocol". Two hosts mount it through mountToyWorld: Streamlit,
+// through this module's default export, and a notebook, through toy_world_widget.js
+// (anchordiv.widgets.ToyWorld).
 
 import * as toy from "./toy_world_math.js";
 import { barChart, circleWorld, lineChart, project, SET_COLOURS, sphereMap, sphereView, unproject } from "./toy_world_draw.js";
+import { ReleaseReport } from "./p_player_logic.js";
 
 const WORLDS = new WeakMap();  // host element -> its ToyWorld
 // A press that moves less than this (CSS pixels) before it is let go is a click, not a drag.
@@ -18,6 +24,19 @@ const RING_REACH = 0.3;
 const THETA_TICKS = [0, 90, 180, 270, 360];
 // Two clicks on one anchor this close together remove it.
 const DOUBLE_CLICK_MS = 500;
+// The world's sliders: what each reads and moves of the state, and the world it belongs to (none: both).
+const SLIDERS = {
+  scale: { get: (state) => state.scale, set: (state, value) => { state.scale = value; }, text: (value) => value.toFixed(1) },
+  p: { get: (state) => state.p, set: (state, value) => { state.p = value; }, text: (value) => value.toFixed(2) },
+  width: { world: "circle", get: (state) => state.width, set: (state, value) => { state.width = value; },
+           text: (value) => `${value}°` },
+  theta: { world: "circle", get: (state) => state.query, set: (state, value) => { state.query = value; },
+           text: (value) => `${value}°` },
+  azimuth: { world: "sphere", get: (state) => state.query[0], set: (state, value) => { state.query = [value, state.query[1]]; },
+             text: (value) => `${value}°` },
+  elevation: { world: "sphere", get: (state) => state.query[1], set: (state, value) => { state.query = [state.query[0], value]; },
+               text: (value) => `${value}°` },
+};
 
 // Streamlit's entry: the world's released state is the state value "released".
 export default function ({ data, parentElement, setStateValue }) {
@@ -59,6 +78,14 @@ class ToyWorld {
     this.addTo = 0;        // the set a click adds to
     this.fitted = { key: null, geometry: null, error: null };
     this.view = { yaw: -30, pitch: 20 };
+    // A burst of releases (arrow keys held on a slider) is one report, once it is over, and only
+    // if the state is news: not the one last reported, nor (before any) the server's.
+    this.releases = new ReleaseReport({
+      memory: {},
+      read: () => ({ p: JSON.stringify(this.reported()), pNow: JSON.stringify(this.serverState()), playing: this.press !== null }),
+      report: () => this.report(this.reported()),
+      settled: () => this.root.removeAttribute("data-anchordiv-reporting"),
+    });
     this.bindControls();
     this.bindCircle();
     this.bindSphere();
@@ -75,14 +102,18 @@ class ToyWorld {
       this.deferred = data;
       return;
     }
+    if (this.data !== null && JSON.stringify(this.serverState()) !== JSON.stringify(this.serverState(data))) {
+      this.releases.forget();  // the server's state is new: any release is news again
+    }
     this.data = data;
     this.state = { world: data.world, query: structuredClone(data.query), sets: structuredClone(data.sets),
                    scale: data.scale, p: data.p, width: data.width };
     this.root.dataset.world = data.world;
-    for (const name of ["scale", "p", "width"]) {
+    for (const [name, slider] of Object.entries(SLIDERS)) {
+      const bounds = data.controls[name];
       const input = this.find(`.atw-${name}`);
-      Object.assign(input, { min: data.controls[name].min, max: data.controls[name].max, step: data.controls[name].step });
-      input.value = String(data[name]);
+      Object.assign(input, { min: bounds.min, max: bounds.max, step: bounds.step });
+      if (!slider.world || slider.world === data.world) input.value = String(slider.get(this.state));
     }
     this.find(".atw-hint").textContent = data.hint;
     this.draw();
@@ -90,10 +121,10 @@ class ToyWorld {
 
   // -- what the controls do ---------------------------------------------------------------------
   bindControls() {
-    for (const name of ["scale", "p", "width"]) {
+    for (const [name, slider] of Object.entries(SLIDERS)) {
       const input = this.find(`.atw-${name}`);
-      input.addEventListener("input", () => { this.state[name] = Number(input.value); this.draw(); });
-      input.addEventListener("change", () => { this.state[name] = Number(input.value); this.release(); });
+      input.addEventListener("input", () => { slider.set(this.state, Number(input.value)); this.draw(); });
+      input.addEventListener("change", () => { slider.set(this.state, Number(input.value)); this.draw(); this.release(); });
     }
     for (const button of this.root.querySelectorAll(".atw-add")) {
       button.addEventListener("click", () => {
@@ -105,9 +136,27 @@ class ToyWorld {
     }
   }
 
+  // What a release reports of the world's state (docs/design.md, "The toy world's protocol").
+  reported(state = this.state) {
+    return { world: state.world, query: state.query, a: state.sets[0], b: state.sets[1], scale: state.scale, p: state.p,
+             width: state.width };
+  }
+
+  // The state the server sent (data, or the data shown), as a release would report it.
+  serverState(data = this.data) {
+    return this.reported(data);
+  }
+
+  // Whether the query or an anchor is being dragged: a release due then waits for the drag's own.
+  dragging() {
+    return this.press !== null && this.press.moved && (this.press.kind === "query" || this.press.kind === "anchor");
+  }
+
+  // A release: reported once the burst it may be part of is over (ReleaseReport). Until then the
+  // world carries data-anchordiv-reporting (the browser tests wait for it to go).
   release() {
-    this.report({ world: this.state.world, query: this.state.query, a: this.state.sets[0], b: this.state.sets[1],
-                  scale: this.state.scale, p: this.state.p, width: this.state.width });
+    this.root.setAttribute("data-anchordiv-reporting", "");
+    this.releases.release(JSON.stringify(this.reported()));
   }
 
   say(message) {
@@ -166,6 +215,14 @@ class ToyWorld {
     this.release();
   }
 
+  // A dragged anchor follows the pointer, but never onto a direction another anchor of its set
+  // holds (two anchors of one direction are a set the library refuses to read): there it waits.
+  moveAnchor({ set, index }, angles) {
+    const u = toy.direction([angles].flat());
+    const taken = this.state.sets[set].some((other, k) => k !== index && toy.sameDirection(toy.direction([other].flat()), u));
+    if (!taken) this.state.sets[set][index] = angles;
+  }
+
   clickAnchor({ set, index }) {
     const now = performance.now();
     const last = this.lastClick;
@@ -208,7 +265,7 @@ class ToyWorld {
       const [x, y] = this.circlePoint(event);
       const angle = circleAngle((Math.atan2(y, x) * 180) / Math.PI);
       if (this.press.kind === "query") this.state.query = angle;
-      else if (this.press.kind === "anchor") this.state.sets[this.press.set][this.press.index] = angle;
+      else if (this.press.kind === "anchor") this.moveAnchor(this.press, angle);
     }));
     svg.addEventListener("pointerup", (event) => this.endPress((press) => {
       const [x, y] = this.circlePoint(event);
@@ -264,7 +321,7 @@ class ToyWorld {
       const u = unproject(this.view, ...point);
       if (u === null) return;
       if (this.press.kind === "query") this.state.query = ToyWorld.sphereAngles(u);
-      else this.state.sets[this.press.set][this.press.index] = ToyWorld.sphereAngles(u);
+      else this.moveAnchor(this.press, ToyWorld.sphereAngles(u));
     }));
     canvas.addEventListener("pointerup", (event) => this.endPress((press) => {
       const u = press.kind === "turn" ? unproject(this.view, ...this.spherePoint(event)) : null;
@@ -321,13 +378,18 @@ class ToyWorld {
 
   render() {
     const { geometry, error } = this.geometry();
-    this.find(".atw-scale-value").textContent = this.state.scale.toFixed(1);
-    this.find(".atw-p-value").textContent = this.state.p.toFixed(2);
-    this.find(".atw-width-value").textContent = `${this.state.width}°`;
+    for (const [name, slider] of Object.entries(SLIDERS)) {
+      if (slider.world && slider.world !== this.state.world) continue;
+      const value = slider.get(this.state);
+      this.find(`.atw-${name}-value`).textContent = slider.text(value);
+      const input = this.find(`.atw-${name}`);
+      if (Number(input.value) !== value) input.value = String(value);  // a drag moves the query's sliders too
+    }
     if (geometry === null) {
-      this.say(`Cannot fit the toy model: ${error}`);
+      this.renderRefused(error);
       return;
     }
+    this.root.removeAttribute("data-anchordiv-refused");
     if (this.find(".atw-message").textContent.startsWith("Cannot fit")) this.say("");
     const model = toy.modelAt(geometry, this.state.p);
     const query = toy.direction([this.state.query].flat());
@@ -348,6 +410,36 @@ class ToyWorld {
         textContent: "This model is not a list of anchors (it is smooth), so the bars show the softmax tilt over the "
                      + "anchors as a readable stand-in; the curves are the model's own." }));
     }
+  }
+
+  // The library refuses the sets (error, in its words): the world keeps its anchors and query, drawn
+  // unsized, so they can still be dragged, added or removed; the figures that need a model are empty.
+  renderRefused(error) {
+    this.root.setAttribute("data-anchordiv-refused", "");
+    this.say(`Cannot fit the toy model: ${error}`);
+    const anchors = this.state.sets.flatMap((set, k) => set.map((angles, index) => {
+      const u = toy.direction([angles].flat());
+      return { u, index, angles, set: "AB"[k], setIndex: k, probability: 0,
+               text: `${"AB"[k]}${index + 1} ${toy.directionLabel(u)}` };
+    }));
+    const query = toy.direction([this.state.query].flat());
+    if (this.state.world === "circle") {
+      this.find(".atw-world-title").textContent = `The world: the query at ${toy.degreesText(this.state.query)}; `
+        + "no model, so no tilt and no neighbourhoods";
+      circleWorld(this.find(".atw-world"), { profile: { angle: [] }, near: { near_by_cosine: [], near_by_divergence: [] },
+                                             anchors, query });
+    } else {
+      this.find(".atw-world-title").textContent = "The sphere (drag it to turn it): no model, so no divergence";
+      sphereView(this.find(".atw-sphere"), this.view, { profile: { divergence: [] }, directions: [], nearDivergence: [],
+                                                         anchors, query });
+    }
+    for (const name of ["kappa", "divergence", "tilt", "share"]) this.find(`.atw-${name}`).replaceChildren();
+    for (const name of ["divergence", "cosine"]) {
+      const canvas = this.find(`.atw-map-${name}`);
+      canvas.getContext("2d").clearRect(0, 0, canvas.width, canvas.height);
+    }
+    this.find(".atw-share-note").textContent = "";
+    this.find(".atw-notes").replaceChildren();
   }
 
   renderCircle(geometry, model, query, anchors) {
