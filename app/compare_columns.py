@@ -1,4 +1,4 @@
-"""The Compare page's columns that name their own encoder (``cosine model=SPEC``): each encoder
+"""The Compare page's columns that name their own encoder (``cosine encoder=SPEC``): each encoder
 loaded through the sidebar's cached loader (never downloaded here), the gallery embedded by it, and
 its geometries, baselines and upload embeddings; a column whose encoder cannot be used is left out
 with a message, and the rest of the figure drawn."""
@@ -18,7 +18,7 @@ from anchordiv.explorer.literal import markdown_literal
 from anchordiv.explorer.sidebar_state import SidebarState
 
 # What a visitor can do about a column whose model cannot be used (its message says why).
-COLUMN_MODELS = ("Choose another model= for this column (e.g. model=builtin), or drop model= to rank by the "
+COLUMN_MODELS = ("Choose another encoder= for this column (e.g. encoder=builtin), or drop encoder= to rank by the "
                  "sidebar's model")
 
 
@@ -53,7 +53,7 @@ def column_encoder(spec: str, pretrained: str | None):
 
 def column_model(sidebar: SidebarState, spec: str, pretrained: str | None, set_a: ex.AnchorText,
                  set_b: ex.AnchorText) -> fg.ColumnModel:
-    """The sidebar's gallery embedded by the encoder a column names (``cosine model=SPEC``), with
+    """The sidebar's gallery embedded by the encoder a column names (``cosine encoder=SPEC``), with
     the app's cached geometries (the figure's anchors, through the templates chosen for that
     encoder: "auto" is its own default; a weighted set with its weights), baselines (ITI over the
     sets' terms) and upload embeddings."""

@@ -253,7 +253,7 @@ def test_a_column_may_name_another_encoder(library, tmp_path, monkeypatch):
 
     folder = small_folder(tmp_path / "images")
     checkpoint, _ = make_tiny_checkpoint(tmp_path)
-    named = f"cosine model=open_clip:{TINY_ARCH} pretrained={checkpoint}"
+    named = f"cosine encoder=open_clip:{TINY_ARCH} pretrained={checkpoint}"
     monkeypatch.setenv("ANCHORDIV_ALLOW_ANY_PATH", "1")
     app = open_compare()
     app.radio(key="gallery_kind").set_value("folder").run()
@@ -271,10 +271,10 @@ def test_a_column_may_name_another_encoder(library, tmp_path, monkeypatch):
 
 def test_a_column_naming_the_sidebar_s_model_loads_it_once(library, loads):
     app = open_compare()
-    app.multiselect(key="compare_columns").set_value(["cosine", "A model=builtin"]).run()
+    app.multiselect(key="compare_columns").set_value(["cosine", "A encoder=builtin"]).run()
     assert not app.exception and not app.error
     assert loads == [("builtin", None)]  # the sidebar's and the column's calls are one cache entry
-    assert_page_shows(app, expected(library, app.session_state["compare_rows"], ["cosine", "A model=builtin"],
+    assert_page_shows(app, expected(library, app.session_state["compare_rows"], ["cosine", "A encoder=builtin"],
                                     model_for=lambda spec, pretrained: fg.ColumnModel(library["encoder"],
                                                                                       library["gallery"])))
 
@@ -297,20 +297,20 @@ def test_a_column_s_checkpoint_must_lie_in_the_data_roots(library, tmp_path, mon
     app.radio(key="gallery_kind").set_value("folder").run()
     app.selectbox(key="folder_choice").set_value(str(folder.resolve())).run()
     app.session_state["compare_rows"] = ["#0", "#20"]
-    escaping = f"cosine model=open_clip:{TINY_ARCH} pretrained={outside}"
+    escaping = f"cosine encoder=open_clip:{TINY_ARCH} pretrained={outside}"
     app.session_state["compare_columns"] = ["cosine", escaping]  # as a crafted link's columns= sets them
     app.run()
     errors = " ".join(plain(error.value) for error in app.error)
     assert not app.exception and "is outside the data folders this server was started with" in errors
     assert str(outside) in errors and all(pretrained != str(outside) for _, pretrained in loads)
 
-    tagged = "cosine model=open_clip:ViT-B-32 pretrained=laion2b_s34b_b79k"  # a tag is no path: looked up, not refused
+    tagged = "cosine encoder=open_clip:ViT-B-32 pretrained=laion2b_s34b_b79k"  # a tag is no path: looked up, not refused
     app.session_state["compare_columns"] = ["cosine", tagged]
     app.run()
     errors = " ".join(plain(error.value) for error in app.error)
     assert not app.exception and "laion2b_s34b_b79k" in errors and "outside the data folders" not in errors
 
-    named = f"A model=open_clip:{TINY_ARCH} pretrained={inside}"
+    named = f"A encoder=open_clip:{TINY_ARCH} pretrained={inside}"
     app.session_state["compare_columns"] = ["A", named]
     app.run()
     assert not app.exception and not app.error
@@ -362,17 +362,17 @@ def test_the_preview_is_readable_unless_asked_to_fit_the_page(library):
 def test_a_column_whose_model_is_not_on_the_server_is_left_out_and_the_rest_drawn(library, loads, monkeypatch):
     """A column naming a model whose weights this server lacks (as a link's columns= may) is left
     out, as a column that does not parse is: a message names it, says why and what to do on this
-    page (another model=, or ask whoever runs the server; never the library's allow_download=True),
+    page (another encoder=, or ask whoever runs the server; never the library's allow_download=True),
     and the other columns are drawn. Nothing is loaded or fetched for it, even where the server may
     download: the sidebar's download shows its progress, a figure's run would only wait."""
-    absent = "cosine model=open_clip:ViT-B-32 pretrained=laion2b_s34b_b79k"
+    absent = "cosine encoder=open_clip:ViT-B-32 pretrained=laion2b_s34b_b79k"
     monkeypatch.delenv("ANCHORDIV_ALLOW_DOWNLOAD", raising=False)
     app = open_compare()
     app.session_state["compare_columns"] = ["cosine", "A", absent]
     app.run()
     errors = " ".join(plain(error.value) for error in app.error)
     assert f"Column '{absent}' is left out: ViT-B-32 · laion2b_s34b_b79k: its weights are not on this server" in errors
-    assert "Choose another model= for this column" in errors and "anchordiv demo --allow-download" in errors
+    assert "Choose another encoder= for this column" in errors and "anchordiv demo --allow-download" in errors
     assert "allow_download=True" not in errors
     assert_page_shows(app, expected(library, app.session_state["compare_rows"], ["cosine", "A"]))
 

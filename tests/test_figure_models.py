@@ -1,4 +1,4 @@
-"""Two encoders in one figure: a column that names its encoder (``cosine model=SPEC``) ranks the
+"""Two encoders in one figure: a column that names its encoder (``cosine encoder=SPEC``) ranks the
 same images embedded by that encoder, for the same query image, with the same anchor texts; its
 header and the footer name the model. The built-in model against the tiny open_clip model
 (tests/tiny_open_clip.py) on a small folder, through the library and the command line."""
@@ -46,7 +46,7 @@ def two_models(tmp_path_factory) -> dict:
 
     return {"folder": folder, "builtin": builtin, "tiny": tiny, "gallery": folder_gallery(folder, builtin),
             "tiny_gallery": folder_gallery(folder, tiny), "model_for": model_for, "loads": loads,
-            "named": f"model=open_clip:{TINY_ARCH} pretrained={checkpoint}", "image": folder / "label-1" / "4.png"}
+            "named": f"encoder=open_clip:{TINY_ARCH} pretrained={checkpoint}", "image": folder / "label-1" / "4.png"}
 
 
 def figure(two_models, rows, columns, **options) -> fg.CompareResult:
@@ -89,7 +89,7 @@ def test_a_column_naming_another_encoder_ranks_its_embeddings_of_the_same_images
 
 
 def test_the_header_and_the_footer_name_the_model(two_models):
-    result = figure(two_models, ["#0"], ["cosine", f"cosine {two_models['named']}", "A model=builtin"])
+    result = figure(two_models, ["#0"], ["cosine", f"cosine {two_models['named']}", "A encoder=builtin"])
     assert result.columns[1].label.splitlines() == ["cosine", f"{TINY_ARCH} · {Path(two_models['named']).name}"]
     assert result.columns[2].label.splitlines() == ["A only", "built-in model"]
     footer = "\n".join(result.settings.lines())
@@ -120,13 +120,13 @@ def test_auto_templates_are_each_encoders_own_and_the_footer_says_so_per_encoder
 
 def test_a_figure_names_at_most_limits_encoders_before_loading_any(two_models):
     two_models["loads"].clear()
-    named = [f"cosine {two_models['named']}", "cosine model=builtin", "cosine model=open_clip:hf-hub:org/repo"]
-    with pytest.raises(ValueError, match=r"a figure's columns name at most 2 encoders with model=SPEC \(this one "
+    named = [f"cosine {two_models['named']}", "cosine encoder=builtin", "cosine encoder=open_clip:hf-hub:org/repo"]
+    with pytest.raises(ValueError, match=r"a figure's columns name at most 2 encoders with encoder=SPEC \(this one "
                                          r"names 3, .*\); name fewer encoders, or raise the limit \(--max-encoders"):
         figure(two_models, ["#0"], ["cosine", *named])
     assert two_models["loads"] == []  # refused before any model was loaded
     assert len(figure(two_models, ["#0"], ["cosine", *named[:2], named[0].replace("cosine", "A")]).columns) == 4
-    with pytest.raises(ValueError, match="name at most 1 encoder with model=SPEC"):
+    with pytest.raises(ValueError, match="name at most 1 encoder with encoder=SPEC"):
         figure(two_models, ["#0"], named[:2], limits=fg.FigureLimits(encoders=1))
     assert fg.named_encoders([fg.parse_geometry_column(text) for text in ["iti", *named, named[0]]]) == 3
 
@@ -134,12 +134,12 @@ def test_a_figure_names_at_most_limits_encoders_before_loading_any(two_models):
 def test_the_command_refuses_too_many_encoders_before_loading_a_model(two_models, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr("anchordiv.cli.fetch_model.load_with_progress",
                         tripwire("a model was loaded before the figure's encoders were counted"))
-    columns = [f"cosine {two_models['named']}", "cosine model=builtin", "iti model=open_clip:hf-hub:org/repo"]
+    columns = [f"cosine {two_models['named']}", "cosine encoder=builtin", "iti encoder=open_clip:hf-hub:org/repo"]
     assert main(["figure", "--queries", "#0", "--geometries", *columns, "--out", str(tmp_path / "f.png")]) == 2
-    assert "name at most 2 encoders with model=SPEC (this one names 3" in capsys.readouterr().err
+    assert "name at most 2 encoders with encoder=SPEC (this one names 3" in capsys.readouterr().err
     assert main(["figure", "--queries", "#0", "--geometries", *columns, "--max-encoders", "1",
                  "--out", str(tmp_path / "f.png")]) == 2
-    assert "name at most 1 encoder with model=SPEC" in capsys.readouterr().err
+    assert "name at most 1 encoder with encoder=SPEC" in capsys.readouterr().err
 
 
 def test_an_image_row_is_embedded_again_by_the_columns_encoder(two_models):
@@ -154,10 +154,10 @@ def test_an_image_row_is_embedded_again_by_the_columns_encoder(two_models):
 
 
 def test_a_text_row_or_no_way_to_load_a_model_is_a_message(two_models):
-    with pytest.raises(ValueError, match=r"row 'text:red' is a text, and column 'cosine model=open_clip:.*' ranks "
+    with pytest.raises(ValueError, match=r"row 'text:red' is a text, and column 'cosine encoder=open_clip:.*' ranks "
                                          r"the images embedded by another encoder"):
         figure(two_models, ["text:red"], [f"cosine {two_models['named']}"])
-    with pytest.raises(ValueError, match=r"names the encoder .* no way to load another encoder; drop model="):
+    with pytest.raises(ValueError, match=r"names the encoder .* no way to load another encoder; drop encoder="):
         fg.compare(two_models["gallery"], two_models["builtin"], ["#0"], [f"cosine {two_models['named']}"],
                    TEXTS_A, TEXTS_B, k=3)
 
@@ -176,11 +176,15 @@ def test_a_column_encoder_must_embed_the_same_images(two_models):
 
 
 @pytest.mark.parametrize("text, canonical, encoder", [
-    ("cosine model=builtin", "cosine model=builtin", "builtin"),
-    ("A model=open_clip:ViT-B-32 pretrained=laion2b_s34b_b79k s=20",
-     "A s=20 model=open_clip:ViT-B-32 pretrained=laion2b_s34b_b79k", "open_clip:ViT-B-32"),
+    ("cosine encoder=builtin", "cosine encoder=builtin", "builtin"),
+    ("A encoder=open_clip:ViT-B-32 pretrained=laion2b_s34b_b79k s=20",
+     "A s=20 encoder=open_clip:ViT-B-32 pretrained=laion2b_s34b_b79k", "open_clip:ViT-B-32"),
+    ("mix p=0.5 encoder=open_clip:hf-hub:timm/ViT-B-16-SigLIP model=gaussian",
+     "mix p=0.5 model=gaussian encoder=open_clip:hf-hub:timm/ViT-B-16-SigLIP", "open_clip:hf-hub:timm/ViT-B-16-SigLIP"),
+    # Before encoder=, a column named its encoder with model=: still read, and written anew.
+    ("cosine model=builtin", "cosine encoder=builtin", "builtin"),
     ("mix p=0.5 model=open_clip:hf-hub:timm/ViT-B-16-SigLIP model=gaussian",
-     "mix p=0.5 model=gaussian model=open_clip:hf-hub:timm/ViT-B-16-SigLIP", "open_clip:hf-hub:timm/ViT-B-16-SigLIP"),
+     "mix p=0.5 model=gaussian encoder=open_clip:hf-hub:timm/ViT-B-16-SigLIP", "open_clip:hf-hub:timm/ViT-B-16-SigLIP"),
 ])
 def test_a_column_names_its_encoder_in_text_both_ways(text, canonical, encoder):
     column = fg.parse_geometry_column(text)
@@ -191,10 +195,12 @@ def test_a_column_names_its_encoder_in_text_both_ways(text, canonical, encoder):
 @pytest.mark.parametrize("text, message", [
     ("cosine pretrained=laion2b_s34b_b79k", "pretrained=laion2b_s34b_b79k goes with the encoder it loads"),
     ("cosine model=gaussian", "model= does not apply to cosine columns"),
-    ("A model=builtin model=open_clip:ViT-B-32", r"model= is given twice .* \(as an encoder\)"),
-    ("A model=builtin pretrained=x", "the builtin encoder has its own weights"),
-    ("A model=open_clip:hf-hub:nope", "is not ORG/REPO"),
-    ("A model=nope", "unknown anchor model 'nope'; use one of softmax.*, or an encoder: model=builtin"),
+    ("A encoder=builtin encoder=open_clip:ViT-B-32", r"encoder= is given twice .* \(as an encoder\)"),
+    ("A encoder=builtin model=open_clip:ViT-B-32", r"model= is given twice .* \(as an encoder\)"),
+    ("A encoder=builtin pretrained=x", "the builtin encoder has its own weights"),
+    ("A encoder=open_clip:hf-hub:nope", "is not ORG/REPO"),
+    ("A encoder=gaussian", "encoder=gaussian is not an encoder; use encoder=builtin"),
+    ("A model=nope", r"unknown anchor model 'nope'; use one of softmax.* \(another encoder is encoder=builtin"),
 ])
 def test_a_bad_column_encoder_is_refused_with_the_fix(text, message):
     with pytest.raises(ValueError, match=message):

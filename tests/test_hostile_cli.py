@@ -735,7 +735,7 @@ def test_a_tag_whose_weights_are_absent_says_the_options_to_use(cache, capsys):
 
 
 def test_a_figure_column_s_encoder_is_advised_in_the_column_s_words(no_model, tmp_path, capsys):
-    line = refusal(["figure", "--queries", "#1", "--geometries", "cosine model=builtin pretrained=mine.pt",
+    line = refusal(["figure", "--queries", "#1", "--geometries", "cosine encoder=builtin pretrained=mine.pt",
                     "--out", str(tmp_path / "f.png")], capsys)
     assert line == ("anchordiv figure: --geometries: the builtin encoder has its own weights; drop pretrained=mine.pt")
 
@@ -804,11 +804,11 @@ def test_a_damaged_hub_weights_file_is_named_alone(weights, tiny_hub, cache, cap
 
 @needs_builtin
 def test_a_figure_column_s_encoder_that_cannot_load_is_named_in_the_column_s_words(world, tmp_path, capsys):
-    line = refusal(["figure", "--queries", "#1", "--geometries", "cosine", "cosine model=open_clip:ViT-B-32",
+    line = refusal(["figure", "--queries", "#1", "--geometries", "cosine", "cosine encoder=open_clip:ViT-B-32",
                     "--out", str(tmp_path / "f.png"), *WORLD, "--device", "cpu", "-q"], capsys)
-    assert line.startswith("anchordiv figure: --geometries column with model=open_clip:ViT-B-32: open_clip:ViT-B-32 "
+    assert line.startswith("anchordiv figure: --geometries column with encoder=open_clip:ViT-B-32: open_clip:ViT-B-32 "
                            "needs pretrained=PATH_OR_TAG: a checkpoint file or one of its open_clip tags ("), line
-    line = refusal(["figure", "--queries", "#1", "--geometries", "cosine model=open_clip:ViT-B-32 pretrained=openai",
+    line = refusal(["figure", "--queries", "#1", "--geometries", "cosine encoder=open_clip:ViT-B-32 pretrained=openai",
                     "--out", str(tmp_path / "f.png"), *WORLD, "--device", "cpu", "-q"], capsys)
     assert ("the weights are not on this machine" in line and "or pass pretrained=/path/to/" in line
             and "allow the download with --allow-download," in line and "allow_download" not in line), line

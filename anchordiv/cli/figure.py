@@ -19,7 +19,7 @@ ANCHOR_SETS = (("a", "A (default: the gallery's object names)", "Gallery object 
 LIMITS = (("rows", "query rows", 1000), ("columns", "geometry columns", 100), ("k", "neighbours per cell", 1000),
           ("neighbours", "neighbours in all (rows x columns x k)", 10**6),
           ("geometries", "anchor geometries to fit (distinct encoders, anchor models and s=)", 100),
-          ("encoders", "encoders named by columns' model=SPEC (each loaded and embedding the world)", 20),
+          ("encoders", "encoders named by columns' encoder=SPEC (each loaded and embedding the world)", 20),
           ("dpi", "dpi of a PNG", 10**6), ("pixels", "pixels of a PNG (width x height)", PNG_SIDE**2))
 
 
@@ -46,9 +46,9 @@ def add_parser(commands) -> argparse.ArgumentParser:
                              "random:SEED, image:PATH")
     figure.add_argument("--geometries", nargs="+", required=True, metavar="G",
                         help="columns: cosine, iti, A, B, 'mix p=0.3', each anchor column with optional "
-                             "model=KIND s=SCALE (mix: weighting=NAME), any column with model=SPEC [pretrained=TAG] "
+                             "model=KIND s=SCALE (mix: weighting=NAME), any column with encoder=SPEC [pretrained=TAG] "
                              "to rank the same images embedded by another encoder (e.g. 'cosine "
-                             "model=open_clip:ViT-B-32 pretrained=laion2b_s34b_b79k'), quoted when it has spaces")
+                             "encoder=open_clip:ViT-B-32 pretrained=laion2b_s34b_b79k'), quoted when it has spaces")
     figure.add_argument("--out", required=True, help="the figure's file: .png, .pdf or .svg")
     add_anchor_set_options(figure)
     figure.add_argument("--prior-anchors", dest="prior_anchors",
@@ -186,7 +186,7 @@ def _templates(value: str, option: str) -> tuple[str, str]:
 
 
 def _column_model(args: argparse.Namespace, model: str, pretrained: str | None):
-    """The world of the figure embedded by the encoder a column names (``model=SPEC``), as
+    """The world of the figure embedded by the encoder a column names (``encoder=SPEC``), as
     :class:`~anchordiv.figure.ColumnModel`, with a progress bar while it embeds."""
     from .fetch_model import load_with_progress
     from ..encoders.advice import AdvisedError
@@ -195,8 +195,8 @@ def _column_model(args: argparse.Namespace, model: str, pretrained: str | None):
 
     try:
         encoder = load_with_progress(model, pretrained, args.device, args.allow_download)
-    except AdvisedError as error:  # the column's model=, not --model: its pretrained= in the column's words
-        named = f"model={model}" + (f" pretrained={pretrained}" if pretrained else "")
+    except AdvisedError as error:  # the column's encoder=, not --model: its pretrained= in the column's words
+        named = f"encoder={model}" + (f" pretrained={pretrained}" if pretrained else "")
         raise ValueError(f"--geometries column with {named}: {error.say(column_words)}") from None
     with progress_bar(f"emoji world, {encoder.name}") as progress:
         return ColumnModel(encoder, world_gallery(encoder, split=args.split, limit=args.limit, progress=progress))

@@ -54,7 +54,7 @@ class FigureLimits:
         figure's own included. Each is a fit over the gallery (3-10 s of CPU on the built-in
         world); once fitted, the app keeps it for every later figure.
     encoders : int
-        The most encoders a figure's columns name with ``model=SPEC`` (distinct spec and
+        The most encoders a figure's columns name with ``encoder=SPEC`` (distinct spec and
         pretrained, :func:`~anchordiv.figure.named_encoders`); the figure's own encoder is not
         counted unless a column names it. Each is a model loaded and the whole gallery embedded
         by it (minutes on a CPU for a CLIP model over a large folder), so two beside the figure's

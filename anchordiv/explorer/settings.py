@@ -193,7 +193,7 @@ _POINTS_HELP = ("UMAP of the anchor-divergence kNN graph of a fixed sample; comp
                 f"{MAX_MAP_POINTS:,} points.")
 _CUSTOM_COLUMN_HELP = (
     "cosine, iti, A, B or mix p=…; A, B and mix take model=KIND and s=SCALE, mix also weighting=NAME. Models: "
-    f"{', '.join(list_anchor_models())}. Any column may take model=SPEC (builtin, open_clip:ARCH pretrained=TAG, "
+    f"{', '.join(list_anchor_models())}. Any column may take encoder=SPEC (builtin, open_clip:ARCH pretrained=TAG, "
     "open_clip:hf-hub:ORG/REPO): the same images and anchors under that encoder, for image rows.")
 
 _TABLE = (

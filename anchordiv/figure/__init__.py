@@ -9,7 +9,7 @@ Three steps, each usable on its own:
   ``random:7``, ``image:PATH``, ``upload:NAME``; module :mod:`.rows`) and
   :func:`parse_geometry_column` / :class:`GeometryColumn` (``cosine``, ``iti``, ``A``, ``B``,
   ``mix p=0.3 model=gaussian s=20 weighting=literal``, and any of them under another encoder:
-  ``cosine model=open_clip:ViT-B-32 pretrained=laion2b_s34b_b79k``; module :mod:`.columns`).
+  ``cosine encoder=open_clip:ViT-B-32 pretrained=laion2b_s34b_b79k``; module :mod:`.columns`).
   ``str()`` of either parses back to an equal object.
 * **The neighbours** (:mod:`.comparison`): :func:`compare` resolves the rows, fits each distinct
   (encoder, anchor model, scale) once through :class:`~anchordiv.explorer.geometry.ExplorerGeometry` and

@@ -1,7 +1,8 @@
 """A figure's geometry columns as text: :class:`GeometryColumn` (``cosine``, ``iti``, ``A``, ``B``,
-``mix p=0.3 model=gaussian s=20 weighting=literal``, ``cosine model=open_clip:ViT-B-32
+``mix p=0.3 model=gaussian s=20 weighting=literal``, ``cosine encoder=open_clip:ViT-B-32
 pretrained=laion2b_s34b_b79k``) and :func:`parse_geometry_column`; ``str()`` of a column parses
-back to an equal one."""
+back to an equal one. ``model=`` names the anchor model and ``encoder=`` the encoder; a column
+written before ``encoder=`` named its encoder with ``model=SPEC``, which is still read."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,10 +24,10 @@ BASELINES = ("cosine", "iti")
 _ENCODER_OPTIONS = ("encoder", "pretrained")
 _COLUMN_OPTIONS = {"cosine": _ENCODER_OPTIONS, "iti": _ENCODER_OPTIONS, "A": ("model", "s", *_ENCODER_OPTIONS),
                    "B": ("model", "s", *_ENCODER_OPTIONS), "mix": ("p", "model", "s", "weighting", *_ENCODER_OPTIONS)}
-# How the text form writes each option: model= names an anchor model or an encoder, told apart by value.
-_TEXT_NAMES = {"p": "p", "model": "model", "s": "s", "weighting": "weighting", "encoder": "model",
+# How the text form writes each option (by attribute).
+_TEXT_NAMES = {"p": "p", "model": "model", "s": "s", "weighting": "weighting", "encoder": "encoder",
                "pretrained": "pretrained"}
-ENCODER_EXAMPLE = "model=builtin, model=open_clip:ARCH pretrained=TAG or model=open_clip:hf-hub:ORG/REPO"
+ENCODER_EXAMPLE = "encoder=builtin, encoder=open_clip:ARCH pretrained=TAG or encoder=open_clip:hf-hub:ORG/REPO"
 # Each number a column takes: its bounds (both allowed) and what it means, for a refusal.
 _NUMBERS = {"p": (0.0, 1.0, "p is the weight of A, from 0 (B only) to 1 (A only)"),
             "s": (SCALE_LOW, SCALE_HIGH, "s is the logit scale, e.g. s=10 (CLIP's is 100; below 0.1 float32 ranks "
@@ -34,7 +35,7 @@ _NUMBERS = {"p": (0.0, 1.0, "p is the weight of A, from 0 (B only) to 1 (A only)
 
 
 COLUMN_EXAMPLE = ("e.g. 'cosine', 'iti', 'A', 'B', 'mix p=0.3 model=gaussian s=20 weighting=literal' or "
-                  "'cosine model=open_clip:ViT-B-32 pretrained=laion2b_s34b_b79k'")
+                  "'cosine encoder=open_clip:ViT-B-32 pretrained=laion2b_s34b_b79k'")
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,7 @@ class GeometryColumn:
 
 
 def is_encoder_spec(value: str) -> bool:
-    """Whether ``model=value`` means an encoder (``builtin``, ``open_clip:...``) rather than an anchor model."""
+    """Whether ``value`` is an encoder spec (``builtin``, ``open_clip:...``) rather than an anchor model."""
     return value == BUILTIN or value.startswith(OPEN_CLIP_PREFIX)
 
 
@@ -140,19 +141,20 @@ def _check_column(column: GeometryColumn) -> None:
         raise ValueError(f"unknown weighting {column.weighting!r}; use one of {', '.join(WEIGHTING_HELP)}")
     if column.encoder is not None:
         if not is_encoder_spec(column.encoder):
-            raise ValueError(f"model={column.encoder} is not an encoder; use {ENCODER_EXAMPLE}")
+            raise ValueError(f"encoder={column.encoder} is not an encoder; use {ENCODER_EXAMPLE}")
         parse_model_spec(column.encoder, column.pretrained)
     elif column.pretrained is not None:
         raise ValueError(f"pretrained={column.pretrained} goes with the encoder it loads: add "
-                         f"model=open_clip:ARCH (e.g. model=open_clip:ViT-B-32 pretrained={column.pretrained})")
+                         f"encoder=open_clip:ARCH (e.g. encoder=open_clip:ViT-B-32 pretrained={column.pretrained})")
 
 
 def parse_geometry_column(text: str) -> GeometryColumn:
     """A :class:`GeometryColumn` from its text: a word (``cosine``, ``iti``, ``A``, ``B``, ``mix``;
-    any case) and ``key=value`` options (``p=``, ``model=``, ``s=``, ``weighting=``, ``pretrained=``),
-    separated by spaces. ``model=`` takes an anchor model (``gaussian``) or an encoder spec
-    (``builtin``, ``open_clip:ViT-B-32``), each at most once. Raises ``ValueError`` naming the bad
-    part and the fix."""
+    any case) and ``key=value`` options (``p=``, ``model=``, ``s=``, ``weighting=``, ``encoder=``,
+    ``pretrained=``), separated by spaces, each at most once. ``model=`` takes an anchor model
+    (``gaussian``) and ``encoder=`` an encoder spec (``builtin``, ``open_clip:ViT-B-32``); an encoder
+    spec in ``model=`` (how columns named their encoder before) is read as ``encoder=``. Raises
+    ``ValueError`` naming the bad part and the fix."""
     words = str(text).split()
     if not words:
         raise ValueError(f"empty geometry column; write one, {COLUMN_EXAMPLE}")
@@ -163,9 +165,9 @@ def parse_geometry_column(text: str) -> GeometryColumn:
         if not equals or not name or not value:
             raise ValueError(f"{word!r} in {text!r} is not an option; write options as key=value without spaces, "
                              "e.g. p=0.3")
-        if name not in ("p", "model", "s", "weighting", "pretrained"):
-            raise ValueError(f"unknown option {name}= in {text!r}; the options are p=, model=, s=, weighting= "
-                             "and pretrained=")
+        if name not in _TEXT_NAMES:
+            raise ValueError(f"unknown option {name}= in {text!r}; the options are p=, model=, s=, weighting=, "
+                             "encoder= and pretrained=")
         key = _option_key(name, value)
         if key in options:
             what = {"model": "an anchor model", "encoder": "an encoder"}.get(key, "")
@@ -177,11 +179,12 @@ def parse_geometry_column(text: str) -> GeometryColumn:
 
 
 def _option_key(name: str, value: str) -> str:
-    """The attribute an option sets: ``model=`` sets the anchor model or, for an encoder spec, the encoder."""
+    """The attribute an option sets (its name), but for ``model=`` with an encoder spec, the old
+    spelling of ``encoder=``, which sets the encoder."""
     if name == "model" and value not in list_anchor_models():
         if not is_encoder_spec(value):
-            raise ValueError(f"unknown anchor model {value!r}; use one of {', '.join(list_anchor_models())}, or an "
-                             f"encoder: {ENCODER_EXAMPLE}")
+            raise ValueError(f"unknown anchor model {value!r}; use one of {', '.join(list_anchor_models())} (another "
+                             f"encoder is {ENCODER_EXAMPLE})")
         return "encoder"
     return name
 

@@ -35,7 +35,7 @@ BaselineFactory = Callable[[str], "Index"]
 
 @dataclass(frozen=True)
 class ColumnModel:
-    """What a column that names its encoder (``cosine model=SPEC``) ranks: that ``encoder`` and the
+    """What a column that names its encoder (``cosine encoder=SPEC``) ranks: that ``encoder`` and the
     figure's images embedded by it (``gallery``: the same images in the same order, so ids and
     labels are the figure's). ``geometry_for``, ``baseline_for`` and ``embed_image`` are as
     :func:`compare` takes them, for this encoder (``None``: fitted or encoded in :func:`compare`)."""
@@ -251,7 +251,7 @@ def compare(gallery: Gallery, encoder, rows: Sequence[QueryRow | str], columns: 
         encoder a column names (the prior set always gets it); written under the figure.
     model_for : callable, optional
         ``model_for(spec, pretrained)``: the :class:`ColumnModel` of an encoder a column names
-        (``cosine model=open_clip:ViT-B-32``), called once per encoder; needed only by such
+        (``cosine encoder=open_clip:ViT-B-32``), called once per encoder; needed only by such
         columns. Their queries are the rows' images embedded by that encoder (a gallery row's
         image, an image or upload row), their anchors the same texts through the same templates;
         text rows cannot be ranked there.
@@ -356,7 +356,7 @@ def _column_ranking(column: GeometryColumn, model_for: ModelFactory | None, figu
     """The :class:`_Ranking` of the encoder ``column`` names (the figure's own when it is the same model)."""
     if model_for is None:
         raise ValueError(f"column '{column}' names the encoder {column.encoder_label}, and this figure has no way "
-                         "to load another encoder; drop model= from the column")
+                         "to load another encoder; drop encoder= from the column")
     model = model_for(*column.encoder_key)
     if model.encoder.name == figure.encoder.name:
         return figure
@@ -379,7 +379,7 @@ def _query_under(query: Query, column: GeometryColumn, model: ColumnModel, image
     if query.image is None:
         raise ValueError(f"row '{query.row}' is a text, and column '{column}' ranks the images embedded by another "
                          f"encoder ({column.encoder_label}) for the same query image: use a gallery image, an image "
-                         "or an upload as the row, or drop model= from the column")
+                         "or an upload as the row, or drop encoder= from the column")
     data, name = images[query.row.value], image_name(query.row)
     if model.embed_image is not None:
         return replace(query, vector=np.asarray(model.embed_image(data, name)))

@@ -77,7 +77,7 @@ def check_figure_request(n_rows: int, n_columns: int, k: int, limits: FigureLimi
                          f"or {_raise_the_limit('geometries')}")
     if n_encoders > limits.encoders:
         encoders = f"{limits.encoders} encoder{'s' if limits.encoders != 1 else ''}"
-        raise ValueError(f"a figure's columns name at most {encoders} with model=SPEC (this one names "
+        raise ValueError(f"a figure's columns name at most {encoders} with encoder=SPEC (this one names "
                          f"{n_encoders}, each loaded and embedding the whole gallery); name fewer encoders, or "
                          f"{_raise_the_limit('encoders')}")
     if dpi is not None:
