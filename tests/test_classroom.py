@@ -40,7 +40,8 @@ def test_wait_figures_take_the_nearest_rank():
 
 @pytest.mark.parametrize("argv", [["explorer-bench", "--class", "3"],
                                   ["explorer-bench", "--browser", "--class", "3", "--sessions", "4"],
-                                  ["explorer-bench", "--browser", "--class", "1"]])
+                                  ["explorer-bench", "--browser", "--class", "1"],
+                                  ["explorer-bench", "--browser", "--minutes", "2"]])
 def test_the_command_refuses_a_class_without_the_browser_or_beside_another_measure(argv, capsys):
     assert main(argv) == 2
     assert capsys.readouterr().err.strip()

@@ -8,7 +8,7 @@ import argparse
 from functools import partial
 
 from .checks import check_output_file
-from .options import add_json_option, add_world_options, integer
+from .options import add_json_option, add_world_options, integer, number
 from .output import write_json
 
 
@@ -54,7 +54,8 @@ def add_parser(commands) -> argparse.ArgumentParser:
                             "own changing the query or the anchors every 20-30 s and moving p; what each action "
                             "costs alone, the server's memory per session, the class's waits, and the class sizes "
                             "a model of the measured costs holds")
-    bench.add_argument("--minutes", type=float, default=4.0, help="with --class: how long the class runs (default 4)")
+    bench.add_argument("--minutes", type=number(0.5, 600.0),
+                       help="with --class: how long the class runs, in minutes (default 4)")
     add_world_options(bench, "--gallery-split", "--gallery-limit", shows="the explorer shows", note="with --browser: ")
     add_json_option(bench, "figures")
     bench.set_defaults(handler=run)
@@ -77,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     if args.map_points is not None:
         return _run_map(args)
     for option, given in (("--isolation", args.isolation), ("--sessions", args.sessions is not None),
-                          ("--class", args.class_size is not None)):
+                          ("--class", args.class_size is not None), ("--minutes", args.minutes is not None)):
         if given:
             raise ValueError(f"{option} is a browser measurement: add --browser")
     if args.scale:
@@ -142,9 +143,12 @@ def _run_in_browser(args: argparse.Namespace) -> int:
         raise ValueError(f"{' and '.join(chosen)} are separate measurements: give one of them")
     check_output_file(args.json, "--json")
     check_browser()  # before the servers start: a missing browser is a one-line error naming what to install
+    if args.minutes is not None and args.class_size is None:
+        raise ValueError("--minutes is how long the --class measurement runs: add --class N")
     if args.class_size is not None:
         from ..benchmarks.classroom import class_benchmark
 
+        args.minutes = 4.0 if args.minutes is None else args.minutes
         print(f"anchordiv explorer-bench --browser --class {args.class_size}: a class of {args.class_size} "
               f"students on one explorer server for {args.minutes:g} minutes, in headless Chromium", flush=True)
         results = class_benchmark(args.class_size, minutes=args.minutes, repeats=args.repeats or 5,
