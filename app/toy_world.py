@@ -22,21 +22,13 @@ import streamlit as st
 from anchordiv.app.widget_state import replace_value
 from anchordiv.explorer.components import component_text, module_text
 from anchordiv.explorer.settings import SETTINGS, toy_set_key
-from anchordiv.explorer.toy_world import CIRCLE, SPHERE, Bounds, ToyState, read_released, toy_payload
+from anchordiv.explorer.toy_world import (CIRCLE, SLIDER_SETTINGS, SPHERE, ToyState, read_released, slider_bounds,
+                                          toy_payload)
 
 TOY_KEY = "toy_world"
 TOY_WORLD = st.components.v2.component("anchordiv.toy_world", html=component_text("toy_world.html"),
                                        css=component_text("toy_world.css"), js=module_text("toy_world.js"),
                                        isolate_styles=False)
-# The component's sliders (anchordiv.explorer.toy_world.SLIDERS) and the page's settings they move.
-SLIDER_SETTINGS = {"theta": "learn_query", "azimuth": "learn_query_azimuth", "elevation": "learn_query_elevation",
-                   "scale": "learn_scale", "p": "learn_p", "width": "learn_width"}
-
-
-def slider_bounds() -> dict[str, Bounds]:
-    """Each of the component's sliders' bounds, as the page's setting has them."""
-    return {name: Bounds(SETTINGS[key].low, SETTINGS[key].high, SETTINGS[key].step or 1)
-            for name, key in SLIDER_SETTINGS.items()}
 
 
 def write_setting(key: str, value: Any) -> None:

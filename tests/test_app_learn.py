@@ -18,8 +18,7 @@ import pytest
 from markup import plain
 from anchordiv import explain, lesson
 from anchordiv import explorer as ex
-from anchordiv.app.toy_world import slider_bounds
-from anchordiv.explorer.toy_world import ToyState, gmm_labels, toy_payload
+from anchordiv.explorer.toy_world import ToyState, gmm_labels, slider_bounds, toy_payload
 from app_pages import APP, PAGES, TIMEOUT
 from helpers import needs_builtin
 from anchordiv.grids import readable_value

@@ -16,7 +16,8 @@ import pytest
 
 from anchordiv import lesson
 from anchordiv.explorer.components import component_text, module_text
-from anchordiv.explorer.toy_world import CIRCLE, SPHERE, Bounds, ToyState, read_released, toy_payload
+from anchordiv.explorer.toy_world import (CIRCLE, SPHERE, Bounds, ToyState, check_set, read_field, read_released,
+                                          slider_bounds, toy_payload)
 
 BOUNDS = {"theta": Bounds(0, 359, 1), "azimuth": Bounds(-180, 180, 1), "elevation": Bounds(-90, 90, 1),
           "scale": Bounds(0.5, 40.0, 0.5), "p": Bounds(0.0, 1.0, 0.05), "width": Bounds(5, 180, 5)}
@@ -33,6 +34,10 @@ def test_the_payload_is_json_and_carries_the_page_state_and_bounds():
     assert payload["labels"] is None and payload["max_anchors"] == lesson.MAX_TOY_ANCHORS
     sphere = json.loads(json.dumps(toy_payload(SPHERE_STATE, "softmax", "literal", BOUNDS)))
     assert sphere["sets"] == [[[0.0, 0.0], [60.0, 0.0]], []] and sphere["query"] == [30.0, 20.0]
+
+
+def test_the_sliders_bounds_are_the_learn_pages_settings():
+    assert slider_bounds() == BOUNDS
 
 
 def test_a_gmm_payload_carries_each_sets_k_means_labels():
@@ -60,6 +65,19 @@ def test_a_release_is_read_and_its_sets_written_as_the_page_parses_them():
 ])
 def test_a_release_the_component_could_not_have_sent_is_no_release(change):
     assert read_released({**RELEASE, **change}, CIRCLE, BOUNDS) is None
+
+
+def test_a_field_is_read_alone_as_in_a_release_and_a_set_checked_as_typed():
+    """The notebook's widget reads each trait so (anchordiv.widgets.ToyWorld)."""
+    assert read_field("query", 334, CIRCLE, BOUNDS) == 334.0 and read_field("query", [0, 91], SPHERE, BOUNDS) is None
+    assert read_field("b", [[0, 0], [60, -90]], SPHERE, BOUNDS) == ((0.0, 0.0), (60.0, -90.0))
+    assert read_field("p", 0.25, CIRCLE, BOUNDS) == 0.25 and read_field("width", 4, CIRCLE, BOUNDS) is None
+    check_set(CIRCLE, (0.0, 40.0), "Set A", allow_empty=False)
+    check_set(SPHERE, (), "Set B", allow_empty=True)
+    with pytest.raises(ValueError, match="Set A: 10° and 370° are the same direction"):
+        check_set(CIRCLE, (10.0, 370.0), "Set A", allow_empty=False)
+    with pytest.raises(ValueError, match="Set A is empty"):
+        check_set(SPHERE, (), "Set A", allow_empty=False)
 
 
 @pytest.mark.parametrize("sent", [None, [], "released", {"world": "sphere", "query": [0, 91], "a": [[0, 0]], "b": [],

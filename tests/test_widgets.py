@@ -1,8 +1,11 @@
-"""The notebook widget (anchordiv.widgets.PPlayer, anywidget): the p player a notebook shows.
+"""The notebook widgets (anchordiv.widgets, anywidget): the p player (PPlayer) and the Learn page's
+toy world (ToyWorld) a notebook shows.
 
-In Python, the widget as the kernel holds it: the path it plays (the explorer's), its traits ``p``
+In Python, each widget as the kernel holds it: the player's path (the explorer's), its traits ``p``
 and ``marks`` read by the protocol's reader (docs/design.md §13) whether Python or the browser sets
-them, and a payload within the protocol's bounds, its images small inline PNGs.
+them, and a payload within the protocol's bounds, its images small inline PNGs; the toy world's
+payload (the Learn page's protocol, built from its traits) and its traits ``query``, ``a``, ``b``,
+``scale``, ``p`` and ``width``, read as the Learn page reads a release and a typed set.
 
 In real headless Chromium, the widget's actual ``_esm``, loaded as anywidget loads it (a ``blob:``
 module) and rendered against a stand-in of anywidget's model (get, set, on, off, save_changes,
@@ -265,8 +268,7 @@ def test_the_widgets_module_is_the_explorers_drawing_code_with_its_own_adapter(p
     the Streamlit component's module runs it), with no "./" import left and no address elsewhere."""
     esm = player._esm
     assert esm.startswith("// The p player in a notebook") and "./p_player" not in esm
-    (drawing,) = inlined_modules(esm).values()
-    assert drawing == module_text("p_player.js")
+    assert sorted(inlined_modules(esm).values()) == sorted([module_text("notebook_markup.js"), module_text("p_player.js")])
     assert not re.search(r"https?://|esm\.sh|cdn", esm, flags=re.IGNORECASE)
     assert "mountHistory(" not in esm.split("data:", 1)[0]  # the adapter mounts no history policy
 
@@ -330,10 +332,13 @@ GRID = """() => [...document.querySelectorAll('[data-anchordiv-grid="anchor dive
 SAVES = "() => window.model.saves"
 
 
-@pytest.fixture
-def page(browser, player):
-    """A page of the notebook's output with the widget rendered in it, its requests recorded (only
-    the page itself is served: the widget's code and images are inline)."""
+PLAYER_STATE = ["p", "marks", "_marks_open"]
+
+
+def rendered(browser, widget, synced: list[str]):
+    """A page of the notebook's output with ``widget`` rendered in it from its state (``_payload``,
+    ``_html`` and ``synced``), its requests recorded (only the page itself is served: the widget's
+    code and images are inline)."""
     context = browser.new_context(viewport={"width": 1100, "height": 900})
     page = context.new_page()
     requests = []
@@ -341,18 +346,23 @@ def page(browser, player):
     page.route(PAGE_URL, lambda route: route.fulfill(
         status=200, content_type="text/html", body='<!doctype html><html><body><div id="output"></div></body></html>'))
     page.goto(PAGE_URL)
-    state = player.get_state(["_payload", "_html", "p", "marks", "_marks_open"])
-    page.evaluate(RENDER, {"esm": player._esm, "css": player._css, "state": state})
+    state = widget.get_state(["_payload", "_html", *synced])
+    page.evaluate(RENDER, {"esm": widget._esm, "css": widget._css, "state": state})
     page.requests = requests
     return page
 
 
-def kernel_round_trip(page, player) -> dict:
+@pytest.fixture
+def page(browser, player):
+    return rendered(browser, player, PLAYER_STATE)
+
+
+def kernel_round_trip(page, widget, echoed: list[str] = PLAYER_STATE) -> dict:
     """What the browser saved last, taken by the widget as a kernel takes it; then what the widget
-    holds sent back (the kernel's echo). Returns what was saved."""
+    holds of ``echoed`` sent back (the kernel's echo). Returns what was saved."""
     saved = page.evaluate(SAVES)[-1]
-    player.set_state(saved)
-    page.evaluate("(state) => window.model.fromKernel(state)", player.get_state(["p", "marks", "_marks_open"]))
+    widget.set_state(saved)
+    page.evaluate("(state) => window.model.fromKernel(state)", widget.get_state(echoed))
     return saved
 
 
@@ -435,3 +445,158 @@ def test_a_toggle_marks_an_image_and_marks_set_in_python_are_drawn(page, player)
     pressed = page.evaluate("""() => [...document.querySelectorAll('[data-anchordiv-mark][aria-pressed="true"]')]
                                .map((button) => Number(button.getAttribute("data-anchordiv-mark")))""")
     assert pressed and set(pressed) == {other}  # its toggle in every grid that shows it
+
+
+# -- the toy world: the kernel's side -------------------------------------------------------------------
+TOY_STATE = ["query", "a", "b", "scale", "p", "width"]
+
+
+@pytest.fixture
+def toy():
+    from anchordiv.widgets import ToyWorld
+
+    return ToyWorld(a=[0, 40, 80], b=[160, 250], query=120, scale=5.0, p=0.5)
+
+
+def test_the_toy_worlds_payload_is_the_learn_pages_for_its_traits(toy):
+    from anchordiv.explorer.toy_world import ToyState, slider_bounds, toy_payload
+
+    assert (toy.query, toy.a, toy.b, toy.scale, toy.p, toy.width) == (120.0, [0.0, 40.0, 80.0], [160.0, 250.0], 5.0,
+                                                                     0.5, 40.0)
+    state = ToyState("circle", 120.0, (0.0, 40.0, 80.0), (160.0, 250.0), 5.0, 0.5, 40.0)
+    assert toy._payload == json.loads(json.dumps(toy_payload(state, "softmax", "balanced", slider_bounds())))
+    toy.p, toy.a, toy.query = 0.2, [10, 70], 300
+    assert (toy._payload["p"], toy._payload["sets"], toy._payload["query"]) == (0.2, [[10.0, 70.0], [160.0, 250.0]],
+                                                                                300.0)
+    assert len(json.dumps(toy._payload)) < 4_000  # the world's state and bounds: the browser computes the rest
+
+
+def test_a_gmm_toy_world_carries_the_librarys_k_means_labels_for_its_sets_as_they_are():
+    from anchordiv.explorer.toy_world import gmm_labels
+    from anchordiv.widgets import ToyWorld
+
+    many = list(range(0, 340, 17))  # 20 anchors: two components
+    widget = ToyWorld(a=many, b=[], query=10, kind="gmm")
+    assert widget._payload["labels"] == gmm_labels(widget.state(), "gmm", "balanced") and widget._payload["labels"][0]
+    widget.a = many[:16]
+    assert widget._payload["labels"] == gmm_labels(widget.state(), "gmm", "balanced")
+    assert len(widget._payload["labels"][0]) == 16
+
+
+def test_the_toy_world_on_the_sphere_takes_pairs():
+    from anchordiv.widgets import ToyWorld
+
+    widget = ToyWorld(a=[(0, 0), (60, 0)], b=np.array([[0, 60]]), query=(np.int64(30), 20.0), world="sphere")
+    assert widget.query == [30.0, 20.0] and widget.a == [[0.0, 0.0], [60.0, 0.0]] and widget.b == [[0.0, 60.0]]
+    assert widget._payload["world"] == "sphere" and widget._payload["query"] == [30.0, 20.0]
+
+
+@pytest.mark.parametrize(("name", "value", "message"), [
+    ("query", 400, r"query must be an angle in degrees from 0 to 359; got 400"),
+    ("query", "120", r"query must be an angle"),
+    ("query", float("nan"), r"query must be an angle"),
+    ("a", [], r"Set A is empty"),
+    ("a", [0, 360], r"Set A: 0° and 360° are the same direction"),
+    ("a", [0, "north"], r"a must be a list of angles in degrees"),
+    ("b", list(range(73)), r"b must be a list of angles"),
+    ("scale", 0.1, r"scale must be a number from 0.5 to 40"),
+    ("p", 1.5, r"p must be a number from 0 to 1"),
+    ("p", True, r"p must be a number"),
+    ("width", None, r"width must be a number from 5 to 180"),
+])
+def test_a_toy_trait_it_cannot_take_is_refused_in_words_and_the_trait_stays(toy, name, value, message):
+    import traitlets
+
+    before = getattr(toy, name), toy._payload
+    with pytest.raises(traitlets.TraitError, match=message):
+        setattr(toy, name, value)
+    assert (getattr(toy, name), toy._payload) == before
+
+
+def test_a_toy_release_from_the_browser_goes_through_the_same_reader(toy):
+    """``set_state`` is what the kernel does with a front end's update."""
+    toy.set_state({"query": 200, "a": [0, 100, 80], "p": 0.75})
+    assert (toy.query, toy.a, toy.p) == (200.0, [0.0, 100.0, 80.0], 0.75) and toy._payload["query"] == 200.0
+    with pytest.raises(Exception, match="query must be an angle"):
+        toy.set_state({"query": [1, 2]})
+    assert toy.query == 200.0
+
+
+@pytest.mark.parametrize(("arguments", "message"), [
+    ({"world": "torus"}, "choose 'circle' or 'sphere'"),
+    ({"kind": "posterior"}, "the toy world offers the anchor models"),
+    ({"weighting": "calibrated"}, "choose one of"),
+])
+def test_what_is_not_a_toy_world_is_refused_in_words(arguments, message):
+    from anchordiv.widgets import ToyWorld
+
+    with pytest.raises(ValueError, match=message):
+        ToyWorld(**arguments)
+
+
+def test_the_toy_worlds_module_is_the_learn_pages_drawing_code_with_its_own_adapter(toy):
+    esm = toy._esm
+    assert esm.startswith("// The toy world in a notebook") and "./toy_world" not in esm and "./notebook" not in esm
+    assert sorted(inlined_modules(esm).values()) == sorted([module_text("notebook_markup.js"),
+                                                            module_text("toy_world.js")])
+    assert not re.search(r"https?://|esm\.sh|cdn", esm, flags=re.IGNORECASE)
+
+
+# -- the toy world's module in real Chromium, against the same stand-in ---------------------------------
+CIRCLE_AT_JS = """(degrees) => { const box = document.querySelector(".atw-world").getBoundingClientRect();
+  const r = box.width / 2.9, theta = degrees * Math.PI / 180;
+  return [box.x + box.width / 2 + r * Math.cos(theta), box.y + box.height / 2 - r * Math.sin(theta)]; }"""
+WORLD_TITLE = ".atw-world-title"
+
+
+@pytest.fixture
+def toy_page(browser, toy):
+    page = rendered(browser, toy, TOY_STATE)
+    page.locator("[data-anchordiv-query]").wait_for()
+    return page
+
+
+def test_the_toy_world_draws_in_the_notebook_and_fetches_nothing(toy_page):
+    assert "the query at 120°" in toy_page.inner_text(WORLD_TITLE)
+    assert toy_page.locator("[data-anchordiv-anchor]").count() == 5
+    assert toy_page.evaluate("() => document.querySelector('.atw-tilt').childElementCount") > 0
+    assert [url for url in toy_page.requests if not url.startswith("data:")] == [PAGE_URL]
+
+
+def test_a_drag_of_the_query_sets_the_traits_by_save_changes_once(toy_page, toy):
+    start = toy_page.evaluate(CIRCLE_AT_JS, 120)
+    toy_page.mouse.move(*start)
+    toy_page.mouse.down()
+    for degrees in (150, 180, 200):
+        toy_page.mouse.move(*toy_page.evaluate(CIRCLE_AT_JS, degrees))
+    toy_page.wait_for_function("() => document.querySelector('.atw-world-title').textContent.includes('at 200°')")
+    assert toy_page.evaluate(SAVES) == []
+    toy_page.mouse.up()
+    toy_page.wait_for_function("() => window.model.saves.length > 0")
+    saved = kernel_round_trip(toy_page, toy, ["_payload"])
+    assert saved == {"query": 200, "a": [0, 40, 80], "b": [160, 250], "scale": 5, "p": 0.5, "width": 40}
+    assert toy.query == 200.0 and toy._payload["query"] == 200.0
+    assert "the query at 200°" in toy_page.inner_text(WORLD_TITLE) and len(toy_page.evaluate(SAVES)) == 1
+
+
+def test_a_burst_of_keys_and_a_new_anchor_each_save_once(toy_page, toy):
+    toy_page.focus(".atw-p")
+    for _ in range(4):
+        toy_page.keyboard.press("ArrowLeft")
+    toy_page.wait_for_function("() => document.querySelector('.atw-p-value').textContent === '0.30'")  # next frame
+    toy_page.wait_for_function("() => window.model.saves.length > 0")
+    assert kernel_round_trip(toy_page, toy, ["_payload"])["p"] == pytest.approx(0.3) and toy.p == pytest.approx(0.3)
+    toy_page.click(".atw-add[data-set='1']")
+    toy_page.mouse.click(*toy_page.evaluate(CIRCLE_AT_JS, 300))
+    toy_page.wait_for_function("() => window.model.saves.length > 1")
+    assert kernel_round_trip(toy_page, toy, ["_payload"])["b"] == [160, 250, 300] and toy.b == [160.0, 250.0, 300.0]
+    assert len(toy_page.evaluate(SAVES)) == 2
+
+
+def test_traits_set_in_python_redraw_the_toy_world(toy_page, toy):
+    toy.query, toy.a, toy.p = 45, [0, 90], 0.9
+    toy_page.evaluate("(state) => window.model.fromKernel(state)", toy.get_state(["_payload"]))
+    toy_page.wait_for_function("() => document.querySelector('.atw-world-title').textContent.includes('at 45°')")
+    assert toy_page.locator("[data-anchordiv-anchor]").count() == 4
+    assert toy_page.inner_text(".atw-p-value") == "0.90" and toy_page.input_value(".atw-theta") == "45"
+    assert toy_page.evaluate(SAVES) == []  # a move from the kernel is not reported back

@@ -19,7 +19,7 @@ from .. import lesson
 from ..models import MixtureAnchors
 from ..models.em import initial_labels
 from ..models.mixture_of_gaussians import GaussianMixtureAnchors
-from .settings import CIRCLE, SPHERE
+from .settings import CIRCLE, SETTINGS, SPHERE
 
 # What the page says under the controls, per world.
 HINTS = {CIRCLE: "Drag the black query or any anchor round the circle; click near the circle to add an anchor to "
@@ -29,9 +29,12 @@ HINTS = {CIRCLE: "Drag the black query or any anchor round the circle; click nea
          SPHERE: "Drag the sphere to turn it, the black query or an anchor to move it; click the sphere to add an "
                  "anchor to the chosen set; click an anchor twice to remove it; press or drag on a map to move the "
                  "query there; move the query, s and p with the sliders (or their arrow keys)."}
-# The component's sliders (each with its Bounds in the payload's "controls"): the query's angle on
-# the circle (theta) and on the sphere (azimuth, elevation), the scale, p and the cosine arc's width.
-SLIDERS = ("theta", "azimuth", "elevation", "scale", "p", "width")
+# The component's sliders (each with its Bounds in the payload's "controls"), by the Learn page's
+# setting each moves and takes its bounds from: the query's angle on the circle (theta) and on the
+# sphere (azimuth, elevation), the scale, p and the cosine arc's width.
+SLIDER_SETTINGS = {"theta": "learn_query", "azimuth": "learn_query_azimuth", "elevation": "learn_query_elevation",
+                   "scale": "learn_scale", "p": "learn_p", "width": "learn_width"}
+SLIDERS = tuple(SLIDER_SETTINGS)
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,13 @@ class Bounds:
         return _number(value) and self.low <= value <= self.high
 
 
+def slider_bounds() -> dict[str, Bounds]:
+    """Each of the component's sliders' bounds, as the Learn page's setting has them (a whole
+    number of degrees steps by one)."""
+    return {name: Bounds(SETTINGS[key].low, SETTINGS[key].high, SETTINGS[key].step or 1)
+            for name, key in SLIDER_SETTINGS.items()}
+
+
 @dataclass(frozen=True)
 class ToyState:
     """The toy world's state: ``world`` (:data:`CIRCLE` or :data:`SPHERE`), the ``query`` (an
@@ -64,12 +74,25 @@ class ToyState:
     width: float
 
     def set_texts(self) -> tuple[str, str]:
-        """Sets A and B as the page's text boxes hold them: ``"0, 40, 80"`` on the circle,
-        ``"0 0; 60 0"`` on the sphere."""
-        if self.world == CIRCLE:
-            return tuple(", ".join(f"{angle:g}" for angle in angles) for angles in (self.a, self.b))
-        return tuple("; ".join(f"{azimuth:g} {elevation:g}" for azimuth, elevation in pairs)
-                     for pairs in (self.a, self.b))
+        """Sets A and B as the page's text boxes hold them (:func:`set_text`)."""
+        return set_text(self.world, self.a), set_text(self.world, self.b)
+
+
+def set_text(world: str, angles: Sequence) -> str:
+    """A set of ``world`` as the Learn page's text box holds it: ``"0, 40, 80"`` on the circle,
+    ``"0 0; 60 0"`` on the sphere."""
+    if world == CIRCLE:
+        return ", ".join(f"{angle:g}" for angle in angles)
+    return "; ".join(f"{azimuth:g} {elevation:g}" for azimuth, elevation in angles)
+
+
+def check_set(world: str, angles: Sequence, name: str, allow_empty: bool) -> None:
+    """A ``ValueError`` in the library's words (:func:`~anchordiv.lesson.parse_angles`,
+    :func:`~anchordiv.lesson.parse_angle_pairs`) for a set (angles, or pairs) the Learn page would
+    refuse typed: one direction twice, too many anchors, none where ``allow_empty`` is false.
+    ``name`` names it ("Set A")."""
+    parse = lesson.parse_angles if world == CIRCLE else lesson.parse_angle_pairs
+    parse(set_text(world, angles), name, allow_empty)
 
 
 def _number(value: Any) -> bool:

@@ -8,6 +8,7 @@
 // the server's, as a run of the page does. The page's history policy (p_player_history.js) is not
 // mounted: a notebook keeps no state in its address.
 
+import { showMarkup } from "./notebook_markup.js";
 import { mountPlayer } from "./p_player.js";
 
 // What the player draws: the payload, with the kernel's p and marks as they are now.
@@ -17,11 +18,7 @@ function current(model) {
 }
 
 function render({ model, el }) {
-  // The shipped markup (never a visitor's text: every text of the payload is set as text).
-  const markup = document.createElement("template");
-  markup.innerHTML = model.get("_html");
-  el.replaceChildren(markup.content);
-  el.classList.add("adp-notebook");
+  showMarkup(model, el);
   const host = {
     report(reply) {
       for (const [name, value] of Object.entries(reply)) model.set(name, value);
