@@ -23,14 +23,13 @@ from streamlit import runtime
 
 from anchordiv import explorer as ex
 from anchordiv.app.cached import encoded_thumbnails, get_player_data
+from anchordiv.app.widget_state import write_values
 from anchordiv.explorer import links
 from anchordiv.explorer.components import component_text, module_text
 from anchordiv.explorer.p_player import PlayerMarks, PlayerReply, baseline_panel, player_payload, read_reply
+from anchordiv.explorer.settings import SETTINGS
 from anchordiv.slider import SliderPath
 
-P_LABEL = "p: weight of A against B"
-P_HELP = ("p = 1: only set A's anchors, p = 0: only set B's. Moves the anchor-divergence neighbours only: cosine "
-          "and ITI do not depend on the anchor weights. Arrow keys step p, Home and End go to the ends, Space plays.")
 PLAYER_KEY = "p_player"
 P_PLAYER = st.components.v2.component("anchordiv.p_player", html=component_text("p_player.html"),
                                       css=component_text("p_player.css"), js=module_text("p_player.js"),
@@ -41,7 +40,7 @@ def take_released_p(reply: PlayerReply) -> None:
     """The component's release callback: the ``p`` it reports (read: a number in ``[0, 1]``)
     becomes the page's ``p`` before the run it starts; no number, no change."""
     if reply.p is not None:
-        st.session_state["p"] = reply.p
+        write_values({"p": reply.p})
 
 
 def image_addresses(source: ex.GallerySource, ids: list[int]) -> list[str]:
@@ -63,8 +62,8 @@ def p_player(path: SliderPath, source: ex.GallerySource, query_labels: Any, *, k
     marks read as ids of ``source``."""
     path_data = get_player_data(key, path, source, query_labels, title, tuple(step_notes), enabled)
     panels = [baseline_panel(name, table, source) for name, table in baselines.items()]
-    payload = player_payload(path_data, p=p, address=lambda ids: image_addresses(source, ids), label=P_LABEL,
-                             help=P_HELP, baselines=panels, marks=marks, instance=PLAYER_KEY,
+    payload = player_payload(path_data, p=p, address=lambda ids: image_addresses(source, ids), label=SETTINGS["p"].label,
+                             help=SETTINGS["p"].help, baselines=panels, marks=marks, instance=PLAYER_KEY,
                              companion_params=(links.GALLERY_PARAM,))
     n_items = len(source)
 

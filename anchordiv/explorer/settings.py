@@ -249,7 +249,9 @@ _TABLE = (
           kept=EVERY_RUN, **_capitalised_menu(WEIGHTING_HELP)),
     # p is the p player's (no widget of Streamlit's: the page writes what the player reports).
     _number("p", VIEW, "p: weight of A against B", 0.5, 0.0, 1.0, step=0.01, widget=None, param="p",
-            kept=EVERY_RUN),
+            kept=EVERY_RUN, help="p = 1: only set A's anchors, p = 0: only set B's. Moves the anchor-divergence "
+                                 "neighbours only: cosine and ITI do not depend on the anchor weights. Arrow keys "
+                                 "step p, Home and End go to the ends, Space plays."),
     *(setting for side, default in zip(SET_LABELS, PRESET_DEFAULTS)
       for setting in _anchor_set(side, SET_LABELS[side], default)),
     # -- the rest of the Explore page: the query's search and pick, Find anchors, the UMAP map --
