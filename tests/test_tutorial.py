@@ -39,9 +39,10 @@ def test_the_tutorial_links_only_to_files_of_the_repository(notebook):
 
 
 @needs_builtin
-def test_the_tutorial_runs_end_to_end_and_shows_the_player(notebook, tmp_path, monkeypatch):
+def test_the_tutorial_runs_end_to_end_and_shows_the_widgets(notebook, tmp_path, monkeypatch):
     """Every cell runs without error in a fresh kernel of this Python (its own empty anchordiv cache;
-    no user's kernel spec in the way), and the player cell's output is the widget's view."""
+    no user's kernel spec in the way), and the toy world's and the player's cells' outputs are the
+    widgets' views, the toy world's traits read and set."""
     nbclient = pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
     monkeypatch.setenv("ANCHORDIV_CACHE", str(tmp_path / "cache"))
@@ -53,6 +54,8 @@ def test_the_tutorial_runs_end_to_end_and_shows_the_player(notebook, tmp_path, m
     outputs = [output for cell in run.cells if cell.cell_type == "code" for output in cell.outputs]
     assert not [output for output in outputs if output.output_type == "error"]
     views = [output for output in outputs if WIDGET_VIEW in output.get("data", {})]
-    assert len(views) == 1 and "PPlayer" in views[0]["data"]["text/plain"]
+    assert [next(name for name in ("ToyWorld", "PPlayer") if name in view["data"]["text/plain"]) for view in views] == [
+        "ToyWorld", "PPlayer"]
     printed = "".join(output.get("text", "") for output in outputs)
     assert "kind: object, decided: True" in printed
+    assert "query: 60.0 A: [80.0, 90.0, 100.0] s: 5.0" in printed
