@@ -30,6 +30,7 @@ from ..explorer.feedback import MAX_MARKS
 from ..explorer.geometry import GeometrySpec
 from ..explorer.limits import TOP_K
 from ..explorer.p_player import PlayerMarks, PlayerPath, baseline_panel, player_data, player_payload, position_of, read_reply
+from ..explorer.settings import SETTINGS
 from ..explorer.source import MemorySource
 from ..explorer.thumbnails import png_bytes
 from ..gallery import Gallery
@@ -38,7 +39,8 @@ from ..models.registry import anchor_model_kind
 from ..search import AnchorIndex
 from ..slider import DEFAULT_PATH_STEPS, SliderPath, query_path
 
-LABEL = "p: weight of A against B"
+LABEL = SETTINGS["p"].label
+# The explorer's help for p (SETTINGS["p"].help) names ITI, which a notebook's player does not show.
 HELP = ("p = 1: only set A's anchors, p = 0: only set B's. Moves the anchor-divergence neighbours only: cosine "
         "does not depend on the anchor weights. Arrow keys step p, Home and End go to the ends, Space plays.")
 COSINE_TITLE = "Cosine similarity"
