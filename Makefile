@@ -23,11 +23,14 @@ $(STAMP):
 	$(PY) -c "import umap"
 	@rm -f $(VENV)/.installed-* && touch $@
 
-# The browser test drives the system Chromium through Playwright; no browser is downloaded.
-# scripts/install-chromium waits for the apt/dpkg locks (ANCHORDIV_APT_WAIT seconds, default 300)
-# and never fails: without chromium it warns loudly and the browser test skips itself.
+# The browser tests drive the system Chromium through Playwright (no browser is downloaded); the
+# replicas test puts Debian's nginx in front of two explorers (scripts/serve-replicas).
+# scripts/install-debian-package waits for the apt/dpkg locks (ANCHORDIV_APT_WAIT seconds, default
+# 300) and never fails: without the package it warns loudly and the tests that need it skip themselves.
 system:
-	@sh scripts/install-chromium
+	@sh scripts/install-debian-package "$${ANCHORDIV_CHROMIUM:-/usr/bin/chromium}" chromium \
+		"the browser tests, tests/test_browser*.py"
+	@sh scripts/install-debian-package /usr/sbin/nginx nginx-light "the replicas test, tests/test_replicas.py"
 
 # pytest exits 5 when it collects no test; that is not a failure of the code under test.
 # The JavaScript unit tests (tests/js/, Node's own test runner) run inside pytest
