@@ -3,7 +3,7 @@ Hugging Face hub, or a checkpoint file under the data roots; the download of its
 server allows one, watched by every visitor who waits for it; and the encoder, on the server's device.
 
 The choice is one spec string (:mod:`anchordiv.encoders.specs`), the same as the command line's
-``--model`` / ``--pretrained``, and links carry it (a checkpoint file's path travels in none)."""
+``--encoder`` / ``--pretrained``, and links carry it (a checkpoint file's path travels in none)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -70,10 +70,10 @@ def follow_encoder(linked: dict[str, Any], launch: LaunchOptions) -> None:
     state[ENCODER_FOLLOWED] = True
     from_link = "encoder" in linked
     wanted = ((linked["encoder"], linked.get("encoder_pretrained") or None) if from_link
-              else (launch.model, launch.pretrained))
+              else (launch.encoder, launch.pretrained))
     if wanted[0]:
         spec = attempt(lambda: linked_spec(*wanted) if from_link else parse_model_spec(*wanted),
-                       "The link's model cannot be used" if from_link else "The server's --model cannot be used")
+                       "The link's encoder cannot be used" if from_link else "The server's --encoder cannot be used")
         if spec is not None:
             apply_spec(spec, trusted=not from_link)
         if spec is not None and from_link and wanted[1] and spec.pretrained is None:
@@ -83,12 +83,12 @@ def follow_encoder(linked: dict[str, Any], launch: LaunchOptions) -> None:
                 "the sidebar.", ERROR_CHARS))
 
 
-def linked_spec(model: str, pretrained: str | None) -> ModelSpec:
-    """The spec a link names, as far as this server can show it: the built-in model, a hub repository,
+def linked_spec(encoder: str, pretrained: str | None) -> ModelSpec:
+    """The spec a link names (its ``encoder=`` and ``encoder_pretrained=``), as far as this server can show it: the built-in model, a hub repository,
     a pretrained tag of the model list, or an open_clip architecture (its checkpoint file then chosen
     from the server's menu: a ``pretrained`` that is not a listed tag is left out, since a link never
     names a file); ``ValueError`` saying what to do for anything else."""
-    spec = parse_model_spec(model, pretrained)
+    spec = parse_model_spec(encoder, pretrained)
     if spec.family == "builtin" or spec.hub_repo or f"{spec.arch}/{spec.pretrained}" in catalog():
         return spec
     if spec.arch not in open_clip_architectures():

@@ -38,7 +38,7 @@ import torch
 from tiny_open_clip import TINY_CONFIG, make_tiny_checkpoint
 
 TINY_REPO = "anchordiv-test/tiny-open-clip"
-TINY_SPEC = f"open_clip:hf-hub:{TINY_REPO}"  # the --model spec of the tiny model this hub serves
+TINY_SPEC = f"open_clip:hf-hub:{TINY_REPO}"  # the --encoder spec of the tiny model this hub serves
 CONFIG_NAME, WEIGHTS_NAME = "open_clip_config.json", "open_clip_model.safetensors"
 PLAIN_PREFIX = "/openaipublic/clip/models/"
 OVERSIZE_FACTOR = 20

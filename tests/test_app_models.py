@@ -160,14 +160,14 @@ def test_a_link_names_the_model_and_a_bad_one_is_refused_plainly(hub, monkeypatc
 
 
 def test_the_launch_options_open_on_their_model_and_folder(hub, tmp_path, monkeypatch):
-    """``anchordiv demo --model ... --folder ...`` passes them as the explorer's launch options: the
+    """``anchordiv demo --encoder ... --folder ...`` passes them as the explorer's launch options: the
     first page opens on them (a link's model would win over the launch's)."""
     folder = colour_folder(tmp_path / "images")
     labels = tmp_path / "labels.csv"  # beside the folder, as `make demo FOLDER=... LABELS=...` may give it
     labels.write_text("path,style\n" + "".join(f"{colour}/{i}.png,{'dark' if i > 2 else 'light'}\n"
                                                for colour in ("red", "blue", "green") for i in range(5)))
     monkeypatch.delenv("ANCHORDIV_ALLOW_ANY_PATH")
-    monkeypatch.setattr("sys.argv", ["streamlit_app.py", "--model", SPEC, "--folder", str(folder),
+    monkeypatch.setattr("sys.argv", ["streamlit_app.py", "--encoder", SPEC, "--folder", str(folder),
                                      "--labels", str(labels), "--data-root", str(tmp_path), "--allow-download"])
     app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
     assert not app.exception

@@ -111,7 +111,7 @@ CASES = {
     "evaluate tiny scales": ("evaluate-builtin --scales 10 0.001", r"--scales: '0\.001' is out of range; pass a number "
                                                                    r"from 0\.1 to 1000"),
     "reproduce negative seed": ("reproduce --seed -1", r"--seed: '-1' is out of range; pass a whole number from 0 to 4294967295"),
-    "embed batch size 0": (f"embed {FOLDER} --model builtin --batch-size 0", r"--batch-size: '0' is out of range; pass a whole number from 1 to 4096"),
+    "embed batch size 0": (f"embed {FOLDER} --encoder builtin --batch-size 0", r"--batch-size: '0' is out of range; pass a whole number from 1 to 4096"),
     "train epochs 0": ("train-builtin --epochs 0", r"--epochs: '0' is out of range; pass a whole number from 1 to"),
     "train smoothing above 1": ("train-builtin --name-smoothing 1.5",
                                 r"--name-smoothing: '1.5' is out of range; pass a number from 0 to 1"),
@@ -122,7 +122,7 @@ CASES = {
                                        r"--gallery-limit: '0' is out of range; pass a whole number from 1 to"),
     "explorer-bench unknown split": ("explorer-bench --browser --gallery-split test", r"--gallery-split: invalid choice"),
     "unknown command": ("serve", r"invalid choice: 'serve'"),
-    "embed without --model": (f"embed {FOLDER}", r"the following arguments are required: --model"),
+    "embed without --encoder": (f"embed {FOLDER}", r"the following arguments are required: --encoder"),
     "unknown layout": (f"reproduce --layout coco --root {FOLDER}", r"--layout: invalid choice: 'coco'"),
     # -- outputs: checked before the work, naming the path and the fix ---------------------------------
     "bench --json is a folder": (f"bench --json {A_DIR}", r"--json '.*out' is a folder, not a file; give --json a file"),
@@ -136,15 +136,15 @@ CASES = {
                                      r"--out '.*' cannot be created: .*plain\.txt is a file, not a folder"),
     "reproduce --out unwritable": (f"reproduce --out {UNWRITABLE}",
                                    r"--out '.*locked' is not writable by this user; give --out a folder"),
-    "embed --out store under a file": (f"embed {FOLDER} --model builtin --out {A_FILE}/store",
+    "embed --out store under a file": (f"embed {FOLDER} --encoder builtin --out {A_FILE}/store",
                                        r"--out '.*' cannot be created: .*plain\.txt is a file, not a folder"),
     "train --out is a file": (f"train-builtin --out {A_FILE}", r"--out '.*plain\.txt' is a file, not a folder"),
     "evaluate --json under a file": (f"evaluate-builtin --json {A_FILE}/x.json", r"--json '.*' cannot be created"),
     "explorer-bench --json is a folder": (f"explorer-bench --json {A_DIR}", r"--json '.*' is a folder, not a file"),
     # -- inputs --------------------------------------------------------------------------------------
-    "embed missing folder": ("embed /nonexistent/images --model builtin",
+    "embed missing folder": ("embed /nonexistent/images --encoder builtin",
                              r"image folder '/nonexistent/images' does not exist or is not a folder"),
-    "embed missing labels": (f"embed {FOLDER} --model builtin --labels /nonexistent.csv",
+    "embed missing labels": (f"embed {FOLDER} --encoder builtin --labels /nonexistent.csv",
                              r"--labels '/nonexistent\.csv' does not exist or is not a file; give a CSV"),
     "evaluate missing weights": ("evaluate-builtin --weights /nonexistent/weights",
                                  r"--weights '/nonexistent/weights' does not exist or is not a folder"),
@@ -177,7 +177,7 @@ CASES = {
     "bench cuda without CUDA": ("bench --device cuda", r"--device='cuda' asks for CUDA, but torch\.cuda\.is_available"
                                                        r"\(\) is False here .*; use 'cpu'"),
     "reproduce cuda without CUDA": ("reproduce --device cuda:0", r"--device='cuda:0' asks for CUDA"),
-    "embed cuda without CUDA": (f"embed {FOLDER} --model builtin --device cuda", r"--device='cuda' asks for CUDA"),
+    "embed cuda without CUDA": (f"embed {FOLDER} --encoder builtin --device cuda", r"--device='cuda' asks for CUDA"),
 }
 
 
@@ -222,7 +222,7 @@ def test_the_corpus_is_large_enough():
     (f"{A_FILE}/cache", r"ANCHORDIV_CACHE=.* cannot be created: .*plain\.txt is a file, not a folder; set ANCHORDIV"),
     (UNWRITABLE, r"ANCHORDIV_CACHE=.*locked is not writable by this user; set ANCHORDIV_CACHE"),
 ])
-@pytest.mark.parametrize("command", [f"reproduce --folder {FOLDER}", f"embed {FOLDER} --model builtin"])
+@pytest.mark.parametrize("command", [f"reproduce --folder {FOLDER}", f"embed {FOLDER} --encoder builtin"])
 def test_a_bad_cache_variable_is_named_before_any_work(where, expected, command, place, no_work, monkeypatch, capsys):
     monkeypatch.setenv("ANCHORDIV_CACHE", fill(where, place))
     if where == UNWRITABLE:

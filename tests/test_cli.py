@@ -18,8 +18,7 @@ COMMANDS = ("bench", "embed", "train-builtin", "embed-builtin-world", "evaluate-
 
 
 def test_every_command_is_there():
-    commands = next(action for action in build_parser()._actions if action.dest == "command")
-    assert tuple(commands.choices) == COMMANDS
+    assert tuple(command_parsers()) == COMMANDS
 
 
 def test_demo_help_names_its_options():
@@ -70,6 +69,41 @@ def test_demo_refuses_a_missing_data_root_before_the_server_starts(tmp_path, mon
     monkeypatch.setattr(subprocess, "call", lambda argv: pytest.fail("the server started"))
     assert main(["demo", "--", "--data-root", str(tmp_path / "nowhere")]) == 2
     assert capsys.readouterr().err.startswith("anchordiv demo: data root ")
+
+
+# Each command that takes an encoder, with the least else it needs to parse.
+ENCODER_COMMANDS = {"embed": ["embed", "photos"], "reproduce": ["reproduce"], "demo": ["demo"],
+                    "figure": ["figure", "--queries", "random", "--geometries", "cosine", "--out", "f.png"],
+                    "sweep": ["sweep", "--query", "random"], "suggest": ["suggest", "a dog"]}
+
+
+def command_parsers() -> dict:
+    commands = next(action for action in build_parser()._actions if action.dest == "command")
+    return commands.choices
+
+
+def test_the_encoder_is_encoder_and_its_old_name_model_still_works(capsys):
+    """``--encoder`` names the encoder on every command that takes one; ``--model``, its name
+    before, still sets it and says so on stderr, and --help names only ``--encoder``."""
+    taking = {name for name, parser in command_parsers().items()
+              if any(action.dest == "encoder" for action in parser._actions)}
+    assert taking == set(ENCODER_COMMANDS)
+    for name, argv in ENCODER_COMMANDS.items():
+        help_text = command_parsers()[name].format_help()
+        assert "--encoder SPEC" in help_text and "--model" not in help_text, name
+        note = f"anchordiv {name}: --model is now called --encoder (--model still works for now)\n"
+        for old, new in (([], ["--encoder", "open_clip:ViT-B-32"]), (["--model", "open_clip:ViT-B-32"], []),
+                         (["--model=open_clip:ViT-B-32"], [])):
+            assert build_parser().parse_args([*argv, *old, *new]).encoder == "open_clip:ViT-B-32"
+            assert capsys.readouterr().err == (note if old else ""), (name, old)
+
+
+def test_a_script_with_the_old_model_option_still_runs(monkeypatch, capsys):
+    started = []
+    monkeypatch.setattr(subprocess, "call", lambda argv: started.append(argv) or 0)
+    assert main(["demo", "--model", "builtin"]) == 0
+    assert "anchordiv demo: --model is now called --encoder" in capsys.readouterr().err
+    assert started[0][started[0].index("--") + 1:] == ["--encoder", "builtin"]  # the explorer is told the new name
 
 
 @pytest.mark.parametrize("flag, shown", [([], True), (["--quiet"], False)])

@@ -1,4 +1,4 @@
-"""``anchordiv demo --model ... --folder ...``: the folder embedded into the cache before the server
+"""``anchordiv demo --encoder ... --folder ...``: the folder embedded into the cache before the server
 starts, the explorer launched on it with a data root for it, and bad choices refused first."""
 from __future__ import annotations
 
@@ -46,11 +46,11 @@ def app_args(argv: list[str]) -> list[str]:
 
 def test_demo_embeds_the_folder_then_opens_the_explorer_on_it(photos, no_server, capsys):
     labels = photos.parent / "labels.csv"
-    assert main(["demo", "--port", "8600", "--model", "builtin", "--folder", str(photos), "--labels", str(labels),
+    assert main(["demo", "--port", "8600", "--encoder", "builtin", "--folder", str(photos), "--labels", str(labels),
                  "--allow-download"]) == 0
     assert "embedded 6 images: 0 reused from the cache, 6 newly encoded" in capsys.readouterr().out
     passed = app_args(no_server[0])
-    assert passed == ["--model", "builtin", "--folder", str(photos.resolve()), "--labels", str(labels.resolve()),
+    assert passed == ["--encoder", "builtin", "--folder", str(photos.resolve()), "--labels", str(labels.resolve()),
                       "--allow-download", "--data-root", str(photos.resolve())]
     # The CSV beside the folder is the one file the server may open there, not its whole folder.
     roots = LaunchOptions.from_launch(passed, {}).roots
@@ -72,6 +72,15 @@ def test_the_device_is_passed_to_the_explorer(no_server):
     assert app_args(no_server[0]) == ["--device", "cpu"]
 
 
+def test_a_server_started_the_old_way_reads_model_as_its_encoder():
+    """``streamlit run app/streamlit_app.py -- --model SPEC``, as scripts said before ``--encoder``:
+    the explorer opens on that encoder, and refuses a bad one at start-up as it would ``--encoder``."""
+    assert LaunchOptions.from_launch(["--model", "builtin"], {}).encoder == "builtin"
+    assert LaunchOptions.from_launch(["--encoder", "builtin"], {}).encoder == "builtin"
+    with pytest.raises(ValueError, match="unknown encoder spec 'clip'"):
+        LaunchOptions.from_launch(["--model", "clip"], {})
+
+
 def test_plain_demo_passes_only_what_follows_the_double_dash(no_server):
     assert main(["demo", "--allow-download"]) == 0
     assert app_args(no_server[0]) == ["--allow-download"]
@@ -79,10 +88,10 @@ def test_plain_demo_passes_only_what_follows_the_double_dash(no_server):
 
 @pytest.mark.parametrize("options, message", [
     (["--folder", "{missing}"], "--folder '{missing}' does not exist or is not a folder"),
-    (["--model", "nonsense", "--folder", "{photos}"], "nonsense"),
-    (["--model", "open_clip:no-such-architecture-xyz"], "no-such-architecture-xyz"),
+    (["--encoder", "nonsense", "--folder", "{photos}"], "nonsense"),
+    (["--encoder", "open_clip:no-such-architecture-xyz"], "no-such-architecture-xyz"),
     (["--labels", "{photos}/../labels.csv"], "--labels .* labels the images of --folder; give --folder too"),
-    (["--pretrained", "laion2b_s34b_b79k"], "--pretrained 'laion2b_s34b_b79k' needs --model"),
+    (["--pretrained", "laion2b_s34b_b79k"], "--pretrained 'laion2b_s34b_b79k' needs --encoder"),
     (["--device", "tpu"], "--device='tpu' is not a device torch knows"),
 ])
 def test_bad_choices_are_refused_before_the_server_starts(photos, monkeypatch, capsys, options, message):
@@ -109,7 +118,7 @@ def test_the_demo_server_answers_on_the_embedded_folder(photos, tmp_path, reques
     server started). The browser part needs Chromium, and skips without it."""
     port, log = free_port(), tmp_path / "demo.log"
     with log.open("w") as output:
-        server = subprocess.Popen([sys.executable, "-m", "anchordiv", "demo", "--port", str(port), "--model", "builtin",
+        server = subprocess.Popen([sys.executable, "-m", "anchordiv", "demo", "--port", str(port), "--encoder", "builtin",
                                    "--folder", str(photos)],
                                   cwd=tmp_path, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
     try:
@@ -117,7 +126,7 @@ def test_the_demo_server_answers_on_the_embedded_folder(photos, tmp_path, reques
         assert "embedded 6 images" in log.read_text()
         (streamlit,) = children(server.pid)
         argv = Path(f"/proc/{streamlit}/cmdline").read_bytes().decode().split("\0")
-        assert argv[argv.index("--") + 1:-1] == ["--model", "builtin", "--folder", str(photos.resolve()),
+        assert argv[argv.index("--") + 1:-1] == ["--encoder", "builtin", "--folder", str(photos.resolve()),
                                                  "--data-root", str(photos.resolve())]
         assert argv[1:4] == ["-m", "anchordiv.app.serve", "run"], argv
         page = request.getfixturevalue("browser").new_page()

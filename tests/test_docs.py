@@ -88,7 +88,7 @@ def test_the_readers_see_what_they_should(tmp_path):
         "Text.\n\n```python\nprint(1)\n```\n\n<!-- not run: needs a CUDA device -->\n```python\nimport cupy\n```\n"
         "<!-- not run -->\n```python\nx = 1\n```\n\n```bash\n"
         "python -m anchordiv bench --scale N  # a comment --not-an-option\n"
-        "python -m anchordiv embed FOLDER --model SPEC [--out FILE.npz\n"
+        "python -m anchordiv embed FOLDER --encoder SPEC [--out FILE.npz\n"
         "                          [--engine local|ray]]\n"
         "python -m anchordiv train-builtin | embed-builtin-world | evaluate-builtin\n"
         "OMP_NUM_THREADS=1 .venv/bin/python -m anchordiv reproduce --quick && anchordiv demo\n"
@@ -98,7 +98,7 @@ def test_the_readers_see_what_they_should(tmp_path):
     assert [(block.language, block.not_run, block.line) for block in blocks] == [
         ("python", None, 3), ("python", "needs a CUDA device", 8), ("python", "", 12), ("bash", None, 16)]
     assert shell_commands(blocks[3].code) == [
-        ("bench", {"--scale"}), ("embed", {"--model", "--out", "--engine"}), ("train-builtin", set()),
+        ("bench", {"--scale"}), ("embed", {"--encoder", "--out", "--engine"}), ("train-builtin", set()),
         ("embed-builtin-world", set()), ("evaluate-builtin", set()), ("reproduce", {"--quick"}), ("demo", set())]
 
 

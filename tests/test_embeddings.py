@@ -310,7 +310,7 @@ def test_empty_folder(tmp_path, monkeypatch):
 def test_embed_command_end_to_end_with_open_clip(folder, tmp_path, capsys):
     checkpoint, _ = make_tiny_checkpoint(tmp_path)
     out = tmp_path / "export" / "gallery.npz"
-    command = ["embed", str(folder), "--model", f"open_clip:{TINY_ARCH}", "--pretrained", str(checkpoint),
+    command = ["embed", str(folder), "--encoder", f"open_clip:{TINY_ARCH}", "--pretrained", str(checkpoint),
                "--batch-size", "2", "--device", "cpu", "--out", str(out)]
     assert main(command) == 0
     printed = capsys.readouterr().out
@@ -328,9 +328,9 @@ def test_embed_command_end_to_end_with_open_clip(folder, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, words", [
-    (["--model", "open_clip:ViT-B-32", "--pretrained", "/no/such/weights.pt"], "neither an existing checkpoint file"),
-    (["--model", "open_clip:ViT-B-32", "--pretrained", "laion2b_s34b_b79k"], "are not on this machine"),
-    (["--model", "clip"], "unknown encoder spec 'clip'"),
+    (["--encoder", "open_clip:ViT-B-32", "--pretrained", "/no/such/weights.pt"], "neither an existing checkpoint file"),
+    (["--encoder", "open_clip:ViT-B-32", "--pretrained", "laion2b_s34b_b79k"], "are not on this machine"),
+    (["--encoder", "clip"], "unknown encoder spec 'clip'"),
 ], ids=["missing-file", "tag-not-cached", "bad-spec"])
 def test_embed_command_errors_exit_2_with_one_line(folder, tmp_path, monkeypatch, capsys, argv, words):
     import huggingface_hub.constants
@@ -344,7 +344,7 @@ def test_embed_command_errors_exit_2_with_one_line(folder, tmp_path, monkeypatch
 
 
 def test_embed_command_missing_folder(tmp_path, capsys):
-    assert main(["embed", str(tmp_path / "absent"), "--model", f"open_clip:{TINY_ARCH}",
+    assert main(["embed", str(tmp_path / "absent"), "--encoder", f"open_clip:{TINY_ARCH}",
                  "--pretrained", str(make_tiny_checkpoint(tmp_path)[0])]) == 2
     assert "does not exist or is not a folder" in capsys.readouterr().err
 

@@ -280,7 +280,7 @@ def test_a_damaged_labels_csv_is_named_with_its_line_before_a_model_loads(kind, 
     content, expected = DAMAGED_CSVS[kind]
     labels = folder.parent / "labels.csv"
     labels.write_bytes(content)
-    argv = {"embed": ["embed", str(folder), "--model", "builtin"], "reproduce": ["reproduce", "--folder", str(folder),
+    argv = {"embed": ["embed", str(folder), "--encoder", "builtin"], "reproduce": ["reproduce", "--folder", str(folder),
                                                                                 "--out", str(folder.parent / "out")]}
     line = refusal([*argv[command], "--labels", str(labels)], capsys)
     assert re.search(re.escape(f"--labels {str(labels)!r}") + expected, line), line
@@ -302,7 +302,7 @@ def test_images_the_csv_misses_are_named_in_a_warning_and_the_run_goes_on(out, f
     labels = tmp_path / "labels.csv"
     labels.write_text("path,label\ncat/a.png,kitten\n")
     stored = ["--out", str(tmp_path / out)] if out else []
-    assert main(["embed", str(folder), "--model", "builtin", "--device", "cpu", "--labels", str(labels), *stored]) == 0
+    assert main(["embed", str(folder), "--encoder", "builtin", "--device", "cpu", "--labels", str(labels), *stored]) == 0
     warning = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
     assert warning == [f"anchordiv embed: warning: --labels {str(labels)!r} has no row for 1 image(s) ('dog/a.png'); "
                        "they keep their folder as label. Add a row for each to the CSV to label them"]
@@ -466,7 +466,7 @@ def test_demo_refuses_a_folder_with_no_readable_image_before_the_server_starts(c
 def test_embed_refuses_such_a_folder_too_and_writes_no_npz(cache, tmp_path, capsys):
     unreadable(tmp_path / "junk", 5)
     out = tmp_path / "out.npz"
-    line = refusal(["embed", str(tmp_path / "junk"), "--model", "builtin", "--device", "cpu", "--out", str(out), "-q"],
+    line = refusal(["embed", str(tmp_path / "junk"), "--encoder", "builtin", "--device", "cpu", "--out", str(out), "-q"],
                    capsys)
     assert f"image folder {str(tmp_path / 'junk')!r} has no readable image: 5 files skipped (" in line
     assert "; and 2 more)" in line and not out.exists()
@@ -509,7 +509,7 @@ def test_skipped_files_are_named_a_few_with_each_reason_once_then_counted():
 
 # -- messages in the command's words (issue 52) -----------------------------------------------------
 HUB_REPO = "anchordiv-test/tiny-config"
-SUGGEST_WITH_HUB_MODEL = ["suggest", "a dog", "--model", f"open_clip:hf-hub:{HUB_REPO}", "--vocabulary", "colours",
+SUGGEST_WITH_HUB_MODEL = ["suggest", "a dog", "--encoder", f"open_clip:hf-hub:{HUB_REPO}", "--vocabulary", "colours",
                           "--device", "cpu"]
 
 
@@ -699,21 +699,21 @@ def _command_words_only(line: str) -> None:
 
 
 @pytest.mark.parametrize("argv, expected", [
-    (["suggest", "a dog", "--model", "open_clip:ViT-B-32"],
+    (["suggest", "a dog", "--encoder", "open_clip:ViT-B-32"],
      "open_clip:ViT-B-32 needs --pretrained PATH_OR_TAG: a checkpoint file or one of its open_clip tags (openai, "),
-    (["suggest", "a dog", "--model", "open_clip:"],
+    (["suggest", "a dog", "--encoder", "open_clip:"],
      "unknown encoder spec 'open_clip:'; use 'builtin', 'open_clip:<arch>' (e.g. 'open_clip:ViT-B-32' with "
      "--pretrained laion2b_s34b_b79k or --pretrained /path/to/checkpoint) or 'open_clip:hf-hub:ORG/REPO'"),
-    (["demo", "--model", "open_clip:"], "unknown encoder spec 'open_clip:'; use 'builtin', 'open_clip:<arch>' (e.g. "
+    (["demo", "--encoder", "open_clip:"], "unknown encoder spec 'open_clip:'; use 'builtin', 'open_clip:<arch>' (e.g. "
                                         "'open_clip:ViT-B-32' with --pretrained laion2b_s34b_b79k or --pretrained "),
-    (["embed", ".", "--model", "builtin", "--pretrained", "my weights.pt"],
+    (["embed", ".", "--encoder", "builtin", "--pretrained", "my weights.pt"],
      "the builtin encoder has its own weights; drop --pretrained 'my weights.pt'"),
     (["fetch-model", "open_clip:hf-hub:timm/ViT-B-16-SigLIP", "--pretrained", "webli"],
      "open_clip:hf-hub:timm/ViT-B-16-SigLIP carries its own weights (the repository's open_clip_config.json and "
      "weights file); drop --pretrained webli"),
-    (["suggest", "a dog", "--model", "open_clip:ViT-B-32", "--pretrained", "no-such-tag"],
+    (["suggest", "a dog", "--encoder", "open_clip:ViT-B-32", "--pretrained", "no-such-tag"],
      "open_clip:ViT-B-32 --pretrained no-such-tag is neither an existing checkpoint file nor an open_clip tag"),
-    (["suggest", "a dog", "--model", "open_clip:hf-hub:anchordiv-test/absent", "--vocabulary", "colours"],
+    (["suggest", "a dog", "--encoder", "open_clip:hf-hub:anchordiv-test/absent", "--vocabulary", "colours"],
      "open_clip:hf-hub:anchordiv-test/absent is not on this machine, and anchordiv downloads nothing unless asked: "
      "allow it with --allow-download, or copy open_clip_config.json from "),
 ])
@@ -725,7 +725,7 @@ def test_encoder_advice_is_in_the_command_line_s_words(argv, expected, cache, mo
 
 
 def test_a_tag_whose_weights_are_absent_says_the_options_to_use(cache, capsys):
-    line = refusal(["suggest", "a dog", "--model", "open_clip:ViT-B-32", "--pretrained", "laion2b_s34b_b79k",
+    line = refusal(["suggest", "a dog", "--encoder", "open_clip:ViT-B-32", "--pretrained", "laion2b_s34b_b79k",
                     "--device", "cpu"], capsys)
     assert line.startswith("anchordiv suggest: open_clip:ViT-B-32 --pretrained laion2b_s34b_b79k: the weights are not "
                            "on this machine, and anchordiv downloads nothing unless asked."), line
@@ -763,7 +763,7 @@ def test_a_damaged_checkpoint_is_named_as_unreadable_without_torch_s_advice(name
 
     damaged = tmp_path / name
     damaged.write_bytes(DAMAGED_CHECKPOINTS[name](tiny_checkpoint.read_bytes()))
-    line = refusal(["suggest", "a dog", "--model", f"open_clip:{TINY_ARCH}", "--pretrained", str(damaged),
+    line = refusal(["suggest", "a dog", "--encoder", f"open_clip:{TINY_ARCH}", "--pretrained", str(damaged),
                     "--vocabulary", "colours", "--device", "cpu"], capsys)
     assert line.startswith(f"anchordiv suggest: {damaged} is not a readable checkpoint: it is damaged (e.g. cut short "
                            "by a copy or download) or not a checkpoint at all ("), line
@@ -782,7 +782,7 @@ def test_a_checkpoint_of_another_model_is_named_as_not_fitting(cache, tmp_path, 
     register_tiny_arch(tmp_path)
     other = tmp_path / "other.pt"
     torch.save({"not_a_clip_weight": torch.zeros(3)}, other)
-    line = refusal(["suggest", "a dog", "--model", f"open_clip:{TINY_ARCH}", "--pretrained", str(other),
+    line = refusal(["suggest", "a dog", "--encoder", f"open_clip:{TINY_ARCH}", "--pretrained", str(other),
                     "--vocabulary", "colours", "--device", "cpu"], capsys)
     assert line.startswith(f"anchordiv suggest: could not load {other} as open_clip {TINY_ARCH!r} weights "
                            "(RuntimeError: Error(s) in loading state_dict"), line

@@ -284,7 +284,7 @@ def test_a_second_embed_process_is_refused_and_leaves_the_store_whole(built):
     folder, out, plan = built
     with StoreWriter(out, plan):
         before = snapshot(out)
-        run = subprocess.run([sys.executable, "-m", "anchordiv", "embed", str(folder), "--model", "builtin",
+        run = subprocess.run([sys.executable, "-m", "anchordiv", "embed", str(folder), "--encoder", "builtin",
                               "--out", str(out), "--overwrite", "--shard-rows", str(STORE_SHARD_ROWS)],
                              capture_output=True, text=True, timeout=120)
         assert run.returncode == 2, run.stderr
@@ -337,7 +337,7 @@ def test_a_malformed_address_is_refused_by_name(address, message):
 
 def test_embed_on_a_dead_cluster_fails_fast_and_writes_nothing(no_ray, tmp_path, capsys):
     folder, address = make_store_folder(tmp_path / "images"), f"127.0.0.1:{dead_port()}"
-    command = ["embed", str(folder), "--model", "builtin", "--out", str(tmp_path / "store"), "--engine", "ray",
+    command = ["embed", str(folder), "--encoder", "builtin", "--out", str(tmp_path / "store"), "--engine", "ray",
                "--address", address]
     assert within(HANG_GUARD_SECONDS, lambda: main(command)) == (2, None)
     error = capsys.readouterr().err

@@ -323,7 +323,7 @@ def test_cli_embed_downloads_caches_and_fails_in_one_line_offline(tmp_path):
     env = {**os.environ, "ANCHORDIV_CACHE": str(tmp_path / "ad"), "HF_HUB_CACHE": str(tmp_path / "hf")}
 
     def embed(out: str, **extra):
-        command = [sys.executable, "-m", "anchordiv", "embed", str(tmp_path / "photos"), "--model", SPEC,
+        command = [sys.executable, "-m", "anchordiv", "embed", str(tmp_path / "photos"), "--encoder", SPEC,
                    "--allow-download", "--out", str(tmp_path / out), "--device", "cpu"]
         return subprocess.run(command, env={**env, **extra}, capture_output=True, text=True, timeout=120,
                               cwd=REPO_ROOT)

@@ -82,7 +82,7 @@ def test_ray_engine_writes_the_local_store_and_either_engine_resumes_the_other(r
 
 def test_sigkilled_ray_run_resumes_to_the_clean_store_and_leaves_no_process(ray_instance, tmp_path, capsys):
     folder, out = make_store_folder(tmp_path / "images"), tmp_path / "store"
-    command = ["embed", str(folder), "--model", "builtin", "--out", str(out), "--shard-rows", str(STORE_SHARD_ROWS),
+    command = ["embed", str(folder), "--encoder", "builtin", "--out", str(out), "--shard-rows", str(STORE_SHARD_ROWS),
                "--batch-size", str(BATCH), "--engine", "ray", "--workers", "1"]
     # Its own local Ray instance (not this process's), so that the kill takes a whole instance down.
     environment = {name: value for name, value in os.environ.items() if name != "RAY_ADDRESS"}
@@ -118,7 +118,7 @@ def test_sigkilled_ray_run_resumes_to_the_clean_store_and_leaves_no_process(ray_
 
 def test_the_embed_command_refuses_ray_options_that_do_not_fit(tmp_path, capsys):
     folder = make_store_folder(tmp_path / "images")
-    base = ["embed", str(folder), "--model", "builtin"]
+    base = ["embed", str(folder), "--encoder", "builtin"]
     assert main([*base, "--out", str(tmp_path / "g.npz"), "--engine", "ray"]) == 2
     assert "is an .npz file; give --out a folder path" in capsys.readouterr().err
     assert main([*base, "--out", str(tmp_path / "s"), "--address", "auto"]) == 2

@@ -211,18 +211,18 @@ def test_sigkilled_process_resumes_to_the_clean_store(folder, counted, tmp_path)
 
 
 def test_the_embed_command_writes_and_resumes_a_store(folder, tmp_path, capsys):
-    """``python -m anchordiv embed FOLDER --model builtin --out STORE``: a folder path (not .npz) is a store."""
+    """``python -m anchordiv embed FOLDER --encoder builtin --out STORE``: a folder path (not .npz) is a store."""
     from anchordiv.cli import main
 
     out = tmp_path / "cli-store"
-    assert main(["embed", str(folder), "--model", "builtin", "--device", "cpu", "--out", str(out),
+    assert main(["embed", str(folder), "--encoder", "builtin", "--device", "cpu", "--out", str(out),
                  "--shard-rows", str(SHARD_ROWS)]) == 0
     first = capsys.readouterr().out
     store = GalleryStore.open(out, verify=True)
     assert len(store) == len(GOOD) and "skipped 5 files" in first and "notes.txt" in first
-    assert main(["embed", str(folder), "--model", "builtin", "--device", "cpu", "--out", str(out),
+    assert main(["embed", str(folder), "--encoder", "builtin", "--device", "cpu", "--out", str(out),
                  "--shard-rows", str(SHARD_ROWS)]) == 0
     assert "0 embedded now" in capsys.readouterr().out  # the rerun keeps every finished shard
-    assert main(["embed", str(folder), "--model", "builtin", "--device", "cpu", "--out", str(out),
+    assert main(["embed", str(folder), "--encoder", "builtin", "--device", "cpu", "--out", str(out),
                  "--shard-rows", "3"]) == 2
     assert "overwrite" in capsys.readouterr().err

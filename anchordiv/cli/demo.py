@@ -1,9 +1,9 @@
 """``anchordiv demo``: the Streamlit explorer, started from the installed package (headless: it
 prints the URL to open), on the built-in world or, with ``--folder``, on a folder of images.
 
-``--model``, ``--pretrained``, ``--folder``, ``--labels``, ``--device`` and ``--allow-download``
-choose what the explorer opens on and where it computes: the model is loaded (and, with ``--allow-download``, fetched) and the folder
-embedded into the content-hash cache, with a progress bar, before the server starts, so a bad model
+``--encoder``, ``--pretrained``, ``--folder``, ``--labels``, ``--device`` and ``--allow-download``
+choose what the explorer opens on and where it computes: the encoder is loaded (and, with ``--allow-download``, fetched) and the folder
+embedded into the content-hash cache, with a progress bar, before the server starts, so a bad encoder
 or folder is refused here and the explorer reads the folder's embeddings from the cache. They are
 passed on as the explorer's launch options (:mod:`anchordiv.explorer.launch`), with a
 ``--data-root`` for a folder outside every data root given (the labels CSV opens as that one
@@ -18,11 +18,11 @@ from pathlib import Path
 from ..app.server_settings import EXPLORER_SCRIPT, server_address, streamlit_argv
 from ..extras import require
 from .checks import check_input, check_labels
-from .options import integer
+from .options import add_encoder_option, integer
 from .output import name_skipped, warn
 
 # The demo's options that are the explorer's launch options too (the option, its args attribute).
-LAUNCH_OPTIONS = (("--model", "model"), ("--pretrained", "pretrained"), ("--folder", "folder"), ("--labels", "labels"),
+LAUNCH_OPTIONS = (("--encoder", "encoder"), ("--pretrained", "pretrained"), ("--folder", "folder"), ("--labels", "labels"),
                   ("--device", "device"))
 
 
@@ -34,11 +34,11 @@ def add_parser(commands) -> argparse.ArgumentParser:
     demo.add_argument("--address", type=listen_address,
                       help="the one address the server listens on, e.g. 127.0.0.1 for this machine only (Streamlit's "
                            "server.address; default: every address of the machine)")
-    demo.add_argument("--model", help="the encoder the explorer opens with: builtin (its default), "
-                                      "open_clip:ARCH or open_clip:hf-hub:ORG/REPO")
-    demo.add_argument("--pretrained", help="with an open_clip:ARCH model: its pretrained tag or checkpoint file")
+    add_encoder_option(demo, help="the encoder the explorer opens with: builtin (its default), open_clip:ARCH or "
+                                  "open_clip:hf-hub:ORG/REPO")
+    demo.add_argument("--pretrained", help="with an open_clip:ARCH encoder: its pretrained tag or checkpoint file")
     demo.add_argument("--folder", help="a folder of images (subfolders are labels) to open on, embedded with the "
-                                       "model (with progress) before the server starts; it becomes a data root")
+                                       "encoder (with progress) before the server starts; it becomes a data root")
     demo.add_argument("--labels", help="with --folder: a CSV with a path (or filename) column and label columns "
                                        "(e.g. style); its folder becomes a data root too")
     demo.add_argument("--device", help="where the explorer encodes, fits, ranks and lays out maps: cpu, cuda or "
@@ -57,8 +57,8 @@ def run(args: argparse.Namespace) -> int:
     require("streamlit", "explorer", "anchordiv demo (the explorer)")
     _check_choices(args)
     app_args = explorer_args(args, LaunchOptions.from_launch(args.app_args, os.environ).roots)
-    LaunchOptions.from_launch(app_args, os.environ)  # a mistyped --data-root or model is refused before the server starts
-    if args.model is not None or args.folder is not None:
+    LaunchOptions.from_launch(app_args, os.environ)  # a mistyped --data-root or encoder is refused before the server starts
+    if args.encoder is not None or args.folder is not None:
         _prepare(args)
     return subprocess.call(streamlit_argv(app_script(), app_args, port=args.port, address=args.address))
 
@@ -72,10 +72,10 @@ def listen_address(text: str) -> str:
 
 
 def _check_choices(args: argparse.Namespace) -> None:
-    """What can be checked without loading a model: the options that need another, the folder and
+    """What can be checked without loading an encoder: the options that need another, the folder and
     the labels CSV (read strictly, as the embedding reads it)."""
-    if args.pretrained is not None and args.model is None:
-        raise ValueError(f"--pretrained {args.pretrained!r} needs --model, e.g. --model open_clip:ViT-B-32")
+    if args.pretrained is not None and args.encoder is None:
+        raise ValueError(f"--pretrained {args.pretrained!r} needs --encoder, e.g. --encoder open_clip:ViT-B-32")
     if args.labels is not None and args.folder is None:
         raise ValueError(f"--labels {args.labels!r} labels the images of --folder; give --folder too")
     check_input(args.folder, "--folder", "a folder of images (subfolders are labels)", folder=True)
@@ -107,7 +107,7 @@ def explorer_args(args: argparse.Namespace, roots) -> list[str]:
 
 
 def _prepare(args: argparse.Namespace) -> None:
-    """The model loaded (a bad one refused here, a download made here with its progress) and, with
+    """The encoder loaded (a bad one refused here, a download made here with its progress) and, with
     ``--folder``, the folder embedded into the cache the explorer reads it from: refused when fewer
     of its images can be read than the explorer needs to show anything (calibration's
     :data:`~anchordiv.models.calibration.MIN_REFERENCE`), its unreadable files named in a warning
@@ -117,7 +117,7 @@ def _prepare(args: argparse.Namespace) -> None:
     from .fetch_model import load_with_progress
     from .embed import embed_to_cache
 
-    encoder = load_with_progress(args.model or "builtin", args.pretrained, args.device,
+    encoder = load_with_progress(args.encoder or "builtin", args.pretrained, args.device,
                                  allow_download=args.allow_download)
     if args.folder is None:
         return

@@ -80,7 +80,7 @@ def _embed_locally(args: argparse.Namespace, to_store: bool) -> list[tuple[str, 
     from ..device import describe_device
     from .fetch_model import load_with_progress
 
-    encoder = load_with_progress(args.model, args.pretrained, args.device, args.allow_download)
+    encoder = load_with_progress(args.encoder, args.pretrained, args.device, args.allow_download)
     print(f"anchordiv embed: {args.folder} with {encoder.name} on {describe_device(encoder.device)}", flush=True)
     return _embed_to_store(args, encoder) if to_store else embed_to_cache(args, encoder)
 
@@ -167,10 +167,10 @@ def _embed_on_ray(args: argparse.Namespace) -> list[tuple[str, str]]:
 
     where = f"the Ray cluster at {args.address}" if args.address else "Ray"
     args.batch_size = args.batch_size or CPU_IMAGE_BATCH  # per actor; each actor's device is the cluster's
-    print(f"anchordiv embed: {args.folder} with {args.model} on {where}", flush=True)
+    print(f"anchordiv embed: {args.folder} with {args.encoder} on {where}", flush=True)
     with progress_bar("store") as progress:
         store = embed_folder_to_store_ray(
-            args.folder, args.model, args.out, labels_csv=args.labels, shard_rows=args.shard_rows,
+            args.folder, args.encoder, args.out, labels_csv=args.labels, shard_rows=args.shard_rows,
             batch_size=args.batch_size, overwrite=args.overwrite, progress=progress, pretrained=args.pretrained,
             allow_download=args.allow_download, address=args.address, workers=args.workers)
     return _report_store(args, store)

@@ -46,12 +46,12 @@ def download_progress() -> Iterator:
         yield lambda status: report(status.fraction, status.text())
 
 
-def load_with_progress(model: str, pretrained: str | None = None, device: str | None = None,
+def load_with_progress(spec: str, pretrained: str | None = None, device: str | None = None,
                        allow_download: bool = False):
-    """:func:`~anchordiv.encoders.load_encoder` for a command, a download (with ``--allow-download``)
-    drawing its bar on stderr."""
+    """:func:`~anchordiv.encoders.load_encoder` for a command (``spec``: its ``--encoder``), a
+    download (with ``--allow-download``) drawing its bar on stderr."""
     from ..encoders import load_encoder
 
     with download_progress() as progress:
-        return load_encoder(model, pretrained=pretrained, device=device, allow_download=allow_download,
+        return load_encoder(spec, pretrained=pretrained, device=device, allow_download=allow_download,
                             progress=progress)

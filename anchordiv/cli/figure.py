@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     from ..prompts import AUTO, default_choice, encode_anchors, template_choice
 
     form, rows, columns, images, files, limits = _checked_inputs(args)
-    encoder = load_with_progress(args.model, args.pretrained, args.device, args.allow_download)
+    encoder = load_with_progress(args.encoder, args.pretrained, args.device, args.allow_download)
     with progress_bar("emoji world") as progress:
         gallery = world_gallery(encoder, split=args.split, limit=args.limit, progress=progress)
     texts_a, texts_b = (files[name] or preset_anchors(gallery, getattr(args, f"preset_{name}"), f"--preset-{name}")
@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
                 encode_anchors(encoder, texts, choice, progress)
     result = compare(gallery, encoder, rows, columns, texts_a, texts_b, args.k, spec, args.weighting,
                      prior_texts=files["prior"] or (), images=images, limits=limits, templates=templates,
-                     model_for=lambda model, pretrained: _column_model(args, model, pretrained))
+                     model_for=lambda spec, pretrained: _column_model(args, spec, pretrained))
     data = render_figure(result, form, dpi=args.dpi, limits=limits)
     atomic_write(Path(args.out), lambda handle: handle.write(data))
     print(f"wrote {args.out}")
@@ -185,7 +185,7 @@ def _templates(value: str, option: str) -> tuple[str, str]:
     return CUSTOM, text
 
 
-def _column_model(args: argparse.Namespace, model: str, pretrained: str | None):
+def _column_model(args: argparse.Namespace, spec: str, pretrained: str | None):
     """The world of the figure embedded by the encoder a column names (``encoder=SPEC``), as
     :class:`~anchordiv.figure.ColumnModel`, with a progress bar while it embeds."""
     from .fetch_model import load_with_progress
@@ -194,9 +194,9 @@ def _column_model(args: argparse.Namespace, model: str, pretrained: str | None):
     from ..gallery import world_gallery
 
     try:
-        encoder = load_with_progress(model, pretrained, args.device, args.allow_download)
-    except AdvisedError as error:  # the column's encoder=, not --model: its pretrained= in the column's words
-        named = f"encoder={model}" + (f" pretrained={pretrained}" if pretrained else "")
+        encoder = load_with_progress(spec, pretrained, args.device, args.allow_download)
+    except AdvisedError as error:  # the column's encoder=, not --encoder: its pretrained= in the column's words
+        named = f"encoder={spec}" + (f" pretrained={pretrained}" if pretrained else "")
         raise ValueError(f"--geometries column with {named}: {error.say(column_words)}") from None
     with progress_bar(f"emoji world, {encoder.name}") as progress:
         return ColumnModel(encoder, world_gallery(encoder, split=args.split, limit=args.limit, progress=progress))

@@ -11,8 +11,9 @@ from decimal import Decimal, InvalidOperation
 from typing import Callable
 
 from ..figure.limits import SCALE_HIGH, SCALE_LOW
+from ..renamed_options import add_renamed_option
 
-MODEL_FORMS = "builtin, open_clip:<arch> (e.g. open_clip:ViT-B-32 with --pretrained) or open_clip:hf-hub:ORG/REPO"
+ENCODER_FORMS = "builtin, open_clip:<arch> (e.g. open_clip:ViT-B-32 with --pretrained) or open_clip:hf-hub:ORG/REPO"
 DEVICE_HELP = "cpu or cuda (default: CUDA when available)"
 SPLITS = ("all", "train", "heldout")
 
@@ -130,17 +131,22 @@ def labels_for(args: argparse.Namespace) -> Callable[[str], str]:
     return lambda name: option_name(name) if hasattr(args, name) else name
 
 
+def add_encoder_option(parser: argparse.ArgumentParser, **kwargs) -> None:
+    """``--encoder SPEC`` (``args.encoder``; ``kwargs`` as ``add_argument`` takes them), also read
+    under its former name ``--model``, which says on stderr that it is ``--encoder`` now."""
+    add_renamed_option(parser, "--encoder", "--model", metavar="SPEC", **kwargs)
+
+
 def add_encoder_options(parser: argparse.ArgumentParser, required: bool = False) -> None:
-    """``--model`` (required, or ``builtin`` by default), ``--pretrained`` and ``--allow-download``."""
+    """``--encoder`` (required, or ``builtin`` by default), ``--pretrained`` and ``--allow-download``."""
     if required:
-        parser.add_argument("--model", required=True,
-                            help=f"encoder spec: {MODEL_FORMS}")
+        add_encoder_option(parser, required=True, help=f"encoder spec: {ENCODER_FORMS}")
     else:
-        parser.add_argument("--model", default="builtin", help=f"encoder spec (default builtin): {MODEL_FORMS}")
+        add_encoder_option(parser, default="builtin", help=f"encoder spec (default builtin): {ENCODER_FORMS}")
     parser.add_argument("--pretrained", help="with open_clip:<arch>: a checkpoint file or an open_clip pretrained tag "
                                              "(e.g. laion2b_s34b_b79k)")
     parser.add_argument("--allow-download", action="store_true", dest="allow_download",
-                        help="download the model's missing files from the Hugging Face hub ($HF_ENDPOINT) or its "
+                        help="download the encoder's missing files from the Hugging Face hub ($HF_ENDPOINT) or its "
                              "published URL into the caches, verified (off: nothing is downloaded, and missing "
                              "files are named with where to copy them)")
 

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     overrides = {name: getattr(args, name) for name in ("queries", "scale", "seed") if getattr(args, name) is not None}
     args.settings = dataclasses.replace(settings, **overrides).validate(labels_for(args))
     anchors, layout = _checked_inputs(args)
-    encoder = load_with_progress(args.model, args.pretrained, args.device, args.allow_download)
+    encoder = load_with_progress(args.encoder, args.pretrained, args.device, args.allow_download)
     study = _study(args, encoder, anchors, layout)
     print(f"anchordiv reproduce ({'quick' if args.quick else 'full'}): {study.name}, {len(study.gallery):,} images, "
           f"{encoder.name}", flush=True)

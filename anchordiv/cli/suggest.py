@@ -36,12 +36,12 @@ def run(args: argparse.Namespace) -> int:
     # What can be checked is, before loading a model, which can take a while.
     query_is_image = _is_image(args.query)
     if args.vocabulary is None:
-        vocabulary = default_vocabulary(args.model)  # the explorer's default for that model
+        vocabulary = default_vocabulary(args.encoder)  # the explorer's default for that model
         terms = load_vocabulary(vocabulary)
     else:
         vocabulary, terms = args.vocabulary, _given_terms(args.vocabulary)
     check_device(args)
-    encoder = load_with_progress(args.model, args.pretrained, args.device, args.allow_download)
+    encoder = load_with_progress(args.encoder, args.pretrained, args.device, args.allow_download)
     query = _image_embedding(encoder, args.query) if query_is_image else args.query
     chosen, probabilities = suggest_anchors(encoder, query, terms, k=args.k)
     what = f"the image {args.query}" if query_is_image else f"the text {args.query!r}"

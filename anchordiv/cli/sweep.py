@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     from ..prompts import default_choice, encode_anchors
 
     row, files = _checked_inputs(args, MAX_STRIP_ROWS, parse_query_row)
-    encoder = load_with_progress(args.model, args.pretrained, args.device, args.allow_download)
+    encoder = load_with_progress(args.encoder, args.pretrained, args.device, args.allow_download)
     with progress_bar("emoji world") as progress:
         gallery = world_gallery(encoder, split=args.split, limit=args.limit, progress=progress)
     texts = [files[name] or preset_anchors(gallery, getattr(args, f"preset_{name}"), f"--preset-{name}")

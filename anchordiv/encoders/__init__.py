@@ -33,7 +33,7 @@ def load_encoder(
 ) -> Encoder:
     """The encoder named by ``spec``, on ``device`` (default: CUDA when available, else CPU).
 
-    ``spec`` is a :class:`ModelSpec` or its ``--model`` string (:func:`parse_model_spec`):
+    ``spec`` is a :class:`ModelSpec` or its spec string, as ``--encoder`` takes it (:func:`parse_model_spec`):
       * ``"builtin"``: the small model shipped with anchordiv (takes no ``pretrained``);
       * ``"open_clip:<arch>"``, e.g. ``"open_clip:ViT-B-32"``, with ``pretrained`` a checkpoint
         file or an open_clip tag such as ``"laion2b_s34b_b79k"``;

@@ -1,10 +1,11 @@
-"""Model names: the ``--model`` strings the CLI, the library and the explorer's links share.
+"""Encoder names: the spec strings the CLI (``--encoder``), the library and the explorer's links
+(``encoder=``) share.
 
 Three kinds, each a :class:`ModelSpec`:
 
 * ``"builtin"``: the small model shipped with anchordiv;
 * ``"open_clip:<arch>"`` with ``pretrained`` an open_clip tag (``"laion2b_s34b_b79k"``) or a checkpoint
-  file, e.g. ``--model open_clip:ViT-B-32 --pretrained laion2b_s34b_b79k``;
+  file, e.g. ``--encoder open_clip:ViT-B-32 --pretrained laion2b_s34b_b79k``;
 * ``"open_clip:hf-hub:ORG/REPO"``: a Hugging Face repository holding ``open_clip_config.json`` and the
   weights (SigLIP, MobileCLIP and the like), which carries its own weights and takes no ``pretrained``.
 """
@@ -45,7 +46,7 @@ class ModelSpec:
 
     @property
     def model(self) -> str:
-        """The ``--model`` string: ``"builtin"``, ``"open_clip:ViT-B-32"``, ``"open_clip:hf-hub:ORG/REPO"``."""
+        """The spec string (``--encoder``): ``"builtin"``, ``"open_clip:ViT-B-32"``, ``"open_clip:hf-hub:ORG/REPO"``."""
         if self.family == BUILTIN:
             return BUILTIN
         return OPEN_CLIP_PREFIX + (f"{HF_HUB_PREFIX}{self.hub_repo}" if self.hub_repo else str(self.arch))
@@ -62,38 +63,38 @@ class ModelSpec:
         return f"{self.arch} · {os.path.basename(self.pretrained) or self.pretrained}"
 
 
-def parse_model_spec(model: str | ModelSpec, pretrained: str | os.PathLike | None = None) -> ModelSpec:
-    """The :class:`ModelSpec` named by ``model`` (a ``--model`` string) and ``pretrained``.
+def parse_model_spec(spec: str | ModelSpec, pretrained: str | os.PathLike | None = None) -> ModelSpec:
+    """The :class:`ModelSpec` named by ``spec`` (a spec string, as ``--encoder`` takes) and ``pretrained``.
 
     Raises ``ValueError`` saying how to write it for anything malformed: an unknown form, an hf-hub
     repository that is not exactly ``ORG/REPO``, ``pretrained`` given to a model that carries its own
     weights. Whether an architecture or tag exists is checked when the model is loaded.
     """
-    if isinstance(model, ModelSpec):  # checked again: a ModelSpec can be built by hand
-        if pretrained is not None and model.pretrained not in (None, os.fspath(pretrained)):
-            raise AdvisedError(f"{model.model} already names ", pretrained_argument(model.pretrained), "; drop ",
+    if isinstance(spec, ModelSpec):  # checked again: a ModelSpec can be built by hand
+        if pretrained is not None and spec.pretrained not in (None, os.fspath(pretrained)):
+            raise AdvisedError(f"{spec.model} already names ", pretrained_argument(spec.pretrained), "; drop ",
                                pretrained_argument(os.fspath(pretrained)))
-        return parse_model_spec(model.model, model.pretrained if pretrained is None else pretrained)
-    if not isinstance(model, str):
-        raise ValueError(f"encoder spec must be a string such as 'builtin' or 'open_clip:ViT-B-32', not {model!r}")
-    if len(model) > _MAX_SPEC:
-        raise AdvisedError(f"encoder spec is {len(model)} characters long (at most {_MAX_SPEC}); ", *SPEC_FORMS)
+        return parse_model_spec(spec.model, spec.pretrained if pretrained is None else pretrained)
+    if not isinstance(spec, str):
+        raise ValueError(f"encoder spec must be a string such as 'builtin' or 'open_clip:ViT-B-32', not {spec!r}")
+    if len(spec) > _MAX_SPEC:
+        raise AdvisedError(f"encoder spec is {len(spec)} characters long (at most {_MAX_SPEC}); ", *SPEC_FORMS)
     if pretrained is not None:
         pretrained = os.fspath(pretrained)
         if not isinstance(pretrained, str) or not pretrained:
             raise AdvisedError(pretrained_argument(str(pretrained)), " must be an open_clip tag or a checkpoint path")
-    if model == BUILTIN:
+    if spec == BUILTIN:
         if pretrained is not None:
             raise AdvisedError("the builtin encoder has its own weights; drop ", pretrained_argument(pretrained))
         return ModelSpec(BUILTIN)
-    name = model[len(OPEN_CLIP_PREFIX):] if model.startswith(OPEN_CLIP_PREFIX) else ""
+    name = spec[len(OPEN_CLIP_PREFIX):] if spec.startswith(OPEN_CLIP_PREFIX) else ""
     if not name or name.strip() != name:
-        raise AdvisedError(f"unknown encoder spec {model!r}; ", *SPEC_FORMS)
+        raise AdvisedError(f"unknown encoder spec {spec!r}; ", *SPEC_FORMS)
     if name.startswith(HF_HUB_PREFIX):
         repo = name[len(HF_HUB_PREFIX):]
         check_hub_repo(repo)
         if pretrained is not None:
-            raise AdvisedError(f"{model} carries its own weights (the repository's open_clip_config.json and "
+            raise AdvisedError(f"{spec} carries its own weights (the repository's open_clip_config.json and "
                                "weights file); drop ", pretrained_argument(pretrained))
         return ModelSpec("open_clip", hub_repo=repo)
     return ModelSpec("open_clip", arch=name, pretrained=pretrained)

@@ -1,5 +1,5 @@
 """The explorer's launch options, read in one place: what the server may open and download, and
-the model and image folder it starts on.
+the encoder and image folder it starts on.
 
 They come after ``--`` on the ``anchordiv demo`` (or ``streamlit run``) line, or from the
 environment, and are fixed for the life of the server:
@@ -9,8 +9,10 @@ environment, and are fixed for the life of the server:
 * ``--allow-download`` (or ``ANCHORDIV_ALLOW_DOWNLOAD=1``): visitors may have the server fetch a
   model's weights from its hub. Off unless given: a server offering its own data folders downloads
   nothing nobody asked it to (``make demo`` gives it);
-* ``--model SPEC`` / ``--pretrained TAG``, ``--folder DIR`` / ``--labels CSV``: what the sidebar
-  shows first (``anchordiv demo --model ... --folder ...`` embeds the folder, then passes them);
+* ``--encoder SPEC`` / ``--pretrained TAG``, ``--folder DIR`` / ``--labels CSV``: what the sidebar
+  shows first (``anchordiv demo --encoder ... --folder ...`` embeds the folder, then passes them);
+  ``--encoder``'s former name ``--model`` is still read, silently (the server reads these options
+  on every run; ``anchordiv demo --model`` says it is ``--encoder`` now);
 * ``--device DEVICE``: where the server encodes, fits, ranks and lays out maps (``cpu``, ``cuda``,
   ``cuda:1``; default :func:`anchordiv.device.default_device`, CUDA when available).
 """
@@ -20,6 +22,7 @@ import argparse
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from ..renamed_options import add_renamed_option
 from .paths import ANY_PATH_VARIABLE, ROOTS_VARIABLE, DataRoots, truthy
 
 DOWNLOAD_VARIABLE = "ANCHORDIV_ALLOW_DOWNLOAD"
@@ -32,7 +35,7 @@ class LaunchOptions:
 
     roots: DataRoots = DataRoots()
     allow_download: bool = False
-    model: str | None = None
+    encoder: str | None = None
     pretrained: str | None = None
     folder: str | None = None
     labels_csv: str | None = None
@@ -41,17 +44,18 @@ class LaunchOptions:
     @classmethod
     def from_launch(cls, argv: Sequence[str], environ: Mapping[str, str]) -> "LaunchOptions":
         """The options in ``argv`` (the script's arguments; others are ignored) and ``environ``.
-        A data root that is not a folder, a model spec that cannot be parsed, or a device torch does
+        A data root that is not a folder, an encoder spec that cannot be parsed, or a device torch does
         not know or this machine lacks, is a ``ValueError`` naming it, so a typo shows at start-up."""
         parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
         parser.add_argument("--allow-download", action="store_true")
-        for option in ("--model", "--pretrained", "--folder", "--labels", "--device"):
+        add_renamed_option(parser, "--encoder", "--model", say=None)
+        for option in ("--pretrained", "--folder", "--labels", "--device"):
             parser.add_argument(option)
         options, _ = parser.parse_known_args(list(argv))
-        if options.model is not None:
+        if options.encoder is not None:
             from ..encoders.specs import parse_model_spec
 
-            parse_model_spec(options.model, options.pretrained)
+            parse_model_spec(options.encoder, options.pretrained)
         if options.device is not None:
             from ..device import resolve_device
 
@@ -61,4 +65,4 @@ class LaunchOptions:
             roots = roots.with_file(options.labels, "--labels")
         return cls(roots,
                    options.allow_download or truthy(environ.get(DOWNLOAD_VARIABLE, "")),
-                   options.model, options.pretrained, options.folder, options.labels, options.device)
+                   options.encoder, options.pretrained, options.folder, options.labels, options.device)
