@@ -50,14 +50,15 @@ bench: setup
 	$(PY) -m anchordiv bench
 
 # The Streamlit explorer, headless: prints the URL to open. Plain `make demo`: the built-in world and
-# model. `make demo MODEL=open_clip:ViT-B-32 PRETRAINED=laion2b_s34b_b79k FOLDER=~/photos LABELS=x.csv`
-# fetches the model, embeds the folder (with progress) and opens the explorer on it. Downloads are
+# encoder. `make demo ENCODER=open_clip:ViT-B-32 PRETRAINED=laion2b_s34b_b79k FOLDER=~/photos LABELS=x.csv`
+# fetches the encoder, embeds the folder (with progress) and opens the explorer on it. Downloads are
 # allowed here (a server for others, started by hand, allows none unless given --allow-download).
-MODEL ?=
+# MODEL= is ENCODER='s former name, still read.
+ENCODER ?= $(MODEL)
 PRETRAINED ?=
 FOLDER ?=
 LABELS ?=
 demo: setup
-	$(PY) -m anchordiv demo --allow-download $(if $(MODEL),--model "$(MODEL)") \
+	$(PY) -m anchordiv demo --allow-download $(if $(ENCODER),--encoder "$(ENCODER)") \
 		$(if $(PRETRAINED),--pretrained "$(PRETRAINED)") $(if $(FOLDER),--folder "$(FOLDER)") \
 		$(if $(LABELS),--labels "$(LABELS)")

@@ -12,7 +12,7 @@ from anchordiv.explorer import query_image_from_upload
 # A folder's check reads this many of its images, evenly spread: enough to say "most".
 FOLDER_SAMPLE = 48
 CLIP_WAY = ("For photos, choose an open_clip model under Model in the sidebar, or start the demo with "
-            "`make demo MODEL=open_clip:ViT-B-32 PRETRAINED=laion2b_s34b_b79k` (README: \"Your own photos "
+            "`make demo ENCODER=open_clip:ViT-B-32 PRETRAINED=laion2b_s34b_b79k` (README: \"Your own photos "
             "with CLIP\").")
 UPLOAD_NOTICE = ("This image looks unlike anything the built-in model was trained on: it knows emoji drawings "
                  "only, so these neighbours mean little for a photo. " + CLIP_WAY)

@@ -33,7 +33,7 @@ def test_browser_warns_by_an_uploaded_photo_and_not_by_an_emoji(app_url, browser
     page.get_by_text(NOTICE).first.wait_for(timeout=STARTUP_SECONDS * 1000)
     wait_until_idle(page)
     page.screenshot(path=str(tmp_path / "photo.png"), full_page=True)
-    assert "make demo MODEL=open_clip:ViT-B-32" in page.locator("body").inner_text(), page_report(page, log_path)
+    assert "make demo ENCODER=open_clip:ViT-B-32" in page.locator("body").inner_text(), page_report(page, log_path)
 
     query_upload(page).set_input_files(str(emoji))
     # The photo's notice goes once the emoji is the query (and must not come back when the run ends).
