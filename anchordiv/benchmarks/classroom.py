@@ -7,7 +7,7 @@ world:
    action until the page is idle again) of a new query (a name typed in "Search by name" and Enter),
    an anchor edit (a new list typed into set A and committed) and a move of ``p`` in the browser
    (three arrow keys, then the player's one release run); and the server's resident memory per
-   session (its growth from one open session to N, over N - 1).
+   session (its growth as N more sessions open after the class, over N).
 2. **A class of N real browsers** (each a browser context of its own in one headless Chromium, so
    each its own Streamlit session), for some minutes: every student, every 20 to 30 s (uniformly
    drawn), changes the query or edits the anchors, in turn, and then moves ``p``; each action's wait
@@ -81,6 +81,7 @@ class Student:
         self.page = page
         self.traffic = PageTraffic(page)
         self.rng = random.Random(seed)
+        self.query = ""
 
     async def _until_idle(self, action: Callable[[], Awaitable]) -> tuple[float, bool]:
         runs, start = self.traffic.runs, time.monotonic()
@@ -92,7 +93,9 @@ class Student:
         box = self.page.locator(".st-key-query_search input")
 
         async def type_it() -> None:
-            await box.fill(self.rng.choice(QUERIES))
+            # Another name than the last: the same text again changes nothing, so no run would come.
+            self.query = self.rng.choice([name for name in QUERIES if name != self.query])
+            await box.fill(self.query)
             await box.press("Enter")
 
         return await self._until_idle(type_it)
@@ -230,15 +233,19 @@ async def _class_run(students: int, minutes: float, repeats: int, env: dict[str,
             await first[0].move_p()  # the server's first runs of a page, not a student's action
             logger.info("one student alone: %d of each action", repeats)
             alone = await _alone_costs(first[0], process, repeats)
-            memory_one = resident_bytes(process.pid)
             others = await _open_students(browser, url, students - 1, 1)
-            memory_all = resident_bytes(process.pid)
             logger.info("%d students for %.1f minutes", students, minutes)
             clock, cpu_before = time.monotonic(), cpu_seconds(process)
             visits = await asyncio.gather(*(_attend(student, minutes * 60, clock) for student in first + others))
-            class_cpu = cpu_seconds(process) - cpu_before
-    return {"alone": alone, "visits": visits, "class_cpu_s": class_cpu, "class_wall_s": time.monotonic() - clock,
-            "session_bytes": (memory_all - memory_one) / max(students - 1, 1), "server_bytes": memory_all}
+            class_cpu, class_wall = cpu_seconds(process) - cpu_before, time.monotonic() - clock
+            # What a session adds, once the class has filled every cache the sessions share: as many
+            # sessions again, opened one after another.
+            before = resident_bytes(process.pid)
+            for seed in range(students, 2 * students):
+                await _open_student(browser, url, seed)
+            after = resident_bytes(process.pid)
+    return {"alone": alone, "visits": visits, "class_cpu_s": class_cpu, "class_wall_s": class_wall,
+            "session_bytes": (after - before) / students, "server_bytes": after}
 
 
 def class_benchmark(students: int = 8, minutes: float = 4.0, repeats: int = 5, split: str = "all",
@@ -264,7 +271,8 @@ def class_benchmark(students: int = 8, minutes: float = 4.0, repeats: int = 5, s
                   **{kind: wait_figures([action.wait for action in measured if action.kind == kind])
                      for kind in KINDS if any(action.kind == kind for action in measured)}},
         "class_server_cpu_share": run["class_cpu_s"] / run["class_wall_s"],
-        "without_run": sum(not action.ran for action in [*run["alone"], *measured]),
+        "without_run": {kind: sum(not action.ran for action in [*run["alone"], *measured] if action.kind == kind)
+                        for kind in KINDS},
     }
     figures["model"] = {workers: {"at_class_size": wait_figures(simulate_class(students, costs, workers,
                                                                                  seconds=minutes * 60, warm_up=0.0)),
@@ -279,13 +287,14 @@ def class_lines(figures: dict) -> list[str]:
     """The printed lines of :func:`class_benchmark`'s figures."""
     lines = [f"alone, {kind}: wait {values['median_wait_s']:.3f} s, server CPU {values['median_server_cpu_s']:.3f} s "
              "(medians)" for kind, values in figures["alone"].items()]
-    lines.append(f"server memory: {figures['session_mib']:.1f} MiB per session more "
-                 f"({figures['server_mib']:.0f} MiB with {figures['students']} sessions open)")
+    lines.append(f"server memory: {figures['session_mib']:.1f} MiB more per session, {figures['students']} more opened "
+                 f"after the class ({figures['server_mib']:.0f} MiB resident with {2 * figures['students']} open)")
     for kind, values in figures["class"].items():
         lines.append(f"{figures['students']} students at once, {kind}: wait median {values['median_s']:.3f} s, "
                      f"90% {values['p90_s']:.3f} s, worst {values['worst_s']:.3f} s over {values['actions']} actions")
     lines.append(f"server busy {100 * figures['class_server_cpu_share']:.0f}% of one core over the class; "
-                 f"{figures['without_run']} action(s) asked for a run that did not come")
+                 "actions that asked for a run that did not come: "
+                 + ", ".join(f"{kind} {count}" for kind, count in figures["without_run"].items()))
     for workers, model in figures["model"].items():
         at = model["at_class_size"]
         lines.append(f"model, {workers} worker(s), {figures['students']} students: median {at['median_s']:.3f} s, "
