@@ -41,7 +41,7 @@ def test_demo_serves_the_installed_explorer_headless():
 
 def test_demo_passes_what_follows_the_double_dash_to_the_explorer(tmp_path, monkeypatch):
     started = []
-    monkeypatch.setattr(subprocess, "call", lambda argv: started.append(argv) or 0)
+    monkeypatch.setattr(demo, "serve", lambda argv: started.append(argv) or 0)
     assert main(["demo", "--port", "8600", "--", "--data-root", str(tmp_path), "--allow-any-path"]) == 0
     assert started == [demo.streamlit_argv(demo.app_script(), ["--data-root", str(tmp_path), "--allow-any-path"],
                                            port=8600)]
@@ -51,7 +51,7 @@ def test_demo_serves_on_one_address_when_asked(monkeypatch, capsys):
     """``--address`` becomes Streamlit's ``server.address``; anything but an IP address or a host
     name is a usage error before the server starts."""
     started = []
-    monkeypatch.setattr(subprocess, "call", lambda argv: started.append(argv) or 0)
+    monkeypatch.setattr(demo, "serve", lambda argv: started.append(argv) or 0)
     assert main(["demo", "--address", " 127.0.0.1 "]) == 0
     assert "--server.address=127.0.0.1" in started[0] and started[0][-1] == "--server.address=127.0.0.1"
     assert main(["demo", "--address", "::1", "--port", "8600"]) == 0 and "--server.address=::1" in started[1]
@@ -66,7 +66,7 @@ def test_demo_serves_on_one_address_when_asked(monkeypatch, capsys):
 
 
 def test_demo_refuses_a_missing_data_root_before_the_server_starts(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(subprocess, "call", lambda argv: pytest.fail("the server started"))
+    monkeypatch.setattr(demo, "serve", lambda argv: pytest.fail("the server started"))
     assert main(["demo", "--", "--data-root", str(tmp_path / "nowhere")]) == 2
     assert capsys.readouterr().err.startswith("anchordiv demo: data root ")
 
@@ -100,7 +100,7 @@ def test_the_encoder_is_encoder_and_its_old_name_model_still_works(capsys):
 
 def test_a_script_with_the_old_model_option_still_runs(monkeypatch, capsys):
     started = []
-    monkeypatch.setattr(subprocess, "call", lambda argv: started.append(argv) or 0)
+    monkeypatch.setattr(demo, "serve", lambda argv: started.append(argv) or 0)
     assert main(["demo", "--model", "builtin"]) == 0
     assert "anchordiv demo: --model is now called --encoder" in capsys.readouterr().err
     assert started[0][started[0].index("--") + 1:] == ["--encoder", "builtin"]  # the explorer is told the new name

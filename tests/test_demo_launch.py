@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 from anchordiv.benchmarks.browser import free_port, wait_healthy
-from anchordiv.cli import main
+from anchordiv.cli import demo, main
 from anchordiv.embeddings import embed_folder
 from anchordiv.explorer.launch import LaunchOptions
 from anchordiv.encoders import load_encoder
@@ -36,7 +36,7 @@ def photos(tmp_path: Path) -> Path:
 def no_server(monkeypatch) -> list[list[str]]:
     """The command lines ``demo`` would start the server with (none is started)."""
     started: list[list[str]] = []
-    monkeypatch.setattr(subprocess, "call", lambda argv: started.append(argv) or 0)
+    monkeypatch.setattr(demo, "serve", lambda argv: started.append(argv) or 0)
     return started
 
 
@@ -95,7 +95,7 @@ def test_plain_demo_passes_only_what_follows_the_double_dash(no_server):
     (["--device", "tpu"], "--device='tpu' is not a device torch knows"),
 ])
 def test_bad_choices_are_refused_before_the_server_starts(photos, monkeypatch, capsys, options, message):
-    monkeypatch.setattr(subprocess, "call", lambda argv: pytest.fail("the server started"))
+    monkeypatch.setattr(demo, "serve", lambda argv: pytest.fail("the server started"))
     filled = [option.format(missing=photos.parent / "missing", photos=photos) for option in options]
     assert main(["demo", *filled]) == 2
     error = capsys.readouterr().err
@@ -103,17 +103,11 @@ def test_bad_choices_are_refused_before_the_server_starts(photos, monkeypatch, c
     assert re.search(message.format(missing=photos.parent / "missing"), error), error
 
 
-def children(pid: int) -> list[int]:
-    found = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        found += [int(child) for child in (task / "children").read_text().split()]
-    return found
-
-
 @pytest.mark.slow
 def test_the_demo_server_answers_on_the_embedded_folder(photos, tmp_path, request):
     """A real ``anchordiv demo`` process: it embeds the folder, starts Streamlit with the launch
-    options, and the server answers its health check. Its very first page is a link of 2,000 values,
+    options in its own place (the same process: nothing the preparation loaded stays resident beside
+    the server), and the server answers its health check. Its very first page is a link of 2,000 values,
     which Streamlit drops unread: the page names it (the launcher wrapped that check before the
     server started). The browser part needs Chromium, and skips without it."""
     port, log = free_port(), tmp_path / "demo.log"
@@ -124,8 +118,7 @@ def test_the_demo_server_answers_on_the_embedded_folder(photos, tmp_path, reques
     try:
         wait_healthy(f"http://127.0.0.1:{port}", server, log, seconds=90)
         assert "embedded 6 images" in log.read_text()
-        (streamlit,) = children(server.pid)
-        argv = Path(f"/proc/{streamlit}/cmdline").read_bytes().decode().split("\0")
+        argv = Path(f"/proc/{server.pid}/cmdline").read_bytes().decode().split("\0")
         assert argv[argv.index("--") + 1:-1] == ["--encoder", "builtin", "--folder", str(photos.resolve()),
                                                  "--data-root", str(photos.resolve())]
         assert argv[1:4] == ["-m", "anchordiv.app.serve", "run"], argv

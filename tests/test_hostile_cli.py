@@ -35,6 +35,7 @@ from PIL import Image
 
 from anchordiv import figure as fg
 from anchordiv.cli import build_parser, main
+from anchordiv.cli import demo
 from anchordiv.cli.demo import listen_address
 from anchordiv.cli.output import name_skipped
 from anchordiv.encoders import hub_model_folder
@@ -399,7 +400,7 @@ def _wanted(action: argparse.Action) -> str:
     ("port", "not a number"),
 ])
 def test_a_port_outside_1_to_65535_is_refused_before_the_server_starts(value, what, no_model, monkeypatch, capsys):
-    monkeypatch.setattr(subprocess, "call", tripwire())
+    monkeypatch.setattr(demo, "serve", tripwire())
     assert refusal(["demo", "--port", value], capsys) == (
         f"anchordiv demo: argument --port: {value!r} is {what}; pass a whole number from 1 to 65535 "
         "(see `anchordiv demo --help`)")
@@ -407,7 +408,7 @@ def test_a_port_outside_1_to_65535_is_refused_before_the_server_starts(value, wh
 
 def test_whole_numbers_are_taken_as_written_in_any_plain_form(monkeypatch):
     started = []
-    monkeypatch.setattr(subprocess, "call", lambda argv: started.append(argv) or 0)
+    monkeypatch.setattr(demo, "serve", lambda argv: started.append(argv) or 0)
     for written in ("8600", " 8600 ", "8_600", "8.6e3", "8600.0"):
         assert main(["demo", "--port", written]) == 0
     assert all("--server.port=8600" in argv for argv in started) and len(started) == 5
@@ -450,7 +451,7 @@ def unreadable(folder, count: int) -> list[str]:
 @pytest.mark.parametrize("count", [1, 3, 12])
 def test_demo_refuses_a_folder_with_no_readable_image_before_the_server_starts(count, cache, tmp_path, monkeypatch,
                                                                               capsys):
-    monkeypatch.setattr(subprocess, "call", tripwire())
+    monkeypatch.setattr(demo, "serve", tripwire())
     names = unreadable(tmp_path / "junk", count)
     line = refusal(["demo", "--folder", str(tmp_path / "junk"), "--device", "cpu", "-q"], capsys)
     folder = str(tmp_path / "junk")
@@ -474,7 +475,7 @@ def test_embed_refuses_such_a_folder_too_and_writes_no_npz(cache, tmp_path, caps
 
 @needs_builtin
 def test_demo_refuses_an_empty_folder(cache, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(subprocess, "call", tripwire())
+    monkeypatch.setattr(demo, "serve", tripwire())
     (tmp_path / "empty").mkdir()
     assert refusal(["demo", "--folder", str(tmp_path / "empty"), "--device", "cpu", "-q"], capsys) == (
         f"anchordiv demo: --folder {str(tmp_path / 'empty')!r} holds no files; put PNG, JPEG, WebP, GIF or BMP "
@@ -484,7 +485,7 @@ def test_demo_refuses_an_empty_folder(cache, tmp_path, monkeypatch, capsys):
 @needs_builtin
 def test_demo_names_the_unreadable_files_of_a_folder_and_goes_on(cache, tmp_path, monkeypatch, capsys):
     started = []
-    monkeypatch.setattr(subprocess, "call", lambda argv: started.append(argv) or 0)
+    monkeypatch.setattr(demo, "serve", lambda argv: started.append(argv) or 0)
     folder = tmp_path / "mixed"
     names = unreadable(folder / "cat", 6)
     for number, colour in enumerate(("red", "green", "blue")):  # the fewest the explorer shows anything with
@@ -634,7 +635,7 @@ def test_demo_refuses_a_folder_with_fewer_images_than_the_explorer_needs(good, c
     """1 or 2 readable images beside 9 unreadable files: the explorer needs 3 (a query, a neighbour and
     one more, to calibrate p between A and B on the gallery); the count, the files left out and what to
     do are named, and the server never starts."""
-    monkeypatch.setattr(subprocess, "call", tripwire())
+    monkeypatch.setattr(demo, "serve", tripwire())
     folder = tmp_path / "few"
     names = unreadable(folder, 9)
     for number in range(good):
@@ -718,7 +719,7 @@ def _command_words_only(line: str) -> None:
      "allow it with --allow-download, or copy open_clip_config.json from "),
 ])
 def test_encoder_advice_is_in_the_command_line_s_words(argv, expected, cache, monkeypatch, capsys):
-    monkeypatch.setattr(subprocess, "call", tripwire())
+    monkeypatch.setattr(demo, "serve", tripwire())
     line = refusal([*argv, "--device", "cpu"] if argv[0] not in ("fetch-model",) else argv, capsys)
     assert line.startswith(f"anchordiv {argv[0]}: {expected}"), line
     _command_words_only(line)

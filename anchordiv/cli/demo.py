@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
+import sys
 from pathlib import Path
+from typing import NoReturn
 
 from ..app.server_settings import EXPLORER_SCRIPT, server_address, streamlit_argv
 from ..extras import require
@@ -60,7 +61,16 @@ def run(args: argparse.Namespace) -> int:
     LaunchOptions.from_launch(app_args, os.environ)  # a mistyped --data-root or encoder is refused before the server starts
     if args.encoder is not None or args.folder is not None:
         _prepare(args)
-    return subprocess.call(streamlit_argv(app_script(), app_args, port=args.port, address=args.address))
+    return serve(streamlit_argv(app_script(), app_args, port=args.port, address=args.address))
+
+
+def serve(argv: list[str]) -> NoReturn:
+    """Run the explorer's server ``argv`` in this process's place: nothing this command loaded to
+    prepare it (an encoder, a folder's embeddings: a third of a GB or more) stays resident beside
+    the server, and a signal to this process reaches the server itself."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(argv[0], argv)
 
 
 def listen_address(text: str) -> str:
