@@ -497,6 +497,8 @@ def test_steps_of_p_are_one_history_entry_and_a_new_query_another(app_url, brows
     """Back leaves a run of p steps in one go: Streamlit pushes a history entry for every change of
     the query string, and the player makes a change of the same one parameter replace it; a new
     query (another parameter) still pushes one, and Back returns to the view before it."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     url, log_path = app_url
     page = open_explorer(browser, url, log_path)
     slider = page.locator(PLAYER_SLIDER)
@@ -513,7 +515,10 @@ def test_steps_of_p_are_one_history_entry_and_a_new_query_another(app_url, brows
     assert page.evaluate("() => history.length") == entries, page_report(page, log_path)
     before = page.url
     page.get_by_role("button", name="Random image").click()
-    page.wait_for_function("before => location.href !== before", arg=before, timeout=60_000)
+    try:
+        page.wait_for_function("before => location.href !== before", arg=before, timeout=60_000)
+    except PlaywrightTimeout:
+        pytest.fail(f"the link stayed {page.url} after Random image\n{page_report(page, log_path)}")
     wait_until_idle(page)
     assert page.evaluate("() => history.length") == entries + 1, page_report(page, log_path)
     page.go_back()
