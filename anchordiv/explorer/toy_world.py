@@ -96,7 +96,14 @@ def check_set(world: str, angles: Sequence, name: str, allow_empty: bool) -> Non
 
 
 def _number(value: Any) -> bool:
-    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+    """Whether ``value`` is a finite number as a float (a bool is not; a whole number too large for
+    a float, which a forged report can send as JSON, is not either)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # math.isfinite converts an int to a float first
+        return False
 
 
 def _directions(world: str, angles: Sequence) -> Any:
