@@ -43,11 +43,6 @@ class Page:
     title: str
     parts: tuple[str, ...]
 
-    @property
-    def own_parts(self) -> tuple[str, ...]:
-        """Its parts but the sidebar's: those of its own state (:func:`part_values`)."""
-        return tuple(part for part in self.parts if part not in SIDEBAR_PARTS)
-
 
 # The explorer's pages by the path of their URL (``url_path`` in app/streamlit_app.py; Explore, the
 # default page, has none), in the navigation's order. A link's parameter that no part of its page
