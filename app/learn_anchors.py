@@ -21,8 +21,8 @@ from anchordiv.app.session_keys import (FIND_LEARNED, FIND_MARKS, FIND_MARKS_OF,
                                          PLAYER_MARKS_LEFT_OUT, PLAYER_MARKS_TAKEN, find_problem)
 from anchordiv.app.setting_widgets import setting_widget
 from anchordiv.app.url_state import part_settings
-from anchordiv.app.widget_checks import IMAGES, checked_ids, replace_value, say
-from anchordiv.app.widget_state import current_value
+from anchordiv.app.widget_checks import IMAGES, checked_ids
+from anchordiv.app.widget_state import current_value, replace_value, say
 from anchordiv.explorer.anchors import weighted_anchor_text
 from anchordiv.explorer.feedback import (MAX_MARKED_QUERIES, MAX_MARKS, LearnedAnchors, QueryMarks, explanation,
                                          learn_weights, marks_key, too_few_to_tell, training_set)

@@ -16,7 +16,8 @@ from anchordiv import lesson, lesson_weights
 from anchordiv.app.errors import ERROR_CHARS, attempt
 from anchordiv.app.session_keys import WEIGHTS_LEARNED, WEIGHTS_REQUEST
 from anchordiv.app.setting_widgets import setting_widget
-from anchordiv.app.widget_checks import checked_choices, list_kept_as_list
+from anchordiv.app.widget_checks import checked_choices
+from anchordiv.app.widget_state import list_kept_as_list
 from anchordiv.explorer.literal import markdown_literal
 from anchordiv.explorer.settings import POINT_LABELS, SETTINGS, hand_weight_key
 

@@ -15,8 +15,8 @@ from anchordiv.app.photo_notice import upload_notice
 from anchordiv.app.session_keys import LAST_QUERY, menu_labels
 from anchordiv.app.url_state import UPLOAD_NOT_LINKED
 from anchordiv.app.setting_widgets import setting_widget
-from anchordiv.app.widget_checks import IMAGES, checked_query_id, replace_value, say
-from anchordiv.app.widget_state import current_value, write_values
+from anchordiv.app.widget_checks import IMAGES, checked_query_id
+from anchordiv.app.widget_state import current_value, replace_value, say, write_values
 from anchordiv.explorer.literal import shown, without_joiners
 from anchordiv.explorer.settings import TEXT_QUERY, UPLOAD_QUERY
 from anchordiv.explorer.query import distinct_captions

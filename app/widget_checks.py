@@ -29,8 +29,7 @@ import streamlit as st
 
 from anchordiv import explorer as ex
 from anchordiv.app.session_keys import WIDGET_HELD
-# The pages import these from here too: one module for every widget check and write.
-from anchordiv.app.widget_state import list_kept_as_list, replace_value, say, sent_kind  # noqa: F401
+from anchordiv.app.widget_state import replace_value, say, sent_kind
 from anchordiv.explorer.settings import SETTINGS
 from anchordiv.explorer.widget_values import (FLAG, NUMBER, REFUSED, TEXT, Allowed, Checked, checked_values,
                                               gallery_ids, named, not_among, refused_note, same_value, texts,

@@ -28,8 +28,8 @@ from anchordiv.app.session_keys import COMPARE_COLUMN_ERROR, COMPARE_ROWS_FROM, 
 from anchordiv.app.sidebar import load_gallery_for, sidebar_state
 from anchordiv.app.setting_widgets import setting_widget
 from anchordiv.app.url_state import follow_link, link_notes, part_settings, publish_link, share_box, sidebar_fields
-from anchordiv.app.widget_checks import checked_query_id, checked_texts, list_kept_as_list
-from anchordiv.app.widget_state import current_value, replace_value, write_values
+from anchordiv.app.widget_checks import checked_query_id, checked_texts
+from anchordiv.app.widget_state import current_value, list_kept_as_list, replace_value, write_values
 from anchordiv.explorer import limits, links
 from anchordiv.explorer.literal import markdown_literal, without_joiners
 from anchordiv.explorer.settings import COMPARE, SETTINGS, TEXT_QUERY, anchor_set_key
