@@ -52,7 +52,8 @@ def keep_values(page: str) -> None:
     # run before them) are written back on every run that follows an unfinished one, the others
     # when a page is arrived at.
     every_run = kept_keys(EVERY_RUN)
-    for key in kept_keys(ON_ARRIVAL) + every_run:
+    keys = kept_keys(ON_ARRIVAL) + every_run
+    for key in keys:
         if key not in state and key in kept:
             state[key] = kept[key]
         elif key in state and (arrived or (key in every_run and not whole)):
@@ -61,7 +62,7 @@ def keep_values(page: str) -> None:
             del state[key]
             state[key] = value
     state[PAGE] = page
-    state[KEPT] = {key: state[key] for key in kept_keys(ON_ARRIVAL) + every_run if key in state}
+    state[KEPT] = {key: state[key] for key in keys if key in state}
 
 
 def part_settings(part: str) -> Any:
