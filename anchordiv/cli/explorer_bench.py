@@ -62,6 +62,14 @@ def add_parser(commands) -> argparse.ArgumentParser:
     return bench
 
 
+def _at_most_one(options: tuple[tuple[str, bool], ...]) -> None:
+    """``ValueError`` naming the given ones of ``options`` (``(option, given)`` pairs) where more than
+    one is: each is a measurement of its own."""
+    chosen = [option for option, given in options if given]
+    if len(chosen) > 1:
+        raise ValueError(f"{' and '.join(chosen)} are separate measurements: give one of them")
+
+
 def run(args: argparse.Namespace) -> int:
     scale_only = (("--sizes", args.sizes is not None), ("--store-rows", args.store_rows is not None),
                   ("--store-dir", args.store_dir is not None), ("--users", args.users is not None))
@@ -69,10 +77,7 @@ def run(args: argparse.Namespace) -> int:
         for option, given in scale_only:
             if given:
                 raise ValueError(f"{option} sizes the --scale measurement: add --scale")
-    chosen = [option for option, given in (("--browser", args.browser), ("--scale", args.scale),
-                                           ("--map", args.map_points is not None)) if given]
-    if len(chosen) > 1:
-        raise ValueError(f"{' and '.join(chosen)} are separate measurements: give one of them")
+    _at_most_one((("--browser", args.browser), ("--scale", args.scale), ("--map", args.map_points is not None)))
     if args.browser:
         return _run_in_browser(args)
     if args.map_points is not None:
@@ -137,10 +142,8 @@ def _run_in_browser(args: argparse.Namespace) -> int:
     from ..benchmarks.browser import browser_benchmark, check_browser
     from ..benchmarks.browser_sessions import isolation_benchmark, sessions_benchmark
 
-    chosen = [option for option, given in (("--isolation", args.isolation), ("--sessions", args.sessions is not None),
-                                           ("--class", args.class_size is not None)) if given]
-    if len(chosen) > 1:
-        raise ValueError(f"{' and '.join(chosen)} are separate measurements: give one of them")
+    _at_most_one((("--isolation", args.isolation), ("--sessions", args.sessions is not None),
+                  ("--class", args.class_size is not None)))
     check_output_file(args.json, "--json")
     check_browser()  # before the servers start: a missing browser is a one-line error naming what to install
     if args.minutes is not None and args.class_size is None:
