@@ -41,6 +41,8 @@ from typing import Awaitable, Callable
 from ..resources import app_dir
 from .browser import (CHROMIUM, EXPLORER_SCRIPT, FIRST_GRIDS, PLAYER_SLIDER, WAIT_S, chromium_browser, cpu_seconds,
                       explorer_env, healthy, streamlit_server, wait_until)
+from .browser_sessions import SESSION_VIEWPORT
+from .memory import resident_memory
 from .page_traffic import PageTraffic
 
 logger = logging.getLogger(__name__)
@@ -125,19 +127,10 @@ class Student:
         return await {"query": self.new_query, "anchors": self.edit_anchors, "p": self.move_p}[kind]()
 
 
-def resident_bytes(pid: int) -> int:
-    """The resident memory of process ``pid`` (VmRSS), in bytes."""
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise ValueError(f"no VmRSS for process {pid}")
-
-
 async def _open_student(browser, url: str, seed: int) -> Student:
     """A student's page of the explorer in a browser context of its own, once its first grids are
     drawn and it is idle (its traffic watched from before it opens)."""
-    context = await browser.new_context(viewport={"width": 1500, "height": 1400})
+    context = await browser.new_context(viewport=SESSION_VIEWPORT)
     page = await context.new_page()
     page.set_default_timeout(WAIT_S * 1000)  # under load an action may wait past Playwright's 30 s
     student = Student(page, seed)
@@ -240,10 +233,10 @@ async def _class_run(students: int, minutes: float, repeats: int, env: dict[str,
             class_cpu, class_wall = cpu_seconds(process) - cpu_before, time.monotonic() - clock
             # What a session adds, once the class has filled every cache the sessions share: as many
             # sessions again, opened one after another.
-            before = resident_bytes(process.pid)
+            before = resident_memory(process.pid)["total"]
             for seed in range(students, 2 * students):
                 await _open_student(browser, url, seed)
-            after = resident_bytes(process.pid)
+            after = resident_memory(process.pid)["total"]
     return {"alone": alone, "visits": visits, "class_cpu_s": class_cpu, "class_wall_s": class_wall,
             "session_bytes": (after - before) / students, "server_bytes": after}
 

@@ -21,19 +21,22 @@ def gib(size: int) -> str:
     return f"{size / 2**30:,.1f} GiB"
 
 
-def resident_memory() -> dict[str, int]:
-    """This process's resident memory in bytes from ``/proc/self/status``: ``total`` (VmRSS),
-    ``anonymous`` (RssAnon: its own arrays) and ``file`` (RssFile: mapped files, here the store's
-    pages in the page cache); the peak RSS from ``resource`` where ``/proc`` is missing."""
+def resident_memory(pid: int | None = None) -> dict[str, int]:
+    """The resident memory in bytes of process ``pid`` (default: this one) from
+    ``/proc/PID/status``: ``total`` (VmRSS), ``anonymous`` (RssAnon: its own arrays) and ``file``
+    (RssFile: mapped files, here the store's pages in the page cache); for this process, the peak
+    RSS from ``resource`` where ``/proc`` is missing."""
     fields = {"VmRSS:": "total", "RssAnon:": "anonymous", "RssFile:": "file"}
     found: dict[str, int] = {}
     try:
-        with open("/proc/self/status") as handle:
+        with open(f"/proc/{'self' if pid is None else pid}/status") as handle:
             for line in handle:
                 key = line.split(maxsplit=1)[0] if line.strip() else ""
                 if key in fields:
                     found[fields[key]] = int(line.split()[1]) * 1024
     except OSError:
+        if pid is not None:
+            raise
         import resource
 
         found["total"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
