@@ -62,6 +62,8 @@ def test_a_release_is_read_and_its_sets_written_as_the_page_parses_them():
     {"world": "sphere"}, {"query": 360}, {"query": 359.5}, {"query": -1}, {"query": "120"}, {"query": True}, {"query": float("nan")},
     {"a": "0, 40"}, {"a": [0, "40"]}, {"a": [0, None]}, {"b": [float("inf")]}, {"a": list(range(73))},
     {"scale": 0.1}, {"scale": 41}, {"p": 1.5}, {"p": None}, {"width": 2}, {"width": "40"},
+    # a whole number too large for a float, as a forged JSON release may hold
+    {"scale": 10**400}, {"query": 10**400}, {"a": [0, 10**400]},
 ])
 def test_a_release_the_component_could_not_have_sent_is_no_release(change):
     assert read_released({**RELEASE, **change}, CIRCLE, BOUNDS) is None
