@@ -195,7 +195,7 @@ def check_scale(scale: float) -> float:
         raise ValueError(message)
     try:
         value = float(scale)
-    except (TypeError, ValueError, RuntimeError) as error:
+    except (TypeError, ValueError, RuntimeError, OverflowError) as error:
         raise ValueError(message) from error
     if not math.isfinite(value) or value <= 0:
         raise ValueError(message)
@@ -226,7 +226,7 @@ def finite_non_negative(value: Any) -> float | None:
         return None
     try:
         number = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: a whole number too large for a float
         return None
     return number if math.isfinite(number) and number >= 0 else None
 
@@ -292,7 +292,7 @@ class Interval:
             return int(value) if isinstance(value, (int, np.integer)) else None
         try:
             number = float(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             return None
         return number if math.isfinite(number) else None
 

@@ -68,7 +68,7 @@ def test_k_larger_than_the_gallery(fitted, data):
         ad.CosineIndex(data["gallery"]).search(data["queries"], 0)
 
 
-@pytest.mark.parametrize("scale", [-1.0, 0.0, np.nan, np.inf, "big"])
+@pytest.mark.parametrize("scale", [-1.0, 0.0, np.nan, np.inf, "big", 10**400])
 def test_bad_scale(data, scale):
     with pytest.raises(ValueError, match=r"scale must be a finite positive number"):
         ad.EmpiricalAnchors(scale=scale).fit(data["anchors"])
