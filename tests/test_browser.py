@@ -522,4 +522,7 @@ def test_steps_of_p_are_one_history_entry_and_a_new_query_another(app_url, brows
     wait_until_idle(page)
     assert page.evaluate("() => history.length") == entries + 1, page_report(page, log_path)
     page.go_back()
-    page.wait_for_function("before => location.href === before", arg=before, timeout=60_000)
+    try:
+        page.wait_for_function("before => location.href === before", arg=before, timeout=60_000)
+    except PlaywrightTimeout:
+        pytest.fail(f"Back left the link at {page.url}, not {before}\n{page_report(page, log_path)}")
