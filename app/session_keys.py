@@ -30,9 +30,12 @@ LAUNCH_FOLLOWED = "_launch_followed"  # the server's --folder has been applied t
 ENCODER_FOLLOWED = "_encoder_followed"  # the link's or the server's encoder has been applied
 
 
+LINK_READ = "_link_read_"  # the start of every link_read key
+
+
 def link_read(part: str) -> str:
     """Set once ``part`` of a page (:data:`~anchordiv.explorer.settings.SIDEBAR`, ...) has read the opened link."""
-    return f"_link_read_{part}"
+    return f"{LINK_READ}{part}"
 
 
 # -- the query (query_inputs) --

@@ -68,7 +68,7 @@ from anchordiv.app.cached import share_the_cores  # noqa: E402
 from anchordiv.app.server_settings import apply_unset_settings  # noqa: E402
 from anchordiv.app.sidebar import draw_sidebar  # noqa: E402
 from anchordiv.app.unread_links import name_unread_links  # noqa: E402
-from anchordiv.app.url_state import keep_values, run_finished  # noqa: E402
+from anchordiv.app.url_state import follow_history, keep_values, run_finished  # noqa: E402
 
 APP_DIR = Path(__file__).resolve().parent
 share_the_cores()
@@ -89,6 +89,7 @@ PAGES = [
 # (Explore's anchor sets).
 page = st.navigation(PAGES, position="top")
 st.html(APP_DIR / "components" / "page.css")  # style tags only: Streamlit adds them without taking room
+follow_history()
 keep_values(page.url_path)
 if page.url_path != REPORT:
     draw_sidebar()  # here, not in each page: one set of widgets the pages share (SidebarState)

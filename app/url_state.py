@@ -13,7 +13,8 @@ import streamlit as st
 
 from anchordiv import explorer as ex
 from anchordiv.app.cached import source_presets
-from anchordiv.app.session_keys import KEPT, LINK_IGNORED, PAGE, PRESETS_OF, RUN_FINISHED, link_read
+from anchordiv.app.session_keys import (ENCODER_FOLLOWED, KEPT, LINK_IGNORED, LINK_READ, PAGE, PRESETS_OF,
+                                        RUN_FINISHED, link_read)
 from anchordiv.app.unread_links import STREAMLIT_VALUES
 from anchordiv.cache import cache_dir
 from anchordiv.explorer import limits, links
@@ -63,6 +64,26 @@ def keep_values(page: str) -> None:
             state[key] = value
     state[PAGE] = page
     state[KEPT] = {key: state[key] for key in keys if key in state}
+
+
+def history_navigation() -> bool:
+    """Whether this run is the browser's Back or Forward: Streamlit reruns the page on ``popstate``
+    with the history entry's link. Read from Streamlit's run context, which is not public API: a
+    release without the flag reads as no navigation."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    return bool(getattr(get_script_run_ctx(), "is_history_navigation", False))
+
+
+def follow_history() -> None:
+    """Called at the start of every full run. On Back or Forward, every part of the page reads the
+    link again (:func:`follow_link`), the encoder it names too: the page then shows the view the
+    history entry names. Without this the session's current values stood and were published over
+    the entry's link a moment later, so Back changed the address bar and then undid it."""
+    if history_navigation():
+        state = st.session_state
+        for key in [key for key in state if isinstance(key, str) and key.startswith(LINK_READ)] + [ENCODER_FOLLOWED]:
+            state.pop(key, None)
 
 
 def part_settings(part: str) -> Any:
@@ -151,6 +172,8 @@ def follow_link(fields: list[links.LinkField], part: str) -> dict[str, Any]:
         # What no part of the page reads is named once for the page (follow_page_link), not by each part.
         read = links.read_link(params, fields, known=params)
         taken = read.values
+        if history_navigation():  # a history entry's link leaves out exactly the settings at their defaults
+            state.update({item.key: item.default for item in fields if item.key not in taken})
         state.update(taken)
         state.setdefault(LINK_IGNORED, []).extend(read.ignored)
         state[flag] = True
@@ -166,6 +189,7 @@ def follow_view_link(source: ex.GallerySource) -> list[links.LinkField]:
     presets = source_presets(source)
     refresh_presets(source.key, presets)
     fields = view_fields(source)
+    restoring = link_read(VIEW) not in state and history_navigation()
     if link_read(VIEW) not in state:
         tokens = st.query_params.get_all(links.GALLERY_PARAM)  # one value, read as a field's: the last
         repeated = links.repeated(tokens, tokens[:-1])
@@ -181,7 +205,8 @@ def follow_view_link(source: ex.GallerySource) -> list[links.LinkField]:
         # A preset this gallery lacks (its styles, where it has no style column) gives way to its stand-in.
         preset = preset_in(presets, current_value(preset_key))
         write_values({preset_key: preset})
-        if preset_key in taken and anchors_key not in taken:  # a link that names a preset, not its list
+        # A link that names a preset, not its list; or a history entry's, which leaves out a list equal to its preset's.
+        if anchors_key not in taken and (preset_key in taken or restoring):
             write_values({anchors_key: "\n".join(presets[preset])})
     return view_fields(source)
 

@@ -672,6 +672,32 @@ def test_a_preset_in_the_link_brings_its_list(library):
     assert_shows(app, expected_ranking(library, ex.DOG_BREEDS, library["presets"]["Gallery styles"]))
 
 
+def test_back_and_forward_show_the_history_entry_s_view(library, monkeypatch):
+    """The browser's Back or Forward reruns the page with that history entry's link (Streamlit's run
+    context says so): the page shows the entry's view, a setting the link leaves out at its default.
+    Any other run keeps the session's values (a link is read once) and writes them to the link."""
+    from anchordiv.app import url_state
+
+    app = open_link({"preset_a": "Paper: dog breeds", "anchor_model": "gaussian", "p": "0.8"})
+    entry = {"p": "0.3", "k": "6"}  # the link of a view before those choices
+    app.query_params.clear()
+    app.query_params.update(entry)
+    app.run()
+    assert app.session_state["p"] == 0.8 and app.selectbox(key="anchor_model").value == "gaussian"
+    assert app.query_params["preset_a"] == "Paper: dog breeds"
+    app.query_params.clear()
+    app.query_params.update(entry)
+    monkeypatch.setattr(url_state, "history_navigation", lambda: True)
+    app.run()
+    assert not app.exception and not app.warning
+    presets = library["presets"]
+    assert app.selectbox(key="anchor_model").value == "softmax" and app.session_state["p"] == 0.3
+    assert app.text_area(key="anchors_a").value.splitlines() == list(presets["Gallery object names"])
+    assert_shows(app, expected_ranking(library, presets["Gallery object names"], presets["Gallery styles"], p=0.3,
+                                       k=6))
+    assert {name: app.query_params[name] for name in app.query_params if name != "gallery"} == entry
+
+
 def test_a_bad_link_opens_with_defaults_and_says_what_it_ignored(library):
     app = open_link({"p": "7", "k": "many", "model": "transformer", "query": "99999", "colour": "red",
                      "gallery": "0000000000"})

@@ -496,7 +496,8 @@ def test_a_bare_streamlit_run_shows_visitors_no_deploy_menu(app_url, browser, tm
 def test_steps_of_p_are_one_history_entry_and_a_new_query_another(app_url, browser):
     """Back leaves a run of p steps in one go: Streamlit pushes a history entry for every change of
     the query string, and the player makes a change of the same one parameter replace it; a new
-    query (another parameter) still pushes one, and Back returns to the view before it."""
+    query (another parameter) still pushes one, Back returns to the view before it and Forward to
+    the new query again."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     url, log_path = app_url
@@ -513,7 +514,7 @@ def test_steps_of_p_are_one_history_entry_and_a_new_query_another(app_url, brows
         page.wait_for_function(f"() => location.search.includes('p={step}')", timeout=60_000)
         wait_until_idle(page)
     assert page.evaluate("() => history.length") == entries, page_report(page, log_path)
-    before = page.url
+    before, shown = page.url, neighbour_captions(page)
     page.get_by_role("button", name="Random image").click()
     try:
         page.wait_for_function("before => location.href !== before", arg=before, timeout=60_000)
@@ -521,8 +522,18 @@ def test_steps_of_p_are_one_history_entry_and_a_new_query_another(app_url, brows
         pytest.fail(f"the link stayed {page.url} after Random image\n{page_report(page, log_path)}")
     wait_until_idle(page)
     assert page.evaluate("() => history.length") == entries + 1, page_report(page, log_path)
+    after, drawn = page.url, neighbour_captions(page)
     page.go_back()
     try:
         page.wait_for_function("before => location.href === before", arg=before, timeout=60_000)
     except PlaywrightTimeout:
         pytest.fail(f"Back left the link at {page.url}, not {before}\n{page_report(page, log_path)}")
+    # Back is a run too (Streamlit reruns on popstate): once it has ended, the link is still the old
+    # one and the page shows the view it names, not the new query's link published over it.
+    wait_until_idle(page)
+    assert page.url == before, f"after Back's run the link is {page.url}\n{page_report(page, log_path)}"
+    assert neighbour_captions(page) == shown, page_report(page, log_path)
+    page.go_forward()  # and Forward returns to the new query
+    page.wait_for_function("after => location.href === after", arg=after, timeout=60_000)
+    wait_until_idle(page)
+    assert (page.url, neighbour_captions(page)) == (after, drawn), page_report(page, log_path)
