@@ -19,7 +19,7 @@ from anchordiv.app.widget_checks import IMAGES, checked_query_id
 from anchordiv.app.widget_state import current_value, replace_value, say, write_values
 from anchordiv.explorer.literal import shown, without_joiners
 from anchordiv.explorer.settings import TEXT_QUERY, UPLOAD_QUERY
-from anchordiv.explorer.query import distinct_captions
+from anchordiv.explorer.query import another_item, distinct_captions
 from anchordiv.explorer.widget_values import gallery_ids, is_whole_in, not_among
 
 QUERY_IMAGE_WIDTH = 160
@@ -144,7 +144,7 @@ def pick_query(source: ex.GallerySource, encoder, notices) -> Query:
                on_change=picked, placeholder=f"{len(options)} match(es)" if options else "search first")
 
     def draw_random() -> None:
-        write_values({"query_id": int(np.random.default_rng().integers(len(source)))})
+        write_values({"query_id": another_item(len(source), current_value("query_id"), np.random.default_rng())})
         forget_search()
 
     # A short label: the query column of a 1000 px window cut "Random gallery image" to "Random gallery im…".

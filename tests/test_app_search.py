@@ -51,10 +51,12 @@ def test_random_image_clears_the_search_and_the_link_follows(library):
     app = start()
     default = app.session_state["query_id"]
     search(app, "money")
+    searched = app.session_state["query_id"]
     app.button(key="query_random").click().run()
     assert not app.exception
     assert app.text_input(key="query_search").value == "" and app.selectbox(key="query_pick").value is None
     drawn = app.session_state["query_id"]
+    assert drawn != searched  # a draw is never the query shown: the click always changes the page
     assert app.query_params.get("query") == (None if drawn == default else str(drawn))
 
 

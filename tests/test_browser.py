@@ -10,6 +10,7 @@ the playwright package is missing. Needs: ``apt-get install -y chromium`` and ``
 from __future__ import annotations
 
 import re
+import time
 import weakref
 from pathlib import Path
 
@@ -515,11 +516,14 @@ def test_steps_of_p_are_one_history_entry_and_a_new_query_another(app_url, brows
         wait_until_idle(page)
     assert page.evaluate("() => history.length") == entries, page_report(page, log_path)
     before, shown = page.url, neighbour_captions(page)
-    page.get_by_role("button", name="Random image").click()
+    sockets, runs, clicked = traffic(page), traffic(page).runs, time.monotonic()
+    page.get_by_role("button", name="Random image").click()  # never draws the query shown
     try:
         page.wait_for_function("before => location.href !== before", arg=before, timeout=60_000)
     except PlaywrightTimeout:
-        pytest.fail(f"the link stayed {page.url} after Random image\n{page_report(page, log_path)}")
+        pytest.fail(f"the link stayed {page.url} after Random image ({sockets.runs - runs} run(s) ended since the "
+                    f"click; the page sent a message after it: {sockets.sent > clicked})\n"
+                    f"{page_report(page, log_path)}")
     wait_until_idle(page)
     assert page.evaluate("() => history.length") == entries + 1, page_report(page, log_path)
     after, drawn = page.url, neighbour_captions(page)

@@ -3,12 +3,14 @@ captions read the same are told apart by the labels that differ and their id, pu
 cuts an option's end), the others are not touched."""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
+import pytest
 import torch
 from PIL import Image
 
 from anchordiv import explorer as ex
-from anchordiv.explorer.query import distinct_captions
+from anchordiv.explorer.query import another_item, distinct_captions
 from anchordiv.gallery import Gallery
 
 
@@ -80,3 +82,16 @@ def test_a_match_clicked_after_a_new_search_is_read_back_from_its_label(monkeypa
     for unknown in ("no such label", True, None, 2.5):
         state["query_pick"] = unknown
         assert query_inputs.picked_item("query_pick") is None
+
+
+def test_a_random_draw_is_never_the_query_shown_and_reaches_every_other_item():
+    """"Random image" always changes the query (a draw of the query itself looked like a dead click)."""
+    rng = np.random.default_rng(0)
+    draws = [another_item(5, 2, rng) for _ in range(400)]
+    assert set(draws) == {0, 1, 3, 4}
+    assert np.bincount(draws, minlength=5)[[0, 1, 3, 4]].min() > 60  # about 100 each
+    assert another_item(1, 0, rng) == 0  # one item: nothing else to draw
+    assert set(another_item(3, None, rng) for _ in range(100)) == {0, 1, 2}  # no query yet: any
+    assert set(another_item(3, 7, rng) for _ in range(100)) == {0, 1, 2}  # out of range (a stale id): any
+    with pytest.raises(ValueError, match="at least one"):
+        another_item(0, None, rng)

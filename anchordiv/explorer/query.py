@@ -1,6 +1,6 @@
 """Query images: an upload (:func:`query_image_from_upload`), the first query the explorer
-opens on (:func:`default_query_id`), and the names a menu of gallery items shows, each telling its
-item apart (:func:`distinct_captions`)."""
+opens on (:func:`default_query_id`), a random draw of another (:func:`another_item`), and the names
+a menu of gallery items shows, each telling its item apart (:func:`distinct_captions`)."""
 from __future__ import annotations
 
 import io
@@ -45,6 +45,20 @@ def default_query_id(gallery: Gallery, name: str = "dog", style: str = "watercol
         if styled.any():
             return int(np.flatnonzero(styled)[0])
     return int(np.flatnonzero(matches)[0]) if matches.any() else 0
+
+
+def another_item(n_items: int, current: int | None, rng: np.random.Generator) -> int:
+    """A gallery id drawn uniformly from the ``n_items`` other than ``current`` (the query shown;
+    ``None`` or an id out of range: from all of them). A draw of the query itself would leave the
+    page as it was, a click of "Random image" that seems to do nothing (one in 96 on the held-out
+    world). A gallery of one item has only that item to give."""
+    if n_items < 1:
+        raise ValueError(f"n_items={n_items!r}: a gallery has at least one item")
+    shown_id = current if isinstance(current, (int, np.integer)) and 0 <= current < n_items else None
+    if shown_id is None or n_items == 1:
+        return int(rng.integers(n_items))
+    drawn = int(rng.integers(n_items - 1))
+    return drawn + int(drawn >= shown_id)
 
 
 def distinct_captions(source: Labelled, items: Sequence[int]) -> list[str]:
