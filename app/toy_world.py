@@ -20,6 +20,7 @@ from typing import Any
 import streamlit as st
 
 from anchordiv.app.widget_state import replace_value
+from anchordiv.explorer import links
 from anchordiv.explorer.components import component_text, module_text
 from anchordiv.explorer.settings import SETTINGS, toy_set_key
 from anchordiv.explorer.toy_world import (CIRCLE, SLIDER_SETTINGS, SPHERE, ToyState, read_released, slider_bounds,
@@ -67,5 +68,6 @@ def toy_world(settings: Any, sets: tuple[Sequence, Sequence]) -> None:
                      *(tuple(tuple(map(float, angles)) if world == SPHERE else float(angles) for angles in group)
                        for group in sets),
                      float(settings.learn_scale), float(settings.learn_p), float(settings.learn_width))
-    payload = toy_payload(state, settings.learn_kind, settings.learn_weighting, slider_bounds())
+    payload = toy_payload(state, settings.learn_kind, settings.learn_weighting, slider_bounds(),
+                          companion_params=(links.GALLERY_PARAM,))
     TOY_WORLD(key=TOY_KEY, data=payload, on_released_change=lambda: take_released(world))

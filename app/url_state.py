@@ -6,7 +6,7 @@ kept (:func:`keep_values`).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 from urllib.parse import urlencode
 
 import streamlit as st
@@ -261,13 +261,16 @@ def link_params(fields: list[links.LinkField], source: ex.GallerySource | None =
     return params
 
 
-def waiting_params() -> dict[str, list[str]]:
+def waiting_params(later: Sequence[str] = ()) -> dict[str, list[str]]:
     """The parameters of the page's link that a part of the page has yet to read (the Learn page
-    writes its link before its gallery part reads the view's query, anchors and p): kept in the URL
-    until that part has read them. None of a link refused whole (:func:`refused_whole`)."""
+    writes its link before its gallery part reads the view's query, anchors and p), or that a part
+    of ``later`` writes itself later in the run: kept in the URL as they are until then, so that a
+    run changes the link once, not once without them and again with them. None of a link refused
+    whole (:func:`refused_whole`)."""
     state = st.session_state
     page = PAGES.get(state.get(PAGE))
     waiting = {part for part in (page.parts if page is not None else ()) if link_read(part) not in state}
+    waiting |= set(later)
     params = opened_link() if waiting else {}
     if not params or refused_whole(params, []):
         return {}
@@ -275,10 +278,12 @@ def waiting_params() -> dict[str, list[str]]:
     return {name: values for name, values in params.items() if parts.get(name) in waiting}
 
 
-def publish_link(fields: list[links.LinkField], source: ex.GallerySource | None = None) -> None:
+def publish_link(fields: list[links.LinkField], source: ex.GallerySource | None = None,
+                 later: Sequence[str] = ()) -> None:
     """Put the current values of ``fields`` in the page's URL (only when they changed: each change
-    is a message to the browser), beside what a part of the page has yet to read (:func:`waiting_params`)."""
-    params = waiting_params() | link_params(fields, source)
+    is a message to the browser, and a new entry of the browser's history), beside what a part of
+    the page has yet to read or the parts ``later`` write later in the run (:func:`waiting_params`)."""
+    params = waiting_params(later) | link_params(fields, source)
     current = {name: st.query_params.get_all(name) for name in st.query_params}
     wanted = {name: value if isinstance(value, list) else [value] for name, value in params.items()}
     if current != wanted:

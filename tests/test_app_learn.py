@@ -18,6 +18,7 @@ import pytest
 from markup import plain
 from anchordiv import explain, lesson
 from anchordiv import explorer as ex
+from anchordiv.explorer import links
 from anchordiv.explorer.toy_world import ToyState, gmm_labels, slider_bounds, toy_payload
 from app_pages import APP, PAGES, TIMEOUT
 from helpers import needs_builtin
@@ -136,7 +137,8 @@ def expected_payload(app: AppTest) -> dict:
         query = float(state["learn_query"])
     toy = ToyState(state["learn_world"], query, *(tuple(group) for group in sets), float(state["learn_scale"]),
                    float(state["learn_p"]), float(state["learn_width"]))
-    return json.loads(json.dumps(toy_payload(toy, state["learn_kind"], state["learn_weighting"], slider_bounds())))
+    return json.loads(json.dumps(toy_payload(toy, state["learn_kind"], state["learn_weighting"], slider_bounds(),
+                                             companion_params=(links.GALLERY_PARAM,))))
 
 
 def assert_the_world_is_the_pages(app: AppTest) -> None:

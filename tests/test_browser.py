@@ -494,6 +494,45 @@ def test_a_bare_streamlit_run_shows_visitors_no_deploy_menu(app_url, browser, tm
         process.wait(timeout=20)
 
 
+def step_p(page, shown: str) -> None:
+    """One step of the player's slider to the right, once its release has put ``p={shown}`` in the
+    link and the run it asked for has ended."""
+    slider = page.locator(PLAYER_SLIDER)
+    slider.focus()
+    slider.press("ArrowRight")
+    page.wait_for_function(f"() => location.search.includes('p={shown}')", timeout=60_000)
+    wait_until_idle(page)
+
+
+def test_a_page_arrived_at_is_one_history_entry_and_back_returns_to_the_view_left(app_url, browser):
+    """Streamlit pushes a new page's bare address and then the page's first run its link: the
+    history policy makes the two one entry (Back stopped at the bare address before), and Back
+    returns to the view left, its link and its grids; the Learn page's toy world mounts the policy
+    there, so a run of moves of its p is one entry too."""
+    url, log_path = app_url
+    page = open_explorer(browser, url, log_path)
+    step_p(page, "0.51")
+    left, shown, entries = page.url, neighbour_captions(page), page.evaluate("() => history.length")
+    page.locator(NAV).get_by_text("Learn", exact=True).click()
+    page.wait_for_function("() => location.pathname.endsWith('/learn') && location.search.includes('p=0.51')",
+                           timeout=60_000)
+    wait_until_idle(page)
+    assert page.evaluate("() => history.length") == entries + 1, page_report(page, log_path)
+    toy_p = page.locator('[data-anchordiv-toy="p"]')
+    for _ in range(3):  # three releases, three runs, each a change of the toy's p alone
+        runs = traffic(page).runs
+        toy_p.focus()
+        toy_p.press("ArrowRight")
+        wait_until_idle(page, after_runs=runs)
+    assert "toy_p=" in page.url and page.evaluate("() => history.length") == entries + 2, page_report(page, log_path)
+    page.go_back()
+    page.go_back()
+    page.wait_for_function("left => location.href === left", arg=left, timeout=60_000)
+    wait_until_idle(page)
+    assert page.url == left, f"after Back's run the link is {page.url}\n{page_report(page, log_path)}"
+    assert neighbour_captions(page) == shown, page_report(page, log_path)
+
+
 def test_steps_of_p_are_one_history_entry_and_a_new_query_another(app_url, browser):
     """Back leaves a run of p steps in one go: Streamlit pushes a history entry for every change of
     the query string, and the player makes a change of the same one parameter replace it; a new
@@ -503,17 +542,10 @@ def test_steps_of_p_are_one_history_entry_and_a_new_query_another(app_url, brows
 
     url, log_path = app_url
     page = open_explorer(browser, url, log_path)
-    slider = page.locator(PLAYER_SLIDER)
-    slider.focus()
-    slider.press("ArrowRight")
-    page.wait_for_function("() => location.search.includes('p=0.51')", timeout=60_000)
-    wait_until_idle(page)
+    step_p(page, "0.51")
     entries = page.evaluate("() => history.length")
     for step in ("0.52", "0.53"):
-        slider.focus()
-        slider.press("ArrowRight")
-        page.wait_for_function(f"() => location.search.includes('p={step}')", timeout=60_000)
-        wait_until_idle(page)
+        step_p(page, step)
     assert page.evaluate("() => history.length") == entries, page_report(page, log_path)
     before, shown = page.url, neighbour_captions(page)
     sockets, runs, clicked = traffic(page), traffic(page).runs, time.monotonic()

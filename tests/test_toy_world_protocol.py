@@ -99,11 +99,11 @@ def node() -> str:
 
 def test_the_module_streamlit_runs_loads_with_its_siblings_inlined(tmp_path):
     """What the app registers (:func:`~anchordiv.explorer.components.module_text`) imports the math,
-    the drawing and the p player's release rule (one report a burst) as ``data:`` addresses and
-    loads with no file beside it."""
+    the drawing, the page's history policy and the p player's release rule (one report a burst) as
+    ``data:`` addresses and loads with no file beside it."""
     text = module_text("toy_world.js")
-    assert "./toy_world_" not in text and "./p_player" not in text
-    assert text.count('from "data:text/javascript;base64,') == 3
+    assert "./toy_world_" not in text and "./p_player" not in text and "./page_history" not in text
+    assert text.count('from "data:text/javascript;base64,') == 4
     entry = tmp_path / "entry.mjs"
     entry.write_text(text, encoding="utf-8")
     done = subprocess.run([node(), "--input-type=module", "-e",

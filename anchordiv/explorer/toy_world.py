@@ -132,17 +132,21 @@ def gmm_labels(state: ToyState, kind: str, weighting: str) -> list[list[int] | N
     return labels + [None] * (2 - len(labels))
 
 
-def toy_payload(state: ToyState, kind: str, weighting: str, bounds: Mapping[str, Bounds]) -> dict[str, Any]:
+def toy_payload(state: ToyState, kind: str, weighting: str, bounds: Mapping[str, Bounds],
+                companion_params: Sequence[str] = ()) -> dict[str, Any]:
     """What the component receives: the state, the anchor model ``kind`` and ``weighting`` (the
     page's menus), the sliders' ``bounds`` (each of :data:`SLIDERS`), the most anchors a
-    set takes, the hint for the world and, for a GMM, the k-means labels (:func:`gmm_labels`).
-    JSON-ready; at most :data:`~anchordiv.lesson.MAX_TOY_ANCHORS` anchors a set, as the page's
-    parsing already enforces."""
+    set takes, the hint for the world and, for a GMM, the k-means labels (:func:`gmm_labels`); and
+    for the page's history policy, which the Streamlit host mounts, the URL parameters the app sets
+    beside another one (``companion_params``, as the p player's payload has them; none in a
+    notebook). JSON-ready; at most :data:`~anchordiv.lesson.MAX_TOY_ANCHORS` anchors a set, as the
+    page's parsing already enforces."""
     return {"world": state.world, "query": state.query, "sets": [list(map(_json_angles, state.a)),
                                                                  list(map(_json_angles, state.b))],
             "kind": kind, "weighting": weighting, "scale": state.scale, "p": state.p, "width": state.width,
             "labels": gmm_labels(state, kind, weighting), "max_anchors": lesson.MAX_TOY_ANCHORS,
-            "controls": {name: bounds[name].as_json() for name in SLIDERS}, "hint": HINTS[state.world]}
+            "controls": {name: bounds[name].as_json() for name in SLIDERS}, "hint": HINTS[state.world],
+            "companion_params": list(companion_params)}
 
 
 def _json_angles(angles: Any) -> Any:

@@ -8,7 +8,7 @@
 //
 // This file draws; its rules (which p a drawing shows, Play's stops, when a release is reported)
 // are in p_player_logic.js, and the page's history policy, which its Streamlit entry mounts, in
-// p_player_history.js. Every text from the server is set with textContent (or as an attribute),
+// page_history.js. Every text from the server is set with textContent (or as an attribute),
 // never as markup. Two hosts draw the player through mountPlayer: Streamlit, through this module's
 // default export, and a notebook, through p_player_widget.js (anchordiv.widgets). Each calls it
 // again whenever the data changes; one Player per host element keeps the image elements across
@@ -16,7 +16,7 @@
 
 import { formatP, isEndStop, nearestStep, playDirection, playStep, rankingAt, safeSource, sameOrder,
          PlayerMemory, ReleaseReport } from "./p_player_logic.js";
-import { mountHistory } from "./p_player_history.js";
+import { mountHistory } from "./page_history.js";
 
 const PLAYERS = new WeakMap();  // host element -> its Player
 // Each player's memory (PlayerMemory), by the payload's instance name: it outlives a host element,

@@ -5,7 +5,7 @@
 // ("p", one of the payload's positions) and the marks ("marks", with "_marks_open": whether more
 // may be marked). A release or a toggle sets its trait and saves it, and the kernel reads it through
 // read_reply's checks; a change from Python (widget.p = 0.3) draws the player again with that p as
-// the server's, as a run of the page does. The page's history policy (p_player_history.js) is not
+// the server's, as a run of the page does. The page's history policy (page_history.js) is not
 // mounted: a notebook keeps no state in its address.
 
 import { showMarkup } from "./notebook_markup.js";

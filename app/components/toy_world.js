@@ -14,6 +14,7 @@
 
 import * as toy from "./toy_world_math.js";
 import { barChart, circleWorld, lineChart, project, SET_COLOURS, sphereMap, sphereView, unproject } from "./toy_world_draw.js";
+import { mountHistory } from "./page_history.js";
 import { ReleaseReport } from "./p_player_logic.js";
 
 const WORLDS = new WeakMap();  // host element -> its ToyWorld
@@ -38,8 +39,10 @@ const SLIDERS = {
                text: (value) => `${value}°` },
 };
 
-// Streamlit's entry: the world's released state is the state value "released".
+// Streamlit's entry: the page's history policy (the p player mounts it on Explore; the Learn page
+// has none), then the world, whose released state is the state value "released".
 export default function ({ data, parentElement, setStateValue }) {
+  mountHistory(window, data.companion_params);
   return mountToyWorld(parentElement, data, { report: (state) => setStateValue("released", state) });
 }
 

@@ -23,7 +23,7 @@ from anchordiv.app.toy_world import toy_world
 from anchordiv.app.url_state import follow_link, link_notes, part_settings, publish_link, sidebar_fields
 from anchordiv.app.widget_state import current_value, replace_value
 from anchordiv.explorer import links
-from anchordiv.explorer.settings import CIRCLE, LEARN, SETTINGS, toy_set_key
+from anchordiv.explorer.settings import CIRCLE, LEARN, SETTINGS, VIEW, toy_set_key
 from anchordiv.explorer.sidebar_state import SidebarState
 from anchordiv.models import anchor_model_kind
 
@@ -179,7 +179,7 @@ def main(sidebar: SidebarState) -> None:
     settings = toy_controls(sidebar)
     (circle_world if settings.learn_world == CIRCLE else sphere_world)(settings)
     weights_lesson(linked)
-    publish_link(fields)
+    publish_link(fields, later=(VIEW,))  # the gallery part writes the view's parameters
     st.divider()
     gallery_section(sidebar, fields, share_slot)
 
