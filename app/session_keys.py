@@ -15,7 +15,7 @@ SIDEBAR_STATE = "_sidebar_state"  # the run's SidebarState, drawn by the entry f
 # (Explore's anchor sets), where they stay in sight beside the page at any window size.
 PAGE_SIDEBAR = "_page_sidebar"
 
-# -- keeping widget values between pages (url_state.keep_values) --
+# -- keeping widget values between pages (kept_values.keep_values) --
 KEPT = "_kept"  # the kept widget values the last run left, by key
 PAGE = "_page"  # the url_path of the page the last run drew
 RUN_FINISHED = "_run_finished"  # set by a full run that drew its whole page

@@ -68,7 +68,8 @@ from anchordiv.app.cached import share_the_cores  # noqa: E402
 from anchordiv.app.server_settings import apply_unset_settings  # noqa: E402
 from anchordiv.app.sidebar import draw_sidebar  # noqa: E402
 from anchordiv.app.unread_links import name_unread_links  # noqa: E402
-from anchordiv.app.url_state import follow_history, keep_values, run_finished  # noqa: E402
+from anchordiv.app.kept_values import keep_values, run_finished  # noqa: E402
+from anchordiv.app.url_state import follow_history  # noqa: E402
 
 APP_DIR = Path(__file__).resolve().parent
 share_the_cores()

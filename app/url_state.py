@@ -1,8 +1,8 @@
-"""Every page's state in its URL (``st.query_params``), and the values kept between pages.
+"""Every page's state in its URL (``st.query_params``): read once per session and part of a page,
+again on Back and Forward, and written back as the settings change.
 
 The settings are the rows of :data:`anchordiv.explorer.settings.SETTINGS`: their link fields come
-from :mod:`anchordiv.explorer.links`, and the values kept between pages are those the table marks
-kept (:func:`keep_values`).
+from :mod:`anchordiv.explorer.links`. The values kept between pages are :mod:`anchordiv.app.kept_values`'.
 """
 from __future__ import annotations
 
@@ -13,57 +13,19 @@ import streamlit as st
 
 from anchordiv import explorer as ex
 from anchordiv.app.cached import source_presets
-from anchordiv.app.session_keys import (ENCODER_FOLLOWED, KEPT, LINK_IGNORED, LINK_READ, PAGE, PRESETS_OF,
-                                        RUN_FINISHED, link_read)
+from anchordiv.app.session_keys import ENCODER_FOLLOWED, LINK_IGNORED, LINK_READ, PAGE, PRESETS_OF, link_read
 from anchordiv.app.unread_links import STREAMLIT_VALUES
 from anchordiv.cache import cache_dir
 from anchordiv.explorer import limits, links
 from anchordiv.explorer.anchors import preset_in
 from anchordiv.explorer.literal import markdown_literal
 from anchordiv.app.widget_state import current_value, write_values
-from anchordiv.explorer.setting import EVERY_RUN, ON_ARRIVAL
-from anchordiv.explorer.settings import (PAGES, PRESET_DEFAULTS, UPLOAD_QUERY, VIEW, anchor_set_key, kept_keys,
-                                         part_values)
+from anchordiv.explorer.settings import PAGES, PRESET_DEFAULTS, UPLOAD_QUERY, VIEW, anchor_set_key, part_values
 
 WHOLE_LINK = "all of it"  # how a link refused whole is named among the notes
 # Said under an uploaded query in use and in the Share box: what the page's link carries then.
 UPLOAD_NOT_LINKED = ("An uploaded image cannot travel in a link: it stays in this browser session. The page's link "
                      "keeps the anchors and p, and opens on the gallery's default query.")
-
-
-def keep_values(page: str) -> None:
-    """Called at the start of every full run, with the page about to run.
-
-    Streamlit forgets a widget's value when a run does not draw the widget (another page, or a run
-    that stopped early): the server may drop it, and the browser shows the default when the widget
-    comes back. A widget drawn by another page starts from its default too. So a value missing now
-    is restored from the copy the last run left, and values are written back, which makes the
-    server send them with their widgets: all of them on a page's first run, and those after the
-    gallery when the last full run did not finish (:func:`run_finished`), so may not have drawn
-    them. No more: a value written back replaces what the browser's widget holds, and a person
-    typing or stepping p while a run is on its way would lose it (on a busy server, typed anchors
-    were overwritten this way by the run a query pick had started: tests/test_browser_crowd.py).
-    """
-    state = st.session_state
-    kept = state.get(KEPT, {})
-    arrived = state.get(PAGE) != page
-    whole = state.pop(RUN_FINISHED, False)
-    # The page widgets' values that outlive a page that does not draw them (the sidebar's widgets
-    # keep their own: PERSISTED). Those drawn after the gallery (a folder not chosen yet stops the
-    # run before them) are written back on every run that follows an unfinished one, the others
-    # when a page is arrived at.
-    every_run = kept_keys(EVERY_RUN)
-    keys = kept_keys(ON_ARRIVAL) + every_run
-    for key in keys:
-        if key not in state and key in kept:
-            state[key] = kept[key]
-        elif key in state and (arrived or (key in every_run and not whole)):
-            # Deleted first: the key may still name the last page's widget, which would take the value.
-            value = state[key]
-            del state[key]
-            state[key] = value
-    state[PAGE] = page
-    state[KEPT] = {key: state[key] for key in keys if key in state}
 
 
 def history_navigation() -> bool:
@@ -91,12 +53,6 @@ def part_settings(part: str) -> Any:
     frozen, typed value (:func:`~anchordiv.explorer.settings.part_values`): what a page reads of
     them, once per run (a fragment's run too), after following its link and checking its values."""
     return part_values((part,), st.session_state)
-
-
-def run_finished() -> None:
-    """Called at the end of a full run that drew its whole page (one stopped early, by an error or
-    a rerun, never gets here): the next run need not write back what this one drew."""
-    st.session_state[RUN_FINISHED] = True
 
 
 def linked_texts() -> links.LinkedTexts:
