@@ -508,7 +508,7 @@ def test_a_page_arrived_at_is_one_history_entry_and_back_returns_to_the_view_lef
     """Streamlit pushes a new page's bare address and then the page's first run its link: the
     history policy makes the two one entry (Back stopped at the bare address before), and Back
     returns to the view left, its link and its grids; the Learn page's toy world mounts the policy
-    there, so a run of moves of its p is one entry too."""
+    there, so a run of moves of its p is one entry too, which Back leaves, the world following."""
     url, log_path = app_url
     page = open_explorer(browser, url, log_path)
     step_p(page, "0.51")
@@ -525,7 +525,10 @@ def test_a_page_arrived_at_is_one_history_entry_and_back_returns_to_the_view_lef
         toy_p.press("ArrowRight")
         wait_until_idle(page, after_runs=runs)
     assert "toy_p=" in page.url and page.evaluate("() => history.length") == entries + 2, page_report(page, log_path)
-    page.go_back()
+    page.go_back()  # to Learn as it was reached: the world's p back at its default, in the world itself
+    page.wait_for_function("() => !location.search.includes('toy_p=')", timeout=60_000)
+    wait_until_idle(page)
+    assert page.locator(".atw-p-value").inner_text() == "0.50", page_report(page, log_path)
     page.go_back()
     page.wait_for_function("left => location.href === left", arg=left, timeout=60_000)
     wait_until_idle(page)
