@@ -189,16 +189,10 @@ def check_scale(scale: float) -> float:
     There is no fixed upper bound: how large a scale stays finite depends on the model and the
     dtype, so each model checks its outputs instead (:func:`check_finite_output`).
     """
-    message = (f"scale must be a finite positive number (the logit scale, e.g. 100 for OpenAI CLIP); "
-               f"got {scale!r}.")
-    if isinstance(scale, (bool, np.bool_, str, bytes)):
-        raise ValueError(message)
-    try:
-        value = float(scale)
-    except (TypeError, ValueError, RuntimeError, OverflowError) as error:
-        raise ValueError(message) from error
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(message)
+    value = finite_number(scale)
+    if value is None or value <= 0:
+        raise ValueError(f"scale must be a finite positive number (the logit scale, e.g. 100 for OpenAI CLIP); "
+                         f"got {scale!r}.")
     return value
 
 
@@ -219,16 +213,23 @@ def check_positive_int(value: Any, name: str, minimum: int = 1) -> int:
     return Interval(minimum, integer=True)(value, name)
 
 
-def finite_non_negative(value: Any) -> float | None:
-    """``value`` as a finite float ``>= 0``, or ``None`` when it is not one (text and booleans are
-    not numbers here), so that each caller can say what the number is for."""
+def finite_number(value: Any) -> float | None:
+    """``value`` as a finite float, or ``None`` when it is not one, so that each caller can say what
+    the number is for: text and booleans are not numbers here, nor is a whole number too large for
+    a float (``float`` raises ``OverflowError``) or a tensor of several values (``RuntimeError``)."""
     if isinstance(value, (bool, np.bool_, str, bytes)):
         return None
     try:
         number = float(value)
-    except (TypeError, ValueError, OverflowError):  # OverflowError: a whole number too large for a float
+    except (TypeError, ValueError, RuntimeError, OverflowError):
         return None
-    return number if math.isfinite(number) and number >= 0 else None
+    return number if math.isfinite(number) else None
+
+
+def finite_non_negative(value: Any) -> float | None:
+    """``value`` as a finite float ``>= 0``, or ``None`` when it is not one (:func:`finite_number`)."""
+    number = finite_number(value)
+    return number if number is not None and number >= 0 else None
 
 
 def as_float_array(values: ArrayLike, name: str) -> np.ndarray:
@@ -286,15 +287,9 @@ class Interval:
         return number
 
     def _number(self, value: Any) -> float | int | None:
-        if isinstance(value, (bool, np.bool_, str, bytes)):
-            return None
         if self.integer:
-            return int(value) if isinstance(value, (int, np.integer)) else None
-        try:
-            number = float(value)
-        except (TypeError, ValueError, OverflowError):
-            return None
-        return number if math.isfinite(number) else None
+            return int(value) if isinstance(value, (int, np.integer)) and not isinstance(value, bool) else None
+        return finite_number(value)
 
     def _inside(self, number: float) -> bool:
         above = number > self.low if self.open_low else number >= self.low
