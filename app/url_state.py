@@ -44,7 +44,7 @@ def follow_history() -> None:
     the entry's link a moment later, so Back changed the address bar and then undid it."""
     if history_navigation():
         state = st.session_state
-        for key in [key for key in state if isinstance(key, str) and key.startswith(LINK_READ)] + [ENCODER_FOLLOWED]:
+        for key in [key for key in state if key.startswith(LINK_READ)] + [ENCODER_FOLLOWED]:
             state.pop(key, None)
 
 
@@ -145,8 +145,9 @@ def follow_view_link(source: ex.GallerySource) -> list[links.LinkField]:
     presets = source_presets(source)
     refresh_presets(source.key, presets)
     fields = view_fields(source)
-    restoring = link_read(VIEW) not in state and history_navigation()
-    if link_read(VIEW) not in state:
+    first = link_read(VIEW) not in state
+    restoring = first and history_navigation()
+    if first:
         tokens = st.query_params.get_all(links.GALLERY_PARAM)  # one value, read as a field's: the last
         repeated = links.repeated(tokens, tokens[:-1])
         if repeated:

@@ -13,6 +13,7 @@ from PIL import Image
 
 from ..gallery import Gallery
 from .literal import shown
+from .widget_values import is_whole_in
 
 
 class Labelled(Protocol):
@@ -54,7 +55,7 @@ def another_item(n_items: int, current: int | None, rng: np.random.Generator) ->
     world). A gallery of one item has only that item to give."""
     if n_items < 1:
         raise ValueError(f"n_items={n_items!r}: a gallery has at least one item")
-    shown_id = current if isinstance(current, (int, np.integer)) and 0 <= current < n_items else None
+    shown_id = current if is_whole_in(current, 0, n_items) else None
     if shown_id is None or n_items == 1:
         return int(rng.integers(n_items))
     drawn = int(rng.integers(n_items - 1))
